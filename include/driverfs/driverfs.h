@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * driverfs.h - what a driver author needs: attribute tables, driver ops and
+ * the device accessors they are called with.
+ *
+ * Conventions: functions return 0 (or a length) on success and -errno on
+ * failure; out-parameters named ret_* are written only on success; *_ref()
+ * and *_unref() accept NULL and return their argument (unref returns NULL).
+ */
+#ifndef DRIVERFS_DRIVERFS_H
+#define DRIVERFS_DRIVERFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest value an attribute shows or accepts, as in sysfs. */
+#define DM_ATTR_MAX 4096
+
+struct dm_model;
+struct dm_device;
+struct dm_driver;
+struct dm_bus;
+struct dm_class;
+struct dm_interface;
+
+/* ---- attributes --------------------------------------------------------- */
+
+enum dm_attr_flags {
+	/* The value changes without the model being told (a sysfs value, the
+	 * power state): never cache it. */
+	DM_ATTR_LIVE = 1u << 0,
+};
+
+struct dm_attribute;
+
+/*
+ * show() writes at most @size bytes (DM_ATTR_MAX) of the value, normally
+ * ending in a newline, and returns the length or -errno. store() receives
+ * the whole written value, NUL-terminated, at most DM_ATTR_MAX bytes; it
+ * parses all of it first and returns -EINVAL (or another -errno) with the
+ * state unchanged when the value is bad, 0 when the value was applied.
+ *
+ * Both are called without the model lock and with a reference on @dev; the
+ * device may be removed meanwhile (dm_device_is_dead()).
+ */
+typedef int (*dm_show_fn)(struct dm_device *dev, const struct dm_attribute *attr,
+			  char *buf, size_t size);
+typedef int (*dm_store_fn)(struct dm_device *dev, const struct dm_attribute *attr,
+			   const char *buf, size_t len);
+
+struct dm_attribute {
+	const char *name;
+	mode_t mode; /* 0444, 0644, 0200 ... */
+	unsigned flags; /* enum dm_attr_flags */
+	dm_show_fn show;
+	dm_store_fn store;
+};
+
+/*
+ * A table of attributes. A group with a name is a subdirectory of the
+ * device's directory (such as "pm"). is_visible() hides attributes a given
+ * device does not have; a group whose attributes are all hidden is absent.
+ */
+struct dm_attribute_group {
+	const char *name;
+	const struct dm_attribute *const *attrs; /* NULL-terminated */
+	bool (*is_visible)(struct dm_device *dev, const struct dm_attribute *attr);
+};
+
+#define DM_ATTR(_name, _mode, _show, _store) \
+	{ .name = #_name, .mode = (_mode), .show = (_show), .store = (_store) }
+#define DM_ATTR_RO(_name, _show) DM_ATTR(_name, 0444, _show, NULL)
+#define DM_ATTR_RW(_name, _show, _store) DM_ATTR(_name, 0644, _show, _store)
+
+/* True when @buf (of @len bytes) equals @word, ignoring one trailing newline. */
+bool dm_streq(const char *buf, size_t len, const char *word);
+
+/* snprintf into an attribute buffer; returns the length written (truncated
+ * to @size - 1), never more. */
+int dm_emit(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- devices ------------------------------------------------------------ */
+
+enum dm_power_state {
+	DM_POWER_ON = 0,
+	DM_POWER_SUSPENDED,
+};
+
+struct dm_device *dm_device_ref(struct dm_device *dev);
+struct dm_device *dm_device_unref(struct dm_device *dev);
+
+/* Accessors: the strings live as long as the device reference. */
+const char *dm_device_get_name(const struct dm_device *dev);
+const char *dm_device_get_devpath(const struct dm_device *dev); /* may be NULL */
+const char *dm_device_get_kernel_driver(const struct dm_device *dev); /* may be NULL */
+uint64_t dm_device_get_id(const struct dm_device *dev);
+bool dm_device_is_dead(const struct dm_device *dev);
+enum dm_power_state dm_device_get_power(const struct dm_device *dev);
+
+/* Copies the static value @name into @buf (without newline); returns its
+ * length, -ENOENT when the device has no such value, -ENOBUFS when it does
+ * not fit. Takes the model's read lock. */
+int dm_device_get_value(struct dm_device *dev, const char *name, char *buf, size_t size);
+
+/* Per-driver private data, set by probe(). */
+void dm_device_set_driver_data(struct dm_device *dev, void *data);
+void *dm_device_get_driver_data(const struct dm_device *dev);
+
+/* ---- drivers ------------------------------------------------------------ */
+
+enum dm_driver_kind {
+	DM_DRIVER_KERNEL = 0, /* proxy for a kernel driver seen in sysfs */
+	DM_DRIVER_USER, /* a driver implemented in user space */
+};
+
+/*
+ * Driver hooks, each optional (NULL: nothing to do, success). They are called
+ * without the model lock, serialised per device.
+ *   probe:   0 accepts the device; -ENODEV or -ENXIO declines it quietly;
+ *            another -errno declines it and is reported.
+ *   remove:  the device is going away or the driver is unregistered.
+ *   suspend: 0 or -errno; a failure stops the suspend walk and rolls back.
+ *   resume:  0 or -errno; a failure is reported and the walk goes on.
+ */
+struct dm_driver_ops {
+	int (*probe)(struct dm_device *dev, void *data);
+	void (*remove)(struct dm_device *dev, void *data);
+	int (*suspend)(struct dm_device *dev, void *data);
+	int (*resume)(struct dm_device *dev, void *data);
+};
+
+/*
+ * Creates an unregistered driver with one reference. @ops must outlive it;
+ * @data is passed to every hook and freed with @free_data (may be NULL) on
+ * the last unref. Higher @priority is offered devices first; user drivers
+ * normally use a priority above 0, kernel proxies 0.
+ */
+int dm_driver_new(const char *name, enum dm_driver_kind kind, int priority,
+		  const struct dm_driver_ops *ops, void *data, void (*free_data)(void *),
+		  struct dm_driver **ret);
+struct dm_driver *dm_driver_ref(struct dm_driver *drv);
+struct dm_driver *dm_driver_unref(struct dm_driver *drv);
+const char *dm_driver_get_name(const struct dm_driver *drv);
+
+/* Adds a match rule: the device's attribute @key must match the shell glob
+ * @glob. All rules must match; a driver without rules matches every device
+ * of its bus (user drivers) or the devices the kernel bound to a driver of
+ * the same name (kernel proxies). */
+int dm_driver_add_match(struct dm_driver *drv, const char *key, const char *glob);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* attr.c - a device's files: static values and attribute tables. */
+#include "model-private.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool dm_streq(const char *buf, size_t len, const char *word)
+{
+	size_t wl = strlen(word);
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	return len == wl && memcmp(buf, word, wl) == 0;
+}
+
+int dm_emit(char *buf, size_t size, const char *fmt, ...)
+{
+	if (size == 0)
+		return 0;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		buf[0] = '\0';
+		return 0;
+	}
+	return (size_t)n >= size ? (int)size - 1 : n;
+}
+
+/* ---- static values ---- */
+
+static struct dm_value *value_find(const struct dm_device *dev, const char *name, size_t *ret_pos)
+{
+	size_t lo = 0, hi = dev->n_values;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(dev->values[mid].attr.name, name);
+		if (c == 0)
+			return &dev->values[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (ret_pos)
+		*ret_pos = lo;
+	return NULL;
+}
+
+static int value_set(struct dm_device *dev, const char *name, const char *value)
+{
+	char *v = strdup(value);
+	if (!v)
+		return -ENOMEM;
+	size_t pos;
+	struct dm_value *e = value_find(dev, name, &pos);
+	if (e) {
+		free(e->value);
+		e->value = v;
+		return 0;
+	}
+	char *n = strdup(name);
+	struct dm_value *nv = n ? realloc(dev->values, (dev->n_values + 1) * sizeof(*nv)) : NULL;
+	if (!nv) {
+		free(n);
+		free(v);
+		return -ENOMEM;
+	}
+	dev->values = nv;
+	memmove(&nv[pos + 1], &nv[pos], (dev->n_values - pos) * sizeof(*nv));
+	nv[pos] = (struct dm_value){ .attr = { .name = n, .mode = 0444 }, .value = v };
+	dev->n_values++;
+	return 0;
+}
+
+int dm_device_set_value(struct dm_device *dev, const char *name, const char *value)
+{
+	if (!name || !*name || strchr(name, '/') || !value || strlen(value) >= DM_ATTR_MAX)
+		return -EINVAL;
+	if (atomic_load(&dev->state) == DM_DEV_INIT)
+		return value_set(dev, name, value);
+	dm_model_write_lock(dev->model);
+	int r = value_set(dev, name, value);
+	if (r == 0 && !dm_device_is_dead(dev))
+		dm_model_notify_changed_locked(dev->model, dev);
+	dm_model_unlock(dev->model);
+	return r;
+}
+
+int dm_device_get_value(struct dm_device *dev, const char *name, char *buf, size_t size)
+{
+	dm_model_read_lock(dev->model);
+	struct dm_value *e = value_find(dev, name, NULL);
+	int r;
+	if (!e)
+		r = -ENOENT;
+	else if (strlen(e->value) >= size)
+		r = -ENOBUFS;
+	else
+		r = (int)strlen(strcpy(buf, e->value));
+	dm_model_unlock(dev->model);
+	return r;
+}
+
+void dm_device_values_free(struct dm_device *dev)
+{
+	for (size_t i = 0; i < dev->n_values; i++) {
+		free((char *)dev->values[i].attr.name);
+		free(dev->values[i].value);
+	}
+	free(dev->values);
+	dev->values = NULL;
+	dev->n_values = 0;
+}
+
+/* ---- the core attributes every device has ---- */
+
+static int power_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
+		      size_t size)
+{
+	(void)attr;
+	return dm_emit(buf, size, "%s\n",
+		       dm_device_get_power(dev) == DM_POWER_SUSPENDED ? "suspended" : "on");
+}
+
+static int power_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
+		       size_t len)
+{
+	(void)attr;
+	enum dm_pm_request req;
+	if (dm_streq(buf, len, "suspend"))
+		req = DM_PM_SUSPEND;
+	else if (dm_streq(buf, len, "resume"))
+		req = DM_PM_RESUME;
+	else
+		return -EINVAL;
+	struct dm_model *m = dev->model;
+	dm_model_read_lock(m);
+	const struct dm_pm_handler *h = m->pm_handler;
+	void *data = m->pm_data;
+	dm_model_unlock(m);
+	if (!h || !h->request)
+		return -EOPNOTSUPP;
+	return h->request(dev, req, data);
+}
+
+static int power_log_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
+			  size_t size)
+{
+	(void)attr;
+	struct dm_model *m = dev->model;
+	dm_model_read_lock(m);
+	const struct dm_pm_handler *h = m->pm_handler;
+	void *data = m->pm_data;
+	dm_model_unlock(m);
+	return h && h->show_log ? h->show_log(buf, size, data) : 0;
+}
+
+static int power_error_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
+			    size_t size)
+{
+	(void)attr;
+	int n = dm_device_get_power_error(dev, buf, size - 1);
+	if (n < 0)
+		return n;
+	if (n > 0)
+		buf[n++] = '\n';
+	return n;
+}
+
+static int devpath_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
+			size_t size)
+{
+	(void)attr;
+	return dm_emit(buf, size, "%s\n", dev->devpath);
+}
+
+static const struct dm_attribute power_attr = {
+	.name = "power", .mode = 0644, .flags = DM_ATTR_LIVE,
+	.show = power_show, .store = power_store,
+};
+static const struct dm_attribute power_error_attr = {
+	.name = "power_error", .mode = 0444, .flags = DM_ATTR_LIVE, .show = power_error_show,
+};
+static const struct dm_attribute power_log_attr = {
+	.name = "power_log", .mode = 0444, .flags = DM_ATTR_LIVE, .show = power_log_show,
+};
+static const struct dm_attribute devpath_attr = DM_ATTR_RO(devpath, devpath_show);
+
+static const struct dm_attribute *const core_attrs[] = {
+	&devpath_attr, &power_attr, &power_error_attr, &power_log_attr, NULL,
+};
+
+static bool core_visible(struct dm_device *dev, const struct dm_attribute *attr)
+{
+	if (attr == &devpath_attr)
+		return dev->devpath != NULL;
+	if (attr == &power_log_attr)
+		return dev == dev->model->root || (!dev->parent && !dev->model->root);
+	return true;
+}
+
+static const struct dm_attribute_group core_group = {
+	.attrs = core_attrs,
+	.is_visible = core_visible,
+};
+
+const struct dm_attribute_group *dm_core_device_group(void)
+{
+	return &core_group;
+}
+
+/* ---- lookups over a device's groups ---- */
+
+/* Calls @fn on each attribute group the device has: its own, then its bus's. */
+static int for_each_group_locked(struct dm_device *dev,
+				 int (*fn)(const struct dm_attribute_group *, void *), void *data)
+{
+	for (size_t i = 0; i < dev->n_groups; i++) {
+		int r = fn(dev->groups[i], data);
+		if (r)
+			return r;
+	}
+	if (dev->bus && dev->bus->type->dev_groups)
+		for (const struct dm_attribute_group *const *g = dev->bus->type->dev_groups; *g; g++) {
+			int r = fn(*g, data);
+			if (r)
+				return r;
+		}
+	return 0;
+}
+
+static bool same_group(const struct dm_attribute_group *g, const char *group)
+{
+	return group ? g->name && strcmp(g->name, group) == 0 : !g->name;
+}
+
+static bool attr_visible(struct dm_device *dev, const struct dm_attribute_group *g,
+			 const struct dm_attribute *a)
+{
+	return !g->is_visible || g->is_visible(dev, a);
+}
+
+struct find_ctx {
+	struct dm_device *dev;
+	const char *group;
+	const char *name; /* NULL: any visible attribute of the group */
+	const struct dm_attribute *found;
+};
+
+static int find_in_group(const struct dm_attribute_group *g, void *data)
+{
+	struct find_ctx *c = data;
+	if (!same_group(g, c->group))
+		return 0;
+	for (const struct dm_attribute *const *a = g->attrs; *a; a++)
+		if ((!c->name || strcmp((*a)->name, c->name) == 0) && attr_visible(c->dev, g, *a)) {
+			c->found = *a;
+			return 1;
+		}
+	return 0;
+}
+
+/* The table attribute @name of @group, or a static value when @group is
+ * NULL; NULL when there is none. */
+static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const char *group,
+						   const char *name, const struct dm_value **ret_value)
+{
+	struct find_ctx c = { .dev = dev, .group = group, .name = name };
+	*ret_value = NULL;
+	if (for_each_group_locked(dev, find_in_group, &c))
+		return c.found;
+	if (!group) {
+		const struct dm_value *v = value_find(dev, name, NULL);
+		if (v) {
+			*ret_value = v;
+			return &v->attr;
+		}
+	}
+	return NULL;
+}
+
+struct list_ctx {
+	struct dm_device *dev;
+	const char *group;
+	int (*fn)(const struct dm_file_info *, void *);
+	void *data;
+};
+
+static int list_group(const struct dm_attribute_group *g, void *data)
+{
+	struct list_ctx *c = data;
+	if (!same_group(g, c->group))
+		return 0;
+	for (const struct dm_attribute *const *a = g->attrs; *a; a++) {
+		if (!attr_visible(c->dev, g, *a))
+			continue;
+		struct dm_file_info fi = { .name = (*a)->name, .mode = (*a)->mode, .flags = (*a)->flags };
+		int r = c->fn(&fi, c->data);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int dm_device_for_each_file_locked(struct dm_device *dev, const char *group,
+				   int (*fn)(const struct dm_file_info *, void *), void *data)
+{
+	struct list_ctx c = { .dev = dev, .group = group, .fn = fn, .data = data };
+	int r = for_each_group_locked(dev, list_group, &c);
+	if (r || group)
+		return r;
+	for (size_t i = 0; i < dev->n_values; i++) {
+		const struct dm_value *v;
+		const struct dm_attribute *a = attr_find_locked(dev, NULL, dev->values[i].attr.name, &v);
+		if (a != &dev->values[i].attr)
+			continue; /* shadowed by a table attribute */
+		struct dm_file_info fi = { .name = a->name, .mode = a->mode };
+		r = fn(&fi, data);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+struct group_ctx {
+	struct dm_device *dev;
+	int (*fn)(const char *, void *);
+	void *data;
+	const char *seen[DM_DEVICE_MAX_GROUPS * 2];
+	size_t n_seen;
+};
+
+static int list_named_group(const struct dm_attribute_group *g, void *data)
+{
+	struct group_ctx *c = data;
+	if (!g->name)
+		return 0;
+	for (size_t i = 0; i < c->n_seen; i++)
+		if (strcmp(c->seen[i], g->name) == 0)
+			return 0;
+	struct find_ctx f = { .dev = c->dev, .group = g->name };
+	if (!find_in_group(g, &f))
+		return 0; /* nothing visible */
+	if (c->n_seen < sizeof(c->seen) / sizeof(c->seen[0]))
+		c->seen[c->n_seen++] = g->name;
+	return c->fn(g->name, c->data);
+}
+
+int dm_device_for_each_group_locked(struct dm_device *dev, int (*fn)(const char *, void *),
+				    void *data)
+{
+	struct group_ctx c = { .dev = dev, .fn = fn, .data = data };
+	return for_each_group_locked(dev, list_named_group, &c);
+}
+
+int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const char *name,
+			       struct dm_file_info *ret)
+{
+	if (dm_device_is_dead(dev))
+		return -ENODEV;
+	if (!name) {
+		struct find_ctx c = { .dev = dev, .group = group };
+		if (!group || !for_each_group_locked(dev, find_in_group, &c))
+			return -ENOENT;
+		*ret = (struct dm_file_info){ .name = group, .mode = 0755 };
+		return 0;
+	}
+	const struct dm_value *v;
+	const struct dm_attribute *a = attr_find_locked(dev, group, name, &v);
+	if (!a)
+		return -ENOENT;
+	*ret = (struct dm_file_info){ .name = a->name, .mode = a->mode, .flags = a->flags };
+	return 0;
+}
+
+/*
+ * Finds the file @name of @group under the read lock. A table attribute is
+ * returned in *ret (to be called without the lock); a static value is copied,
+ * with its newline, into @buf when there is one, and *ret is NULL. Returns
+ * the copied length (0 for a table attribute), -ENODEV or -ENOENT.
+ */
+static int attr_resolve(struct dm_device *dev, const char *group, const char *name,
+			const struct dm_attribute **ret, char *buf, size_t size)
+{
+	struct dm_model *m = dev->model;
+	const struct dm_value *v = NULL;
+	int r = 0;
+
+	dm_model_read_lock(m);
+	const struct dm_attribute *a =
+		dm_device_is_dead(dev) ? NULL : attr_find_locked(dev, group, name, &v);
+	if (dm_device_is_dead(dev))
+		r = -ENODEV;
+	else if (!a)
+		r = -ENOENT;
+	else if (v && buf)
+		r = dm_emit(buf, size, "%s\n", v->value);
+	dm_model_unlock(m);
+	*ret = v ? NULL : a;
+	return r;
+}
+
+int dm_device_show(struct dm_device *dev, const char *group, const char *name, char *buf,
+		   size_t size)
+{
+	const struct dm_attribute *a;
+	if (size == 0)
+		return -ENOBUFS;
+	int r = attr_resolve(dev, group, name, &a, buf, size);
+	if (r < 0 || !a)
+		return r;
+	if (!a->show || !(a->mode & 0444))
+		return -EACCES;
+	int n = a->show(dev, a, buf, size < DM_ATTR_MAX ? size : DM_ATTR_MAX);
+	return n > (int)size ? (int)size : n;
+}
+
+int dm_device_store(struct dm_device *dev, const char *group, const char *name, const char *buf,
+		    size_t len)
+{
+	const struct dm_attribute *a;
+	int r = attr_resolve(dev, group, name, &a, NULL, 0);
+	if (r < 0)
+		return r;
+	if (!a) /* a static value */
+		return -EACCES;
+	if (!a->store || !(a->mode & 0222))
+		return -EACCES;
+	if (len > DM_ATTR_MAX)
+		return -EFBIG;
+	if (len == 0 || memchr(buf, '\0', len))
+		return -EINVAL;
+	char copy[DM_ATTR_MAX + 1];
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	return a->store(dev, a, copy, len);
+}

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* device.c - device lifetime, the tree and the global list. */
+#include "model-private.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret)
+{
+	if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0 || strlen(name) > 255)
+		return -EINVAL;
+	struct dm_device *dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	dev->name = strdup(name);
+	if (!dev->name) {
+		free(dev);
+		return -ENOMEM;
+	}
+	atomic_init(&dev->refcount, 1);
+	atomic_init(&dev->state, DM_DEV_INIT);
+	atomic_init(&dev->power, DM_POWER_ON);
+	dev->model = m;
+	dm_list_init(&dev->children);
+	dm_list_init(&dev->sibling);
+	dm_list_init(&dev->global);
+	dm_list_init(&dev->bus_node);
+	dm_list_init(&dev->class_node);
+	dm_list_init(&dev->iface_node);
+	dm_list_init(&dev->driver_node);
+	pthread_mutex_init(&dev->mutex, NULL);
+	dev->groups[dev->n_groups++] = dm_core_device_group();
+	*ret = dev;
+	return 0;
+}
+
+struct dm_device *dm_device_ref(struct dm_device *dev)
+{
+	if (dev)
+		atomic_fetch_add_explicit(&dev->refcount, 1, memory_order_relaxed);
+	return dev;
+}
+
+static void device_free(struct dm_device *dev)
+{
+	if (dev->free_bus_data)
+		dev->free_bus_data(dev->bus_data);
+	dm_device_values_free(dev);
+	pthread_mutex_destroy(&dev->mutex);
+	free(dev->power_error);
+	free(dev->child_key);
+	free(dev->kernel_driver);
+	free(dev->devpath);
+	free(dev->name);
+	free(dev);
+}
+
+struct dm_device *dm_device_unref(struct dm_device *dev)
+{
+	if (!dev)
+		return NULL;
+	if (atomic_fetch_sub_explicit(&dev->refcount, 1, memory_order_acq_rel) == 1)
+		device_free(dev);
+	return NULL;
+}
+
+const char *dm_device_get_name(const struct dm_device *dev)
+{
+	return dev->name;
+}
+
+const char *dm_device_get_devpath(const struct dm_device *dev)
+{
+	return dev->devpath;
+}
+
+const char *dm_device_get_kernel_driver(const struct dm_device *dev)
+{
+	return dev->kernel_driver;
+}
+
+uint64_t dm_device_get_id(const struct dm_device *dev)
+{
+	return dev->id;
+}
+
+bool dm_device_is_dead(const struct dm_device *dev)
+{
+	return atomic_load(&dev->state) == DM_DEV_DEAD;
+}
+
+enum dm_power_state dm_device_get_power(const struct dm_device *dev)
+{
+	return atomic_load(&dev->power);
+}
+
+void dm_device_set_driver_data(struct dm_device *dev, void *data)
+{
+	dev->driver_data = data;
+}
+
+void *dm_device_get_driver_data(const struct dm_device *dev)
+{
+	return dev->driver_data;
+}
+
+static int set_string(char **field, const char *s)
+{
+	char *c = NULL;
+	if (s && !(c = strdup(s)))
+		return -ENOMEM;
+	free(*field);
+	*field = c;
+	return 0;
+}
+
+int dm_device_set_devpath(struct dm_device *dev, const char *devpath)
+{
+	if (atomic_load(&dev->state) != DM_DEV_INIT)
+		return -EBUSY;
+	return set_string(&dev->devpath, devpath);
+}
+
+int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver)
+{
+	if (atomic_load(&dev->state) != DM_DEV_INIT)
+		return -EBUSY;
+	return set_string(&dev->kernel_driver, driver);
+}
+
+void dm_device_set_bus(struct dm_device *dev, struct dm_bus *bus)
+{
+	dev->bus = bus;
+}
+
+void dm_device_set_class(struct dm_device *dev, struct dm_class *c, struct dm_interface *iface)
+{
+	dev->class = c;
+	dev->iface = iface && iface->class == c ? iface : NULL;
+}
+
+int dm_device_add_group(struct dm_device *dev, const struct dm_attribute_group *g)
+{
+	if (atomic_load(&dev->state) != DM_DEV_INIT)
+		return -EBUSY;
+	if (dev->n_groups >= DM_DEVICE_MAX_GROUPS)
+		return -E2BIG;
+	dev->groups[dev->n_groups++] = g;
+	return 0;
+}
+
+void dm_device_set_bus_data(struct dm_device *dev, void *data, void (*free_data)(void *))
+{
+	dev->bus_data = data;
+	dev->free_bus_data = free_data;
+}
+
+void *dm_device_get_bus_data(const struct dm_device *dev)
+{
+	return dev->bus_data;
+}
+
+/* ---- tree ---- */
+
+struct dm_device *dm_device_get_parent_locked(const struct dm_device *dev)
+{
+	return dev->parent;
+}
+
+struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const char *name)
+{
+	char key[300];
+	if (snprintf(key, sizeof(key), "%" PRIx64 "/%s", dev->id, name) >= (int)sizeof(key))
+		return NULL;
+	return dm_hashmap_get(&dev->model->by_child, key);
+}
+
+struct dm_bus *dm_device_get_bus_locked(const struct dm_device *dev)
+{
+	return dev->bus;
+}
+
+struct dm_class *dm_device_get_class_locked(const struct dm_device *dev)
+{
+	return dev->class;
+}
+
+struct dm_interface *dm_device_get_interface_locked(const struct dm_device *dev)
+{
+	return dev->iface;
+}
+
+struct dm_driver *dm_device_get_driver_locked(const struct dm_device *dev)
+{
+	return dev->driver;
+}
+
+unsigned dm_device_depth_locked(const struct dm_device *dev)
+{
+	unsigned d = 0;
+	for (; dev->parent; dev = dev->parent)
+		d++;
+	return d;
+}
+
+int dm_device_path_locked(const struct dm_device *dev, char *buf, size_t size)
+{
+	/* Fill from the end, then move to the front. */
+	if (size == 0)
+		return -ENAMETOOLONG;
+	size_t pos = size - 1;
+	buf[pos] = '\0';
+	for (const struct dm_device *d = dev; d->parent; d = d->parent) {
+		size_t l = strlen(d->name) + (d == dev ? 0 : 1);
+		if (l > pos)
+			return -ENAMETOOLONG;
+		pos -= l;
+		memcpy(buf + pos, d->name, strlen(d->name));
+		if (d != dev)
+			buf[pos + l - 1] = '/';
+	}
+	size_t len = size - 1 - pos;
+	memmove(buf, buf + pos, len + 1);
+	return (int)len;
+}
+
+/* The last device of @dev's subtree in the global list. */
+static struct dm_device *subtree_last(struct dm_device *dev)
+{
+	while (!dm_list_empty(&dev->children))
+		dev = dm_list_entry(dev->children.prev, struct dm_device, sibling);
+	return dev;
+}
+
+/* Link @dev among its siblings in natural name order and into the global
+ * list right after the subtree of its predecessor (or after its parent), so
+ * the list stays a depth-first pre-order walk for any insertion order. */
+static void tree_link_locked(struct dm_device *dev, struct dm_device *parent)
+{
+	struct dm_model *m = dev->model;
+	if (!parent) {
+		dm_list_append(&m->devices, &dev->global);
+		return;
+	}
+	struct dm_list *pos = parent->children.prev;
+	/* Enumerators mostly add in order: check the tail first. */
+	if (pos != &parent->children &&
+	    strverscmp(dm_list_entry(pos, struct dm_device, sibling)->name, dev->name) > 0) {
+		dm_list_for_each(pos, &parent->children)
+			if (strverscmp(dm_list_entry(pos, struct dm_device, sibling)->name,
+				       dev->name) > 0)
+				break;
+		pos = pos->prev;
+	}
+	struct dm_device *before = pos == &parent->children
+					   ? parent
+					   : subtree_last(dm_list_entry(pos, struct dm_device, sibling));
+	dm_list_insert_after(pos, &dev->sibling);
+	dm_list_insert_after(&before->global, &dev->global);
+}
+
+int dm_device_add(struct dm_device *dev, struct dm_device *parent)
+{
+	struct dm_model *m = dev->model;
+	int r;
+
+	dm_model_write_lock(m);
+	if (atomic_load(&dev->state) != DM_DEV_INIT) {
+		r = -EBUSY;
+		goto out_unlock;
+	}
+	if (!parent)
+		parent = m->root; /* NULL while the model creates root itself */
+	if (parent && (parent->model != m || atomic_load(&parent->state) != DM_DEV_ADDED)) {
+		r = -ENODEV;
+		goto out_unlock;
+	}
+	dev->id = m->next_id++;
+	if (parent) {
+		if (asprintf(&dev->child_key, "%" PRIx64 "/%s", parent->id, dev->name) < 0) {
+			dev->child_key = NULL;
+			r = -ENOMEM;
+			goto out_unlock;
+		}
+		r = dm_hashmap_put(&m->by_child, dev->child_key, dev);
+		if (r < 0)
+			goto out_key;
+	}
+	if (dev->devpath) {
+		r = dm_hashmap_put(&m->by_devpath, dev->devpath, dev);
+		if (r < 0)
+			goto out_child;
+	}
+	r = dm_hashmap_put(&m->by_id, &dev->id, dev);
+	if (r < 0)
+		goto out_devpath;
+
+	dev->parent = dm_device_ref(parent);
+	tree_link_locked(dev, parent);
+	if (dev->bus)
+		dm_list_append(&dev->bus->devices, &dev->bus_node);
+	if (dev->class)
+		dm_list_append(&dev->class->devices, &dev->class_node);
+	if (dev->iface)
+		dm_list_append(&dev->iface->devices, &dev->iface_node);
+	m->n_devices++;
+	dm_device_ref(dev); /* the model's reference */
+	atomic_store(&dev->state, DM_DEV_ADDED);
+	if (m->listener && m->listener->device_added)
+		m->listener->device_added(dev, m->listener_data);
+	dm_model_unlock(m);
+
+	if (dev->bus)
+		dm_device_attach(dev);
+	return 0;
+
+out_devpath:
+	if (dev->devpath)
+		dm_hashmap_remove(&m->by_devpath, dev->devpath);
+out_child:
+	if (dev->child_key)
+		dm_hashmap_remove(&m->by_child, dev->child_key);
+out_key:
+	free(dev->child_key);
+	dev->child_key = NULL;
+out_unlock:
+	dm_model_unlock(m);
+	return r;
+}
+
+static void mark_dead_locked(struct dm_device *dev)
+{
+	atomic_store(&dev->state, DM_DEV_DEAD);
+	struct dm_list *n;
+	dm_list_for_each(n, &dev->children)
+		mark_dead_locked(dm_list_entry(n, struct dm_device, sibling));
+}
+
+static void device_del_one(struct dm_device *dev)
+{
+	struct dm_model *m = dev->model;
+
+	/* children first, last child first */
+	for (;;) {
+		dm_model_write_lock(m);
+		struct dm_device *child = dm_list_empty(&dev->children)
+						  ? NULL
+						  : dm_device_ref(dm_list_entry(dev->children.prev,
+										struct dm_device, sibling));
+		dm_model_unlock(m);
+		if (!child)
+			break;
+		device_del_one(child);
+		dm_device_unref(child);
+	}
+
+	dm_device_release_driver(dev);
+
+	dm_model_write_lock(m);
+	if (m->listener && m->listener->device_removed)
+		m->listener->device_removed(dev, m->listener_data);
+	dm_hashmap_remove(&m->by_id, &dev->id);
+	if (dev->devpath && dm_hashmap_get(&m->by_devpath, dev->devpath) == dev)
+		dm_hashmap_remove(&m->by_devpath, dev->devpath);
+	if (dev->child_key)
+		dm_hashmap_remove(&m->by_child, dev->child_key);
+	dm_list_remove(&dev->sibling);
+	dm_list_remove(&dev->global);
+	dm_list_remove(&dev->bus_node);
+	dm_list_remove(&dev->class_node);
+	dm_list_remove(&dev->iface_node);
+	m->n_devices--;
+	struct dm_device *parent = dev->parent;
+	dev->parent = NULL;
+	dm_model_unlock(m);
+
+	dm_device_unref(parent);
+	dm_device_unref(dev); /* the model's reference */
+}
+
+void dm_device_del(struct dm_device *dev)
+{
+	if (!dev)
+		return;
+	struct dm_model *m = dev->model;
+	dm_model_write_lock(m);
+	/* Not added, or already dead: a removal of it or of an ancestor, which
+	 * marked the whole subtree dead, is under way and will unlink it. */
+	if (atomic_load(&dev->state) != DM_DEV_ADDED) {
+		dm_model_unlock(m);
+		return;
+	}
+	mark_dead_locked(dev);
+	dm_model_unlock(m);
+	dm_device_ref(dev);
+	device_del_one(dev);
+	dm_device_unref(dev);
+}
+
+void dm_device_set_power(struct dm_device *dev, enum dm_power_state st)
+{
+	struct dm_model *m = dev->model;
+	dm_model_write_lock(m);
+	atomic_store(&dev->power, st);
+	if (!dm_device_is_dead(dev))
+		dm_model_notify_changed_locked(m, dev);
+	dm_model_unlock(m);
+}
+
+int dm_device_set_power_error(struct dm_device *dev, const char *msg)
+{
+	struct dm_model *m = dev->model;
+	dm_model_write_lock(m);
+	int r = set_string(&dev->power_error, msg && *msg ? msg : NULL);
+	if (r == 0 && !dm_device_is_dead(dev))
+		dm_model_notify_changed_locked(m, dev);
+	dm_model_unlock(m);
+	return r;
+}
+
+int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size)
+{
+	dm_model_read_lock(dev->model);
+	int n = snprintf(buf, size, "%s", dev->power_error ? dev->power_error : "");
+	dm_model_unlock(dev->model);
+	return n < 0 ? -EIO : (size_t)n >= size ? (int)size - 1 : n;
+}

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* driver.c - drivers, matching and binding. */
+#include "model-private.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+int dm_driver_new(const char *name, enum dm_driver_kind kind, int priority,
+		  const struct dm_driver_ops *ops, void *data, void (*free_data)(void *),
+		  struct dm_driver **ret)
+{
+	if (!name || !*name || strchr(name, '/') || strlen(name) > 255)
+		return -EINVAL;
+	struct dm_driver *drv = calloc(1, sizeof(*drv));
+	if (!drv)
+		return -ENOMEM;
+	drv->name = strdup(name);
+	if (!drv->name) {
+		free(drv);
+		return -ENOMEM;
+	}
+	atomic_init(&drv->refcount, 1);
+	drv->kind = kind;
+	drv->priority = priority;
+	drv->ops = ops;
+	drv->data = data;
+	drv->free_data = free_data;
+	dm_list_init(&drv->devices);
+	dm_list_init(&drv->node);
+	*ret = drv;
+	return 0;
+}
+
+struct dm_driver *dm_driver_ref(struct dm_driver *drv)
+{
+	if (drv)
+		atomic_fetch_add_explicit(&drv->refcount, 1, memory_order_relaxed);
+	return drv;
+}
+
+struct dm_driver *dm_driver_unref(struct dm_driver *drv)
+{
+	if (!drv || atomic_fetch_sub_explicit(&drv->refcount, 1, memory_order_acq_rel) != 1)
+		return NULL;
+	if (drv->free_data)
+		drv->free_data(drv->data);
+	for (size_t i = 0; i < drv->n_rules; i++) {
+		free(drv->rules[i].key);
+		free(drv->rules[i].glob);
+	}
+	free(drv->rules);
+	free(drv->name);
+	free(drv);
+	return NULL;
+}
+
+const char *dm_driver_get_name(const struct dm_driver *drv)
+{
+	return drv->name;
+}
+
+enum dm_driver_kind dm_driver_get_kind(const struct dm_driver *drv)
+{
+	return drv->kind;
+}
+
+int dm_driver_add_match(struct dm_driver *drv, const char *key, const char *glob)
+{
+	if (!key || !*key || !glob || drv->bus)
+		return -EINVAL;
+	struct dm_match_rule *r = realloc(drv->rules, (drv->n_rules + 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	drv->rules = r;
+	char *k = strdup(key), *g = strdup(glob);
+	if (!k || !g) {
+		free(k);
+		free(g);
+		return -ENOMEM;
+	}
+	drv->rules[drv->n_rules++] = (struct dm_match_rule){ .key = k, .glob = g };
+	return 0;
+}
+
+/* Called without the lock: rules read attribute values through show(). */
+int dm_driver_default_match(struct dm_device *dev, struct dm_driver *drv)
+{
+	if (drv->kind == DM_DRIVER_KERNEL && drv->n_rules == 0)
+		return dev->kernel_driver && strcmp(dev->kernel_driver, drv->name) == 0;
+	for (size_t i = 0; i < drv->n_rules; i++) {
+		char buf[DM_ATTR_MAX + 1];
+		int n = dm_device_show(dev, NULL, drv->rules[i].key, buf, sizeof(buf));
+		if (n < 0)
+			return 0;
+		buf[n] = '\0';
+		if (n > 0 && buf[n - 1] == '\n')
+			buf[n - 1] = '\0';
+		if (fnmatch(drv->rules[i].glob, buf, 0) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int driver_match(struct dm_device *dev, struct dm_driver *drv)
+{
+	const struct dm_bus_type *t = drv->bus->type;
+	return t->match ? t->match(dev, drv) : dm_driver_default_match(dev, drv);
+}
+
+/* Binds under the lock after a successful probe, unless the device went away
+ * or was bound meanwhile. Returns true when bound. */
+static bool bind_locked(struct dm_device *dev, struct dm_driver *drv)
+{
+	if (dm_device_is_dead(dev) || dev->driver || !drv->registered)
+		return false;
+	dev->driver = dm_driver_ref(drv);
+	dm_list_append(&drv->devices, &dev->driver_node);
+	dm_model_notify_changed_locked(dev->model, dev);
+	return true;
+}
+
+/* Offers @dev to @drv with the device mutex held. 1 bound, 0 declined. */
+static int try_bind(struct dm_device *dev, struct dm_driver *drv)
+{
+	if (driver_match(dev, drv) <= 0)
+		return 0;
+	if (drv->ops && drv->ops->probe) {
+		int r = drv->ops->probe(dev, drv->data);
+		if (r < 0)
+			return 0; /* -ENODEV/-ENXIO: quietly; others are the driver's to log */
+	}
+	dm_model_write_lock(dev->model);
+	bool bound = bind_locked(dev, drv);
+	dm_model_unlock(dev->model);
+	if (!bound && drv->ops && drv->ops->remove)
+		drv->ops->remove(dev, drv->data); /* undo the probe */
+	return bound;
+}
+
+/* References to the bus's drivers in probe order; *ret_n 0 when none or
+ * out of memory (then nothing is probed). */
+static struct dm_driver **pin_drivers_locked(struct dm_bus *bus, size_t *ret_n)
+{
+	size_t n = 0, i = 0;
+	struct dm_list *p;
+	dm_list_for_each(p, &bus->drivers)
+		n++;
+	struct dm_driver **drvs = n ? calloc(n, sizeof(*drvs)) : NULL;
+	if (!drvs) {
+		*ret_n = 0;
+		return NULL;
+	}
+	dm_list_for_each(p, &bus->drivers)
+		drvs[i++] = dm_driver_ref(dm_list_entry(p, struct dm_driver, node));
+	*ret_n = n;
+	return drvs;
+}
+
+int dm_device_attach(struct dm_device *dev)
+{
+	struct dm_model *m = dev->model;
+	struct dm_driver **drvs;
+	size_t n = 0;
+	int bound = 0;
+
+	pthread_mutex_lock(&dev->mutex);
+	dm_model_read_lock(m);
+	if (dev->driver || !dev->bus || dm_device_is_dead(dev)) {
+		dm_model_unlock(m);
+		goto out;
+	}
+	/* Pin the candidates, then probe without the lock. */
+	drvs = pin_drivers_locked(dev->bus, &n);
+	dm_model_unlock(m);
+
+	for (size_t i = 0; i < n && !bound; i++)
+		bound = try_bind(dev, drvs[i]);
+	for (size_t i = 0; i < n; i++)
+		dm_driver_unref(drvs[i]);
+	free(drvs);
+out:
+	pthread_mutex_unlock(&dev->mutex);
+	return bound;
+}
+
+void dm_device_release_driver(struct dm_device *dev)
+{
+	struct dm_model *m = dev->model;
+	pthread_mutex_lock(&dev->mutex);
+	dm_model_write_lock(m);
+	struct dm_driver *drv = dev->driver;
+	dm_model_unlock(m);
+	if (drv) {
+		if (drv->ops && drv->ops->remove)
+			drv->ops->remove(dev, drv->data);
+		dm_model_write_lock(m);
+		dev->driver = NULL;
+		dev->driver_data = NULL;
+		dm_list_remove(&dev->driver_node);
+		if (!dm_device_is_dead(dev))
+			dm_model_notify_changed_locked(m, dev);
+		dm_model_unlock(m);
+		dm_driver_unref(drv);
+	}
+	pthread_mutex_unlock(&dev->mutex);
+}
+
+int dm_device_call_driver(struct dm_device *dev, int which)
+{
+	int r = 0;
+	pthread_mutex_lock(&dev->mutex);
+	dm_model_read_lock(dev->model);
+	struct dm_driver *drv = dm_driver_ref(dev->driver);
+	dm_model_unlock(dev->model);
+	if (drv && drv->ops) {
+		if (which == DM_CALL_SUSPEND && drv->ops->suspend)
+			r = drv->ops->suspend(dev, drv->data);
+		else if (which == DM_CALL_RESUME && drv->ops->resume)
+			r = drv->ops->resume(dev, drv->data);
+	}
+	dm_driver_unref(drv);
+	pthread_mutex_unlock(&dev->mutex);
+	return r;
+}
+
+struct dm_driver *dm_bus_find_driver(struct dm_bus *bus, const char *name)
+{
+	struct dm_driver *found = NULL;
+	dm_model_read_lock(bus->model);
+	struct dm_list *p;
+	dm_list_for_each(p, &bus->drivers) {
+		struct dm_driver *drv = dm_list_entry(p, struct dm_driver, node);
+		if (strcmp(drv->name, name) == 0) {
+			found = dm_driver_ref(drv);
+			break;
+		}
+	}
+	dm_model_unlock(bus->model);
+	return found;
+}
+
+int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
+{
+	struct dm_model *m = bus->model;
+	dm_model_write_lock(m);
+	if (drv->bus) {
+		dm_model_unlock(m);
+		return -EBUSY;
+	}
+	struct dm_list *p;
+	dm_list_for_each(p, &bus->drivers)
+		if (strcmp(dm_list_entry(p, struct dm_driver, node)->name, drv->name) == 0) {
+			dm_model_unlock(m);
+			return -EEXIST;
+		}
+	/* by priority, highest first; equal priorities in registration order */
+	dm_list_for_each(p, &bus->drivers)
+		if (dm_list_entry(p, struct dm_driver, node)->priority < drv->priority)
+			break;
+	dm_list_insert_before(p, &drv->node);
+	drv->bus = bus;
+	drv->registered = true;
+	dm_driver_ref(drv);
+
+	/* Offer it the bus's unbound devices, in global-list order. */
+	size_t n = 0, i = 0;
+	dm_list_for_each(p, &bus->devices)
+		n++;
+	struct dm_device **devs = n ? calloc(n, sizeof(*devs)) : NULL;
+	if (devs)
+		dm_list_for_each(p, &bus->devices) {
+			struct dm_device *dev = dm_list_entry(p, struct dm_device, bus_node);
+			if (!dev->driver && !dm_device_is_dead(dev))
+				devs[i++] = dm_device_ref(dev);
+		}
+	dm_model_unlock(m);
+
+	for (size_t k = 0; k < i; k++) {
+		pthread_mutex_lock(&devs[k]->mutex);
+		dm_model_read_lock(m);
+		bool unbound = !devs[k]->driver && drv->registered;
+		dm_model_unlock(m);
+		if (unbound)
+			try_bind(devs[k], drv);
+		pthread_mutex_unlock(&devs[k]->mutex);
+		dm_device_unref(devs[k]);
+	}
+	free(devs);
+	return n && !devs ? -ENOMEM : 0;
+}
+
+void dm_driver_unregister(struct dm_driver *drv)
+{
+	struct dm_bus *bus = drv->bus;
+	if (!bus)
+		return;
+	struct dm_model *m = bus->model;
+	dm_model_write_lock(m);
+	if (!drv->registered) {
+		dm_model_unlock(m);
+		return;
+	}
+	drv->registered = false; /* from now on nothing binds to it */
+	dm_list_remove(&drv->node);
+	dm_model_unlock(m);
+
+	for (;;) {
+		dm_model_write_lock(m);
+		struct dm_device *dev = dm_list_empty(&drv->devices)
+						? NULL
+						: dm_device_ref(dm_list_entry(drv->devices.next,
+									      struct dm_device,
+									      driver_node));
+		dm_model_unlock(m);
+		if (!dev)
+			break;
+		dm_device_release_driver(dev);
+		dm_device_unref(dev);
+	}
+	dm_driver_unref(drv);
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* iter.c - walks over the model's lists, for its views. */
+#include "model-private.h"
+
+int dm_walk_devices(struct dm_list *head, size_t off, dm_device_fn fn, void *data)
+{
+	struct dm_list *p;
+	dm_list_for_each(p, head) {
+		struct dm_device *dev = (struct dm_device *)(void *)((char *)p - off);
+		if (dm_device_is_dead(dev))
+			continue;
+		int r = fn(dev, data);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int dm_device_for_each_child_locked(struct dm_device *dev, dm_device_fn fn, void *data)
+{
+	return dm_walk_devices(&dev->children, offsetof(struct dm_device, sibling), fn, data);
+}
+
+int dm_bus_for_each_device_locked(struct dm_bus *bus, dm_device_fn fn, void *data)
+{
+	return dm_walk_devices(&bus->devices, offsetof(struct dm_device, bus_node), fn, data);
+}
+
+int dm_driver_for_each_device_locked(struct dm_driver *drv, dm_device_fn fn, void *data)
+{
+	return dm_walk_devices(&drv->devices, offsetof(struct dm_device, driver_node), fn, data);
+}
+
+int dm_class_for_each_device_locked(struct dm_class *c, dm_device_fn fn, void *data)
+{
+	return dm_walk_devices(&c->devices, offsetof(struct dm_device, class_node), fn, data);
+}
+
+int dm_interface_for_each_device_locked(struct dm_interface *i, dm_device_fn fn, void *data)
+{
+	return dm_walk_devices(&i->devices, offsetof(struct dm_device, iface_node), fn, data);
+}
+
+#define WALK(head, type, member, fn, data)                                     \
+	do {                                                                   \
+		struct dm_list *_p;                                            \
+		dm_list_for_each(_p, (head)) {                                 \
+			int _r = (fn)(dm_list_entry(_p, type, member), (data)); \
+			if (_r)                                                \
+				return _r;                                     \
+		}                                                              \
+		return 0;                                                      \
+	} while (0)
+
+int dm_model_for_each_bus_locked(struct dm_model *m, int (*fn)(struct dm_bus *, void *), void *data)
+{
+	WALK(&m->buses, struct dm_bus, node, fn, data);
+}
+
+int dm_bus_for_each_driver_locked(struct dm_bus *bus, int (*fn)(struct dm_driver *, void *),
+				  void *data)
+{
+	WALK(&bus->drivers, struct dm_driver, node, fn, data);
+}
+
+int dm_model_for_each_class_locked(struct dm_model *m, int (*fn)(struct dm_class *, void *),
+				   void *data)
+{
+	WALK(&m->classes, struct dm_class, node, fn, data);
+}
+
+int dm_class_for_each_interface_locked(struct dm_class *c,
+				       int (*fn)(struct dm_interface *, void *), void *data)
+{
+	WALK(&c->interfaces, struct dm_interface, node, fn, data);
+}
+
+bool dm_driver_is_registered_locked(const struct dm_driver *drv)
+{
+	return drv->registered;
+}
+
+struct dm_bus *dm_driver_get_bus(const struct dm_driver *drv)
+{
+	return drv->bus;
+}

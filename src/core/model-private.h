@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* model-private.h - struct layouts of the model; only src/core includes it. */
+#ifndef DM_MODEL_PRIVATE_H
+#define DM_MODEL_PRIVATE_H
+
+#include "hashmap.h"
+#include "list.h"
+#include "model.h"
+
+#include <stdatomic.h>
+
+struct dm_model {
+	pthread_rwlock_t lock;
+	struct dm_list devices; /* global list, depth-first */
+	struct dm_list buses;
+	struct dm_list classes;
+	struct dm_device *root;
+	struct dm_hashmap by_id; /* uint64_t id -> device */
+	struct dm_hashmap by_devpath; /* devpath -> device */
+	struct dm_hashmap by_child; /* "<parent id>/<name>" -> device */
+	uint64_t next_id;
+	size_t n_devices;
+	const struct dm_model_listener *listener;
+	void *listener_data;
+	const struct dm_pm_handler *pm_handler;
+	void *pm_data;
+};
+
+struct dm_value {
+	struct dm_attribute attr; /* attr.name points to the owned name */
+	char *value;
+};
+
+enum dm_device_state {
+	DM_DEV_INIT,
+	DM_DEV_ADDED,
+	DM_DEV_DEAD,
+};
+
+struct dm_device {
+	atomic_uint refcount;
+	struct dm_model *model;
+	char *name;
+	char *devpath;
+	char *kernel_driver;
+	char *child_key; /* key in model->by_child */
+	uint64_t id;
+	_Atomic enum dm_device_state state;
+	_Atomic enum dm_power_state power;
+	char *power_error;
+
+	struct dm_device *parent;
+	struct dm_list children; /* sorted by name */
+	struct dm_list sibling;
+	struct dm_list global;
+
+	struct dm_bus *bus;
+	struct dm_list bus_node;
+	struct dm_class *class;
+	struct dm_list class_node;
+	struct dm_interface *iface;
+	struct dm_list iface_node;
+	struct dm_driver *driver; /* holds a reference */
+	struct dm_list driver_node;
+	void *driver_data;
+
+	struct dm_value *values; /* sorted by name */
+	size_t n_values;
+	const struct dm_attribute_group *groups[DM_DEVICE_MAX_GROUPS];
+	size_t n_groups;
+
+	void *bus_data;
+	void (*free_bus_data)(void *);
+
+	pthread_mutex_t mutex; /* serialises driver hooks */
+};
+
+struct dm_bus {
+	struct dm_model *model;
+	char *name;
+	const struct dm_bus_type *type;
+	struct dm_list devices;
+	struct dm_list drivers; /* by priority, highest first */
+	struct dm_list node;
+};
+
+struct dm_match_rule {
+	char *key;
+	char *glob;
+};
+
+struct dm_driver {
+	atomic_uint refcount;
+	char *name;
+	enum dm_driver_kind kind;
+	int priority;
+	const struct dm_driver_ops *ops;
+	void *data;
+	void (*free_data)(void *);
+	struct dm_match_rule *rules;
+	size_t n_rules;
+	struct dm_bus *bus; /* set by registration, never cleared */
+	bool registered; /* on bus->drivers; written under the lock */
+	struct dm_list devices;
+	struct dm_list node;
+};
+
+struct dm_class {
+	struct dm_model *model;
+	char *name;
+	struct dm_list devices;
+	struct dm_list interfaces;
+	struct dm_list node;
+};
+
+struct dm_interface {
+	struct dm_class *class;
+	char *name;
+	struct dm_list devices;
+	struct dm_list node;
+};
+
+/* core-internal helpers */
+/* One walker for every intrusive device list: @off is the offset of the
+ * list node inside struct dm_device. Skips dead devices. */
+int dm_walk_devices(struct dm_list *head, size_t off, dm_device_fn fn, void *data);
+void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev);
+const struct dm_attribute_group *dm_core_device_group(void);
+void dm_device_values_free(struct dm_device *dev);
+
+#endif

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* model.c - the model object: lock, lookups, buses and classes. */
+#include "model-private.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct dm_bus_type generic_bus_type = {
+	.name = NULL,
+};
+
+int dm_model_new(struct dm_model **ret)
+{
+	struct dm_model *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	pthread_rwlock_init(&m->lock, NULL);
+	dm_list_init(&m->devices);
+	dm_list_init(&m->buses);
+	dm_list_init(&m->classes);
+	dm_hashmap_init(&m->by_id, dm_hash_u64, dm_cmp_u64);
+	dm_hashmap_init(&m->by_devpath, dm_hash_string, dm_cmp_string);
+	dm_hashmap_init(&m->by_child, dm_hash_string, dm_cmp_string);
+	m->next_id = 1;
+
+	struct dm_device *root;
+	int r = dm_device_new(m, "root", &root);
+	if (r < 0)
+		goto out_free;
+	r = dm_device_add(root, NULL);
+	if (r < 0) {
+		dm_device_unref(root);
+		goto out_free;
+	}
+	m->root = root; /* the model's reference from add keeps it */
+	dm_device_unref(root);
+	*ret = m;
+	return 0;
+
+out_free:
+	dm_hashmap_done(&m->by_id);
+	dm_hashmap_done(&m->by_devpath);
+	dm_hashmap_done(&m->by_child);
+	pthread_rwlock_destroy(&m->lock);
+	free(m);
+	return r;
+}
+
+void dm_model_free(struct dm_model *m)
+{
+	if (!m)
+		return;
+	/* Unregister drivers first so remove() runs while the devices exist. */
+	struct dm_list *bn;
+	dm_list_for_each(bn, &m->buses) {
+		struct dm_bus *bus = dm_list_entry(bn, struct dm_bus, node);
+		while (!dm_list_empty(&bus->drivers))
+			dm_driver_unregister(dm_list_entry(bus->drivers.next, struct dm_driver, node));
+	}
+	dm_device_del(m->root);
+
+	struct dm_list *n, *tmp;
+	dm_list_for_each_safe(n, tmp, &m->buses) {
+		struct dm_bus *bus = dm_list_entry(n, struct dm_bus, node);
+		free(bus->name);
+		free(bus);
+	}
+	dm_list_for_each_safe(n, tmp, &m->classes) {
+		struct dm_class *c = dm_list_entry(n, struct dm_class, node);
+		struct dm_list *in, *itmp;
+		dm_list_for_each_safe(in, itmp, &c->interfaces) {
+			struct dm_interface *i = dm_list_entry(in, struct dm_interface, node);
+			free(i->name);
+			free(i);
+		}
+		free(c->name);
+		free(c);
+	}
+	dm_hashmap_done(&m->by_id);
+	dm_hashmap_done(&m->by_devpath);
+	dm_hashmap_done(&m->by_child);
+	pthread_rwlock_destroy(&m->lock);
+	free(m);
+}
+
+void dm_model_set_listener(struct dm_model *m, const struct dm_model_listener *l, void *data)
+{
+	dm_model_write_lock(m);
+	m->listener = l;
+	m->listener_data = data;
+	dm_model_unlock(m);
+}
+
+void dm_model_set_pm_handler(struct dm_model *m, const struct dm_pm_handler *h, void *data)
+{
+	dm_model_write_lock(m);
+	m->pm_handler = h;
+	m->pm_data = data;
+	dm_model_unlock(m);
+}
+
+struct dm_device *dm_model_get_root(struct dm_model *m)
+{
+	return m->root;
+}
+
+void dm_model_read_lock(struct dm_model *m)
+{
+	pthread_rwlock_rdlock(&m->lock);
+}
+
+void dm_model_write_lock(struct dm_model *m)
+{
+	pthread_rwlock_wrlock(&m->lock);
+}
+
+void dm_model_unlock(struct dm_model *m)
+{
+	pthread_rwlock_unlock(&m->lock);
+}
+
+void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev)
+{
+	if (m->listener && m->listener->device_changed)
+		m->listener->device_changed(dev, m->listener_data);
+}
+
+struct dm_device *dm_model_find_devpath(struct dm_model *m, const char *devpath)
+{
+	dm_model_read_lock(m);
+	struct dm_device *dev = dm_hashmap_get(&m->by_devpath, devpath);
+	if (dev && dm_device_is_dead(dev))
+		dev = NULL;
+	dm_device_ref(dev);
+	dm_model_unlock(m);
+	return dev;
+}
+
+struct dm_device *dm_model_find_id(struct dm_model *m, uint64_t id)
+{
+	dm_model_read_lock(m);
+	struct dm_device *dev = dm_hashmap_get(&m->by_id, &id);
+	if (dev && dm_device_is_dead(dev))
+		dev = NULL;
+	dm_device_ref(dev);
+	dm_model_unlock(m);
+	return dev;
+}
+
+size_t dm_model_count_devices(struct dm_model *m)
+{
+	dm_model_read_lock(m);
+	size_t n = m->n_devices;
+	dm_model_unlock(m);
+	return n;
+}
+
+int dm_model_for_each_device_locked(struct dm_model *m, int (*fn)(struct dm_device *, void *),
+				    void *data)
+{
+	return dm_walk_devices(&m->devices, offsetof(struct dm_device, global), fn, data);
+}
+
+int dm_model_snapshot(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
+		      size_t *ret_n)
+{
+	dm_model_read_lock(m);
+	if (top && dm_device_is_dead(top)) {
+		dm_model_unlock(m);
+		return -ENODEV;
+	}
+	size_t cap = 64, n = 0;
+	struct dm_device **v = malloc(cap * sizeof(*v));
+	if (!v) {
+		dm_model_unlock(m);
+		return -ENOMEM;
+	}
+	/* A subtree is contiguous in the global list and ends before the
+	 * first device that is not below @top. */
+	struct dm_list *start = top ? &top->global : m->devices.next;
+	unsigned top_depth = top ? dm_device_depth_locked(top) : 0;
+	for (struct dm_list *p = start; p != &m->devices; p = p->next) {
+		struct dm_device *dev = dm_list_entry(p, struct dm_device, global);
+		if (top && dev != top && dm_device_depth_locked(dev) <= top_depth)
+			break;
+		if (dm_device_is_dead(dev))
+			continue;
+		if (n == cap) {
+			struct dm_device **nv = realloc(v, cap * 2 * sizeof(*v));
+			if (!nv) {
+				dm_model_unlock(m);
+				dm_device_array_free(v, n);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap *= 2;
+		}
+		v[n++] = dm_device_ref(dev);
+	}
+	dm_model_unlock(m);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+void dm_device_array_free(struct dm_device **devs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dm_device_unref(devs[i]);
+	free(devs);
+}
+
+/* ---- buses ---- */
+
+struct dm_bus *dm_model_find_bus_locked(struct dm_model *m, const char *name)
+{
+	struct dm_list *n;
+	dm_list_for_each(n, &m->buses) {
+		struct dm_bus *bus = dm_list_entry(n, struct dm_bus, node);
+		if (strcmp(bus->name, name) == 0)
+			return bus;
+	}
+	return NULL;
+}
+
+/* Buses and classes are kept sorted by name so listings are stable. */
+#define INSERT_SORTED(head, type, obj)                                          \
+	do {                                                                    \
+		struct dm_list *_p;                                             \
+		dm_list_for_each(_p, (head))                                    \
+			if (strcmp(dm_list_entry(_p, type, node)->name, (obj)->name) > 0) \
+				break;                                          \
+		dm_list_insert_before(_p, &(obj)->node);                        \
+	} while (0)
+
+int dm_bus_get(struct dm_model *m, const char *name, const struct dm_bus_type *type,
+	       struct dm_bus **ret)
+{
+	if (!name || !*name || strchr(name, '/'))
+		return -EINVAL;
+	dm_model_write_lock(m);
+	struct dm_bus *bus = dm_model_find_bus_locked(m, name);
+	if (bus) {
+		if (type && bus->type == &generic_bus_type)
+			bus->type = type;
+		goto out;
+	}
+	bus = calloc(1, sizeof(*bus));
+	if (!bus || !(bus->name = strdup(name))) {
+		free(bus);
+		dm_model_unlock(m);
+		return -ENOMEM;
+	}
+	bus->model = m;
+	bus->type = type ? type : &generic_bus_type;
+	dm_list_init(&bus->devices);
+	dm_list_init(&bus->drivers);
+	INSERT_SORTED(&m->buses, struct dm_bus, bus);
+out:
+	dm_model_unlock(m);
+	*ret = bus;
+	return 0;
+}
+
+const char *dm_bus_get_name(const struct dm_bus *bus)
+{
+	return bus->name;
+}
+
+/* ---- classes ---- */
+
+struct dm_class *dm_model_find_class_locked(struct dm_model *m, const char *name)
+{
+	struct dm_list *n;
+	dm_list_for_each(n, &m->classes) {
+		struct dm_class *c = dm_list_entry(n, struct dm_class, node);
+		if (strcmp(c->name, name) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+int dm_class_get(struct dm_model *m, const char *name, struct dm_class **ret)
+{
+	if (!name || !*name || strchr(name, '/'))
+		return -EINVAL;
+	dm_model_write_lock(m);
+	struct dm_class *c = dm_model_find_class_locked(m, name);
+	if (c)
+		goto out;
+	c = calloc(1, sizeof(*c));
+	if (!c || !(c->name = strdup(name))) {
+		free(c);
+		dm_model_unlock(m);
+		return -ENOMEM;
+	}
+	c->model = m;
+	dm_list_init(&c->devices);
+	dm_list_init(&c->interfaces);
+	INSERT_SORTED(&m->classes, struct dm_class, c);
+out:
+	dm_model_unlock(m);
+	*ret = c;
+	return 0;
+}
+
+struct dm_interface *dm_class_find_interface_locked(struct dm_class *c, const char *name)
+{
+	struct dm_list *n;
+	dm_list_for_each(n, &c->interfaces) {
+		struct dm_interface *i = dm_list_entry(n, struct dm_interface, node);
+		if (strcmp(i->name, name) == 0)
+			return i;
+	}
+	return NULL;
+}
+
+int dm_class_get_interface(struct dm_class *c, const char *name, struct dm_interface **ret)
+{
+	/* "devices" is the class's own listing of its devices */
+	if (!name || !*name || strchr(name, '/') || strcmp(name, "devices") == 0)
+		return -EINVAL;
+	dm_model_write_lock(c->model);
+	struct dm_interface *i = dm_class_find_interface_locked(c, name);
+	if (i)
+		goto out;
+	i = calloc(1, sizeof(*i));
+	if (!i || !(i->name = strdup(name))) {
+		free(i);
+		dm_model_unlock(c->model);
+		return -ENOMEM;
+	}
+	i->class = c;
+	dm_list_init(&i->devices);
+	INSERT_SORTED(&c->interfaces, struct dm_interface, i);
+out:
+	dm_model_unlock(c->model);
+	*ret = i;
+	return 0;
+}
+
+const char *dm_class_get_name(const struct dm_class *c)
+{
+	return c->name;
+}
+
+const char *dm_interface_get_name(const struct dm_interface *i)
+{
+	return i->name;
+}

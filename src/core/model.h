@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * model.h - the device model, project-private API.
+ *
+ * Objects: a dm_model holds buses, classes (with interfaces), drivers and
+ * devices. Devices form a tree under the root device and one global list in
+ * depth-first order (a parent before its children, each subtree contiguous,
+ * siblings in natural name order), which is the order resume walks; suspend
+ * walks it backwards.
+ *
+ * Device lifetime (two phases, as in the kernel's driver core):
+ *   dm_device_new()   refcount 1, not visible to anyone;
+ *                     set name, devpath, values, bus, class now.
+ *   dm_device_add()   publishes it (parent's children, bus list, class and
+ *                     interface, global list, lookups) and offers it to the
+ *                     drivers of its bus. The model takes its own reference;
+ *                     the caller still owns the one it had.
+ *   dm_device_del()   removes its subtree, children first: each device is
+ *                     marked dead first (lookups and reads fail from then on),
+ *                     its driver's remove() runs, then it is unlinked and the
+ *                     model drops its reference.
+ *   dm_device_unref() the last reference frees it.
+ * Rule: never free a device yourself, and never touch it after your last
+ * unref; after dm_device_add() the only way out is dm_device_del() + unref.
+ *
+ * Locking: one rwlock per model. Readers (the filesystem) take it shared;
+ * changes (enumeration, hotplug, PM state) take it exclusive inside these
+ * functions. No driver hook, attribute show/store or listener that could
+ * block is called with the lock held: listeners are called with the write
+ * lock held and must only queue work. Functions named *_locked expect the
+ * caller to hold the lock (shared is enough unless said otherwise).
+ */
+#ifndef DM_MODEL_H
+#define DM_MODEL_H
+
+#include <driverfs/driverfs.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct dm_bus_type {
+	const char *name; /* NULL: the bus instance's own name */
+	/* >0 when @drv can drive @dev; NULL uses dm_driver_default_match(). */
+	int (*match)(struct dm_device *dev, struct dm_driver *drv);
+	/* attribute tables every device on this bus has */
+	const struct dm_attribute_group *const *dev_groups;
+};
+
+/* Changes announced to the filesystem; called with the write lock held. */
+struct dm_model_listener {
+	void (*device_added)(struct dm_device *dev, void *data);
+	void (*device_removed)(struct dm_device *dev, void *data);
+	void (*device_changed)(struct dm_device *dev, void *data);
+};
+
+/* The power-state transitions the `power` file asks for; set by the PM engine. */
+enum dm_pm_request {
+	DM_PM_SUSPEND,
+	DM_PM_RESUME,
+};
+struct dm_pm_handler {
+	/* a transition asked for through @dev's power file */
+	int (*request)(struct dm_device *dev, enum dm_pm_request req, void *data);
+	/* root/power_log: the journal of the last transition */
+	int (*show_log)(char *buf, size_t size, void *data);
+};
+
+/* ---- model ---- */
+int dm_model_new(struct dm_model **ret);
+/* Removes every device (children first) and frees the model. */
+void dm_model_free(struct dm_model *m);
+void dm_model_set_listener(struct dm_model *m, const struct dm_model_listener *l, void *data);
+void dm_model_set_pm_handler(struct dm_model *m, const struct dm_pm_handler *h, void *data);
+struct dm_device *dm_model_get_root(struct dm_model *m); /* no reference taken */
+
+void dm_model_read_lock(struct dm_model *m);
+void dm_model_write_lock(struct dm_model *m);
+void dm_model_unlock(struct dm_model *m);
+
+/* Find-and-ref: returns a new reference or NULL. Dead devices are not found. */
+struct dm_device *dm_model_find_devpath(struct dm_model *m, const char *devpath);
+struct dm_device *dm_model_find_id(struct dm_model *m, uint64_t id);
+size_t dm_model_count_devices(struct dm_model *m);
+
+/* Global list walk under the lock: for_each calls @fn on every live device
+ * in depth-first order until it returns non-zero, which it returns. */
+int dm_model_for_each_device_locked(struct dm_model *m, int (*fn)(struct dm_device *, void *),
+				    void *data);
+/* A referenced snapshot of the global list (or of @top's subtree when not
+ * NULL), in depth-first order, for walks that call hooks without the lock.
+ * Free with dm_device_array_free(). */
+int dm_model_snapshot(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
+		      size_t *ret_n);
+void dm_device_array_free(struct dm_device **devs, size_t n);
+
+/* ---- buses ---- */
+/* Finds or creates the bus @name with @type (NULL: a generic bus). */
+int dm_bus_get(struct dm_model *m, const char *name, const struct dm_bus_type *type,
+	       struct dm_bus **ret);
+struct dm_bus *dm_model_find_bus_locked(struct dm_model *m, const char *name);
+const char *dm_bus_get_name(const struct dm_bus *bus);
+
+/* ---- classes ---- */
+int dm_class_get(struct dm_model *m, const char *name, struct dm_class **ret);
+struct dm_class *dm_model_find_class_locked(struct dm_model *m, const char *name);
+int dm_class_get_interface(struct dm_class *c, const char *name, struct dm_interface **ret);
+struct dm_interface *dm_class_find_interface_locked(struct dm_class *c, const char *name);
+const char *dm_class_get_name(const struct dm_class *c);
+const char *dm_interface_get_name(const struct dm_interface *i);
+
+/* ---- drivers ---- */
+/* Registers @drv on @bus (taking a reference) and offers it every unbound
+ * device of the bus. -EEXIST when the bus has a driver of that name. */
+int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv);
+/* Unbinds every device (remove() each) and drops the bus's reference. */
+void dm_driver_unregister(struct dm_driver *drv);
+/* Finds-and-refs a registered driver by name. */
+struct dm_driver *dm_bus_find_driver(struct dm_bus *bus, const char *name);
+int dm_driver_default_match(struct dm_device *dev, struct dm_driver *drv);
+enum dm_driver_kind dm_driver_get_kind(const struct dm_driver *drv);
+
+/* ---- devices ---- */
+int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret);
+/* Setters for a device not yet added. */
+int dm_device_set_devpath(struct dm_device *dev, const char *devpath);
+int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver);
+void dm_device_set_bus(struct dm_device *dev, struct dm_bus *bus);
+/* @iface may be NULL (class membership only). */
+void dm_device_set_class(struct dm_device *dev, struct dm_class *c, struct dm_interface *iface);
+/* Extra attribute tables of this device (at most DM_DEVICE_MAX_GROUPS). */
+int dm_device_add_group(struct dm_device *dev, const struct dm_attribute_group *g);
+/* Private data of the enumerator that made the device. */
+void dm_device_set_bus_data(struct dm_device *dev, void *data, void (*free_data)(void *));
+void *dm_device_get_bus_data(const struct dm_device *dev);
+
+/* A static value file: set before add, or later (takes the write lock and
+ * announces device_changed). Values are shown with a trailing newline. */
+int dm_device_set_value(struct dm_device *dev, const char *name, const char *value);
+
+int dm_device_add(struct dm_device *dev, struct dm_device *parent);
+void dm_device_del(struct dm_device *dev);
+
+/* Tree accessors; call with the lock held. No references are taken. */
+struct dm_device *dm_device_get_parent_locked(const struct dm_device *dev);
+struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const char *name);
+struct dm_bus *dm_device_get_bus_locked(const struct dm_device *dev);
+struct dm_class *dm_device_get_class_locked(const struct dm_device *dev);
+struct dm_interface *dm_device_get_interface_locked(const struct dm_device *dev);
+struct dm_driver *dm_device_get_driver_locked(const struct dm_device *dev);
+/* Depth below root (root is 0). */
+unsigned dm_device_depth_locked(const struct dm_device *dev);
+/* "pci0000:00/0000:00:02.0": the path under root/ ("" for root). Returns the
+ * length or -ENAMETOOLONG. */
+int dm_device_path_locked(const struct dm_device *dev, char *buf, size_t size);
+
+/* Binding, normally done by dm_device_add(): offers @dev to its bus's drivers
+ * in priority order until one accepts. Returns 1 when bound, 0 when not. */
+int dm_device_attach(struct dm_device *dev);
+/* Calls remove() and unbinds. */
+void dm_device_release_driver(struct dm_device *dev);
+
+/* Power state, as set by the PM engine; announces device_changed. */
+void dm_device_set_power(struct dm_device *dev, enum dm_power_state st);
+/* The last PM failure ("" when none); set with the write lock taken inside. */
+int dm_device_set_power_error(struct dm_device *dev, const char *msg);
+int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size);
+/* Runs @fn with the device's driver hooks serialised (the device mutex). */
+int dm_device_call_driver(struct dm_device *dev, int which);
+enum { DM_CALL_SUSPEND, DM_CALL_RESUME };
+
+/* ---- attributes ---- */
+/* Iterates the files of @dev (group NULL: the device directory itself;
+ * "pm": that subdirectory) and, with @groups_only, the named groups that
+ * have at least one visible file. Call with the lock held; @fn must not
+ * block. */
+struct dm_file_info {
+	const char *name;
+	mode_t mode;
+	unsigned flags;
+};
+int dm_device_for_each_file_locked(struct dm_device *dev, const char *group,
+				   int (*fn)(const struct dm_file_info *, void *), void *data);
+int dm_device_for_each_group_locked(struct dm_device *dev, int (*fn)(const char *, void *),
+				    void *data);
+/* 0 and *ret filled when the file (or, with name NULL, the group) exists. */
+int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const char *name,
+			       struct dm_file_info *ret);
+/* Reads a file's whole value into @buf (DM_ATTR_MAX bytes); returns the
+ * length, -ENOENT when there is no such file, -ENODEV when the device was
+ * removed. Call without the lock. */
+int dm_device_show(struct dm_device *dev, const char *group, const char *name, char *buf,
+		   size_t size);
+/* Writes a whole value: -EACCES when read-only, -EFBIG when longer than
+ * DM_ATTR_MAX, -EINVAL for an empty value, else what store() returns. Call
+ * without the lock. */
+int dm_device_store(struct dm_device *dev, const char *group, const char *name, const char *buf,
+		    size_t len);
+
+/* ---- iteration, for views of the model; call with the lock held. Each
+ * calls @fn until it returns non-zero, which it then returns; @fn must not
+ * block or take the lock. Dead devices are skipped. ---- */
+typedef int (*dm_device_fn)(struct dm_device *dev, void *data);
+int dm_device_for_each_child_locked(struct dm_device *dev, dm_device_fn fn, void *data);
+int dm_model_for_each_bus_locked(struct dm_model *m, int (*fn)(struct dm_bus *, void *), void *data);
+int dm_bus_for_each_device_locked(struct dm_bus *bus, dm_device_fn fn, void *data);
+int dm_bus_for_each_driver_locked(struct dm_bus *bus, int (*fn)(struct dm_driver *, void *),
+				  void *data);
+int dm_driver_for_each_device_locked(struct dm_driver *drv, dm_device_fn fn, void *data);
+bool dm_driver_is_registered_locked(const struct dm_driver *drv);
+struct dm_bus *dm_driver_get_bus(const struct dm_driver *drv);
+int dm_model_for_each_class_locked(struct dm_model *m, int (*fn)(struct dm_class *, void *),
+				   void *data);
+int dm_class_for_each_device_locked(struct dm_class *c, dm_device_fn fn, void *data);
+int dm_class_for_each_interface_locked(struct dm_class *c,
+				       int (*fn)(struct dm_interface *, void *), void *data);
+int dm_interface_for_each_device_locked(struct dm_interface *i, dm_device_fn fn, void *data);
+
+#define DM_DEVICE_MAX_GROUPS 8
+
+#endif

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Unit tests of the device model: list order, removal, binding, attributes,
+ * lookups and lifetime. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "tree-util.h"
+
+/* ---- global list order ---- */
+
+struct collect {
+	struct dm_device **v;
+	size_t n;
+};
+
+static int collect_fn(struct dm_device *dev, void *data)
+{
+	struct collect *c = data;
+	c->v[c->n++] = dev;
+	return 0;
+}
+
+static void check_global_order(size_t n, unsigned seed)
+{
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct test_tree t;
+	test_tree_build(&t, m, n, seed, NULL);
+
+	struct collect c = { .v = calloc(n + 1, sizeof(*c.v)) };
+	dm_model_read_lock(m);
+	dm_model_for_each_device_locked(m, collect_fn, &c);
+	dm_model_unlock(m);
+	assert_int_equal(c.n, n + 1); /* + root */
+	assert_ptr_equal(c.v[0], dm_model_get_root(m));
+
+	int *want = calloc(n, sizeof(int));
+	assert_int_equal(test_tree_preorder(&t, want), n);
+	for (size_t i = 0; i < n; i++) {
+		int got = test_tree_index(&t, c.v[i + 1]);
+		if (got != want[i])
+			fail_msg("seed %u: position %zu of the global list: expected %s, got %s", seed,
+				 i, t.name[want[i]], got < 0 ? "?" : t.name[got]);
+	}
+	/* and directly: every parent before its child, each subtree contiguous */
+	for (size_t i = 0; i < n; i++) {
+		int d = test_tree_index(&t, c.v[i + 1]);
+		if (t.parent[d] >= 0) {
+			size_t ppos = 0;
+			while (c.v[ppos] != t.dev[t.parent[d]])
+				ppos++;
+			assert_true(ppos < i + 1);
+			for (size_t k = ppos + 1; k < i + 1; k++) {
+				int mid = test_tree_index(&t, c.v[k]);
+				if (!test_tree_is_ancestor(&t, t.parent[d], mid))
+					fail_msg("seed %u: %s inside the subtree of %s", seed,
+						 t.name[mid], t.name[t.parent[d]]);
+			}
+		}
+	}
+	free(want);
+	free(c.v);
+	test_tree_free(&t);
+	dm_model_free(m);
+}
+
+static void test_global_list_depth_first_random_trees(void **state)
+{
+	(void)state;
+	for (unsigned seed = 1; seed <= 60; seed++)
+		check_global_order(1 + seed * 7 % 120, seed);
+}
+
+/* ---- removal ---- */
+
+struct events {
+	char log[64][32];
+	size_t n;
+};
+
+static void on_removed(struct dm_device *dev, void *data)
+{
+	struct events *e = data;
+	if (e->n < 64)
+		snprintf(e->log[e->n++], 32, "%s", dm_device_get_name(dev));
+}
+
+static const struct dm_model_listener removal_listener = { .device_removed = on_removed };
+
+static struct events removes_by_driver;
+static void drv_remove_log(struct dm_device *dev, void *data)
+{
+	(void)data;
+	on_removed(dev, &removes_by_driver);
+}
+static int probe_accept(struct dm_device *dev, void *data)
+{
+	(void)dev;
+	(void)data;
+	return 0;
+}
+static const struct dm_driver_ops accept_ops = { .probe = probe_accept, .remove = drv_remove_log };
+
+static struct dm_device *add(struct dm_model *m, struct dm_device *parent, const char *name,
+			     struct dm_bus *bus)
+{
+	struct dm_device *dev;
+	assert_int_equal(dm_device_new(m, name, &dev), 0);
+	char devpath[128];
+	snprintf(devpath, sizeof(devpath), "/devices/%s", name);
+	assert_int_equal(dm_device_set_devpath(dev, devpath), 0);
+	if (bus)
+		dm_device_set_bus(dev, bus);
+	assert_int_equal(dm_device_add(dev, parent), 0);
+	return dev;
+}
+
+static void test_remove_subtree_children_first(void **state)
+{
+	(void)state;
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct dm_bus *bus;
+	assert_int_equal(dm_bus_get(m, "usb", NULL, &bus), 0);
+	struct dm_driver *drv;
+	assert_int_equal(dm_driver_new("hub", DM_DRIVER_USER, 10, &accept_ops, NULL, NULL, &drv), 0);
+	assert_int_equal(dm_driver_register(bus, drv), 0);
+
+	struct events ev = { 0 };
+	removes_by_driver.n = 0;
+	dm_model_set_listener(m, &removal_listener, &ev);
+
+	struct dm_device *a = add(m, NULL, "a", bus);
+	struct dm_device *b = add(m, a, "b", bus);
+	struct dm_device *c = add(m, b, "c", bus);
+	struct dm_device *d = add(m, a, "d", bus);
+	struct dm_device *keep = add(m, NULL, "keep", bus);
+	dm_model_read_lock(m);
+	assert_ptr_equal(dm_device_get_driver_locked(c), drv);
+	dm_model_unlock(m);
+
+	dm_device_del(a);
+	/* children first: every device removed after all its descendants */
+	const char *want[] = { "d", "c", "b", "a" };
+	assert_int_equal(ev.n, 4);
+	assert_int_equal(removes_by_driver.n, 4);
+	for (size_t i = 0; i < 4; i++) {
+		assert_string_equal(ev.log[i], want[i]);
+		assert_string_equal(removes_by_driver.log[i], want[i]);
+	}
+	assert_true(dm_device_is_dead(c));
+	assert_false(dm_device_is_dead(keep));
+	assert_null(dm_model_find_devpath(m, "/devices/c"));
+	assert_int_equal(dm_model_count_devices(m), 2); /* root + keep */
+	dm_model_read_lock(m);
+	assert_null(dm_device_get_driver_locked(c)); /* unbound */
+	assert_null(dm_device_find_child_locked(dm_model_get_root(m), "a"));
+	dm_model_unlock(m);
+	/* a dead device's files are gone */
+	char buf[DM_ATTR_MAX];
+	assert_int_equal(dm_device_show(b, NULL, "power", buf, sizeof(buf)), -ENODEV);
+	/* adding below a dead device fails */
+	struct dm_device *e;
+	assert_int_equal(dm_device_new(m, "e", &e), 0);
+	assert_int_equal(dm_device_add(e, b), -ENODEV);
+	dm_device_unref(e);
+
+	for (struct dm_device **p = (struct dm_device *[]){ a, b, c, d, keep, NULL }; *p; p++)
+		dm_device_unref(*p);
+	dm_driver_unref(drv);
+	dm_model_free(m);
+}
+
+/* ---- binding ---- */
+
+static char probe_log[256];
+static int probe_record(struct dm_device *dev, void *data)
+{
+	const char *who = data;
+	strcat(probe_log, who);
+	strcat(probe_log, " ");
+	/* "accept" drivers take the device, the others decline it */
+	return strncmp(who, "accept", 6) == 0 ? 0 : -ENODEV;
+}
+static const struct dm_driver_ops record_ops = { .probe = probe_record };
+
+static void test_probe_priority_first_acceptor_wins(void **state)
+{
+	(void)state;
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct dm_bus *bus;
+	assert_int_equal(dm_bus_get(m, "pci", NULL, &bus), 0);
+	struct {
+		const char *name;
+		int prio;
+	} drivers[] = {
+		{ "decline-low", 1 }, { "accept-mid", 5 }, { "decline-high", 9 }, { "accept-late", 5 },
+	};
+	struct dm_driver *drv[4];
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(dm_driver_new(drivers[i].name, DM_DRIVER_USER, drivers[i].prio,
+					       &record_ops, (void *)drivers[i].name, NULL, &drv[i]),
+				 0);
+		assert_int_equal(dm_driver_register(bus, drv[i]), 0);
+	}
+	struct dm_driver *dup;
+	assert_int_equal(dm_driver_new("accept-mid", DM_DRIVER_USER, 1, &record_ops, "x", NULL, &dup), 0);
+	assert_int_equal(dm_driver_register(bus, dup), -EEXIST);
+	dm_driver_unref(dup);
+
+	probe_log[0] = '\0';
+	struct dm_device *dev = add(m, NULL, "0000:00:02.0", bus);
+	/* highest priority first; equal priorities in registration order; the
+	 * first that accepts wins and nobody after it is asked */
+	assert_string_equal(probe_log, "decline-high accept-mid ");
+	dm_model_read_lock(m);
+	assert_ptr_equal(dm_device_get_driver_locked(dev), drv[1]);
+	dm_model_unlock(m);
+
+	/* unregistering the bound driver unbinds; a new driver is offered the
+	 * unbound device at registration */
+	dm_driver_unregister(drv[1]);
+	dm_model_read_lock(m);
+	assert_null(dm_device_get_driver_locked(dev));
+	dm_model_unlock(m);
+	struct dm_driver *newer;
+	probe_log[0] = '\0';
+	assert_int_equal(dm_driver_new("accept-new", DM_DRIVER_USER, 0, &record_ops, "accept-new",
+				       NULL, &newer), 0);
+	assert_int_equal(dm_driver_register(bus, newer), 0);
+	assert_string_equal(probe_log, "accept-new ");
+	dm_model_read_lock(m);
+	assert_ptr_equal(dm_device_get_driver_locked(dev), newer);
+	dm_model_unlock(m);
+
+	dm_device_unref(dev);
+	dm_driver_unref(newer);
+	for (int i = 0; i < 4; i++)
+		dm_driver_unref(drv[i]);
+	dm_model_free(m);
+}
+
+static void test_kernel_proxy_and_match_rules(void **state)
+{
+	(void)state;
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct dm_bus *bus;
+	assert_int_equal(dm_bus_get(m, "usb", NULL, &bus), 0);
+	struct dm_driver *kdrv, *udrv;
+	assert_int_equal(dm_driver_new("usbhid", DM_DRIVER_KERNEL, 0, NULL, NULL, NULL, &kdrv), 0);
+	assert_int_equal(dm_driver_register(bus, kdrv), 0);
+	assert_int_equal(dm_driver_new("scanner", DM_DRIVER_USER, 10, NULL, NULL, NULL, &udrv), 0);
+	assert_int_equal(dm_driver_add_match(udrv, "idVendor", "04a9"), 0);
+	assert_int_equal(dm_driver_add_match(udrv, "product", "*Scan*"), 0);
+	assert_int_equal(dm_driver_register(bus, udrv), 0);
+
+	struct dm_device *kbd, *scanner, *camera;
+	assert_int_equal(dm_device_new(m, "1-1", &kbd), 0);
+	dm_device_set_bus(kbd, bus);
+	dm_device_set_kernel_driver(kbd, "usbhid");
+	assert_int_equal(dm_device_add(kbd, NULL), 0);
+
+	assert_int_equal(dm_device_new(m, "1-2", &scanner), 0);
+	dm_device_set_bus(scanner, bus);
+	dm_device_set_value(scanner, "idVendor", "04a9");
+	dm_device_set_value(scanner, "product", "CanoScan LiDE");
+	dm_device_set_kernel_driver(scanner, "usbhid");
+	assert_int_equal(dm_device_add(scanner, NULL), 0);
+
+	assert_int_equal(dm_device_new(m, "1-3", &camera), 0);
+	dm_device_set_bus(camera, bus);
+	dm_device_set_value(camera, "idVendor", "04a9");
+	dm_device_set_value(camera, "product", "PowerShot");
+	assert_int_equal(dm_device_add(camera, NULL), 0);
+
+	dm_model_read_lock(m);
+	assert_ptr_equal(dm_device_get_driver_locked(kbd), kdrv);
+	/* the user driver is probed first and its rules match */
+	assert_ptr_equal(dm_device_get_driver_locked(scanner), udrv);
+	/* no rule matches, no kernel driver: unbound */
+	assert_null(dm_device_get_driver_locked(camera));
+	dm_model_unlock(m);
+
+	dm_device_unref(kbd);
+	dm_device_unref(scanner);
+	dm_device_unref(camera);
+	dm_driver_unref(kdrv);
+	dm_driver_unref(udrv);
+	dm_model_free(m);
+}
+
+/* ---- attributes ---- */
+
+struct level_dev {
+	int level;
+};
+static struct level_dev level_state;
+
+static int level_show(struct dm_device *dev, const struct dm_attribute *a, char *buf, size_t size)
+{
+	(void)dev;
+	(void)a;
+	return dm_emit(buf, size, "%d\n", level_state.level);
+}
+
+static int level_store(struct dm_device *dev, const struct dm_attribute *a, const char *buf,
+		       size_t len)
+{
+	(void)dev;
+	(void)a;
+	char *end;
+	errno = 0;
+	long v = strtol(buf, &end, 10);
+	if (end == buf || (*end && strcmp(end, "\n")) || errno || v < 0 || v > 100)
+		return -EINVAL;
+	(void)len;
+	level_state.level = (int)v;
+	return 0;
+}
+
+static const struct dm_attribute level_attr = DM_ATTR_RW(level, level_show, level_store);
+static const struct dm_attribute *const level_attrs[] = { &level_attr, NULL };
+static const struct dm_attribute_group level_group = { .attrs = level_attrs };
+static const struct dm_attribute_group tune_group = { .name = "tune", .attrs = level_attrs };
+
+static void test_attribute_store_rejects_bad_input(void **state)
+{
+	(void)state;
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct dm_device *dev;
+	assert_int_equal(dm_device_new(m, "dev0", &dev), 0);
+	assert_int_equal(dm_device_add_group(dev, &level_group), 0);
+	assert_int_equal(dm_device_add_group(dev, &tune_group), 0);
+	assert_int_equal(dm_device_set_value(dev, "vendor", "0x8086"), 0);
+	assert_int_equal(dm_device_add(dev, NULL), 0);
+	level_state.level = 42;
+
+	char buf[DM_ATTR_MAX + 1];
+	int n = dm_device_show(dev, NULL, "level", buf, sizeof(buf));
+	assert_int_equal(n, 3);
+	assert_memory_equal(buf, "42\n", 3);
+
+	const char *bad[] = { "abc", "101", "-1", "12abc", "7 8", "\n", "99999999999999999999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = dm_device_store(dev, NULL, "level", bad[i], strlen(bad[i]));
+		if (r != -EINVAL)
+			fail_msg("store '%s': expected -EINVAL, got %d", bad[i], r);
+		assert_int_equal(level_state.level, 42);
+	}
+	assert_int_equal(dm_device_store(dev, NULL, "level", "", 0), -EINVAL);
+	assert_int_equal(dm_device_store(dev, NULL, "level", "1\0002", 3), -EINVAL);
+	char big[DM_ATTR_MAX + 2]; /* a string of DM_ATTR_MAX + 1 characters */
+	memset(big, '1', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(dm_device_store(dev, NULL, "level", big, strlen(big)), -EFBIG);
+	assert_int_equal(level_state.level, 42);
+
+	assert_int_equal(dm_device_store(dev, NULL, "level", "7\n", 2), 0);
+	assert_int_equal(level_state.level, 7);
+	assert_int_equal(dm_device_store(dev, "tune", "level", "8", 1), 0);
+	assert_int_equal(level_state.level, 8);
+
+	/* static values are read-only; unknown files do not exist */
+	assert_int_equal(dm_device_store(dev, NULL, "vendor", "1", 1), -EACCES);
+	n = dm_device_show(dev, NULL, "vendor", buf, sizeof(buf));
+	assert_int_equal(n, 7);
+	assert_memory_equal(buf, "0x8086\n", 7);
+	assert_int_equal(dm_device_show(dev, NULL, "nope", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(dm_device_show(dev, "nope", "level", buf, sizeof(buf)), -ENOENT);
+	/* power with a bad value: EINVAL, state unchanged */
+	assert_int_equal(dm_device_store(dev, NULL, "power", "sleep", 5), -EINVAL);
+	n = dm_device_show(dev, NULL, "power", buf, sizeof(buf));
+	assert_memory_equal(buf, "on\n", 3);
+	/* a value too long to show is refused at set time */
+	assert_int_equal(dm_device_set_value(dev, "big", big + 1), -EINVAL); /* 4096 chars */
+
+	struct dm_file_info fi;
+	dm_model_read_lock(m);
+	assert_int_equal(dm_device_stat_file_locked(dev, "tune", NULL, &fi), 0);
+	assert_int_equal(dm_device_stat_file_locked(dev, NULL, "level", &fi), 0);
+	assert_int_equal(fi.mode, 0644);
+	assert_int_equal(dm_device_stat_file_locked(dev, NULL, "devpath", &fi), -ENOENT);
+	dm_model_unlock(m);
+
+	dm_device_unref(dev);
+	dm_model_free(m);
+}
+
+/* ---- lookups and lifetime ---- */
+
+static int freed;
+static void count_free(void *p)
+{
+	(void)p;
+	freed++;
+}
+
+static void test_lookups_and_refcounts(void **state)
+{
+	(void)state;
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	freed = 0;
+	struct dm_device *devs[20];
+	for (int i = 0; i < 20; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "n%d", i);
+		assert_int_equal(dm_device_new(m, name, &devs[i]), 0);
+		char devpath[32];
+		snprintf(devpath, sizeof(devpath), "/devices/n%d", i);
+		dm_device_set_devpath(devs[i], devpath);
+		dm_device_set_bus_data(devs[i], devs + i, count_free);
+		assert_int_equal(dm_device_add(devs[i], i ? devs[(i - 1) / 2] : NULL), 0);
+	}
+	/* duplicate sibling names are refused */
+	struct dm_device *dup;
+	assert_int_equal(dm_device_new(m, "n1", &dup), 0);
+	assert_int_equal(dm_device_add(dup, devs[0]), -EEXIST);
+	dm_device_unref(dup);
+	assert_int_equal(freed, 0);
+	struct dm_device *bad;
+	assert_int_equal(dm_device_new(m, "a/b", &bad), -EINVAL);
+	assert_int_equal(dm_device_new(m, "..", &bad), -EINVAL);
+
+	struct dm_device *f = dm_model_find_devpath(m, "/devices/n7");
+	assert_ptr_equal(f, devs[7]);
+	struct dm_device *g = dm_model_find_id(m, dm_device_get_id(devs[7]));
+	assert_ptr_equal(g, devs[7]);
+	char path[256];
+	dm_model_read_lock(m);
+	assert_int_equal(dm_device_path_locked(devs[7], path, sizeof(path)), 11);
+	assert_string_equal(path, "n0/n1/n3/n7");
+	dm_model_unlock(m);
+
+	/* removal: lookups fail at once, but held references keep it alive */
+	dm_device_del(devs[3]);
+	assert_null(dm_model_find_devpath(m, "/devices/n7"));
+	assert_null(dm_model_find_id(m, dm_device_get_id(devs[3])));
+	assert_int_equal(freed, 0);
+	for (int i = 0; i < 20; i++)
+		dm_device_unref(devs[i]);
+	/* removed subtree n3, n7, n8, n15..n18: all gone except f/g's n7 */
+	assert_int_equal(freed, 6);
+	dm_device_unref(f);
+	dm_device_unref(g);
+	assert_int_equal(freed, 7);
+	dm_model_free(m);
+	assert_int_equal(freed, 20);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_global_list_depth_first_random_trees),
+		cmocka_unit_test(test_remove_subtree_children_first),
+		cmocka_unit_test(test_probe_priority_first_acceptor_wins),
+		cmocka_unit_test(test_kernel_proxy_and_match_rules),
+		cmocka_unit_test(test_attribute_store_rejects_bad_input),
+		cmocka_unit_test(test_lookups_and_refcounts),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
