@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pm.h - the PM engine: ordered suspend and resume over the global list.
+ *
+ * Suspend walks a subtree backwards over the global list (children before
+ * parents); a failing suspend() stops the walk and resumes, in forward
+ * order, every device this transition suspended. Resume first resumes the
+ * device's suspended ancestors, top-down, then its subtree forwards; resume
+ * errors are recorded and the walk goes on. One transition runs at a time
+ * (-EBUSY otherwise). Every hook call is journaled (root/power_log).
+ *
+ * Hooks run without the model lock, on referenced devices.
+ */
+#ifndef DM_PM_H
+#define DM_PM_H
+
+#include "core/model.h"
+
+#include <stddef.h>
+
+struct dm_pm;
+
+enum dm_pm_flags {
+	DM_PM_DRY_RUN = 1u << 0, /* record the order, call no hook */
+};
+
+/* Creates the engine and installs it as @m's power handler. */
+int dm_pm_new(struct dm_model *m, struct dm_pm **ret);
+void dm_pm_free(struct dm_pm *pm);
+
+/* @dev NULL: the whole system (root). 0, -EIO after a rollback, -EBUSY. */
+int dm_pm_suspend(struct dm_pm *pm, struct dm_device *dev, unsigned flags);
+/* 0, or -EIO when some resume() failed (the walk still completed). */
+int dm_pm_resume(struct dm_pm *pm, struct dm_device *dev, unsigned flags);
+
+/* The journal of the last transition, one line per hook call:
+ * "<seq> <phase> <path-under-root> <ok|ERRNO> <microseconds>\n". */
+int dm_pm_show_log(struct dm_pm *pm, char *buf, size_t size);
+
+#endif
