@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pci.c - the PCI source: libpci (sysfs access method) completes the records
+ * of PCI functions with ids, class, revision, irq, resources, NUMA node and
+ * the pci.ids name.
+ */
+#include "scan.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <pci/pci.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * libpci's error hook must not return, and its default one calls exit(),
+ * which would take the mount down. Ours jumps back to the scan. The hook gets
+ * no context pointer, hence the thread-local jump target; it is set only for
+ * the duration of one pci_scan() on the calling thread.
+ */
+static __thread jmp_buf *pci_error_jump;
+
+static void __attribute__((noreturn, format(printf, 1, 2))) pci_error_hook(char *msg, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, msg);
+	vsnprintf(line, sizeof(line), msg, ap);
+	va_end(ap);
+	log_err("libpci: %s", line);
+	if (pci_error_jump)
+		longjmp(*pci_error_jump, 1);
+	abort(); /* unreachable: libpci is only used inside pci_scan() */
+}
+
+static void __attribute__((format(printf, 1, 2))) pci_warning_hook(char *msg, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, msg);
+	vsnprintf(line, sizeof(line), msg, ap);
+	va_end(ap);
+	log_warn("libpci: %s", line);
+}
+
+static void pci_debug_hook(char *msg, ...)
+{
+	(void)msg;
+}
+
+static int set_fmt(struct dm_record *rec, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int set_fmt(struct dm_record *rec, const char *name, const char *fmt, ...)
+{
+	char buf[DM_ATTR_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return dm_record_set(rec, name, buf);
+}
+
+/* The sysfs `resource` format: "start end flags" per region, zeros when
+ * unused; here the six BARs and the expansion ROM that libpci reports. */
+static void format_resource(struct pci_dev *d, char *buf, size_t size)
+{
+	size_t len = 0;
+	for (int i = 0; i < 7; i++) {
+		pciaddr_t base = i < 6 ? d->base_addr[i] : d->rom_base_addr;
+		pciaddr_t sz = i < 6 ? d->size[i] : d->rom_size;
+		unsigned long flags = i < 6 ? d->flags[i] : d->rom_flags;
+		pciaddr_t start = 0, end = 0;
+		if (sz) {
+			start = (flags & 0x100) /* IORESOURCE_IO */ ? base & PCI_ADDR_IO_MASK
+								     : base & PCI_ADDR_MEM_MASK;
+			end = start + sz - 1;
+		} else {
+			flags = 0;
+		}
+		int n = snprintf(buf + len, size - len, "0x%016llx 0x%016llx 0x%016llx\n",
+				 (unsigned long long)start, (unsigned long long)end,
+				 (unsigned long long)flags);
+		if (n < 0 || (size_t)n >= size - len)
+			break;
+		len += (size_t)n;
+	}
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+}
+
+static int pci_fill_record(struct pci_access *pa, struct pci_dev *d, struct dm_record *rec)
+{
+	char slot[32], buf[DM_ATTR_MAX];
+	int r = 0;
+
+	snprintf(slot, sizeof(slot), "%04x:%02x:%02x.%d", d->domain, d->bus, d->dev, d->func);
+	r |= set_fmt(rec, "vendor", "0x%04x", d->vendor_id);
+	r |= set_fmt(rec, "device", "0x%04x", d->device_id);
+	r |= set_fmt(rec, "class", "0x%04x%02x", d->device_class, d->prog_if);
+	r |= set_fmt(rec, "revision", "0x%02x", d->rev_id);
+	r |= set_fmt(rec, "subsystem_vendor", "0x%04x", d->subsys_vendor_id);
+	r |= set_fmt(rec, "subsystem_device", "0x%04x", d->subsys_id);
+	r |= set_fmt(rec, "irq", "%d", d->irq);
+	r |= set_fmt(rec, "numa_node", "%d", d->numa_node);
+	format_resource(d, buf, sizeof(buf));
+	r |= dm_record_set(rec, "resource", buf);
+
+	char *name = pci_lookup_name(pa, buf, sizeof(buf), PCI_LOOKUP_VENDOR | PCI_LOOKUP_DEVICE,
+				     d->vendor_id, d->device_id);
+	if (name)
+		r |= dm_record_set(rec, "name", name);
+
+	const char *drv = pci_get_string_property(d, PCI_FILL_DRIVER);
+	if (drv && !rec->driver)
+		r |= dm_record_set_string(&rec->driver, drv);
+	const char *group = pci_get_string_property(d, PCI_FILL_IOMMU_GROUP);
+	if (group)
+		r |= dm_record_set(rec, "iommu_group", group);
+	if (!rec->bus)
+		r |= dm_record_set_string(&rec->bus, "pci");
+	return r ? -ENOMEM : 0;
+}
+
+static int pci_scan(struct dm_scan *s)
+{
+	struct pci_access *pa = pci_alloc();
+	if (!pa)
+		return -ENOMEM;
+	pa->error = pci_error_hook;
+	pa->warning = pci_warning_hook;
+	pa->debug = pci_debug_hook;
+	pa->method = PCI_ACCESS_SYS_BUS_PCI;
+
+	jmp_buf jump;
+	int r = 0;
+	volatile int seen = 0, missing = 0;
+	if (setjmp(jump)) {
+		r = -EIO;
+		goto out;
+	}
+	pci_error_jump = &jump;
+	pci_init(pa);
+	pci_scan_bus(pa);
+
+	for (struct pci_dev *d = pa->devices; d; d = d->next) {
+		pci_fill_info(d, PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT |
+					 PCI_FILL_SUBSYS | PCI_FILL_IRQ | PCI_FILL_BASES |
+					 PCI_FILL_ROM_BASE | PCI_FILL_SIZES | PCI_FILL_IO_FLAGS |
+					 PCI_FILL_NUMA_NODE | PCI_FILL_DRIVER | PCI_FILL_IOMMU_GROUP);
+		char slot[32];
+		snprintf(slot, sizeof(slot), "%04x:%02x:%02x.%d", d->domain, d->bus, d->dev,
+			 d->func);
+		/* merged by sysfs path: the udev source found the function's place */
+		struct dm_record *rec = dm_scan_find_by_name(s, "pci", slot);
+		if (!rec) {
+			log_warn("pci %s: no sysfs record for it; skipped", slot);
+			missing++;
+			continue;
+		}
+		seen++;
+		r = pci_fill_record(pa, d, rec);
+		if (r < 0)
+			break;
+	}
+	log_debug("pci: %d functions, %d without a sysfs record", seen, missing);
+out:
+	pci_error_jump = NULL;
+	pci_cleanup(pa);
+	return r;
+}
+
+const struct dm_source_ops dm_source_pci = {
+	.name = "pci",
+	.scan = pci_scan,
+};

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* scan.c - the record table and its commit to the model. */
+#include "scan.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dm_scan_init(struct dm_scan *s)
+{
+	*s = (struct dm_scan){ 0 };
+	dm_hashmap_init(&s->by_devpath, dm_hash_string, dm_cmp_string);
+}
+
+static void record_free(struct dm_record *r)
+{
+	for (size_t i = 0; i < r->n_values; i++) {
+		free(r->values[i].name);
+		free(r->values[i].value);
+	}
+	free(r->values);
+	free(r->devpath);
+	free(r->name);
+	free(r->parent);
+	free(r->subsystem);
+	free(r->driver);
+	free(r->bus);
+	free(r->class_name);
+	free(r);
+}
+
+void dm_scan_done(struct dm_scan *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		record_free(s->recs[i]);
+	free(s->recs);
+	dm_hashmap_done(&s->by_devpath);
+}
+
+struct dm_record *dm_scan_find(struct dm_scan *s, const char *devpath)
+{
+	return dm_hashmap_get(&s->by_devpath, devpath);
+}
+
+struct dm_record *dm_scan_find_by_name(struct dm_scan *s, const char *subsystem, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct dm_record *r = s->recs[i];
+		if (r->subsystem && strcmp(r->subsystem, subsystem) == 0 && strcmp(r->name, name) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+int dm_scan_get(struct dm_scan *s, const char *devpath, struct dm_record **ret)
+{
+	struct dm_record *r = dm_scan_find(s, devpath);
+	if (r) {
+		*ret = r;
+		return 0;
+	}
+	const char *slash = strrchr(devpath, '/');
+	if (!slash || !slash[1])
+		return -EINVAL;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct dm_record **v = realloc(s->recs, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->recs = v;
+		s->cap = cap;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->devpath = strdup(devpath);
+	r->name = strdup(slash + 1);
+	if (!r->devpath || !r->name || dm_hashmap_put(&s->by_devpath, r->devpath, r) < 0) {
+		record_free(r);
+		return -ENOMEM;
+	}
+	s->recs[s->n++] = r;
+	*ret = r;
+	return 0;
+}
+
+int dm_record_set_string(char **field, const char *value)
+{
+	char *c = value ? strdup(value) : NULL;
+	if (value && !c)
+		return -ENOMEM;
+	free(*field);
+	*field = c;
+	return 0;
+}
+
+int dm_record_set(struct dm_record *r, const char *name, const char *value)
+{
+	for (size_t i = 0; i < r->n_values; i++)
+		if (strcmp(r->values[i].name, name) == 0)
+			return dm_record_set_string(&r->values[i].value, value);
+	struct dm_record_value *v = realloc(r->values, (r->n_values + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	r->values = v;
+	char *n = strdup(name), *val = strdup(value);
+	if (!n || !val) {
+		free(n);
+		free(val);
+		return -ENOMEM;
+	}
+	r->values[r->n_values++] = (struct dm_record_value){ n, val };
+	return 0;
+}
+
+static int by_devpath(const void *a, const void *b)
+{
+	return strcmp((*(struct dm_record *const *)a)->devpath, (*(struct dm_record *const *)b)->devpath);
+}
+
+/* The kernel driver proxy @name on @bus, registered on first use. */
+static int kernel_driver_get(struct dm_bus *bus, const char *name)
+{
+	struct dm_driver *drv = dm_bus_find_driver(bus, name);
+	if (drv) {
+		dm_driver_unref(drv);
+		return 0;
+	}
+	int r = dm_driver_new(name, DM_DRIVER_KERNEL, 0, NULL, NULL, NULL, &drv);
+	if (r < 0)
+		return r;
+	r = dm_driver_register(bus, drv);
+	dm_driver_unref(drv);
+	return r == -EEXIST ? 0 : r;
+}
+
+static int record_commit(struct dm_model *m, struct dm_record *rec)
+{
+	struct dm_device *parent = NULL, *dev;
+	int r;
+
+	if (rec->parent) {
+		parent = dm_model_find_devpath(m, rec->parent);
+		if (!parent) {
+			log_warn("%s: parent %s is not in the tree; placing it under root",
+				 rec->devpath, rec->parent);
+		}
+	}
+	r = dm_device_new(m, rec->name, &dev);
+	if (r < 0)
+		goto out_parent;
+	r = dm_device_set_devpath(dev, rec->devpath);
+	if (r >= 0 && rec->driver)
+		r = dm_device_set_kernel_driver(dev, rec->driver);
+	for (size_t i = 0; r >= 0 && i < rec->n_values; i++)
+		r = dm_device_set_value(dev, rec->values[i].name, rec->values[i].value);
+	if (r >= 0 && rec->bus) {
+		struct dm_bus *bus;
+		r = dm_bus_get(m, rec->bus, NULL, &bus);
+		if (r >= 0) {
+			dm_device_set_bus(dev, bus);
+			if (rec->driver)
+				r = kernel_driver_get(bus, rec->driver);
+		}
+	}
+	if (r >= 0 && rec->class_name) {
+		struct dm_class *c;
+		r = dm_class_get(m, rec->class_name, &c);
+		if (r >= 0)
+			dm_device_set_class(dev, c, NULL);
+	}
+	if (r >= 0)
+		r = dm_device_add(dev, parent);
+	dm_device_unref(dev);
+out_parent:
+	dm_device_unref(parent);
+	return r;
+}
+
+int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources)
+{
+	struct dm_scan s;
+	int r, failed = 0;
+
+	dm_scan_init(&s);
+	for (const struct dm_source_ops *const *src = sources; *src; src++) {
+		r = (*src)->scan(&s);
+		if (r < 0)
+			log_err("source %s: %s; serving what the others found", (*src)->name,
+				strerror(-r));
+	}
+	/* a parent's devpath is a prefix of its children's: sorting puts it first */
+	qsort(s.recs, s.n, sizeof(*s.recs), by_devpath);
+	for (size_t i = 0; i < s.n; i++) {
+		r = record_commit(m, s.recs[i]);
+		if (r < 0) {
+			log_warn("%s: not added: %s", s.recs[i]->devpath, strerror(-r));
+			failed++;
+		}
+	}
+	log_info("enumerated %zu devices%s", s.n - failed, failed ? " (some skipped)" : "");
+	dm_scan_done(&s);
+	return 0;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * scan.h - enumeration: sources fill a table of device records keyed by
+ * sysfs path (one device = one record, whichever sources saw it), then the
+ * table is committed to the model, parents first.
+ */
+#ifndef DM_SCAN_H
+#define DM_SCAN_H
+
+#include "core/hashmap.h"
+#include "core/model.h"
+
+#include <stdbool.h>
+
+struct dm_record_value {
+	char *name;
+	char *value;
+};
+
+struct dm_record {
+	char *devpath; /* "/devices/pci0000:00/0000:00:02.0" */
+	char *name; /* the directory name in the tree */
+	char *parent; /* parent's devpath; NULL: a child of root */
+	char *subsystem; /* kernel subsystem, may be NULL */
+	char *driver; /* kernel driver bound, may be NULL */
+	char *bus; /* the model bus ("sys" when none), or NULL for a class device */
+	char *class_name; /* the class of a class device, or NULL */
+	struct dm_record_value *values;
+	size_t n_values;
+};
+
+struct dm_scan {
+	struct dm_record **recs;
+	size_t n, cap;
+	struct dm_hashmap by_devpath;
+};
+
+struct dm_source_ops {
+	const char *name;
+	/* Adds or completes records; returns 0 or -errno (the scan goes on
+	 * with what the other sources found). */
+	int (*scan)(struct dm_scan *s);
+};
+
+extern const struct dm_source_ops dm_source_udev;
+extern const struct dm_source_ops dm_source_pci;
+
+void dm_scan_init(struct dm_scan *s);
+void dm_scan_done(struct dm_scan *s);
+/* Finds or creates the record of @devpath. */
+int dm_scan_get(struct dm_scan *s, const char *devpath, struct dm_record **ret);
+struct dm_record *dm_scan_find(struct dm_scan *s, const char *devpath);
+/* The record of subsystem @subsystem whose name is @name, or NULL. */
+struct dm_record *dm_scan_find_by_name(struct dm_scan *s, const char *subsystem, const char *name);
+int dm_record_set(struct dm_record *r, const char *name, const char *value);
+int dm_record_set_string(char **field, const char *value);
+
+/* Runs @sources in order, then adds every record to @m, parents first. */
+int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources);
+
+#endif

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * udev.c - the udev source: the sysfs hierarchy. For each device of the
+ * subsystems it is asked for, it records the device and every ancestor that
+ * is a device (libudev's parent: the nearest directory with a uevent file,
+ * so sysfs glue directories are skipped), with subsystem, kernel driver,
+ * uevent, modalias and a name.
+ */
+#include "scan.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <libudev.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A device's kernel subsystem is its bus when /sys/bus/<subsystem> exists,
+ * otherwise its class; devices with neither are on the virtual bus "sys". */
+static int classify(struct udev_device *d, struct dm_record *rec)
+{
+	const char *subsystem = udev_device_get_subsystem(d);
+	if (!subsystem)
+		return dm_record_set_string(&rec->bus, "sys");
+	char path[512];
+	snprintf(path, sizeof(path), "/sys/bus/%s", subsystem);
+	if (access(path, F_OK) == 0)
+		return dm_record_set_string(&rec->bus, subsystem);
+	return dm_record_set_string(&rec->class_name, subsystem);
+}
+
+/* The human-readable name: the hwdb's model, the kernel's own name, or the
+ * kernel name of the device. The pci source overrides it with pci.ids. */
+static const char *pick_name(struct udev_device *d)
+{
+	const char *keys[] = { "ID_MODEL_FROM_DATABASE", "ID_MODEL", NULL };
+	for (const char **k = keys; *k; k++) {
+		const char *v = udev_device_get_property_value(d, *k);
+		if (v && *v)
+			return v;
+	}
+	const char *v = udev_device_get_sysattr_value(d, "name");
+	return v && *v ? v : udev_device_get_sysname(d);
+}
+
+static int set_trimmed(struct dm_record *rec, const char *name, const char *value)
+{
+	char buf[DM_ATTR_MAX];
+	snprintf(buf, sizeof(buf), "%s", value);
+	size_t len = strlen(buf);
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		buf[--len] = '\0';
+	return dm_record_set(rec, name, buf);
+}
+
+static int record_device(struct dm_scan *s, struct udev_device *d)
+{
+	const char *devpath = udev_device_get_devpath(d);
+	if (!devpath)
+		return -EINVAL;
+	if (dm_scan_find(s, devpath))
+		return 0; /* seen as someone's ancestor */
+
+	struct dm_record *rec;
+	int r = dm_scan_get(s, devpath, &rec);
+	if (r < 0)
+		return r;
+	struct udev_device *parent = udev_device_get_parent(d);
+	const char *ppath = parent ? udev_device_get_devpath(parent) : NULL;
+	if (ppath)
+		r |= dm_record_set_string(&rec->parent, ppath);
+	r |= dm_record_set_string(&rec->subsystem, udev_device_get_subsystem(d));
+	r |= dm_record_set_string(&rec->driver, udev_device_get_driver(d));
+	r |= classify(d, rec);
+	r |= set_trimmed(rec, "name", pick_name(d));
+
+	const char *uevent = udev_device_get_sysattr_value(d, "uevent");
+	if (uevent) {
+		r |= set_trimmed(rec, "uevent", uevent);
+	} else {
+		char buf[DM_ATTR_MAX];
+		size_t len = 0;
+		struct udev_list_entry *e;
+		udev_list_entry_foreach(e, udev_device_get_properties_list_entry(d)) {
+			int n = snprintf(buf + len, sizeof(buf) - len, "%s%s=%s", len ? "\n" : "",
+					 udev_list_entry_get_name(e), udev_list_entry_get_value(e));
+			if (n < 0 || (size_t)n >= sizeof(buf) - len)
+				break;
+			len += (size_t)n;
+		}
+		r |= dm_record_set(rec, "uevent", len ? buf : "");
+	}
+	const char *modalias = udev_device_get_sysattr_value(d, "modalias");
+	if (!modalias)
+		modalias = udev_device_get_property_value(d, "MODALIAS");
+	if (modalias)
+		r |= set_trimmed(rec, "modalias", modalias);
+	if (r)
+		return -ENOMEM;
+
+	return parent ? record_device(s, parent) : 0;
+}
+
+/* The subsystems whose devices (and their ancestors) are enumerated. */
+static const char *const subsystems[] = { "pci", NULL };
+
+static int udev_scan(struct dm_scan *s)
+{
+	struct udev *udev = udev_new();
+	if (!udev)
+		return -errno ?: -ENOMEM;
+	struct udev_enumerate *en = udev_enumerate_new(udev);
+	int r = -ENOMEM;
+	if (!en)
+		goto out_udev;
+	for (const char *const *sub = subsystems; *sub; sub++) {
+		r = udev_enumerate_add_match_subsystem(en, *sub);
+		if (r < 0)
+			goto out_enum;
+	}
+	r = udev_enumerate_scan_devices(en);
+	if (r < 0)
+		goto out_enum;
+
+	struct udev_list_entry *e;
+	udev_list_entry_foreach(e, udev_enumerate_get_list_entry(en)) {
+		struct udev_device *d = udev_device_new_from_syspath(udev, udev_list_entry_get_name(e));
+		if (!d)
+			continue; /* gone meanwhile */
+		r = record_device(s, d);
+		udev_device_unref(d);
+		if (r < 0) {
+			log_warn("udev: %s: %s", udev_list_entry_get_name(e), strerror(-r));
+			if (r == -ENOMEM)
+				goto out_enum;
+		}
+	}
+	r = 0;
+out_enum:
+	udev_enumerate_unref(en);
+out_udev:
+	udev_unref(udev);
+	return r;
+}
+
+const struct dm_source_ops dm_source_udev = {
+	.name = "udev",
+	.scan = udev_scan,
+};
