@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* driverfsd.c - the daemon: enumerate, mount, serve. */
+#define FUSE_USE_VERSION 312
+#include "buses/scan.h"
+#include "core/model.h"
+#include "fuse/fs.h"
+#include "log.h"
+#include "pm/pm.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#ifndef DRIVERFSD_VERSION
+#define DRIVERFSD_VERSION "0.1.0"
+#endif
+
+struct options {
+	const char *mountpoint;
+	bool foreground;
+	bool debug;
+	struct fuse_args fuse_args;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: driverfsd [OPTIONS] [MOUNTPOINT]\n"
+		"Serve the machine's device model as a filesystem at MOUNTPOINT (default /devices):\n"
+		"root/ (the device hierarchy), bus/ (buses, their devices and drivers) and\n"
+		"class/ (classes and their interfaces).\n"
+		"\n"
+		"  -f, --foreground   stay in the foreground, log to stderr\n"
+		"  -d, --debug        log debug messages and FUSE requests (implies -f)\n"
+		"  -o OPTIONS         extra FUSE mount options, comma-separated\n"
+		"  -h, --help         show this help\n"
+		"  -V, --version      show the version\n"
+		"\n"
+		"Without -f, driverfsd returns once the tree is mounted and keeps serving it\n"
+		"in the background. Unmount with `fusermount3 -u MOUNTPOINT` or SIGTERM.\n");
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "fdo:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			o->foreground = true;
+			break;
+		case 'd':
+			o->debug = o->foreground = true;
+			if (fuse_opt_add_arg(&o->fuse_args, "-d") < 0)
+				return -ENOMEM;
+			break;
+		case 'o':
+			if (fuse_opt_add_arg(&o->fuse_args, "-o") < 0 ||
+			    fuse_opt_add_arg(&o->fuse_args, optarg) < 0)
+				return -ENOMEM;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(EXIT_SUCCESS);
+		case 'V':
+			printf("driverfsd %s\n", DRIVERFSD_VERSION);
+			exit(EXIT_SUCCESS);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		o->mountpoint = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr, "driverfsd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Makes @path a usable mount point: created when missing, and a dead FUSE
+ * mount left by a killed daemon (ENOTCONN) detached first. */
+static int prepare_mountpoint(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0 && errno == ENOTCONN) {
+		log_warn("%s: a dead mount is left there; detaching it", path);
+		if (umount2(path, MNT_DETACH) < 0)
+			return -errno;
+	}
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT || mkdir(path, 0755) < 0)
+			return -errno;
+		return 0;
+	}
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* root's name: the machine's model where the firmware says it, else the
+ * host name. */
+static void name_root(struct dm_model *m)
+{
+	char buf[256] = "";
+	FILE *f = fopen("/sys/class/dmi/id/product_name", "re");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	if (!*buf && gethostname(buf, sizeof(buf) - 1) < 0)
+		snprintf(buf, sizeof(buf), "root");
+	dm_device_set_value(dm_model_get_root(m), "name", buf);
+}
+
+static const struct dm_source_ops *const sources[] = {
+	&dm_source_udev, /* first: it places every device */
+	&dm_source_pci,
+	NULL,
+};
+
+int main(int argc, char **argv)
+{
+	struct options o = { .mountpoint = "/devices" };
+	struct dm_model *m = NULL;
+	struct dm_pm *pm = NULL;
+	struct dm_fs *fs = NULL;
+	int r;
+
+	o.fuse_args = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
+	if (fuse_opt_add_arg(&o.fuse_args, argv[0]) < 0)
+		return EXIT_FAILURE;
+	r = parse_args(argc, argv, &o);
+	if (r < 0)
+		goto out_args;
+	dm_log_setup(o.debug ? LOG_DEBUG : LOG_INFO, 0);
+
+	r = prepare_mountpoint(o.mountpoint);
+	if (r < 0) {
+		log_err("mount point %s: %s", o.mountpoint, strerror(-r));
+		goto out_args;
+	}
+	r = dm_model_new(&m);
+	if (r < 0)
+		goto out_err;
+	r = dm_pm_new(m, &pm);
+	if (r < 0)
+		goto out_err;
+	name_root(m);
+	r = dm_scan_model(m, sources);
+	if (r < 0)
+		goto out_err;
+
+	r = dm_fs_new(m, &o.fuse_args, &fs);
+	if (r < 0) {
+		log_err("cannot set up the filesystem (bad -o option?)");
+		goto out_model;
+	}
+	r = dm_fs_mount(fs, o.mountpoint);
+	if (r < 0) {
+		log_err("cannot mount at %s", o.mountpoint);
+		goto out_model;
+	}
+	r = dm_fs_set_signal_handlers(fs);
+	if (r < 0)
+		goto out_err;
+	log_info("serving %zu devices at %s", dm_model_count_devices(m), o.mountpoint);
+	/* the parent returns only now, with the tree mounted and complete */
+	if (fuse_daemonize(o.foreground) != 0) {
+		r = -ECHILD;
+		goto out_model;
+	}
+	/* for systemd (Type=notify) and for tests waiting for the mount */
+	sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=serving %zu devices", (int)getpid(),
+		   dm_model_count_devices(m));
+	r = dm_fs_loop(fs);
+	sd_notify(0, "STOPPING=1");
+	if (r < 0)
+		log_err("session ended: %s", strerror(-r));
+	goto out_model;
+
+out_err:
+	log_err("%s", strerror(-r));
+out_model:
+	dm_fs_free(fs);
+	dm_pm_free(pm);
+	dm_model_free(m);
+out_args:
+	fuse_opt_free_args(&o.fuse_args);
+	return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,795 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* fs.c - the low-level FUSE operations over the model's views. */
+#define FUSE_USE_VERSION 312
+#include "fs.h"
+
+#include "inode.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The tree changes only through hotplug, which invalidates what it changes;
+ * until then these bound how long a stale entry can live. */
+#define ENTRY_TIMEOUT 1.0
+#define ATTR_TIMEOUT 1.0
+
+struct dm_fs {
+	struct dm_model *model;
+	struct fs_table *table;
+	struct fuse_session *se;
+	struct timespec start;
+	bool mounted;
+};
+
+/* ---- directory views: one walker serves lookup and readdir ---- */
+
+/* @emit gets each entry; a non-zero return stops the walk. */
+typedef int (*emit_fn)(void *ctx, const char *name, const struct fs_target *t, mode_t type);
+
+struct walk {
+	struct dm_fs *fs;
+	const struct fs_ref *dir;
+	emit_fn emit;
+	void *ctx;
+};
+
+static int emit_child(struct dm_device *dev, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_DEV, .dev = dev };
+	return w->emit(w->ctx, dm_device_get_name(dev), &t, S_IFDIR);
+}
+
+static int emit_group(const char *group, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_GROUP, .dev = w->dir->t.dev, .group = group };
+	return w->emit(w->ctx, group, &t, S_IFDIR);
+}
+
+static int emit_file(const struct dm_file_info *fi, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_ATTR, .dev = w->dir->t.dev, .group = w->dir->t.group };
+	return w->emit(w->ctx, fi->name, &t, S_IFREG);
+}
+
+static int emit_link(struct dm_device *dev, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_LINK, .dev = dev };
+	return w->emit(w->ctx, dm_device_get_name(dev), &t, S_IFLNK);
+}
+
+static int emit_bus(struct dm_bus *bus, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_BUS, .bus = bus };
+	return w->emit(w->ctx, dm_bus_get_name(bus), &t, S_IFDIR);
+}
+
+static int emit_driver(struct dm_driver *drv, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_DRIVER, .drv = drv };
+	return w->emit(w->ctx, dm_driver_get_name(drv), &t, S_IFDIR);
+}
+
+static int emit_class(struct dm_class *c, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_CLASS, .class = c };
+	return w->emit(w->ctx, dm_class_get_name(c), &t, S_IFDIR);
+}
+
+static int emit_iface(struct dm_interface *i, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_IFACE, .iface = i };
+	return w->emit(w->ctx, dm_interface_get_name(i), &t, S_IFDIR);
+}
+
+static int walk_device_dir(struct walk *w)
+{
+	struct dm_device *dev = w->dir->t.dev;
+	int r = dm_device_for_each_child_locked(dev, emit_child, w);
+	if (!r)
+		r = dm_device_for_each_group_locked(dev, emit_group, w);
+	if (!r)
+		r = dm_device_for_each_file_locked(dev, NULL, emit_file, w);
+	if (!r && (dm_device_get_bus_locked(dev) || dm_device_get_class_locked(dev))) {
+		struct fs_target t = { .kind = FS_DEV_LINK, .dev = dev };
+		r = w->emit(w->ctx, "subsystem", &t, S_IFLNK);
+	}
+	if (!r && dm_device_get_driver_locked(dev)) {
+		struct fs_target t = { .kind = FS_DEV_LINK, .dev = dev };
+		r = w->emit(w->ctx, "driver", &t, S_IFLNK);
+	}
+	return r;
+}
+
+/* Walks the directory @dir; call with the model's read lock held.
+ * -ENOENT when the directory itself is gone. */
+static int walk_dir(struct dm_fs *fs, const struct fs_ref *dir, emit_fn emit, void *ctx)
+{
+	struct walk w = { .fs = fs, .dir = dir, .emit = emit, .ctx = ctx };
+	const struct fs_target *d = &dir->t;
+	struct fs_target t = { 0 };
+	int r;
+
+	if (d->dev && dm_device_is_dead(d->dev))
+		return -ENOENT;
+	switch (d->kind) {
+	case FS_TOP:
+		t = (struct fs_target){ .kind = FS_DEV, .dev = dm_model_get_root(fs->model) };
+		r = emit(ctx, "root", &t, S_IFDIR);
+		t = (struct fs_target){ .kind = FS_BUSES };
+		if (!r)
+			r = emit(ctx, "bus", &t, S_IFDIR);
+		t = (struct fs_target){ .kind = FS_CLASSES };
+		if (!r)
+			r = emit(ctx, "class", &t, S_IFDIR);
+		return r > 0 ? 0 : r;
+	case FS_DEV:
+		r = walk_device_dir(&w);
+		break;
+	case FS_GROUP:
+		r = dm_device_for_each_file_locked(d->dev, d->group, emit_file, &w);
+		break;
+	case FS_BUSES:
+		r = dm_model_for_each_bus_locked(fs->model, emit_bus, &w);
+		break;
+	case FS_BUS:
+		t = (struct fs_target){ .kind = FS_BUS_DEVICES, .bus = d->bus };
+		r = emit(ctx, "devices", &t, S_IFDIR);
+		t = (struct fs_target){ .kind = FS_BUS_DRIVERS, .bus = d->bus };
+		if (!r)
+			r = emit(ctx, "drivers", &t, S_IFDIR);
+		break;
+	case FS_BUS_DEVICES:
+		r = dm_bus_for_each_device_locked(d->bus, emit_link, &w);
+		break;
+	case FS_BUS_DRIVERS:
+		r = dm_bus_for_each_driver_locked(d->bus, emit_driver, &w);
+		break;
+	case FS_DRIVER:
+		if (!dm_driver_is_registered_locked(d->drv))
+			return -ENOENT;
+		r = dm_driver_for_each_device_locked(d->drv, emit_link, &w);
+		break;
+	case FS_CLASSES:
+		r = dm_model_for_each_class_locked(fs->model, emit_class, &w);
+		break;
+	case FS_CLASS:
+		t = (struct fs_target){ .kind = FS_CLASS_DEVICES, .class = d->class };
+		r = emit(ctx, "devices", &t, S_IFDIR);
+		if (!r)
+			r = dm_class_for_each_interface_locked(d->class, emit_iface, &w);
+		break;
+	case FS_CLASS_DEVICES:
+		r = dm_class_for_each_device_locked(d->class, emit_link, &w);
+		break;
+	case FS_IFACE:
+		r = dm_interface_for_each_device_locked(d->iface, emit_link, &w);
+		break;
+	default:
+		return -ENOTDIR;
+	}
+	return r > 0 ? 0 : r;
+}
+
+/* ---- attributes of nodes ---- */
+
+static void up_path(char *buf, size_t size, unsigned levels)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < levels && len + 3 < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "../");
+}
+
+/* The target of a link node; call with the read lock held. */
+static int link_target_locked(struct dm_fs *fs, const struct fs_ref *n, char *buf, size_t size)
+{
+	char up[3 * 64 + 1], path[PATH_MAX];
+	struct dm_device *dev = n->t.dev;
+	(void)fs;
+	if (dm_device_is_dead(dev))
+		return -ENOENT;
+	up_path(up, sizeof(up), n->depth - 1);
+	int len;
+	if (n->t.kind == FS_LINK) {
+		if (dm_device_path_locked(dev, path, sizeof(path)) < 0)
+			return -ENAMETOOLONG;
+		len = snprintf(buf, size, "%sroot%s%s", up, *path ? "/" : "", path);
+	} else if (strcmp(n->name, "driver") == 0) {
+		struct dm_driver *drv = dm_device_get_driver_locked(dev);
+		if (!drv)
+			return -ENOENT;
+		len = snprintf(buf, size, "%sbus/%s/drivers/%s", up,
+			       dm_bus_get_name(dm_driver_get_bus(drv)), dm_driver_get_name(drv));
+	} else {
+		struct dm_bus *bus = dm_device_get_bus_locked(dev);
+		struct dm_class *c = dm_device_get_class_locked(dev);
+		if (bus)
+			len = snprintf(buf, size, "%sbus/%s", up, dm_bus_get_name(bus));
+		else if (c)
+			len = snprintf(buf, size, "%sclass/%s", up, dm_class_get_name(c));
+		else
+			return -ENOENT;
+	}
+	return len < 0 || (size_t)len >= size ? -ENAMETOOLONG : len;
+}
+
+static bool is_dir_kind(enum fs_kind k)
+{
+	return k != FS_ATTR && k != FS_DEV_LINK && k != FS_LINK;
+}
+
+/* Fills @st for the node @n; -ENOENT when it no longer exists. Call
+ * without the model lock (an attribute's size comes from show()). */
+static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_atim = st->st_mtim = st->st_ctim = fs->start;
+	st->st_blksize = 4096;
+
+	if (is_dir_kind(n->t.kind)) {
+		if (n->t.dev && dm_device_is_dead(n->t.dev))
+			return -ENOENT;
+		if (n->t.kind == FS_GROUP) {
+			struct dm_file_info fi;
+			dm_model_read_lock(fs->model);
+			int r = dm_device_stat_file_locked(n->t.dev, n->t.group, NULL, &fi);
+			dm_model_unlock(fs->model);
+			if (r < 0)
+				return -ENOENT;
+		}
+		st->st_mode = S_IFDIR | 0755;
+		st->st_nlink = 2;
+		return 0;
+	}
+	if (n->t.kind == FS_ATTR) {
+		struct dm_file_info fi;
+		dm_model_read_lock(fs->model);
+		int r = dm_device_stat_file_locked(n->t.dev, n->t.group, n->name, &fi);
+		dm_model_unlock(fs->model);
+		if (r < 0)
+			return -ENOENT;
+		st->st_mode = S_IFREG | (fi.mode & 0777);
+		st->st_nlink = 1;
+		st->st_size = 4096;
+		if (!(fi.flags & DM_ATTR_LIVE) && (fi.mode & 0444)) {
+			char buf[DM_ATTR_MAX];
+			int len = dm_device_show(n->t.dev, n->t.group, n->name, buf, sizeof(buf));
+			if (len == -ENODEV || len == -ENOENT)
+				return -ENOENT;
+			if (len >= 0)
+				st->st_size = len;
+		}
+		return 0;
+	}
+	char target[PATH_MAX];
+	dm_model_read_lock(fs->model);
+	int len = link_target_locked(fs, n, target, sizeof(target));
+	dm_model_unlock(fs->model);
+	if (len < 0)
+		return -ENOENT;
+	st->st_mode = S_IFLNK | 0777;
+	st->st_nlink = 1;
+	st->st_size = len;
+	return 0;
+}
+
+/* ---- operations ---- */
+
+static struct dm_fs *req_fs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+struct find_ctx {
+	const char *name;
+	struct fs_target found;
+	bool ok;
+};
+
+static int find_emit(void *ctx, const char *name, const struct fs_target *t, mode_t type)
+{
+	struct find_ctx *f = ctx;
+	(void)type;
+	if (strcmp(name, f->name) != 0)
+		return 0;
+	f->found = *t;
+	f->ok = true;
+	return 1;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct dm_fs *fs = req_fs(req);
+	struct fs_ref dir;
+	int r = fs_table_get(fs->table, parent, &dir);
+	if (r < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	struct find_ctx f = { .name = name };
+	uint64_t ino = 0, gen = 0;
+	dm_model_read_lock(fs->model);
+	/* device directories can be large: try the child index first */
+	if (dir.t.kind == FS_DEV && !dm_device_is_dead(dir.t.dev)) {
+		struct dm_device *child = dm_device_find_child_locked(dir.t.dev, name);
+		if (child && !dm_device_is_dead(child)) {
+			f.found = (struct fs_target){ .kind = FS_DEV, .dev = child };
+			f.ok = true;
+		}
+	}
+	r = f.ok ? 0 : walk_dir(fs, &dir, find_emit, &f);
+	if (r == 0 && !f.ok)
+		r = -ENOENT;
+	/* references are taken before the lock is dropped */
+	if (r == 0)
+		r = fs_table_lookup(fs->table, parent, dir.depth + 1, name, &f.found, &ino, &gen);
+	dm_model_unlock(fs->model);
+	fs_ref_release(&dir);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+
+	struct fuse_entry_param e = { .ino = ino, .generation = gen,
+				      .attr_timeout = ATTR_TIMEOUT, .entry_timeout = ENTRY_TIMEOUT };
+	struct fs_ref n;
+	r = fs_table_get(fs->table, ino, &n);
+	if (r == 0) {
+		r = node_stat(fs, &n, &e.attr);
+		fs_ref_release(&n);
+	}
+	if (r < 0) {
+		fs_table_forget(fs->table, ino, 1);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fuse_reply_entry(req, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fs_table_forget(req_fs(req)->table, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct dm_fs *fs = req_fs(req);
+	for (size_t i = 0; i < count; i++)
+		fs_table_forget(fs->table, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req);
+	struct fs_ref n;
+	struct stat st;
+	(void)fi;
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	r = node_stat(fs, &n, &st);
+	fs_ref_release(&n);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req);
+	struct fs_ref n;
+	struct stat st;
+	(void)attr;
+	(void)fi;
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	r = node_stat(fs, &n, &st);
+	/* Only the truncation that O_TRUNC implies on a writable attribute is
+	 * accepted, and it changes nothing: values are replaced by a write, as
+	 * in sysfs. Modes, owners and times are fixed. */
+	if (r == 0 && (to_set != FUSE_SET_ATTR_SIZE || n.t.kind != FS_ATTR || !(st.st_mode & 0222)))
+		r = -EPERM;
+	fs_ref_release(&n);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct dm_fs *fs = req_fs(req);
+	struct fs_ref n;
+	char target[PATH_MAX];
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (n.t.kind != FS_LINK && n.t.kind != FS_DEV_LINK) {
+		r = -EINVAL;
+	} else {
+		dm_model_read_lock(fs->model);
+		r = link_target_locked(fs, &n, target, sizeof(target));
+		dm_model_unlock(fs->model);
+	}
+	fs_ref_release(&n);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_readlink(req, target);
+}
+
+/* A directory listing, taken whole at opendir. */
+struct dir_entry {
+	char *name;
+	mode_t type;
+};
+
+struct dir_snapshot {
+	struct dir_entry *v;
+	size_t n, cap;
+	uint64_t ino;
+	int err;
+};
+
+static int snapshot_emit(void *ctx, const char *name, const struct fs_target *t, mode_t type)
+{
+	struct dir_snapshot *s = ctx;
+	(void)t;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 32;
+		struct dir_entry *v = realloc(s->v, cap * sizeof(*v));
+		if (!v) {
+			s->err = -ENOMEM;
+			return 1;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n].name = strdup(name);
+	if (!s->v[s->n].name) {
+		s->err = -ENOMEM;
+		return 1;
+	}
+	s->v[s->n++].type = type;
+	return 0;
+}
+
+static void snapshot_free(struct dir_snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i].name);
+	free(s->v);
+	free(s);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req);
+	struct fs_ref dir;
+	int r = fs_table_get(fs->table, ino, &dir);
+	if (r < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	struct dir_snapshot *s = calloc(1, sizeof(*s));
+	if (!s) {
+		fs_ref_release(&dir);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	s->ino = ino;
+	dm_model_read_lock(fs->model);
+	r = walk_dir(fs, &dir, snapshot_emit, s);
+	dm_model_unlock(fs->model);
+	fs_ref_release(&dir);
+	if (r == 0)
+		r = s->err;
+	if (r < 0) {
+		snapshot_free(s);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)s;
+	fuse_reply_open(req, fi);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req);
+	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	size_t len = 0;
+	/* offsets: 0 ".", 1 "..", 2 + i the i-th entry */
+	for (off_t i = off; i < (off_t)s->n + 2; i++) {
+		struct stat st = { 0 };
+		const char *name;
+		if (i < 2) {
+			name = i == 0 ? "." : "..";
+			st.st_ino = ino;
+			st.st_mode = S_IFDIR;
+		} else {
+			const struct dir_entry *e = &s->v[i - 2];
+			name = e->name;
+			st.st_mode = e->type;
+			/* the node's number when the kernel knows it; otherwise a
+			 * number outside the table's range, never 0 */
+			st.st_ino = fs_table_peek(fs->table, ino, name);
+			if (!st.st_ino)
+				st.st_ino = (1ULL << 63) | (uint64_t)i << 32 | (ino & 0xffffffff);
+		}
+		size_t need = fuse_add_direntry(req, buf + len, size - len, name, &st, i + 1);
+		if (need > size - len)
+			break;
+		len += need;
+	}
+	fuse_reply_buf(req, buf, len);
+	free(buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	snapshot_free((struct dir_snapshot *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req);
+	struct fs_ref n;
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	struct dm_file_info info;
+	if (n.t.kind != FS_ATTR) {
+		r = -EISDIR;
+	} else {
+		dm_model_read_lock(fs->model);
+		r = dm_device_stat_file_locked(n.t.dev, n.t.group, n.name, &info);
+		dm_model_unlock(fs->model);
+		if (r == -ENODEV)
+			r = -ENOENT;
+	}
+	fs_ref_release(&n);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	/* live values are read fresh each time; the others may be cached */
+	if (info.flags & DM_ATTR_LIVE || (fi->flags & O_ACCMODE) != O_RDONLY)
+		fi->direct_io = 1;
+	else
+		fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req);
+	struct fs_ref n;
+	char buf[DM_ATTR_MAX];
+	(void)fi;
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	r = n.t.kind == FS_ATTR ? dm_device_show(n.t.dev, n.t.group, n.name, buf, sizeof(buf))
+				: -EISDIR;
+	fs_ref_release(&n);
+	if (r == -ENOENT)
+		r = -ENODEV; /* the file went away while open */
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	if (off >= r)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, buf + off, (size_t)r - (size_t)off < size ? (size_t)r - (size_t)off : size);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req);
+	struct fs_ref n;
+	(void)fi;
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	/* one whole value per write, as sysfs takes it */
+	if (n.t.kind != FS_ATTR)
+		r = -EISDIR;
+	else if (off != 0)
+		r = -EINVAL;
+	else
+		r = dm_device_store(n.t.dev, n.t.group, n.name, data, size);
+	fs_ref_release(&n);
+	if (r == -ENOENT)
+		r = -ENODEV;
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_write(req, size);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	(void)ino;
+	struct statvfs sv = { .f_bsize = 4096, .f_frsize = 4096, .f_namemax = 255 };
+	fuse_reply_statfs(req, &sv);
+}
+
+/* The tree is the model's: nothing is created, removed or renamed through
+ * the filesystem. The errors are the ones sysfs gives. */
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	fuse_reply_err(req, EACCES);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EACCES);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	fuse_reply_err(req, EPERM);
+}
+
+static const struct fuse_lowlevel_ops fs_ops = {
+	.mknod = op_mknod,
+	.create = op_create,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_unlink,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.statfs = op_statfs,
+};
+
+int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
+{
+	struct dm_fs *fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	fs->model = m;
+	clock_gettime(CLOCK_REALTIME, &fs->start);
+	int r = fs_table_new(&fs->table);
+	if (r < 0)
+		goto out_free;
+	/* Every user reads, as with sysfs; the kernel checks modes, so only
+	 * root may write. allow_other is root's to give (an unprivileged
+	 * mount would need user_allow_other in /etc/fuse.conf). */
+	if (fuse_opt_add_arg(args, "-o") < 0 ||
+	    fuse_opt_add_arg(args, geteuid() == 0
+				       ? "default_permissions,allow_other,fsname=driverfs,subtype=driverfs"
+				       : "default_permissions,fsname=driverfs,subtype=driverfs") < 0) {
+		r = -ENOMEM;
+		goto out_table;
+	}
+	fs->se = fuse_session_new(args, &fs_ops, sizeof(fs_ops), fs);
+	if (!fs->se) {
+		r = -EINVAL;
+		goto out_table;
+	}
+	*ret = fs;
+	return 0;
+
+out_table:
+	fs_table_free(fs->table);
+out_free:
+	free(fs);
+	return r;
+}
+
+int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
+{
+	if (fuse_session_mount(fs->se, mountpoint) != 0)
+		return -EIO;
+	fs->mounted = true;
+	return 0;
+}
+
+int dm_fs_set_signal_handlers(struct dm_fs *fs)
+{
+	return fuse_set_signal_handlers(fs->se) == 0 ? 0 : -EIO;
+}
+
+int dm_fs_loop(struct dm_fs *fs)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, 16);
+	fuse_loop_cfg_set_idle_threads(cfg, 4);
+	int r = fuse_session_loop_mt(fs->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return r < 0 ? r : 0;
+}
+
+void dm_fs_free(struct dm_fs *fs)
+{
+	if (!fs)
+		return;
+	fuse_remove_signal_handlers(fs->se);
+	if (fs->mounted)
+		fuse_session_unmount(fs->se);
+	fuse_session_destroy(fs->se);
+	fs_table_free(fs->table);
+	free(fs);
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fs.h - the /devices filesystem: a libfuse3 low-level server of the model.
+ *
+ * Handlers read the model under its read lock and never hold it while they
+ * call attribute show/store. Errors become errno replies here and only here.
+ */
+#ifndef DM_FS_H
+#define DM_FS_H
+
+#include "core/model.h"
+
+struct dm_fs;
+struct fuse_args;
+
+/* Creates the FUSE session for @m. @args are FUSE's own options ("-o ..."
+ * and "-d"); the mount options driverfs always uses are added. */
+int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret);
+/* Unmounts (if mounted) and frees. */
+void dm_fs_free(struct dm_fs *fs);
+int dm_fs_mount(struct dm_fs *fs, const char *mountpoint);
+/* Serves requests on a pool of threads until unmounted or signalled. */
+int dm_fs_loop(struct dm_fs *fs);
+/* Installs SIGTERM/SIGINT/SIGHUP handlers that end the loop. */
+int dm_fs_set_signal_handlers(struct dm_fs *fs);
+
+#endif

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * inode.h - the filesystem's node table.
+ *
+ * A FUSE inode number is an index into this table; each slot has a
+ * generation that changes when the slot is reused, so a number the kernel
+ * still holds can never reach another object. Nodes are never cast to or from
+ * pointers. A node is found again by (parent inode, name) while it is the
+ * current node for that name.
+ *
+ * Counts: nlookup is the kernel's lookup count (lookup/forget); a node holds
+ * one model reference on its device or driver for as long as it exists,
+ * separate from that count. Node 1 (the mount root) is never freed.
+ *
+ * All functions take the table's own mutex; callers may hold the model's
+ * read lock (the order is always model lock, then table).
+ */
+#ifndef DM_FS_INODE_H
+#define DM_FS_INODE_H
+
+#include "core/model.h"
+
+#include <stdint.h>
+
+enum fs_kind {
+	FS_TOP = 1, /* the mount root */
+	FS_DEV, /* a device directory (root/ is the root device) */
+	FS_GROUP, /* an attribute group subdirectory of a device, such as pm/ */
+	FS_ATTR, /* an attribute file */
+	FS_DEV_LINK, /* a device's "subsystem" or "driver" link */
+	FS_BUSES, /* bus/ */
+	FS_BUS, /* bus/<bus>/ */
+	FS_BUS_DEVICES, /* bus/<bus>/devices/ */
+	FS_BUS_DRIVERS, /* bus/<bus>/drivers/ */
+	FS_DRIVER, /* bus/<bus>/drivers/<driver>/ */
+	FS_CLASSES, /* class/ */
+	FS_CLASS, /* class/<class>/ */
+	FS_CLASS_DEVICES, /* class/<class>/devices/ */
+	FS_IFACE, /* class/<class>/<interface>/ */
+	FS_LINK, /* a link to a device directory, from a bus, driver or class */
+};
+
+/* What a node refers to; which fields are used depends on the kind. */
+struct fs_target {
+	enum fs_kind kind;
+	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_DEV_LINK, FS_LINK */
+	struct dm_driver *drv; /* FS_DRIVER */
+	struct dm_bus *bus; /* FS_BUS* */
+	struct dm_class *class; /* FS_CLASS, FS_CLASS_DEVICES */
+	struct dm_interface *iface; /* FS_IFACE */
+	const char *group; /* FS_GROUP, FS_ATTR: the group name or NULL */
+};
+
+struct fs_node {
+	struct fs_target t; /* holds a reference on t.dev and t.drv */
+	char *group; /* owned copy behind t.group */
+	char *name; /* entry name (an FS_ATTR's file name) */
+	uint64_t parent; /* inode of the directory holding it */
+	unsigned depth; /* directories between the mount root and it */
+	uint64_t nlookup;
+	char *key; /* "<parent>/<name>" while it is the current node */
+};
+
+struct fs_table;
+
+int fs_table_new(struct fs_table **ret);
+void fs_table_free(struct fs_table *t);
+
+/*
+ * Finds the current node of (@parent, @name) when it refers to @target, or
+ * makes a new one (taking references), and counts one lookup. Returns the
+ * inode and generation.
+ */
+int fs_table_lookup(struct fs_table *t, uint64_t parent, unsigned depth, const char *name,
+		    const struct fs_target *target, uint64_t *ret_ino, uint64_t *ret_gen);
+/* The inode of the current node for (@parent, @name) if any, else 0. */
+uint64_t fs_table_peek(struct fs_table *t, uint64_t parent, const char *name);
+/* Drops @n lookups; frees the node at zero. */
+void fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n);
+/* A caller's copy of a node, holding its own references. */
+struct fs_ref {
+	struct fs_target t;
+	char group[64];
+	char name[256];
+	uint64_t ino;
+	uint64_t parent;
+	unsigned depth;
+};
+
+/* Copies the node @ino (taking references; release with fs_ref_release()).
+ * -ESTALE for a number not in use. */
+int fs_table_get(struct fs_table *t, uint64_t ino, struct fs_ref *ret);
+void fs_ref_release(struct fs_ref *r);
+size_t fs_table_count(struct fs_table *t);
+
+#endif
