@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Starting driverfsd on a umockdev testbed, and reading testbeds.
+
+The daemon runs under umockdev's preload library with UMOCKDEV_DIR set, so
+libudev and libpci read the testbed instead of /sys. The Testbed object must
+stay alive as long as the daemon: dropping it deletes the testbed directory.
+Readiness is the daemon's sd_notify READY=1 on a socket of ours, not a sleep.
+"""
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+
+import gi
+
+gi.require_version("UMockdev", "1.0")
+from gi.repository import UMockdev  # noqa: E402
+
+DAEMON = os.environ.get("DRIVERFSD", "driverfsd")
+
+
+def parse_testbed(path):
+    """{devpath: {"attrs": {name: value}, "props": {KEY: VALUE}, "links": {name: target}}}
+    from a .umockdev file; values unescaped, attribute names with '/' skipped."""
+    devices = {}
+    cur = None
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("P: "):
+                cur = devices.setdefault(line[3:], {"attrs": {}, "props": {}, "links": {}})
+            elif cur is None or len(line) < 3:
+                continue
+            elif line.startswith("A: "):
+                name, _, value = line[3:].partition("=")
+                if "/" not in name:
+                    cur["attrs"][name] = value.encode().decode("unicode_escape")
+            elif line.startswith("E: "):
+                key, _, value = line[3:].partition("=")
+                cur["props"][key] = value
+            elif line.startswith("L: "):
+                name, _, target = line[3:].partition("=")
+                if "/" not in name:
+                    cur["links"][name] = target
+    return devices
+
+
+class Daemon:
+    """driverfsd serving a testbed at a fresh mount point."""
+
+    def __init__(self, testbed_file, extra_args=()):
+        """testbed_file None serves the live machine."""
+        self.testbed = None
+        if testbed_file is not None:
+            self.testbed = UMockdev.Testbed.new()
+            if not self.testbed.add_from_file(testbed_file):
+                raise RuntimeError(f"cannot load testbed {testbed_file}")
+        self.tmp = tempfile.TemporaryDirectory(prefix="driverfs-test-")
+        os.chmod(self.tmp.name, 0o755)  # other users' tests walk the mount too
+        self.mnt = os.path.join(self.tmp.name, "devices")
+        os.mkdir(self.mnt)
+        sock_path = os.path.join(self.tmp.name, "notify")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(sock_path)
+        self.sock.settimeout(60)
+        env = dict(os.environ, NOTIFY_SOCKET=sock_path)
+        if self.testbed is not None:
+            env.update(UMOCKDEV_DIR=self.testbed.get_root_dir(),
+                       LD_PRELOAD=":".join(filter(None, [env.get("LD_PRELOAD"),
+                                                         "libumockdev-preload.so.0"])))
+        self.log = open(os.path.join(self.tmp.name, "log"), "w+")
+        self.proc = subprocess.Popen([DAEMON, "-f", *extra_args, self.mnt], env=env,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        try:
+            self._wait_ready()
+        except Exception:
+            self.stop()
+            raise
+
+    def _wait_ready(self):
+        while True:
+            try:
+                msg = self.sock.recv(4096).decode()
+            except socket.timeout:
+                raise RuntimeError("driverfsd did not report READY within 60 s:\n" + self.output())
+            if "READY=1" in msg.split("\n"):
+                return
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def path(self, *parts):
+        return os.path.join(self.mnt, *parts)
+
+    def is_mounted(self):
+        with open("/proc/self/mountinfo") as f:
+            return any(line.split()[4] == self.mnt for line in f)
+
+    def terminate(self, sig=signal.SIGTERM, timeout=30):
+        """Signals the daemon and returns its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            subprocess.run(["fusermount3", "-u", "-z", self.mnt], stderr=subprocess.DEVNULL)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.is_mounted():
+            subprocess.run(["umount", "-l", self.mnt], stderr=subprocess.DEVNULL)
+        self.sock.close()
+        self.log.close()
+        self.tmp.cleanup()
+        self.testbed = None

@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""driverfsd on a small PCI system (tests/testbeds/small-pci.umockdev): a host
+bridge, a PCI-to-PCI bridge with an NVMe behind it, an xHCI controller and a
+NIC. Everything is checked through the mounted filesystem."""
+import errno
+import os
+import signal
+import subprocess
+
+import pytest
+
+from harness import Daemon, parse_testbed
+
+HERE = os.path.dirname(__file__)
+TESTBED = os.path.join(HERE, "..", "testbeds", "small-pci.umockdev")
+
+# where each function must be, under root/
+PLACES = {
+    "0000:00:00.0": "pci0000:00/0000:00:00.0",
+    "0000:00:14.0": "pci0000:00/0000:00:14.0",
+    "0000:00:1c.0": "pci0000:00/0000:00:1c.0",
+    "0000:01:00.0": "pci0000:00/0000:00:1c.0/0000:01:00.0",
+    "0000:00:1f.6": "pci0000:00/0000:00:1f.6",
+}
+DRIVERS = {"0000:00:14.0": "xhci_hcd", "0000:00:1c.0": "pcieport",
+           "0000:01:00.0": "nvme", "0000:00:1f.6": "e1000e"}
+
+
+@pytest.fixture(scope="module")
+def d():
+    daemon = Daemon(TESTBED)
+    yield daemon
+    daemon.stop()
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def test_top_level(d):
+    assert sorted(os.listdir(d.mnt)) == ["bus", "class", "root"]
+    assert sorted(os.listdir(d.path("bus"))) == ["pci", "sys"]
+    assert read(d.path("root", "power")) == "on\n"
+
+
+def test_every_function_in_its_place(d):
+    for slot, place in PLACES.items():
+        p = d.path("root", place)
+        assert os.path.isdir(p), f"{slot} expected at root/{place}"
+    # and nothing else: the only PCI functions are the testbed's
+    assert sorted(os.listdir(d.path("bus", "pci", "devices"))) == sorted(PLACES)
+    # the bridge's child is not also at the top
+    assert not os.path.exists(d.path("root", "pci0000:00", "0000:01:00.0"))
+
+
+def test_bus_links_resolve_to_the_device(d):
+    for slot, place in PLACES.items():
+        link = d.path("bus", "pci", "devices", slot)
+        target = os.readlink(link)
+        assert not target.startswith("/"), f"{slot}: link must be relative, got {target}"
+        assert target == "../../../root/" + place
+        assert os.path.realpath(link) == d.path("root", place)
+        assert read(os.path.join(link, "devpath")) == "/devices/" + place + "\n"
+
+
+def test_ids_match_the_testbed(d):
+    tb = parse_testbed(TESTBED)
+    for slot, place in PLACES.items():
+        attrs = tb["/devices/" + place]["attrs"]
+        for f in ("vendor", "device", "class", "revision", "subsystem_vendor",
+                  "subsystem_device", "irq"):
+            got = read(d.path("root", place, f))
+            assert got == attrs[f], f"{slot}/{f}: expected {attrs[f]!r}, got {got!r}"
+
+
+def test_names_from_pci_ids(d):
+    assert read(d.path("root", PLACES["0000:01:00.0"], "name")) == \
+        "Intel Corporation SSD 660P Series\n"
+    assert read(d.path("root", PLACES["0000:00:1f.6"], "name")) == \
+        "Intel Corporation Ethernet Connection (7) I219-V\n"
+
+
+def test_resource_from_libpci(d):
+    # BAR0 of the NIC: 32-bit memory at a1000000, 128 KiB
+    first = read(d.path("root", PLACES["0000:00:1f.6"], "resource")).split("\n")[0]
+    assert first == "0x00000000a1000000 0x00000000a101ffff 0x0000000000040200"
+
+
+def test_driver_links(d):
+    for slot, drv in DRIVERS.items():
+        dev = d.path("root", PLACES[slot])
+        assert os.readlink(os.path.join(dev, "driver")).endswith("bus/pci/drivers/" + drv)
+        assert os.path.realpath(os.path.join(dev, "driver")) == d.path("bus", "pci", "drivers", drv)
+        back = d.path("bus", "pci", "drivers", drv, slot)
+        assert os.path.realpath(back) == dev
+    assert sorted(os.listdir(d.path("bus", "pci", "drivers"))) == sorted(DRIVERS.values())
+    # the host bridge has no driver
+    assert not os.path.lexists(d.path("root", PLACES["0000:00:00.0"], "driver"))
+
+
+def test_subsystem_links(d):
+    dev = d.path("root", PLACES["0000:01:00.0"])
+    assert os.readlink(os.path.join(dev, "subsystem")) == "../../../../bus/pci"
+    # the host bridge container is on no kernel bus: the virtual bus "sys"
+    host = d.path("root", "pci0000:00")
+    assert os.path.realpath(os.path.join(host, "subsystem")) == d.path("bus", "sys")
+    assert os.listdir(d.path("bus", "sys", "devices")) == ["pci0000:00"]
+
+
+def test_walk_has_no_errors(d):
+    errors = []
+    files = 0
+    for top, dirs, names in os.walk(d.mnt, onerror=errors.append):
+        for n in names:
+            p = os.path.join(top, n)
+            if os.path.islink(p):
+                assert os.path.exists(p), f"dangling link {p} -> {os.readlink(p)}"
+                continue
+            st = os.stat(p)
+            if st.st_mode & 0o444:
+                read(p)
+                files += 1
+    assert errors == []
+    assert files > 5 * 10
+
+
+def test_bad_writes_change_nothing(d):
+    power = d.path("root", PLACES["0000:00:14.0"], "power")
+    with pytest.raises(OSError) as e:
+        with open(power, "w") as f:
+            f.write("sleep\n")
+    assert e.value.errno == errno.EINVAL
+    assert read(power) == "on\n"
+    vendor = d.path("root", PLACES["0000:00:14.0"], "vendor")
+    with pytest.raises(OSError) as e:
+        with open(vendor, "w") as f:
+            f.write("0x1234\n")
+    assert e.value.errno in (errno.EACCES, errno.EPERM)
+    assert read(vendor) == "0x8086\n"
+    with pytest.raises(OSError) as e:
+        open(d.path("root", "newfile"), "w")
+    assert e.value.errno == errno.EACCES
+    with pytest.raises(OSError):
+        os.chmod(power, 0o666)
+    assert os.stat(power).st_mode & 0o777 == 0o644
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to another user")
+def test_other_users_read_but_cannot_write(d):
+    power = d.path("root", PLACES["0000:00:14.0"], "power")
+    r = subprocess.run(["cat", d.path("root", PLACES["0000:00:14.0"], "vendor")],
+                       user=65534, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == "0x8086\n", r.stderr
+    r = subprocess.run(["sh", "-c", f"echo suspend > {power}"], user=65534,
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "Permission denied" in r.stderr
+    assert read(power) == "on\n"
+
+
+def test_suspend_and_resume_a_subtree(d):
+    bridge = d.path("root", PLACES["0000:00:1c.0"])
+    nvme = d.path("root", PLACES["0000:01:00.0"])
+    with open(os.path.join(bridge, "power"), "w") as f:
+        f.write("suspend\n")
+    assert read(os.path.join(bridge, "power")) == "suspended\n"
+    assert read(os.path.join(nvme, "power")) == "suspended\n"
+    assert read(d.path("root", PLACES["0000:00:14.0"], "power")) == "on\n"
+    log = read(d.path("root", "power_log")).splitlines()
+    assert [line.split()[:4] for line in log] == [
+        ["1", "suspend", PLACES["0000:01:00.0"], "ok"],
+        ["2", "suspend", PLACES["0000:00:1c.0"], "ok"],
+    ]
+    # resuming the child resumes its parent first
+    with open(os.path.join(nvme, "power"), "w") as f:
+        f.write("resume")
+    log = read(d.path("root", "power_log")).splitlines()
+    assert [line.split()[1:3] for line in log] == [
+        ["resume", PLACES["0000:00:1c.0"]], ["resume", PLACES["0000:01:00.0"]]]
+    assert read(os.path.join(bridge, "power")) == "on\n"
+
+
+def test_mounted_as_driverfs(d):
+    with open("/proc/self/mounts") as f:
+        line = next(l for l in f if l.split()[1] == d.mnt)
+    fsname, _, fstype, opts = line.split()[:4]
+    assert fsname == "driverfs" and fstype == "fuse.driverfs"
+    assert "default_permissions" in opts.split(",")
+
+
+def test_sigterm_unmounts_cleanly(testbed_path):
+    d = Daemon(TESTBED)
+    try:
+        assert d.is_mounted()
+        assert d.terminate(signal.SIGTERM) == 0, d.output()
+        assert not d.is_mounted()
+    finally:
+        d.stop()
+
+
+def test_fusermount_unmount_ends_the_daemon(testbed_path):
+    d = Daemon(TESTBED)
+    try:
+        subprocess.run(["fusermount3", "-u", d.mnt], check=True)
+        assert d.proc.wait(30) == 0, d.output()
+        assert not d.is_mounted()
+    finally:
+        d.stop()
