@@ -1,0 +1,89 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# dev.sh - the two quick-start commands of the README, for a fresh Debian or
+# Ubuntu machine:
+#
+#   scripts/dev.sh mount [MOUNTPOINT]   install what is missing, build, mount the
+#                                       live machine's tree (default /devices)
+#                                       and show its top
+#   scripts/dev.sh test                 install what is missing, build (gcc,
+#                                       warnings as errors) and run every test,
+#                                       then again built with clang under
+#                                       AddressSanitizer and UBSan
+#
+# Packages are installed with apt-get; when not run as root it uses sudo.
+set -eu
+
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
+
+# build and run dependencies, by Debian package name
+BUILD_PKGS="meson ninja-build gcc pkg-config libfuse3-dev fuse3 libpci-dev pciutils pci.ids
+	libudev-dev libsystemd-dev"
+TEST_PKGS="clang libcmocka-dev umockdev gir1.2-umockdev-1.0 python3 python3-gi python3-pytest"
+
+install_missing() {
+	missing=
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+			missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	echo "dev.sh: installing:$missing"
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	# shellcheck disable=SC2086
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+}
+
+# meson setup DIR [ARGS...], once; later runs reuse the directory
+setup() {
+	dir=$1
+	shift
+	if [ -f "$dir/build.ninja" ]; then
+		meson setup --reconfigure "$dir" "$@" >/dev/null
+	else
+		meson setup "$dir" "$@"
+	fi
+}
+
+cmd=${1:-}
+case "$cmd" in
+mount)
+	mnt=${2:-/devices}
+	install_missing $BUILD_PKGS
+	setup build
+	ninja -C build
+	if grep -q " $mnt fuse.driverfs " /proc/mounts; then
+		echo "dev.sh: unmounting the driverfs already at $mnt"
+		$SUDO fusermount3 -u "$mnt"
+	fi
+	$SUDO build/driverfsd "$mnt"
+	echo
+	echo "$ ls $mnt $mnt/root $mnt/bus"
+	ls "$mnt" "$mnt/root" "$mnt/bus"
+	echo
+	echo "$ ls -l $mnt/bus/pci/devices"
+	ls -l "$mnt/bus/pci/devices"
+	echo
+	echo "Unmount with: sudo fusermount3 -u $mnt"
+	;;
+test)
+	install_missing $BUILD_PKGS $TEST_PKGS
+	setup build -Dwerror=true
+	ninja -C build
+	meson test -C build --print-errorlogs
+	# The same suite built with clang under ASan (leak checks on) and UBSan.
+	# The mount tests preload umockdev, hence verify_asan_link_order=0.
+	CC=clang setup build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C build-asan
+	ASAN_OPTIONS=verify_asan_link_order=0:halt_on_error=1:detect_leaks=1:abort_on_error=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C build-asan --print-errorlogs
+	;;
+*)
+	sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'
+	exit 2
+	;;
+esac
