@@ -131,6 +131,7 @@ static void name_root(struct dm_model *m)
 static const struct dm_source_ops *const sources[] = {
 	&dm_source_udev, /* first: it places every device */
 	&dm_source_pci,
+	&dm_source_usb,
 	NULL,
 };
 

@@ -5,6 +5,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,18 @@ void dm_scan_init(struct dm_scan *s)
 {
 	*s = (struct dm_scan){ 0 };
 	dm_hashmap_init(&s->by_devpath, dm_hash_string, dm_cmp_string);
+	dm_hashmap_init(&s->by_name, dm_hash_string, dm_cmp_string);
+}
+
+static void name_index_clear(struct dm_scan *s)
+{
+	for (size_t i = 0; i < s->n_keys; i++)
+		free(s->name_keys[i]);
+	free(s->name_keys);
+	s->name_keys = NULL;
+	s->n_keys = s->n_indexed = 0;
+	dm_hashmap_done(&s->by_name);
+	dm_hashmap_init(&s->by_name, dm_hash_string, dm_cmp_string);
 }
 
 static void record_free(struct dm_record *r)
@@ -28,6 +41,7 @@ static void record_free(struct dm_record *r)
 	free(r->driver);
 	free(r->bus);
 	free(r->class_name);
+	free(r->iface);
 	free(r);
 }
 
@@ -36,6 +50,8 @@ void dm_scan_done(struct dm_scan *s)
 	for (size_t i = 0; i < s->n; i++)
 		record_free(s->recs[i]);
 	free(s->recs);
+	name_index_clear(s);
+	dm_hashmap_done(&s->by_name);
 	dm_hashmap_done(&s->by_devpath);
 }
 
@@ -44,14 +60,36 @@ struct dm_record *dm_scan_find(struct dm_scan *s, const char *devpath)
 	return dm_hashmap_get(&s->by_devpath, devpath);
 }
 
-struct dm_record *dm_scan_find_by_name(struct dm_scan *s, const char *subsystem, const char *name)
+/* Indexes every record with a subsystem by "<subsystem>/<name>"; the first
+ * of equal keys wins, as a linear search would find it. */
+static int name_index_build(struct dm_scan *s)
 {
+	name_index_clear(s);
+	s->name_keys = calloc(s->n ? s->n : 1, sizeof(*s->name_keys));
+	if (!s->name_keys)
+		return -ENOMEM;
 	for (size_t i = 0; i < s->n; i++) {
 		struct dm_record *r = s->recs[i];
-		if (r->subsystem && strcmp(r->subsystem, subsystem) == 0 && strcmp(r->name, name) == 0)
-			return r;
+		if (!r->subsystem)
+			continue;
+		char *key;
+		if (asprintf(&key, "%s/%s", r->subsystem, r->name) < 0)
+			return -ENOMEM;
+		s->name_keys[s->n_keys++] = key;
+		dm_hashmap_put(&s->by_name, key, r); /* -EEXIST: keep the first */
 	}
-	return NULL;
+	s->n_indexed = s->n;
+	return 0;
+}
+
+struct dm_record *dm_scan_find_by_name(struct dm_scan *s, const char *subsystem, const char *name)
+{
+	if (s->n != s->n_indexed && name_index_build(s) < 0)
+		return NULL;
+	char key[512];
+	if (snprintf(key, sizeof(key), "%s/%s", subsystem, name) >= (int)sizeof(key))
+		return NULL;
+	return dm_hashmap_get(&s->by_name, key);
 }
 
 int dm_scan_get(struct dm_scan *s, const char *devpath, struct dm_record **ret)
@@ -167,15 +205,61 @@ static int record_commit(struct dm_model *m, struct dm_record *rec)
 	}
 	if (r >= 0 && rec->class_name) {
 		struct dm_class *c;
+		struct dm_interface *iface = NULL;
 		r = dm_class_get(m, rec->class_name, &c);
+		if (r >= 0 && rec->iface)
+			r = dm_class_get_interface(c, rec->iface, &iface);
 		if (r >= 0)
-			dm_device_set_class(dev, c, NULL);
+			dm_device_set_class(dev, c, iface);
 	}
 	if (r >= 0)
 		r = dm_device_add(dev, parent);
 	dm_device_unref(dev);
 out_parent:
 	dm_device_unref(parent);
+	return r;
+}
+
+static int by_parent_and_name(const void *a, const void *b)
+{
+	const struct dm_record *x = *(struct dm_record *const *)a, *y = *(struct dm_record *const *)b;
+	int c = strcmp(x->parent ? x->parent : "", y->parent ? y->parent : "");
+	return c ? c : strcmp(x->name, y->name);
+}
+
+/*
+ * Where children of one device share a name (a SCSI device's scsi_disk,
+ * scsi_device and bsg class devices are all "0:0:0:0"), every clashing class
+ * device is named "<class>:<name>"; a bus device keeps its plain name. The
+ * result depends only on the set of records, so the same machine always
+ * gives the same paths.
+ */
+static int resolve_name_clashes(struct dm_scan *s)
+{
+	struct dm_record **v = malloc((s->n ? s->n : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, s->recs, s->n * sizeof(*v));
+	qsort(v, s->n, sizeof(*v), by_parent_and_name);
+	int r = 0;
+	for (size_t i = 0; i < s->n && r == 0;) {
+		size_t j = i + 1;
+		while (j < s->n && by_parent_and_name(&v[i], &v[j]) == 0)
+			j++;
+		for (size_t k = i; j - i > 1 && k < j && r == 0; k++) {
+			if (!v[k]->class_name)
+				continue;
+			char *name;
+			if (asprintf(&name, "%s:%s", v[k]->class_name, v[k]->name) < 0) {
+				r = -ENOMEM;
+				break;
+			}
+			free(v[k]->name);
+			v[k]->name = name;
+		}
+		i = j;
+	}
+	free(v);
 	return r;
 }
 
@@ -190,6 +274,11 @@ int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources
 		if (r < 0)
 			log_err("source %s: %s; serving what the others found", (*src)->name,
 				strerror(-r));
+	}
+	r = resolve_name_clashes(&s);
+	if (r < 0) {
+		dm_scan_done(&s);
+		return r;
 	}
 	/* a parent's devpath is a prefix of its children's: sorting puts it first */
 	qsort(s.recs, s.n, sizeof(*s.recs), by_devpath);

@@ -25,6 +25,7 @@ struct dm_record {
 	char *driver; /* kernel driver bound, may be NULL */
 	char *bus; /* the model bus ("sys" when none), or NULL for a class device */
 	char *class_name; /* the class of a class device, or NULL */
+	char *iface; /* its interface within the class (DESIGN.md section 5), or NULL */
 	struct dm_record_value *values;
 	size_t n_values;
 };
@@ -33,6 +34,10 @@ struct dm_scan {
 	struct dm_record **recs;
 	size_t n, cap;
 	struct dm_hashmap by_devpath;
+	struct dm_hashmap by_name; /* "<subsystem>/<name>", built on first use */
+	char **name_keys; /* the keys of by_name */
+	size_t n_keys;
+	size_t n_indexed; /* records when by_name was built; rebuilt when n moves on */
 };
 
 struct dm_source_ops {
@@ -44,6 +49,7 @@ struct dm_source_ops {
 
 extern const struct dm_source_ops dm_source_udev;
 extern const struct dm_source_ops dm_source_pci;
+extern const struct dm_source_ops dm_source_usb;
 
 void dm_scan_init(struct dm_scan *s);
 void dm_scan_done(struct dm_scan *s);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * udev.c - the udev source: the sysfs hierarchy. For each device of the
- * subsystems it is asked for, it records the device and every ancestor that
- * is a device (libudev's parent: the nearest directory with a uevent file,
- * so sysfs glue directories are skipped), with subsystem, kernel driver,
- * uevent, modalias and a name.
+ * udev.c - the udev source: the sysfs hierarchy. It records every device
+ * udev knows and every ancestor that is a device (libudev's parent: the
+ * nearest directory with a uevent file, so sysfs glue directories are
+ * skipped), with subsystem, kernel driver, uevent, modalias, device node and
+ * a name. The kernel's containers /devices/system and /devices/virtual, which
+ * are not devices, become the devices "system" and "virtual".
  */
 #include "scan.h"
 
@@ -54,6 +55,50 @@ static int set_trimmed(struct dm_record *rec, const char *name, const char *valu
 	return dm_record_set(rec, name, buf);
 }
 
+/* The interface of a class device with a node: the udev DEVTYPE where there
+ * is one, otherwise the node's basename without its trailing number
+ * ("event3" -> "event", "ttyS0" -> "ttyS"). */
+static int set_interface(struct dm_record *rec, struct udev_device *d, const char *devnode)
+{
+	const char *devtype = udev_device_get_devtype(d);
+	if (devtype && *devtype)
+		return dm_record_set_string(&rec->iface, devtype);
+	const char *base = strrchr(devnode, '/');
+	base = base ? base + 1 : devnode;
+	size_t len = strlen(base);
+	while (len > 0 && base[len - 1] >= '0' && base[len - 1] <= '9')
+		len--;
+	if (len == 0) /* a node named by a number only */
+		return dm_record_set_string(&rec->iface, rec->class_name);
+	char name[256];
+	snprintf(name, sizeof(name), "%.*s", (int)len, base);
+	return dm_record_set_string(&rec->iface, name);
+}
+
+/* The parent of a device that has no device above it: the container record
+ * for /devices/system/... and /devices/virtual/..., or root (NULL). */
+static int container_parent(struct dm_scan *s, struct dm_record *rec)
+{
+	static const char *const containers[] = { "/devices/system", "/devices/virtual", NULL };
+	for (const char *const *c = containers; *c; c++) {
+		size_t len = strlen(*c);
+		if (strncmp(rec->devpath, *c, len) != 0 || rec->devpath[len] != '/')
+			continue;
+		struct dm_record *cont;
+		int r = dm_scan_get(s, *c, &cont);
+		if (r < 0)
+			return r;
+		if (!cont->bus) {
+			r = dm_record_set_string(&cont->bus, "sys");
+			r |= dm_record_set(cont, "name", cont->name);
+			if (r)
+				return -ENOMEM;
+		}
+		return dm_record_set_string(&rec->parent, *c);
+	}
+	return 0;
+}
+
 static int record_device(struct dm_scan *s, struct udev_device *d)
 {
 	const char *devpath = udev_device_get_devpath(d);
@@ -70,6 +115,8 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	const char *ppath = parent ? udev_device_get_devpath(parent) : NULL;
 	if (ppath)
 		r |= dm_record_set_string(&rec->parent, ppath);
+	else if (container_parent(s, rec) < 0)
+		return -ENOMEM;
 	r |= dm_record_set_string(&rec->subsystem, udev_device_get_subsystem(d));
 	r |= dm_record_set_string(&rec->driver, udev_device_get_driver(d));
 	r |= classify(d, rec);
@@ -96,14 +143,27 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 		modalias = udev_device_get_property_value(d, "MODALIAS");
 	if (modalias)
 		r |= set_trimmed(rec, "modalias", modalias);
+	const char *devnode = udev_device_get_devnode(d);
+	if (devnode) {
+		r |= dm_record_set(rec, "devnode", devnode);
+		if (rec->class_name)
+			r |= set_interface(rec, d, devnode);
+	}
+	const char *dev = udev_device_get_sysattr_value(d, "dev");
+	if (dev) {
+		r |= set_trimmed(rec, "dev", dev);
+	} else if (udev_device_get_property_value(d, "MAJOR") &&
+		   udev_device_get_property_value(d, "MINOR")) {
+		char mm[64];
+		snprintf(mm, sizeof(mm), "%s:%s", udev_device_get_property_value(d, "MAJOR"),
+			 udev_device_get_property_value(d, "MINOR"));
+		r |= dm_record_set(rec, "dev", mm);
+	}
 	if (r)
 		return -ENOMEM;
 
 	return parent ? record_device(s, parent) : 0;
 }
-
-/* The subsystems whose devices (and their ancestors) are enumerated. */
-static const char *const subsystems[] = { "pci", NULL };
 
 static int udev_scan(struct dm_scan *s)
 {
@@ -114,11 +174,6 @@ static int udev_scan(struct dm_scan *s)
 	int r = -ENOMEM;
 	if (!en)
 		goto out_udev;
-	for (const char *const *sub = subsystems; *sub; sub++) {
-		r = udev_enumerate_add_match_subsystem(en, *sub);
-		if (r < 0)
-			goto out_enum;
-	}
 	r = udev_enumerate_scan_devices(en);
 	if (r < 0)
 		goto out_enum;

@@ -10,17 +10,32 @@ import pytest
 from harness import Daemon
 
 
+def udev_devpaths():
+    if shutil.which("udevadm") is None:
+        return None
+    out = subprocess.run(["udevadm", "info", "--export-db"], check=True,
+                         capture_output=True, text=True).stdout
+    return [line[3:] for line in out.splitlines() if line.startswith("P: ")]
+
+
 @pytest.fixture(scope="module")
 def d():
-    if not os.path.isdir("/sys/bus/pci/devices") or not os.listdir("/sys/bus/pci/devices"):
-        pytest.skip("this machine has no PCI devices")
+    if not os.path.isdir("/sys/devices"):
+        pytest.skip("this machine has no sysfs")
+    before = udev_devpaths()
     daemon = Daemon(None)
+    # The devices present before the daemon started and still there: the
+    # mount itself adds one (its bdi), which the daemon cannot have seen.
+    after = udev_devpaths()
+    daemon.udev = None if before is None else [p for p in before if p in set(after)]
     yield daemon
     daemon.stop()
 
 
 @pytest.mark.skipif(shutil.which("lspci") is None, reason="lspci (pciutils) is not installed")
 def test_every_lspci_function_with_its_ids(d):
+    if not os.path.isdir("/sys/bus/pci/devices") or not os.listdir("/sys/bus/pci/devices"):
+        pytest.skip("this machine has no PCI devices")
     out = subprocess.run(["lspci", "-D", "-n"], check=True, capture_output=True, text=True).stdout
     functions = {}
     for line in out.splitlines():
@@ -47,3 +62,40 @@ def test_find_walks_the_whole_mount(d):
     assert len(r.stdout.splitlines()) > 20
     r = subprocess.run(["find", d.mnt, "-xtype", "l"], capture_output=True, text=True)
     assert r.stdout == "", "dangling links: " + r.stdout
+
+
+def mount_devpaths(d):
+    """{devpath: [path under root/]} for every device directory of the mount."""
+    found = {}
+    root = d.path("root")
+    for top, dirs, names in os.walk(root):
+        if "devpath" in names:
+            with open(os.path.join(top, "devpath")) as f:
+                found.setdefault(f.read().strip(), []).append(os.path.relpath(top, root))
+    return found
+
+
+@pytest.mark.skipif(shutil.which("udevadm") is None, reason="udevadm is not installed")
+def test_every_udev_device_once_under_its_sysfs_parent(d):
+    udev = d.udev
+    assert udev, "udev knows no device"
+    found = mount_devpaths(d)
+    missing = [p for p in udev if p not in found]
+    assert missing == [], f"{len(missing)} of {len(udev)} udev devices missing, e.g. {missing[:5]}"
+    twice = {p: v for p, v in found.items() if len(v) > 1}
+    assert twice == {}, f"devices in the tree more than once: {list(twice.items())[:3]}"
+    for devpath in udev:
+        place = found[devpath][0]
+        parent_dir = os.path.dirname(place)
+        # the sysfs parent: the nearest ancestor directory with a uevent file
+        sys_parent = os.path.dirname("/sys" + devpath)
+        while sys_parent != "/sys/devices" and not os.path.exists(sys_parent + "/uevent"):
+            sys_parent = os.path.dirname(sys_parent)
+        if sys_parent == "/sys/devices":
+            container = devpath.split("/")[2]
+            expect = container if container in ("system", "virtual") else ""
+            assert parent_dir == expect, f"{devpath} is at root/{place}"
+        else:
+            with open(d.path("root", parent_dir, "devpath")) as f:
+                got = f.read().strip()
+            assert "/sys" + got == sys_parent, f"{devpath}: parent {got}, sysfs says {sys_parent}"

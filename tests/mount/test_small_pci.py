@@ -167,9 +167,12 @@ def test_suspend_and_resume_a_subtree(d):
     assert read(os.path.join(nvme, "power")) == "suspended\n"
     assert read(d.path("root", PLACES["0000:00:14.0"], "power")) == "on\n"
     log = read(d.path("root", "power_log")).splitlines()
+    # children before parents: the NVMe and the bridge's secondary bus (the
+    # pci_bus class device 0000:01), then the bridge
     assert [line.split()[:4] for line in log] == [
         ["1", "suspend", PLACES["0000:01:00.0"], "ok"],
-        ["2", "suspend", PLACES["0000:00:1c.0"], "ok"],
+        ["2", "suspend", PLACES["0000:00:1c.0"] + "/0000:01", "ok"],
+        ["3", "suspend", PLACES["0000:00:1c.0"], "ok"],
     ]
     # resuming the child resumes its parent first
     with open(os.path.join(nvme, "power"), "w") as f:
@@ -177,6 +180,8 @@ def test_suspend_and_resume_a_subtree(d):
     log = read(d.path("root", "power_log")).splitlines()
     assert [line.split()[1:3] for line in log] == [
         ["resume", PLACES["0000:00:1c.0"]], ["resume", PLACES["0000:01:00.0"]]]
+    # the sibling the resume did not cover stays suspended
+    assert read(os.path.join(bridge, "0000:01", "power")) == "suspended\n"
     assert read(os.path.join(bridge, "power")) == "on\n"
 
 
