@@ -134,6 +134,14 @@ int dm_record_set_string(char **field, const char *value)
 	return 0;
 }
 
+const char *dm_record_get(const struct dm_record *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_values; i++)
+		if (strcmp(r->values[i].name, name) == 0)
+			return r->values[i].value;
+	return NULL;
+}
+
 int dm_record_set(struct dm_record *r, const char *name, const char *value)
 {
 	for (size_t i = 0; i < r->n_values; i++)

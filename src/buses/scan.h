@@ -59,6 +59,8 @@ struct dm_record *dm_scan_find(struct dm_scan *s, const char *devpath);
 /* The record of subsystem @subsystem whose name is @name, or NULL. */
 struct dm_record *dm_scan_find_by_name(struct dm_scan *s, const char *subsystem, const char *name);
 int dm_record_set(struct dm_record *r, const char *name, const char *value);
+/* The value @name of the record, or NULL. */
+const char *dm_record_get(const struct dm_record *r, const char *name);
 int dm_record_set_string(char **field, const char *value);
 
 /* Runs @sources in order, then adds every record to @m, parents first. */

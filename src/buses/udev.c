@@ -118,7 +118,11 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	else if (container_parent(s, rec) < 0)
 		return -ENOMEM;
 	r |= dm_record_set_string(&rec->subsystem, udev_device_get_subsystem(d));
-	r |= dm_record_set_string(&rec->driver, udev_device_get_driver(d));
+	/* the driver link, or the uevent's DRIVER where a recording kept only that */
+	const char *driver = udev_device_get_driver(d);
+	if (!driver)
+		driver = udev_device_get_property_value(d, "DRIVER");
+	r |= dm_record_set_string(&rec->driver, driver);
 	r |= classify(d, rec);
 	r |= set_trimmed(rec, "name", pick_name(d));
 

@@ -111,7 +111,8 @@ static const char *speed_string(int speed)
 }
 
 /* Values only sysfs has without opening the device (the hub's port count,
- * the configuration's string), and the strings when it cannot be opened. */
+ * the configuration's string), and, with @strings, the string descriptors
+ * the kernel read. */
 static int set_from_sysfs(struct dm_record *rec, struct udev *udev, bool strings)
 {
 	static const char *const always[] = { "maxchild", "configuration", NULL };
@@ -136,18 +137,17 @@ static int set_from_sysfs(struct dm_record *rec, struct udev *udev, bool strings
 	return r ? -ENOMEM : 0;
 }
 
-/* Reads the string descriptors when the device can be opened. */
+/*
+ * The strings: sysfs has what the kernel read at enumeration, and reading it
+ * wakes nothing. The device is opened only for a string it has and sysfs
+ * does not show, since opening a device resumes it from runtime suspend.
+ */
 static int set_strings(struct dm_record *rec, struct udev *udev, libusb_device *dev,
 		       const struct libusb_device_descriptor *dd)
 {
-	libusb_device_handle *h;
-	if (libusb_open(dev, &h) != 0)
-		return set_from_sysfs(rec, udev, true);
-	int r = set_from_sysfs(rec, udev, false);
-	if (r < 0) {
-		libusb_close(h);
+	int r = set_from_sysfs(rec, udev, true);
+	if (r < 0)
 		return r;
-	}
 	const struct {
 		const char *name;
 		uint8_t index;
@@ -156,9 +156,15 @@ static int set_strings(struct dm_record *rec, struct udev *udev, libusb_device *
 		{ "product", dd->iProduct },
 		{ "serial", dd->iSerialNumber },
 	};
+	bool missing = false;
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+		missing |= strings[i].index && !dm_record_get(rec, strings[i].name);
+	libusb_device_handle *h;
+	if (!missing || libusb_open(dev, &h) != 0)
+		return 0;
 	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
 		unsigned char buf[256];
-		if (!strings[i].index)
+		if (!strings[i].index || dm_record_get(rec, strings[i].name))
 			continue;
 		int n = libusb_get_string_descriptor_ascii(h, strings[i].index, buf, sizeof(buf));
 		if (n > 0)
