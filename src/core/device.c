@@ -73,6 +73,11 @@ const char *dm_device_get_name(const struct dm_device *dev)
 	return dev->name;
 }
 
+struct dm_model *dm_device_get_model(const struct dm_device *dev)
+{
+	return dev->model;
+}
+
 const char *dm_device_get_devpath(const struct dm_device *dev)
 {
 	return dev->devpath;

@@ -207,7 +207,7 @@ void dm_device_release_driver(struct dm_device *dev)
 	pthread_mutex_unlock(&dev->mutex);
 }
 
-int dm_device_call_driver(struct dm_device *dev, int which)
+int dm_device_call_driver(struct dm_device *dev, int which, struct dm_driver **ret_driver)
 {
 	int r = 0;
 	pthread_mutex_lock(&dev->mutex);
@@ -220,9 +220,34 @@ int dm_device_call_driver(struct dm_device *dev, int which)
 		else if (which == DM_CALL_RESUME && drv->ops->resume)
 			r = drv->ops->resume(dev, drv->data);
 	}
-	dm_driver_unref(drv);
 	pthread_mutex_unlock(&dev->mutex);
+	if (ret_driver)
+		*ret_driver = drv;
+	else
+		dm_driver_unref(drv);
 	return r;
+}
+
+bool dm_device_has_pm_hook(struct dm_device *dev, int which)
+{
+	dm_model_read_lock(dev->model);
+	const struct dm_driver *drv = dev->driver;
+	bool has = drv && drv->ops &&
+		   (which == DM_CALL_SUSPEND ? drv->ops->suspend != NULL : drv->ops->resume != NULL);
+	dm_model_unlock(dev->model);
+	return has;
+}
+
+unsigned dm_driver_get_pm_usec(const struct dm_driver *drv)
+{
+	return atomic_load_explicit(&((struct dm_driver *)drv)->pm_usec, memory_order_relaxed);
+}
+
+void dm_driver_record_pm_usec(struct dm_driver *drv, unsigned usec)
+{
+	/* an average that follows a driver that became slow within a few calls */
+	unsigned old = atomic_load_explicit(&drv->pm_usec, memory_order_relaxed);
+	atomic_store_explicit(&drv->pm_usec, old ? (old + usec) / 2 : usec, memory_order_relaxed);
 }
 
 struct dm_driver *dm_bus_find_driver(struct dm_bus *bus, const char *name)

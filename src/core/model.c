@@ -204,6 +204,42 @@ int dm_model_snapshot(struct dm_model *m, struct dm_device *top, struct dm_devic
 	return 0;
 }
 
+int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
+			   int **ret_parent, size_t *ret_n)
+{
+	struct dm_device **devs;
+	size_t n;
+	int r = dm_model_snapshot(m, top, &devs, &n);
+	if (r < 0)
+		return r;
+	int *parent = malloc((n ? n : 1) * sizeof(*parent));
+	int *stack = malloc((n ? n : 1) * sizeof(*stack));
+	if (!parent || !stack) {
+		free(parent);
+		free(stack);
+		dm_device_array_free(devs, n);
+		return -ENOMEM;
+	}
+	/* The snapshot is a pre-order walk: a device's parent is the nearest
+	 * entry on the stack of open ancestors. Parents never change while
+	 * the devices are referenced (a removed device keeps its place). */
+	size_t depth = 0;
+	dm_model_read_lock(m);
+	for (size_t i = 0; i < n; i++) {
+		struct dm_device *p = devs[i]->parent;
+		while (depth > 0 && devs[stack[depth - 1]] != p)
+			depth--;
+		parent[i] = depth > 0 ? stack[depth - 1] : -1;
+		stack[depth++] = (int)i;
+	}
+	dm_model_unlock(m);
+	free(stack);
+	*ret = devs;
+	*ret_parent = parent;
+	*ret_n = n;
+	return 0;
+}
+
 void dm_device_array_free(struct dm_device **devs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

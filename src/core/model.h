@@ -93,6 +93,10 @@ int dm_model_for_each_device_locked(struct dm_model *m, int (*fn)(struct dm_devi
 int dm_model_snapshot(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
 		      size_t *ret_n);
 void dm_device_array_free(struct dm_device **devs, size_t n);
+/* The same, with each device's parent as an index into the snapshot
+ * (-1 for @top, or for root when @top is NULL). Free *ret_parent with free(). */
+int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
+			   int **ret_parent, size_t *ret_n);
 
 /* ---- buses ---- */
 /* Finds or creates the bus @name with @type (NULL: a generic bus). */
@@ -141,6 +145,8 @@ int dm_device_set_value(struct dm_device *dev, const char *name, const char *val
 int dm_device_add(struct dm_device *dev, struct dm_device *parent);
 void dm_device_del(struct dm_device *dev);
 
+struct dm_model *dm_device_get_model(const struct dm_device *dev);
+
 /* Tree accessors; call with the lock held. No references are taken. */
 struct dm_device *dm_device_get_parent_locked(const struct dm_device *dev);
 struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const char *name);
@@ -165,9 +171,20 @@ void dm_device_set_power(struct dm_device *dev, enum dm_power_state st);
 /* The last PM failure ("" when none); set with the write lock taken inside. */
 int dm_device_set_power_error(struct dm_device *dev, const char *msg);
 int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size);
-/* Runs @fn with the device's driver hooks serialised (the device mutex). */
-int dm_device_call_driver(struct dm_device *dev, int which);
+/* Calls the bound driver's suspend or resume hook, serialised with the
+ * device's other hooks (the device mutex). 0 when there is nothing to call.
+ * @ret_driver (may be NULL) gets a reference on the driver that was called,
+ * or NULL. */
+int dm_device_call_driver(struct dm_device *dev, int which, struct dm_driver **ret_driver);
 enum { DM_CALL_SUSPEND, DM_CALL_RESUME };
+/* Whether @dev's driver has the hook at all (a device without one needs no
+ * call); a hint read without the device mutex. */
+bool dm_device_has_pm_hook(struct dm_device *dev, int which);
+
+/* The PM engine's running estimate of how long a driver's PM hooks take, in
+ * microseconds, used to decide what runs inline and what on the pool. */
+unsigned dm_driver_get_pm_usec(const struct dm_driver *drv);
+void dm_driver_record_pm_usec(struct dm_driver *drv, unsigned usec);
 
 /* ---- attributes ---- */
 /* Iterates the files of @dev (group NULL: the device directory itself;

@@ -7,6 +7,10 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,12 +216,212 @@ static void test_subtree_and_ancestors_and_log(void **state)
 	dm_model_free(f.m);
 }
 
+/* ---- with the worker pool: slow hooks, concurrency, the same invariants ---- */
+
+struct timing {
+	const struct test_tree *t;
+	atomic_int clock;
+	int start[512], end[512]; /* per device: logical times */
+	int calls[512]; /* hook calls per device */
+	bool resumed[512];
+	atomic_int running, max_running;
+	int fail_at;
+	int slow_every; /* every n-th device's hook sleeps */
+};
+static struct timing tm;
+
+static void timed_hook(struct dm_device *dev, bool suspend, int *ret)
+{
+	int i = test_tree_index(tm.t, dev);
+	int now = atomic_fetch_add(&tm.running, 1) + 1;
+	int max = atomic_load(&tm.max_running);
+	while (now > max && !atomic_compare_exchange_weak(&tm.max_running, &max, now))
+		;
+	tm.start[i] = atomic_fetch_add(&tm.clock, 1);
+	if (tm.slow_every && i % tm.slow_every == 0)
+		usleep(300);
+	*ret = suspend && i == tm.fail_at ? -EIO : 0;
+	if (*ret == 0)
+		tm.calls[i] += suspend ? 1 : -1; /* a failed suspend changed nothing */
+	if (!suspend)
+		tm.resumed[i] = true;
+	tm.end[i] = atomic_fetch_add(&tm.clock, 1);
+	atomic_fetch_sub(&tm.running, 1);
+}
+
+static int timed_suspend(struct dm_device *dev, void *data)
+{
+	(void)data;
+	int r;
+	timed_hook(dev, true, &r);
+	return r;
+}
+
+static int timed_resume(struct dm_device *dev, void *data)
+{
+	(void)data;
+	int r;
+	timed_hook(dev, false, &r);
+	return r;
+}
+
+static const struct dm_driver_ops timed_ops = { .suspend = timed_suspend, .resume = timed_resume };
+
+static void pool_fixture(struct fixture *f, size_t n, unsigned seed)
+{
+	assert_int_equal(dm_model_new(&f->m), 0);
+	assert_int_equal(dm_bus_get(f->m, "test", NULL, &f->bus), 0);
+	assert_int_equal(dm_driver_new("timed", DM_DRIVER_USER, 1, &timed_ops, NULL, NULL, &f->drv), 0);
+	assert_int_equal(dm_driver_register(f->bus, f->drv), 0);
+	assert_int_equal(dm_pm_new(f->m, &f->pm), 0);
+	test_tree_build(&f->t, f->m, n, seed, f->bus);
+	memset(&tm, 0, sizeof(tm));
+	tm.t = &f->t;
+	tm.fail_at = -1;
+	tm.slow_every = 3;
+	/* the engine learns from the first calls that this driver is slow */
+	dm_driver_record_pm_usec(f->drv, 1000);
+}
+
+static void test_pool_keeps_the_order(void **state)
+{
+	(void)state;
+	int max_seen = 0;
+	for (unsigned seed = 1; seed <= 25; seed++) {
+		struct fixture f;
+		size_t n = 20 + seed * 11 % 100;
+		pool_fixture(&f, n, seed);
+		assert_int_equal(dm_pm_suspend(f.pm, NULL, 0), 0);
+		for (size_t i = 0; i < n; i++) {
+			assert_int_equal(tm.calls[i], 1);
+			int p = f.t.parent[i];
+			if (p >= 0 && tm.end[i] > tm.start[p])
+				fail_msg("seed %u: parent %s started before its child %s ended", seed,
+					 f.t.name[p], f.t.name[i]);
+		}
+		assert_int_equal(dm_pm_resume(f.pm, NULL, 0), 0);
+		for (size_t i = 0; i < n; i++) {
+			assert_int_equal(tm.calls[i], 0);
+			assert_int_equal(dm_device_get_power(f.t.dev[i]), DM_POWER_ON);
+			int p = f.t.parent[i];
+			if (p >= 0 && tm.end[p] > tm.start[i])
+				fail_msg("seed %u: child %s resumed before its parent %s was done",
+					 seed, f.t.name[i], f.t.name[p]);
+		}
+		if (tm.max_running > max_seen)
+			max_seen = tm.max_running;
+		fixture_teardown(&f);
+	}
+	/* independent subtrees did overlap */
+	assert_true(max_seen >= 2);
+}
+
+static void test_pool_failure_rolls_back_exactly(void **state)
+{
+	(void)state;
+	for (unsigned seed = 4; seed <= 6; seed++) {
+		size_t n = 40;
+		for (size_t fail = 0; fail < n; fail += 3) {
+			struct fixture f;
+			pool_fixture(&f, n, seed);
+			tm.fail_at = (int)fail;
+			assert_int_equal(dm_pm_suspend(f.pm, NULL, 0), -EIO);
+			/* each device suspended by the walk was resumed once, the
+			 * failing one never; every device is on again */
+			for (size_t i = 0; i < n; i++) {
+				assert_int_equal(tm.calls[i], 0);
+				assert_int_equal(dm_device_get_power(f.t.dev[i]), DM_POWER_ON);
+				/* the rollback resumed parents before children */
+				int p = f.t.parent[i];
+				if (p >= 0 && tm.resumed[i] && tm.resumed[p] && tm.end[p] > tm.start[i])
+					fail_msg("rollback resumed %s before its parent %s",
+						 f.t.name[i], f.t.name[p]);
+			}
+			/* and the failure is recorded where a user looks */
+			char buf[DM_ATTR_MAX];
+			int len = dm_device_show(f.t.dev[fail], NULL, "power_error", buf, sizeof(buf));
+			assert_true(len > 0);
+			len = dm_pm_show_log(f.pm, buf, sizeof(buf));
+			buf[len] = '\0';
+			assert_non_null(strstr(buf, " EIO "));
+			fixture_teardown(&f);
+		}
+	}
+}
+
+/* a transition blocked in a hook: a second one gets EBUSY */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static int gate_open, gate_entered;
+
+static int gated_suspend(struct dm_device *dev, void *data)
+{
+	(void)dev;
+	(void)data;
+	pthread_mutex_lock(&gate_lock);
+	gate_entered = 1;
+	pthread_cond_broadcast(&gate_cond);
+	while (!gate_open)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	return 0;
+}
+static const struct dm_driver_ops gated_ops = { .suspend = gated_suspend };
+
+static void *suspend_thread(void *data)
+{
+	return (void *)(intptr_t)dm_pm_suspend(data, NULL, 0);
+}
+
+static void test_busy_during_a_transition(void **state)
+{
+	(void)state;
+	struct fixture f;
+	assert_int_equal(dm_model_new(&f.m), 0);
+	assert_int_equal(dm_bus_get(f.m, "test", NULL, &f.bus), 0);
+	assert_int_equal(dm_driver_new("gated", DM_DRIVER_USER, 1, &gated_ops, NULL, NULL, &f.drv), 0);
+	assert_int_equal(dm_driver_register(f.bus, f.drv), 0);
+	assert_int_equal(dm_pm_new(f.m, &f.pm), 0);
+	struct dm_device *dev;
+	assert_int_equal(dm_device_new(f.m, "slow", &dev), 0);
+	dm_device_set_bus(dev, f.bus);
+	assert_int_equal(dm_device_add(dev, NULL), 0);
+
+	gate_open = gate_entered = 0;
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, suspend_thread, f.pm), 0);
+	pthread_mutex_lock(&gate_lock);
+	while (!gate_entered)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+
+	assert_int_equal(dm_pm_resume(f.pm, NULL, 0), -EBUSY);
+	assert_int_equal(dm_device_store(dev, NULL, "power", "resume", 6), -EBUSY);
+
+	pthread_mutex_lock(&gate_lock);
+	gate_open = 1;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	void *res;
+	pthread_join(th, &res);
+	assert_int_equal((int)(intptr_t)res, 0);
+	assert_int_equal(dm_device_get_power(dev), DM_POWER_SUSPENDED);
+
+	dm_device_unref(dev);
+	dm_pm_free(f.pm);
+	dm_driver_unref(f.drv);
+	dm_model_free(f.m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_suspend_children_first_resume_parents_first),
 		cmocka_unit_test(test_failure_at_every_position_rolls_back_exactly),
 		cmocka_unit_test(test_subtree_and_ancestors_and_log),
+		cmocka_unit_test(test_pool_keeps_the_order),
+		cmocka_unit_test(test_pool_failure_rolls_back_exactly),
+		cmocka_unit_test(test_busy_during_a_transition),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
