@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * exec.h - "exec" drivers: user drivers defined in the *.conf files of
+ * drivers.d whose hooks are programs (DESIGN.md section 6).
+ *
+ *   [Driver]  Name=  Bus=  (required: 1-255 characters, no '/')
+ *             Priority= (optional, -1000..1000, default 100; higher is
+ *             offered devices first, kernel proxies have 0)
+ *   [Match]   <attribute file>=<shell glob>   (all must match; none: every
+ *             device on Bus)
+ *   [Hooks]   Probe= Remove= Suspend= Resume=   (each optional; a command
+ *             line split on whitespace with '...' and "..." quoting, taken
+ *             literally, no shell; the program must be an absolute path)
+ *             Timeout=<seconds, 1..3600, default 5>, for each hook call
+ *
+ * Syntax: lines starting with '#' or ';' are comments, and so is the rest
+ * of a line from a '#' or ';' that follows a blank. A key given twice in a
+ * section is an error; so is a line inih cannot hold (a key and value of
+ * more than 197 characters). Files are read in name order; names starting
+ * with '.' are skipped. Limits: 1024 files, 64 KiB each, 64 [Match] rules.
+ *
+ * Hook environment: ACTION (probe, remove, suspend, resume), DRIVERFS_PATH
+ * (path under root/), DEVPATH, BUS, CLASS, DRIVER (this driver's name),
+ * DEVNAME (the /dev path: the uevent's DEVNAME, else the devnode value),
+ * PATH=/usr/sbin:/usr/bin:/sbin:/bin, then the device's uevent properties;
+ * nothing else. A variable the device has no value for is left out, and
+ * the uevent never sets one of the names above. Exit status 0 is success;
+ * a Probe that exits non-zero declines the device (a driver without Probe=
+ * takes every matching device). Hooks run without the model lock.
+ */
+#ifndef DM_EXEC_H
+#define DM_EXEC_H
+
+#include "core/model.h"
+
+#include <stdio.h>
+
+struct dm_exec_set;
+
+/*
+ * Parses every *.conf in @dir (in name order) without changing anything.
+ * Each error is written to @errors (may be NULL) as "FILE:LINE: message\n"
+ * ("FILE: message\n" for a file that cannot be read at all);
+ * returns the number of errors (0: all valid), or -errno when @dir cannot be
+ * read (a missing directory is not an error: no drivers). Unknown sections
+ * and keys are errors.
+ */
+int dm_exec_check_dir(const char *dir, FILE *errors);
+
+/*
+ * Loads @dir and registers its drivers on @m (creating their buses), only
+ * when every file is valid; otherwise registers nothing and returns the
+ * number of errors (> 0) after writing them to @errors. A name already
+ * taken on its bus counts as an error too, and the drivers registered
+ * before it are unregistered again. On success (0) *ret holds what was
+ * registered, for dm_exec_unload(); it is untouched otherwise. Registering
+ * probes the bus's unbound devices, so Probe hooks run during the call.
+ * Call without the model lock.
+ */
+int dm_exec_load_dir(struct dm_model *m, const char *dir, FILE *errors, struct dm_exec_set **ret);
+/* Unregisters (remove() on each bound device) and frees. */
+void dm_exec_unload(struct dm_exec_set *set);
+
+#endif
