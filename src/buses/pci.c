@@ -2,55 +2,20 @@
 /*
  * pci.c - the PCI source: libpci (sysfs access method) completes the records
  * of PCI functions with ids, class, revision, irq, resources, NUMA node and
- * the pci.ids name.
+ * the pci.ids name. libpci goes through pci-access.h, whose error hook
+ * never exits the daemon.
  */
 #include "scan.h"
 
 #include "log.h"
 
+#include "drivers/pci-access.h"
+
 #include <errno.h>
-#include <pci/pci.h>
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/*
- * libpci's error hook must not return, and its default one calls exit(),
- * which would take the mount down. Ours jumps back to the scan. The hook gets
- * no context pointer, hence the thread-local jump target; it is set only for
- * the duration of one pci_scan() on the calling thread.
- */
-static __thread jmp_buf *pci_error_jump;
-
-static void __attribute__((noreturn, format(printf, 1, 2))) pci_error_hook(char *msg, ...)
-{
-	char line[512];
-	va_list ap;
-	va_start(ap, msg);
-	vsnprintf(line, sizeof(line), msg, ap);
-	va_end(ap);
-	log_err("libpci: %s", line);
-	if (pci_error_jump)
-		longjmp(*pci_error_jump, 1);
-	abort(); /* unreachable: libpci is only used inside pci_scan() */
-}
-
-static void __attribute__((format(printf, 1, 2))) pci_warning_hook(char *msg, ...)
-{
-	char line[512];
-	va_list ap;
-	va_start(ap, msg);
-	vsnprintf(line, sizeof(line), msg, ap);
-	va_end(ap);
-	log_warn("libpci: %s", line);
-}
-
-static void pci_debug_hook(char *msg, ...)
-{
-	(void)msg;
-}
 
 static int set_fmt(struct dm_record *rec, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -125,27 +90,12 @@ static int pci_fill_record(struct pci_access *pa, struct pci_dev *d, struct dm_r
 	return r ? -ENOMEM : 0;
 }
 
-static int pci_scan(struct dm_scan *s)
+static int scan_fn(struct pci_access *pa, void *data)
 {
-	struct pci_access *pa = pci_alloc();
-	if (!pa)
-		return -ENOMEM;
-	pa->error = pci_error_hook;
-	pa->warning = pci_warning_hook;
-	pa->debug = pci_debug_hook;
-	pa->method = PCI_ACCESS_SYS_BUS_PCI;
+	struct dm_scan *s = data;
+	int seen = 0, missing = 0;
 
-	jmp_buf jump;
-	int r = 0;
-	volatile int seen = 0, missing = 0;
-	if (setjmp(jump)) {
-		r = -EIO;
-		goto out;
-	}
-	pci_error_jump = &jump;
-	pci_init(pa);
 	pci_scan_bus(pa);
-
 	for (struct pci_dev *d = pa->devices; d; d = d->next) {
 		pci_fill_info(d, PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT |
 					 PCI_FILL_SUBSYS | PCI_FILL_IRQ | PCI_FILL_BASES |
@@ -162,13 +112,20 @@ static int pci_scan(struct dm_scan *s)
 			continue;
 		}
 		seen++;
-		r = pci_fill_record(pa, d, rec);
+		int r = pci_fill_record(pa, d, rec);
 		if (r < 0)
-			break;
+			return r;
 	}
 	log_debug("pci: %d functions, %d without a sysfs record", seen, missing);
-out:
-	pci_error_jump = NULL;
+	return 0;
+}
+
+static int pci_scan(struct dm_scan *s)
+{
+	struct pci_access *pa = dm_pci_access_new();
+	if (!pa)
+		return -EIO;
+	int r = dm_pci_guarded(pa, scan_fn, s);
 	pci_cleanup(pa);
 	return r;
 }

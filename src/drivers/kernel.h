@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * kernel.h - proxies for kernel drivers. A device the kernel bound to a
+ * driver is bound, in the model, to a "kernel" driver object of the same
+ * name. Its suspend lets the kernel runtime-suspend the device: it writes
+ * "auto" to the device's power/control (and 0 to power/autosuspend_delay_ms
+ * where there is one), after saving both; its resume writes back what it
+ * saved, control last. Devices without runtime-PM files need nothing.
+ * Every sysfs access goes through the runner (timed, logged, bounded).
+ */
+#ifndef DM_KERNEL_DRIVER_H
+#define DM_KERNEL_DRIVER_H
+
+#include "core/model.h"
+
+/* The timeout of each sysfs write, in milliseconds. */
+#define DM_KERNEL_PM_TIMEOUT_MS 5000
+
+/* A new, unregistered kernel proxy named @name. */
+int dm_kernel_driver_new(const char *name, struct dm_driver **ret);
+
+#endif

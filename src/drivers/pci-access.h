@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pci-access.h - libpci, made safe under a live mount. libpci's default
+ * error hook calls exit(); ours logs and jumps back to the guarded call,
+ * which then fails with -EIO. Every libpci call goes through
+ * dm_pci_guarded(). A pci_access is not thread-safe: callers serialise.
+ */
+#ifndef DM_PCI_ACCESS_H
+#define DM_PCI_ACCESS_H
+
+#include <pci/pci.h>
+
+/* A pci_access on the sysfs method with the safe hooks; pci_init() done
+ * (guarded). NULL on failure. Free with pci_cleanup(). */
+struct pci_access *dm_pci_access_new(void);
+
+/* Runs @fn(@pa, @data); a libpci error inside becomes -EIO. */
+int dm_pci_guarded(struct pci_access *pa, int (*fn)(struct pci_access *, void *), void *data);
+
+/* Parses "dddd:bb:dd.f" (a PCI function's kernel name). */
+int dm_pci_parse_slot(const char *name, int *domain, int *bus, int *dev, int *func);
+
+#endif

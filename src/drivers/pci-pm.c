@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "pci-pm.h"
+
+#include "drivers/pci-access.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEADER_SIZE 64
+
+struct pci_pm {
+	pthread_mutex_t lock; /* one pci_access, hooks of several devices */
+	struct pci_access *pa;
+};
+
+/* What suspend saved, per device (its driver data). */
+struct saved_config {
+	uint8_t header[HEADER_SIZE];
+	int pm_cap;
+};
+
+struct op {
+	struct dm_device *dev;
+	struct saved_config *saved;
+	int result;
+};
+
+static struct pci_dev *get_dev(struct pci_access *pa, struct dm_device *dev)
+{
+	int domain, bus, slot, func;
+	if (dm_pci_parse_slot(dm_device_get_name(dev), &domain, &bus, &slot, &func) < 0)
+		return NULL;
+	return pci_get_dev(pa, domain, bus, slot, func);
+}
+
+static int find_pm_cap(struct pci_dev *d)
+{
+	pci_fill_info(d, PCI_FILL_IDENT | PCI_FILL_CAPS);
+	struct pci_cap *cap = pci_find_cap(d, PCI_CAP_ID_PM, PCI_CAP_NORMAL);
+	return cap ? (int)cap->addr : -1;
+}
+
+static int probe_fn(struct pci_access *pa, void *data)
+{
+	struct op *op = data;
+	struct pci_dev *d = get_dev(pa, op->dev);
+	if (!d)
+		return -ENODEV;
+	int cap = find_pm_cap(d);
+	pci_free_dev(d);
+	return cap < 0 ? -ENODEV : 0;
+}
+
+static int suspend_fn(struct pci_access *pa, void *data)
+{
+	struct op *op = data;
+	struct pci_dev *d = get_dev(pa, op->dev);
+	if (!d)
+		return -ENODEV;
+	int r = -EIO;
+	uint16_t pmcsr;
+	op->saved->pm_cap = find_pm_cap(d);
+	if (op->saved->pm_cap < 0) {
+		r = -ENODEV;
+		goto out_free;
+	}
+	if (!pci_read_block(d, 0, op->saved->header, HEADER_SIZE))
+		goto out_free;
+	pmcsr = pci_read_word(d, op->saved->pm_cap + PCI_PM_CTRL);
+	pmcsr = (pmcsr & ~PCI_PM_CTRL_STATE_MASK) | 3; /* D3hot */
+	if (!pci_write_word(d, op->saved->pm_cap + PCI_PM_CTRL, pmcsr))
+		goto out_free;
+	r = 0;
+out_free:
+	pci_free_dev(d);
+	return r;
+}
+
+static int resume_fn(struct pci_access *pa, void *data)
+{
+	struct op *op = data;
+	struct pci_dev *d = get_dev(pa, op->dev);
+	if (!d)
+		return -ENODEV;
+	int r = -EIO;
+	uint16_t pmcsr = pci_read_word(d, op->saved->pm_cap + PCI_PM_CTRL);
+	if (!pci_write_word(d, op->saved->pm_cap + PCI_PM_CTRL,
+			    pmcsr & ~PCI_PM_CTRL_STATE_MASK)) /* D0 */
+		goto out_free;
+	/* The function may have lost its configuration in D3hot: restore the
+	 * header from the top down, the command register (offset 4) last, so
+	 * decoding is enabled only once the BARs are back. */
+	for (int off = HEADER_SIZE - 4; off >= 4; off -= 4) {
+		uint32_t v;
+		memcpy(&v, op->saved->header + off, 4);
+		if (!pci_write_long(d, off, le32toh(v)))
+			goto out_free;
+	}
+	r = 0;
+out_free:
+	pci_free_dev(d);
+	return r;
+}
+
+static int run(struct pci_pm *p, int (*fn)(struct pci_access *, void *), struct op *op)
+{
+	pthread_mutex_lock(&p->lock);
+	int r = dm_pci_guarded(p->pa, fn, op);
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+static int pci_pm_probe(struct dm_device *dev, void *data)
+{
+	/* only functions no kernel driver owns */
+	if (dm_device_get_kernel_driver(dev))
+		return -ENODEV;
+	struct op op = { .dev = dev };
+	return run(data, probe_fn, &op);
+}
+
+static int pci_pm_suspend(struct dm_device *dev, void *data)
+{
+	struct saved_config *saved = calloc(1, sizeof(*saved));
+	if (!saved)
+		return -ENOMEM;
+	struct op op = { .dev = dev, .saved = saved };
+	int r = run(data, suspend_fn, &op);
+	if (r < 0) {
+		free(saved);
+		return r;
+	}
+	free(dm_device_get_driver_data(dev));
+	dm_device_set_driver_data(dev, saved);
+	return 0;
+}
+
+static int pci_pm_resume(struct dm_device *dev, void *data)
+{
+	struct saved_config *saved = dm_device_get_driver_data(dev);
+	if (!saved)
+		return 0; /* not suspended by this driver */
+	struct op op = { .dev = dev, .saved = saved };
+	int r = run(data, resume_fn, &op);
+	dm_device_set_driver_data(dev, NULL);
+	free(saved);
+	return r;
+}
+
+static void pci_pm_remove(struct dm_device *dev, void *data)
+{
+	(void)data;
+	free(dm_device_get_driver_data(dev));
+	dm_device_set_driver_data(dev, NULL);
+}
+
+static const struct dm_driver_ops pci_pm_ops = {
+	.probe = pci_pm_probe,
+	.remove = pci_pm_remove,
+	.suspend = pci_pm_suspend,
+	.resume = pci_pm_resume,
+};
+
+static void pci_pm_free(void *data)
+{
+	struct pci_pm *p = data;
+	pci_cleanup(p->pa);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+int dm_pci_pm_register(struct dm_model *m, struct dm_driver **ret)
+{
+	struct pci_pm *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pa = dm_pci_access_new();
+	if (!p->pa) {
+		free(p);
+		return -EIO;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	struct dm_driver *drv;
+	int r = dm_driver_new("pci-pm", DM_DRIVER_USER, DM_PCI_PM_PRIORITY, &pci_pm_ops, p,
+			      pci_pm_free, &drv);
+	if (r < 0) {
+		pci_pm_free(p);
+		return r;
+	}
+	struct dm_bus *bus;
+	r = dm_bus_get(m, "pci", NULL, &bus);
+	if (r >= 0)
+		r = dm_driver_register(bus, drv);
+	if (r < 0) {
+		dm_driver_unref(drv);
+		return r;
+	}
+	*ret = drv;
+	return 0;
+}
