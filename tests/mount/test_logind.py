@@ -1,0 +1,287 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""driverfsd and system sleep (tests/testbeds/small-pci.umockdev).
+
+A private system bus with dbusmock's logind template stands in for logind.
+The daemon must hold a "sleep" "delay" inhibitor; on PrepareForSleep(true)
+suspend the whole tree, children first, and only then release the
+inhibitor; on PrepareForSleep(false) resume the tree, parents first, and
+take a new inhibitor. Each step is reported as an sd_notify STATUS=, which
+the tests wait for on the daemon's notify socket. Without a system bus, or
+without logind on it, the daemon serves as before."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from harness import Daemon
+
+try:
+    import dbus
+    import dbusmock
+except ImportError:
+    dbus = dbusmock = None
+
+HERE = os.path.dirname(__file__)
+TESTBED = os.path.join(HERE, "..", "testbeds", "small-pci.umockdev")
+
+LOGIND_NAME = "org.freedesktop.login1"
+LOGIND_PATH = "/org/freedesktop/login1"
+MANAGER = "org.freedesktop.login1.Manager"
+OUR_INHIBITOR = ("sleep", "driverfsd", "Suspend user-space driven devices in order", "delay")
+
+BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:dir={dir}</listen>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+class SystemBus:
+    """A private dbus-daemon, its address in $DBUS_SYSTEM_BUS_ADDRESS while
+    it runs (the daemon under test inherits it from os.environ)."""
+
+    def __init__(self):
+        if shutil.which("dbus-daemon") is None:
+            pytest.skip("dbus-daemon is not installed")
+        self.tmp = tempfile.TemporaryDirectory(prefix="driverfs-bus-")
+        conf = os.path.join(self.tmp.name, "system.conf")
+        with open(conf, "w") as f:
+            f.write(BUS_CONFIG.format(dir=self.tmp.name))
+        self.proc = subprocess.Popen(
+            ["dbus-daemon", "--nofork", "--nopidfile", "--config-file=" + conf,
+             "--print-address=1"], stdout=subprocess.PIPE, text=True)
+        # printed once it listens
+        self.address = self.proc.stdout.readline().strip()
+        if not self.address:
+            self.proc.wait(30)
+            self.tmp.cleanup()
+            raise RuntimeError("dbus-daemon did not start")
+        self.saved = os.environ.get("DBUS_SYSTEM_BUS_ADDRESS")
+        os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = self.address
+
+    def stop(self):
+        if self.saved is None:
+            os.environ.pop("DBUS_SYSTEM_BUS_ADDRESS", None)
+        else:
+            os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = self.saved
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.proc.stdout.close()
+        self.tmp.cleanup()
+
+
+class Logind:
+    """dbusmock's logind template on a private system bus."""
+
+    def __init__(self):
+        if dbusmock is None:
+            pytest.skip("python3-dbusmock is not installed")
+        self.bus = SystemBus()
+        try:
+            # waits until the name is on the bus
+            self.mock, _ = dbusmock.DBusTestCase.spawn_server_template(
+                "logind", {}, stdout=subprocess.DEVNULL)
+        except Exception:
+            self.bus.stop()
+            raise
+        self.conn = dbus.bus.BusConnection(self.bus.address)
+        self.obj = self.conn.get_object(LOGIND_NAME, LOGIND_PATH)
+
+    def inhibitors(self):
+        """(what, who, why, mode) of every inhibitor logind holds."""
+        return [tuple(str(x) for x in i[:4])
+                for i in self.obj.ListInhibitors(dbus_interface=MANAGER)]
+
+    def ours(self):
+        return self.inhibitors().count(OUR_INHIBITOR)
+
+    def prepare_for_sleep(self, start):
+        self.obj.EmitSignal(MANAGER, "PrepareForSleep", "b", [dbus.Boolean(start)],
+                            dbus_interface="org.freedesktop.DBus.Mock")
+
+    def stop(self):
+        self.conn.close()
+        self.mock.terminate()
+        self.mock.wait(30)
+        self.bus.stop()
+
+
+@pytest.fixture(scope="module")
+def logind():
+    ld = Logind()
+    yield ld
+    ld.stop()
+
+
+@pytest.fixture
+def d(logind):
+    daemon = Daemon(TESTBED)
+    yield daemon
+    daemon.stop()
+
+
+def wait_notification(d, match, timeout=30):
+    """The first line of the daemon's sd_notify datagrams for which match()
+    is true; fails, showing what came instead, when none does in time."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        d.sock.settimeout(left)
+        try:
+            msg = d.sock.recv(4096).decode()
+        except socket.timeout:
+            break
+        seen.append(msg)
+        for line in msg.split("\n"):
+            if match(line):
+                return line
+    pytest.fail(f"no matching notification within {timeout} s; got {seen!r}\n" + d.output())
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def power_states(d):
+    """{path under root/ ("." for root): content of its power file}"""
+    root = d.path("root")
+    states = {}
+    for top, _, names in os.walk(root):
+        if "power" in names:
+            states[os.path.relpath(top, root)] = read(os.path.join(top, "power"))
+    return states
+
+
+def journal(d, phase):
+    """Paths of the power_log lines of @phase, in journal order, each checked ok."""
+    paths = []
+    for line in read(d.path("root", "power_log")).splitlines():
+        _, ph, path, result = line.split()[:4]
+        if ph == phase:
+            assert result == "ok", f"expected every {phase} hook to succeed: {line}"
+            paths.append(path)
+    return paths
+
+
+def is_ancestor(a, b):
+    return a != b and (a == "." or b.startswith(a + "/"))
+
+
+def sleep_and_check(d, logind):
+    assert logind.ours() == 1, "expected our inhibitor to be held before sleep"
+    logind.prepare_for_sleep(True)
+    status = wait_notification(d, lambda line: line.startswith("STATUS=sleep: suspended:"))
+    assert status == "STATUS=sleep: suspended: 0", d.output()
+
+    states = power_states(d)
+    assert len(states) > 5 and "." in states
+    awake = {p: s for p, s in states.items() if s != "suspended\n"}
+    assert awake == {}, "expected every device suspended"
+
+    order = journal(d, "suspend")
+    assert sorted(order) == sorted(states), "expected one suspend per device"
+    for i, p in enumerate(order):
+        for q in order[:i]:
+            assert not is_ancestor(q, p), f"{q} suspended before its descendant {p}"
+    # the system may sleep now
+    assert logind.ours() == 0, f"expected our inhibitor released: {logind.inhibitors()}"
+
+
+def wake_and_check(d, logind):
+    logind.prepare_for_sleep(False)
+    status = wait_notification(d, lambda line: line.startswith("STATUS=sleep: resumed:"))
+    assert status == "STATUS=sleep: resumed: 0", d.output()
+
+    states = power_states(d)
+    asleep = {p: s for p, s in states.items() if s != "on\n"}
+    assert asleep == {}, "expected every device on again"
+
+    order = journal(d, "resume")
+    assert sorted(order) == sorted(states), "expected one resume per device"
+    for i, p in enumerate(order):
+        for q in order[:i]:
+            assert not is_ancestor(p, q), f"{p} resumed after its descendant {q}"
+    assert logind.ours() == 1, f"expected one new inhibitor: {logind.inhibitors()}"
+
+
+def test_inhibitor_held_once_ready(d, logind):
+    assert logind.ours() == 1, f"expected {OUR_INHIBITOR} once: {logind.inhibitors()}"
+    assert read(d.path("root", "power")) == "on\n"
+
+
+def test_sleep_suspends_children_first_and_wake_resumes(d, logind):
+    sleep_and_check(d, logind)
+    wake_and_check(d, logind)
+
+
+def test_the_new_inhibitor_serves_the_next_sleep(d, logind):
+    for _ in range(2):
+        sleep_and_check(d, logind)
+        wake_and_check(d, logind)
+
+
+def test_wake_without_sleep_takes_no_second_inhibitor(d, logind):
+    # e.g. a sleep that began before the daemon subscribed
+    assert logind.ours() == 1
+    logind.prepare_for_sleep(False)
+    status = wait_notification(d, lambda line: line.startswith("STATUS=sleep: resumed:"))
+    assert status == "STATUS=sleep: resumed: 0", d.output()
+    assert set(power_states(d).values()) == {"on\n"}
+    assert logind.ours() == 1, f"expected still one inhibitor: {logind.inhibitors()}"
+    # and that one is still the one the next sleep releases
+    sleep_and_check(d, logind)
+    wake_and_check(d, logind)
+
+
+def test_sigterm_ends_the_sleep_thread_and_the_inhibitor(logind):
+    d = Daemon(TESTBED)
+    try:
+        assert logind.ours() == 1
+        # a thread that does not end would keep the daemon past the timeout
+        assert d.terminate(signal.SIGTERM) == 0, d.output()
+        assert not d.is_mounted()
+        assert logind.ours() == 0
+    finally:
+        d.stop()
+
+
+def test_serves_without_a_system_bus(monkeypatch, tmp_path):
+    monkeypatch.setenv("DBUS_SYSTEM_BUS_ADDRESS", f"unix:path={tmp_path}/no-such-bus")
+    d = Daemon(TESTBED)
+    try:
+        assert read(d.path("root", "power")) == "on\n"
+        assert "pci0000:00" in os.listdir(d.path("root"))
+        assert "no system sleep integration" in d.output()
+        assert d.terminate(signal.SIGTERM) == 0, d.output()
+    finally:
+        d.stop()
+
+
+def test_serves_with_a_bus_but_no_logind():
+    bus = SystemBus()
+    try:
+        d = Daemon(TESTBED)
+        try:
+            assert read(d.path("root", "power")) == "on\n"
+            assert "no system sleep integration" in d.output()
+            assert d.terminate(signal.SIGTERM) == 0, d.output()
+        finally:
+            d.stop()
+    finally:
+        bus.stop()
