@@ -2,14 +2,19 @@
 /* driverfsd.c - the daemon: enumerate, mount, serve. */
 #define FUSE_USE_VERSION 312
 #include "buses/scan.h"
+#include "drivers/exec.h"
+#include "drivers/pci-pm.h"
 #include "core/model.h"
 #include "fuse/fs.h"
 #include "log.h"
+#include "pm/logind.h"
 #include "pm/pm.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +23,17 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#ifndef DEFAULT_CONFIG
+#define DEFAULT_CONFIG "/etc/driverfsd/driverfsd.conf"
+#endif
+
 #ifndef DRIVERFSD_VERSION
 #define DRIVERFSD_VERSION "0.1.0"
 #endif
 
 struct options {
 	const char *mountpoint;
+	const char *config;
 	bool foreground;
 	bool debug;
 	struct fuse_args fuse_args;
@@ -40,6 +50,8 @@ static void usage(FILE *f)
 		"  -f, --foreground   stay in the foreground, log to stderr\n"
 		"  -d, --debug        log debug messages and FUSE requests (implies -f)\n"
 		"  -o OPTIONS         extra FUSE mount options, comma-separated\n"
+		"  -c, --config FILE  the configuration file (default " DEFAULT_CONFIG ");\n"
+		"                     drivers are read from the drivers.d/ directory beside it\n"
 		"  -h, --help         show this help\n"
 		"  -V, --version      show the version\n"
 		"\n"
@@ -52,13 +64,17 @@ static int parse_args(int argc, char **argv, struct options *o)
 	static const struct option longopts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
+		{ "config", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	int c;
-	while ((c = getopt_long(argc, argv, "fdo:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fdo:c:hV", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'c':
+			o->config = optarg;
+			break;
 		case 'f':
 			o->foreground = true;
 			break;
@@ -128,6 +144,24 @@ static void name_root(struct dm_model *m)
 	dm_device_set_value(dm_model_get_root(m), "name", buf);
 }
 
+/* Registers the exec drivers of the drivers.d/ beside @config. A file
+ * with errors stops the daemon: they are printed with file and line. */
+static int load_drivers(struct dm_model *m, const char *config, struct dm_exec_set **ret)
+{
+	char *copy = strdup(config ? config : DEFAULT_CONFIG);
+	if (!copy)
+		return -ENOMEM;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/drivers.d", dirname(copy));
+	free(copy);
+	int r = dm_exec_load_dir(m, dir, stderr, ret);
+	if (r > 0)
+		log_err("%s: %d error%s; no driver loaded", dir, r, r == 1 ? "" : "s");
+	else if (r < 0)
+		log_err("%s: %s", dir, strerror(-r));
+	return r;
+}
+
 static const struct dm_source_ops *const sources[] = {
 	&dm_source_udev, /* first: it places every device */
 	&dm_source_pci,
@@ -141,6 +175,9 @@ int main(int argc, char **argv)
 	struct dm_model *m = NULL;
 	struct dm_pm *pm = NULL;
 	struct dm_fs *fs = NULL;
+	struct dm_logind *logind = NULL;
+	struct dm_driver *pci_pm = NULL;
+	struct dm_exec_set *exec = NULL;
 	int r;
 
 	o.fuse_args = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
@@ -163,6 +200,16 @@ int main(int argc, char **argv)
 	if (r < 0)
 		goto out_err;
 	name_root(m);
+	/* User drivers are registered before enumeration so that they are
+	 * offered every device first, as DESIGN.md section 6 says. */
+	r = dm_pci_pm_register(m, &pci_pm);
+	if (r < 0)
+		log_warn("pci-pm driver not available: %s", strerror(-r));
+	r = load_drivers(m, o.config, &exec);
+	if (r != 0) {
+		r = r > 0 ? -EINVAL : r;
+		goto out_model;
+	}
 	r = dm_scan_model(m, sources);
 	if (r < 0)
 		goto out_err;
@@ -186,11 +233,15 @@ int main(int argc, char **argv)
 		r = -ECHILD;
 		goto out_model;
 	}
+	r = dm_logind_start(pm, &logind);
+	if (r < 0)
+		log_info("no system sleep integration (logind: %s)", strerror(-r));
 	/* for systemd (Type=notify) and for tests waiting for the mount */
 	sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=serving %zu devices", (int)getpid(),
 		   dm_model_count_devices(m));
 	r = dm_fs_loop(fs);
 	sd_notify(0, "STOPPING=1");
+	dm_logind_stop(logind);
 	if (r < 0)
 		log_err("session ended: %s", strerror(-r));
 	goto out_model;
@@ -199,6 +250,11 @@ out_err:
 	log_err("%s", strerror(-r));
 out_model:
 	dm_fs_free(fs);
+	dm_exec_unload(exec);
+	if (pci_pm) {
+		dm_driver_unregister(pci_pm);
+		dm_driver_unref(pci_pm);
+	}
 	dm_pm_free(pm);
 	dm_model_free(m);
 out_args:

@@ -54,12 +54,22 @@ typedef int (*dm_show_fn)(struct dm_device *dev, const struct dm_attribute *attr
 typedef int (*dm_store_fn)(struct dm_device *dev, const struct dm_attribute *attr,
 			   const char *buf, size_t len);
 
+/*
+ * show_alloc() is for the rare value that may exceed DM_ATTR_MAX, such as a
+ * journal: it returns the whole value in a malloc()ed buffer (*ret, freed by
+ * the caller) of *ret_len bytes, or -errno. An attribute has show() or
+ * show_alloc(), not both.
+ */
+typedef int (*dm_show_alloc_fn)(struct dm_device *dev, const struct dm_attribute *attr,
+				char **ret, size_t *ret_len);
+
 struct dm_attribute {
 	const char *name;
 	mode_t mode; /* 0444, 0644, 0200 ... */
 	unsigned flags; /* enum dm_attr_flags */
 	dm_show_fn show;
 	dm_store_fn store;
+	dm_show_alloc_fn show_alloc;
 };
 
 /*

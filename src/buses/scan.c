@@ -2,6 +2,7 @@
 /* scan.c - the record table and its commit to the model. */
 #include "scan.h"
 
+#include "drivers/kernel.h"
 #include "log.h"
 
 #include <errno.h>
@@ -36,6 +37,7 @@ static void record_free(struct dm_record *r)
 	free(r->values);
 	free(r->devpath);
 	free(r->name);
+	free(r->sysname);
 	free(r->parent);
 	free(r->subsystem);
 	free(r->driver);
@@ -174,7 +176,7 @@ static int kernel_driver_get(struct dm_bus *bus, const char *name)
 		dm_driver_unref(drv);
 		return 0;
 	}
-	int r = dm_driver_new(name, DM_DRIVER_KERNEL, 0, NULL, NULL, NULL, &drv);
+	int r = dm_kernel_driver_new(name, &drv);
 	if (r < 0)
 		return r;
 	r = dm_driver_register(bus, drv);
@@ -198,6 +200,8 @@ static int record_commit(struct dm_model *m, struct dm_record *rec)
 	if (r < 0)
 		goto out_parent;
 	r = dm_device_set_devpath(dev, rec->devpath);
+	if (r >= 0 && rec->sysname)
+		r = dm_device_set_sysname(dev, rec->sysname);
 	if (r >= 0 && rec->driver)
 		r = dm_device_set_kernel_driver(dev, rec->driver);
 	for (size_t i = 0; r >= 0 && i < rec->n_values; i++)
@@ -262,7 +266,7 @@ static int resolve_name_clashes(struct dm_scan *s)
 				r = -ENOMEM;
 				break;
 			}
-			free(v[k]->name);
+			v[k]->sysname = v[k]->name;
 			v[k]->name = name;
 		}
 		i = j;

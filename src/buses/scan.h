@@ -20,6 +20,7 @@ struct dm_record_value {
 struct dm_record {
 	char *devpath; /* "/devices/pci0000:00/0000:00:02.0" */
 	char *name; /* the directory name in the tree */
+	char *sysname; /* the kernel's name when name differs (a clash), else NULL */
 	char *parent; /* parent's devpath; NULL: a child of root */
 	char *subsystem; /* kernel subsystem, may be NULL */
 	char *driver; /* kernel driver bound, may be NULL */

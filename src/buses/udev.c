@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <libudev.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,7 +69,11 @@ static int set_interface(struct dm_record *rec, struct udev_device *d, const cha
 	size_t len = strlen(base);
 	while (len > 0 && base[len - 1] >= '0' && base[len - 1] <= '9')
 		len--;
-	if (len == 0) /* a node named by a number only */
+	/* a node named by numbers only (bsg/0:0:0:0, bus/usb/001/002): the class */
+	bool letters = false;
+	for (size_t i = 0; i < len; i++)
+		letters |= (base[i] >= 'a' && base[i] <= 'z') || (base[i] >= 'A' && base[i] <= 'Z');
+	if (!letters)
 		return dm_record_set_string(&rec->iface, rec->class_name);
 	char name[256];
 	snprintf(name, sizeof(name), "%.*s", (int)len, base);

@@ -185,9 +185,14 @@ static int fill_interfaces(struct dm_scan *s, const char *devname, struct udev_h
 		/* the current altsetting; sysfs shows the first until a driver
 		 * changes it, and so does libusb without opening the device */
 		const struct libusb_interface_descriptor *id = &intf->altsetting[0];
+		/* a root hub "usbN" names its interfaces "N-0:C.I" */
 		char name[128];
-		snprintf(name, sizeof(name), "%s:%d.%d", devname, cfg->bConfigurationValue,
-			 id->bInterfaceNumber);
+		if (strncmp(devname, "usb", 3) == 0)
+			snprintf(name, sizeof(name), "%s-0:%d.%d", devname + 3,
+				 cfg->bConfigurationValue, id->bInterfaceNumber);
+		else
+			snprintf(name, sizeof(name), "%s:%d.%d", devname, cfg->bConfigurationValue,
+				 id->bInterfaceNumber);
 		struct dm_record *rec = dm_scan_find_by_name(s, "usb", name);
 		if (!rec)
 			continue; /* not in sysfs: not configured */

@@ -148,8 +148,8 @@ static int power_store(struct dm_device *dev, const struct dm_attribute *attr, c
 	return h->request(dev, req, data);
 }
 
-static int power_log_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
-			  size_t size)
+static int power_log_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
+			  size_t *ret_len)
 {
 	(void)attr;
 	struct dm_model *m = dev->model;
@@ -157,7 +157,11 @@ static int power_log_show(struct dm_device *dev, const struct dm_attribute *attr
 	const struct dm_pm_handler *h = m->pm_handler;
 	void *data = m->pm_data;
 	dm_model_unlock(m);
-	return h && h->show_log ? h->show_log(buf, size, data) : 0;
+	if (h && h->show_log)
+		return h->show_log(ret, ret_len, data);
+	*ret = strdup("");
+	*ret_len = 0;
+	return *ret ? 0 : -ENOMEM;
 }
 
 static int power_error_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
@@ -187,7 +191,7 @@ static const struct dm_attribute power_error_attr = {
 	.name = "power_error", .mode = 0444, .flags = DM_ATTR_LIVE, .show = power_error_show,
 };
 static const struct dm_attribute power_log_attr = {
-	.name = "power_log", .mode = 0444, .flags = DM_ATTR_LIVE, .show = power_log_show,
+	.name = "power_log", .mode = 0444, .flags = DM_ATTR_LIVE, .show_alloc = power_log_show,
 };
 static const struct dm_attribute devpath_attr = DM_ATTR_RO(devpath, devpath_show);
 
@@ -414,10 +418,46 @@ int dm_device_show(struct dm_device *dev, const char *group, const char *name, c
 	int r = attr_resolve(dev, group, name, &a, buf, size);
 	if (r < 0 || !a)
 		return r;
+	if (a->show_alloc && (a->mode & 0444)) {
+		/* a large value into a bounded buffer: its first bytes */
+		char *all;
+		size_t len;
+		r = a->show_alloc(dev, a, &all, &len);
+		if (r < 0)
+			return r;
+		if (len > size)
+			len = size;
+		memcpy(buf, all, len);
+		free(all);
+		return (int)len;
+	}
 	if (!a->show || !(a->mode & 0444))
 		return -EACCES;
 	int n = a->show(dev, a, buf, size < DM_ATTR_MAX ? size : DM_ATTR_MAX);
 	return n > (int)size ? (int)size : n;
+}
+
+int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *name, char **ret,
+			 size_t *ret_len)
+{
+	const struct dm_attribute *a;
+	char *buf = malloc(DM_ATTR_MAX);
+	if (!buf)
+		return -ENOMEM;
+	int r = attr_resolve(dev, group, name, &a, buf, DM_ATTR_MAX);
+	if (r >= 0 && a && a->show_alloc && (a->mode & 0444)) {
+		free(buf);
+		return a->show_alloc(dev, a, ret, ret_len);
+	}
+	if (r >= 0 && a)
+		r = dm_device_show(dev, group, name, buf, DM_ATTR_MAX);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	*ret = buf;
+	*ret_len = (size_t)r;
+	return 0;
 }
 
 int dm_device_store(struct dm_device *dev, const char *group, const char *name, const char *buf,

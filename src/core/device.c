@@ -54,6 +54,7 @@ static void device_free(struct dm_device *dev)
 	free(dev->power_error);
 	free(dev->child_key);
 	free(dev->kernel_driver);
+	free(dev->sysname);
 	free(dev->devpath);
 	free(dev->name);
 	free(dev);
@@ -135,6 +136,20 @@ int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver)
 	if (atomic_load(&dev->state) != DM_DEV_INIT)
 		return -EBUSY;
 	return set_string(&dev->kernel_driver, driver);
+}
+
+int dm_device_set_sysname(struct dm_device *dev, const char *sysname)
+{
+	if (atomic_load(&dev->state) != DM_DEV_INIT)
+		return -EBUSY;
+	if (sysname && (!*sysname || strchr(sysname, '/')))
+		return -EINVAL;
+	return set_string(&dev->sysname, sysname);
+}
+
+const char *dm_device_get_sysname(const struct dm_device *dev)
+{
+	return dev->sysname ? dev->sysname : dev->name;
 }
 
 void dm_device_set_bus(struct dm_device *dev, struct dm_bus *bus)
@@ -233,8 +248,7 @@ int dm_device_path_locked(const struct dm_device *dev, char *buf, size_t size)
 	return (int)len;
 }
 
-/* The last device of @dev's subtree in the global list. */
-static struct dm_device *subtree_last(struct dm_device *dev)
+struct dm_device *dm_device_subtree_last_locked(struct dm_device *dev)
 {
 	while (!dm_list_empty(&dev->children))
 		dev = dm_list_entry(dev->children.prev, struct dm_device, sibling);
@@ -263,7 +277,7 @@ static void tree_link_locked(struct dm_device *dev, struct dm_device *parent)
 	}
 	struct dm_device *before = pos == &parent->children
 					   ? parent
-					   : subtree_last(dm_list_entry(pos, struct dm_device, sibling));
+					   : dm_device_subtree_last_locked(dm_list_entry(pos, struct dm_device, sibling));
 	dm_list_insert_after(pos, &dev->sibling);
 	dm_list_insert_after(&before->global, &dev->global);
 }
@@ -409,8 +423,12 @@ void dm_device_del(struct dm_device *dev)
 void dm_device_set_power(struct dm_device *dev, enum dm_power_state st)
 {
 	struct dm_model *m = dev->model;
+	if (atomic_exchange(&dev->power, st) == st)
+		return;
+	/* the state itself is atomic; the lock is for telling the listener */
+	if (!atomic_load_explicit(&m->has_listener, memory_order_acquire))
+		return;
 	dm_model_write_lock(m);
-	atomic_store(&dev->power, st);
 	if (!dm_device_is_dead(dev))
 		dm_model_notify_changed_locked(m, dev);
 	dm_model_unlock(m);
@@ -419,10 +437,17 @@ void dm_device_set_power(struct dm_device *dev, enum dm_power_state st)
 int dm_device_set_power_error(struct dm_device *dev, const char *msg)
 {
 	struct dm_model *m = dev->model;
+	bool clear = !msg || !*msg;
+	/* clearing what is already clear, the common case of a transition */
+	if (clear && !atomic_load_explicit(&dev->has_power_error, memory_order_acquire))
+		return 0;
 	dm_model_write_lock(m);
-	int r = set_string(&dev->power_error, msg && *msg ? msg : NULL);
-	if (r == 0 && !dm_device_is_dead(dev))
-		dm_model_notify_changed_locked(m, dev);
+	int r = set_string(&dev->power_error, clear ? NULL : msg);
+	if (r == 0) {
+		atomic_store_explicit(&dev->has_power_error, !clear, memory_order_release);
+		if (!dm_device_is_dead(dev))
+			dm_model_notify_changed_locked(m, dev);
+	}
 	dm_model_unlock(m);
 	return r;
 }

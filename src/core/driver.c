@@ -211,31 +211,31 @@ int dm_device_call_driver(struct dm_device *dev, int which, struct dm_driver **r
 {
 	int r = 0;
 	pthread_mutex_lock(&dev->mutex);
-	dm_model_read_lock(dev->model);
-	struct dm_driver *drv = dm_driver_ref(dev->driver);
-	dm_model_unlock(dev->model);
+	/* binding changes only under the device mutex: the driver stays */
+	struct dm_driver *drv = dev->driver;
 	if (drv && drv->ops) {
 		if (which == DM_CALL_SUSPEND && drv->ops->suspend)
 			r = drv->ops->suspend(dev, drv->data);
 		else if (which == DM_CALL_RESUME && drv->ops->resume)
 			r = drv->ops->resume(dev, drv->data);
 	}
-	pthread_mutex_unlock(&dev->mutex);
 	if (ret_driver)
-		*ret_driver = drv;
-	else
-		dm_driver_unref(drv);
+		*ret_driver = dm_driver_ref(drv);
+	pthread_mutex_unlock(&dev->mutex);
 	return r;
 }
 
-bool dm_device_has_pm_hook(struct dm_device *dev, int which)
+int dm_device_pm_cost(struct dm_device *dev, int which)
 {
 	dm_model_read_lock(dev->model);
 	const struct dm_driver *drv = dev->driver;
 	bool has = drv && drv->ops &&
 		   (which == DM_CALL_SUSPEND ? drv->ops->suspend != NULL : drv->ops->resume != NULL);
+	int usec = has ? (int)atomic_load_explicit(&((struct dm_driver *)drv)->pm_usec,
+						   memory_order_relaxed)
+		       : -1;
 	dm_model_unlock(dev->model);
-	return has;
+	return usec;
 }
 
 unsigned dm_driver_get_pm_usec(const struct dm_driver *drv)

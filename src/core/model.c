@@ -89,6 +89,7 @@ void dm_model_set_listener(struct dm_model *m, const struct dm_model_listener *l
 	dm_model_write_lock(m);
 	m->listener = l;
 	m->listener_data = data;
+	atomic_store_explicit(&m->has_listener, l != NULL, memory_order_release);
 	dm_model_unlock(m);
 }
 
@@ -176,14 +177,12 @@ int dm_model_snapshot(struct dm_model *m, struct dm_device *top, struct dm_devic
 		dm_model_unlock(m);
 		return -ENOMEM;
 	}
-	/* A subtree is contiguous in the global list and ends before the
-	 * first device that is not below @top. */
+	/* A subtree is contiguous in the global list: it ends after the last
+	 * device of its last child's subtree. */
 	struct dm_list *start = top ? &top->global : m->devices.next;
-	unsigned top_depth = top ? dm_device_depth_locked(top) : 0;
-	for (struct dm_list *p = start; p != &m->devices; p = p->next) {
+	struct dm_list *end = top ? dm_device_subtree_last_locked(top)->global.next : &m->devices;
+	for (struct dm_list *p = start; p != end; p = p->next) {
 		struct dm_device *dev = dm_list_entry(p, struct dm_device, global);
-		if (top && dev != top && dm_device_depth_locked(dev) <= top_depth)
-			break;
 		if (dm_device_is_dead(dev))
 			continue;
 		if (n == cap) {

@@ -62,8 +62,8 @@ enum dm_pm_request {
 struct dm_pm_handler {
 	/* a transition asked for through @dev's power file */
 	int (*request)(struct dm_device *dev, enum dm_pm_request req, void *data);
-	/* root/power_log: the journal of the last transition */
-	int (*show_log)(char *buf, size_t size, void *data);
+	/* root/power_log: the journal of the last transition, malloc()ed */
+	int (*show_log)(char **ret, size_t *ret_len, void *data);
 };
 
 /* ---- model ---- */
@@ -129,6 +129,10 @@ int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret);
 /* Setters for a device not yet added. */
 int dm_device_set_devpath(struct dm_device *dev, const char *devpath);
 int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver);
+/* The kernel's name when the tree's differs (a clash-renamed class device,
+ * "bsg:0:0:0:0" for "0:0:0:0"): bus and class listings use it. */
+int dm_device_set_sysname(struct dm_device *dev, const char *sysname);
+const char *dm_device_get_sysname(const struct dm_device *dev);
 void dm_device_set_bus(struct dm_device *dev, struct dm_bus *bus);
 /* @iface may be NULL (class membership only). */
 void dm_device_set_class(struct dm_device *dev, struct dm_class *c, struct dm_interface *iface);
@@ -177,9 +181,9 @@ int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size);
  * or NULL. */
 int dm_device_call_driver(struct dm_device *dev, int which, struct dm_driver **ret_driver);
 enum { DM_CALL_SUSPEND, DM_CALL_RESUME };
-/* Whether @dev's driver has the hook at all (a device without one needs no
- * call); a hint read without the device mutex. */
-bool dm_device_has_pm_hook(struct dm_device *dev, int which);
+/* -1 when @dev's driver has no such hook (nothing to call), else the
+ * estimate of how long its hooks take in microseconds (a hint). */
+int dm_device_pm_cost(struct dm_device *dev, int which);
 
 /* The PM engine's running estimate of how long a driver's PM hooks take, in
  * microseconds, used to decide what runs inline and what on the pool. */
@@ -208,6 +212,10 @@ int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const c
  * removed. Call without the lock. */
 int dm_device_show(struct dm_device *dev, const char *group, const char *name, char *buf,
 		   size_t size);
+/* The same for a value of any size (a journal): *ret is malloc()ed, of
+ * *ret_len bytes; free it. */
+int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *name, char **ret,
+			 size_t *ret_len);
 /* Writes a whole value: -EACCES when read-only, -EFBIG when longer than
  * DM_ATTR_MAX, -EINVAL for an empty value, else what store() returns. Call
  * without the lock. */

@@ -65,7 +65,8 @@ static int emit_link(struct dm_device *dev, void *data)
 {
 	struct walk *w = data;
 	struct fs_target t = { .kind = FS_LINK, .dev = dev };
-	return w->emit(w->ctx, dm_device_get_name(dev), &t, S_IFLNK);
+	/* bus and class listings name a device as the kernel does */
+	return w->emit(w->ctx, dm_device_get_sysname(dev), &t, S_IFLNK);
 }
 
 static int emit_bus(struct dm_bus *bus, void *data)
@@ -602,14 +603,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct dm_fs *fs = req_fs(req);
 	struct fs_ref n;
-	char buf[DM_ATTR_MAX];
+	char *buf = NULL;
+	size_t len = 0;
 	(void)fi;
 	int r = fs_table_get(fs->table, ino, &n);
 	if (r < 0) {
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	r = n.t.kind == FS_ATTR ? dm_device_show(n.t.dev, n.t.group, n.name, buf, sizeof(buf))
+	r = n.t.kind == FS_ATTR ? dm_device_show_alloc(n.t.dev, n.t.group, n.name, &buf, &len)
 				: -EISDIR;
 	fs_ref_release(&n);
 	if (r == -ENOENT)
@@ -618,10 +620,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, -r);
 		return;
 	}
-	if (off >= r)
+	if ((size_t)off >= len)
 		fuse_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, buf + off, (size_t)r - (size_t)off < size ? (size_t)r - (size_t)off : size);
+		fuse_reply_buf(req, buf + off, len - (size_t)off < size ? len - (size_t)off : size);
+	free(buf);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,

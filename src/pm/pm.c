@@ -27,7 +27,13 @@
 
 /* Hooks that took longer than this on average go to the pool. */
 #define POOL_USEC 50
-#define POOL_MAX 8
+/* Hooks mostly wait (for a program, a sysfs write, a device), so the pool
+ * grows past the CPU count: a thread is added whenever a job finds none
+ * idle, up to this many. */
+#define POOL_MAX 64
+/* Hooks run in these threads, programs are started from them: small stacks
+ * keep a large pool cheap. */
+#define POOL_STACK (256 * 1024)
 
 struct pm_entry {
 	const char *phase;
@@ -68,7 +74,7 @@ struct dm_pm {
 	struct pm_entry *log;
 	size_t n_log, cap_log;
 	pthread_t threads[POOL_MAX];
-	size_t n_threads;
+	size_t n_threads, n_idle;
 	int *jobs; /* item indices queued for the pool */
 	size_t n_jobs, cap_jobs;
 	struct walk *walk;
@@ -105,12 +111,16 @@ static void log_add_locked(struct dm_pm *pm, const char *phase, struct dm_device
 	pm->log[pm->n_log++] = (struct pm_entry){ phase, dm_device_ref(dev), result, usec };
 }
 
-int dm_pm_show_log(struct dm_pm *pm, char *buf, size_t size)
+int dm_pm_show_log(struct dm_pm *pm, char **ret, size_t *ret_len)
 {
+	char path[4096];
+	char *buf = NULL;
 	size_t len = 0;
-	char path[1024];
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
 	pthread_mutex_lock(&pm->lock);
-	for (size_t i = 0; i < pm->n_log && len + 1 < size; i++) {
+	for (size_t i = 0; i < pm->n_log; i++) {
 		const struct pm_entry *e = &pm->log[i];
 		dm_model_read_lock(pm->model);
 		int n = dm_device_path_locked(e->dev, path, sizeof(path));
@@ -118,11 +128,17 @@ int dm_pm_show_log(struct dm_pm *pm, char *buf, size_t size)
 		if (n < 0)
 			snprintf(path, sizeof(path), "%s", dm_device_get_name(e->dev));
 		const char *res = e->result == 0 ? "ok" : strerrorname_np(-e->result);
-		len += dm_emit(buf + len, size - len, "%zu %s %s %s %ld\n", i + 1, e->phase,
-			       n == 0 ? "." : path, res ? res : "EIO", e->usec);
+		fprintf(f, "%zu %s %s %s %ld\n", i + 1, e->phase, n == 0 ? "." : path,
+			res ? res : "EIO", e->usec);
 	}
 	pthread_mutex_unlock(&pm->lock);
-	return (int)len;
+	if (fclose(f) != 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*ret = buf;
+	*ret_len = len;
+	return 0;
 }
 
 /* ---- hooks ---- */
@@ -135,23 +151,35 @@ static void set_error(struct dm_device *dev, const char *phase, int r)
 	dm_device_set_power_error(dev, msg);
 }
 
-/* Runs one device's hook and records it; called without pm->lock. */
-static int run_hook(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags)
+/* Calls one device's hook, without pm->lock (a hook may read the mount,
+ * power_log included); *ret_usec gets its duration. @clock, when not NULL,
+ * holds the time the call starts (the previous call's end: consecutive
+ * inline calls read the clock once each) and gets the time it ended. */
+static int call_hook(struct dm_device *dev, bool suspend, unsigned flags, long *clock,
+		     long *ret_usec)
 {
-	const char *phase = suspend ? "suspend" : "resume";
 	struct dm_driver *drv = NULL;
-	long t0 = now_usec();
+	long t0 = clock ? *clock : now_usec();
 	int r = flags & DM_PM_DRY_RUN
 			? 0
 			: dm_device_call_driver(dev, suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, &drv);
-	long usec = now_usec() - t0;
+	long t1 = now_usec();
+	if (clock)
+		*clock = t1;
+	*ret_usec = t1 - t0;
 	if (drv) {
-		dm_driver_record_pm_usec(drv, (unsigned)(usec > 1000000 ? 1000000 : usec));
+		dm_driver_record_pm_usec(drv, (unsigned)(*ret_usec > 1000000 ? 1000000 : *ret_usec));
 		dm_driver_unref(drv);
 	}
-	pthread_mutex_lock(&pm->lock);
+	return r;
+}
+
+/* Journals a hook call and applies its result to the device; pm->lock held. */
+static int record_locked(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags,
+			 int r, long usec)
+{
+	const char *phase = suspend ? "suspend" : "resume";
 	log_add_locked(pm, phase, dev, r, usec);
-	pthread_mutex_unlock(&pm->lock);
 	if (flags & DM_PM_DRY_RUN)
 		return 0;
 	if (r < 0)
@@ -165,18 +193,23 @@ static int run_hook(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsig
 	return r;
 }
 
+/* Calls and records, for the walks outside the dispatcher. */
+static int run_hook(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags)
+{
+	long usec;
+	int r = call_hook(dev, suspend, flags, NULL, &usec);
+	pthread_mutex_lock(&pm->lock);
+	r = record_locked(pm, dev, suspend, flags, r, usec);
+	pthread_mutex_unlock(&pm->lock);
+	return r;
+}
+
 /* Whether @dev's hook is quick enough to run on the dispatcher. */
 static bool runs_inline(struct dm_device *dev, bool suspend, unsigned flags)
 {
-	if (flags & DM_PM_DRY_RUN)
+	if (flags & (DM_PM_DRY_RUN | DM_PM_SERIAL))
 		return true;
-	if (!dm_device_has_pm_hook(dev, suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME))
-		return true;
-	dm_model_read_lock(dm_device_get_model(dev));
-	struct dm_driver *drv = dm_device_get_driver_locked(dev);
-	unsigned usec = drv ? dm_driver_get_pm_usec(drv) : 0;
-	dm_model_unlock(dm_device_get_model(dev));
-	return usec < POOL_USEC;
+	return dm_device_pm_cost(dev, suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME) < POOL_USEC;
 }
 
 /* ---- the walk ---- */
@@ -216,34 +249,40 @@ static void *pool_thread(void *data)
 	struct dm_pm *pm = data;
 	pthread_mutex_lock(&pm->lock);
 	for (;;) {
+		pm->n_idle++;
 		while (!pm->quit && pm->n_jobs == 0)
 			pthread_cond_wait(&pm->work, &pm->lock);
+		pm->n_idle--;
 		if (pm->quit)
 			break;
 		int i = pm->jobs[--pm->n_jobs];
 		struct walk *w = pm->walk;
 		struct dm_device *dev = w->items[i].dev;
 		pthread_mutex_unlock(&pm->lock);
-		int r = run_hook(pm, dev, w->suspend, w->flags);
+		long usec;
+		int r = call_hook(dev, w->suspend, w->flags, NULL, &usec);
 		pthread_mutex_lock(&pm->lock);
 		w->in_flight--;
-		complete_locked(w, i, r);
+		complete_locked(w, i, record_locked(pm, dev, w->suspend, w->flags, r, usec));
 		pthread_cond_signal(&pm->progress);
 	}
 	pthread_mutex_unlock(&pm->lock);
 	return NULL;
 }
 
-/* Starts the pool on first need; 0 threads (all inline) when it cannot. */
-static void pool_start_locked(struct dm_pm *pm)
+/* Adds a thread when none is idle; with no thread at all (none could be
+ * started) the dispatcher runs the hook itself. */
+static void pool_grow_locked(struct dm_pm *pm)
 {
-	if (pm->n_threads)
+	if (pm->n_idle > pm->n_jobs || pm->n_threads == POOL_MAX)
 		return;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t want = cpus < 2 ? 2 : cpus > POOL_MAX ? POOL_MAX : (size_t)cpus;
-	while (pm->n_threads < want &&
-	       pthread_create(&pm->threads[pm->n_threads], NULL, pool_thread, pm) == 0)
+	pthread_attr_t attr;
+	if (pthread_attr_init(&attr) != 0)
+		return;
+	pthread_attr_setstacksize(&attr, POOL_STACK);
+	if (pthread_create(&pm->threads[pm->n_threads], &attr, pool_thread, pm) == 0)
 		pm->n_threads++;
+	pthread_attr_destroy(&attr);
 }
 
 static int queue_job_locked(struct dm_pm *pm, int i)
@@ -266,9 +305,11 @@ static int queue_job_locked(struct dm_pm *pm, int i)
 static void dispatch_locked(struct walk *w)
 {
 	struct dm_pm *pm = w->pm;
+	long clock = now_usec();
 	while (w->remaining > 0 && !(w->suspend && w->error)) {
 		if (w->n_ready == 0) {
 			pthread_cond_wait(&pm->progress, &pm->lock);
+			clock = now_usec();
 			continue;
 		}
 		int i = w->ready[--w->n_ready];
@@ -279,18 +320,17 @@ static void dispatch_locked(struct walk *w)
 			continue;
 		}
 		if (!runs_inline(dev, w->suspend, w->flags)) {
-			pool_start_locked(pm);
+			pool_grow_locked(pm);
 			if (pm->n_threads && queue_job_locked(pm, i) == 0) {
 				w->in_flight++;
 				continue;
 			}
 		}
-		/* Inline hooks are quick by the measure above; pool threads wait
-		 * for the lock only to record completions. */
 		pthread_mutex_unlock(&pm->lock);
-		int r = run_hook(pm, dev, w->suspend, w->flags);
+		long usec;
+		int r = call_hook(dev, w->suspend, w->flags, &clock, &usec);
 		pthread_mutex_lock(&pm->lock);
-		complete_locked(w, i, r);
+		complete_locked(w, i, record_locked(pm, dev, w->suspend, w->flags, r, usec));
 	}
 	while (w->in_flight > 0)
 		pthread_cond_wait(&pm->progress, &pm->lock);
@@ -408,9 +448,9 @@ static int pm_request(struct dm_device *dev, enum dm_pm_request req, void *data)
 	return req == DM_PM_SUSPEND ? dm_pm_suspend(pm, dev, 0) : dm_pm_resume(pm, dev, 0);
 }
 
-static int pm_show_log(char *buf, size_t size, void *data)
+static int pm_show_log(char **ret, size_t *ret_len, void *data)
 {
-	return dm_pm_show_log(data, buf, size);
+	return dm_pm_show_log(data, ret, ret_len);
 }
 
 static const struct dm_pm_handler pm_handler = {

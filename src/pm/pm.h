@@ -22,6 +22,7 @@ struct dm_pm;
 
 enum dm_pm_flags {
 	DM_PM_DRY_RUN = 1u << 0, /* record the order, call no hook */
+	DM_PM_SERIAL = 1u << 1, /* every hook on the calling thread (benchmarks) */
 };
 
 /* Creates the engine and installs it as @m's power handler. */
@@ -34,7 +35,8 @@ int dm_pm_suspend(struct dm_pm *pm, struct dm_device *dev, unsigned flags);
 int dm_pm_resume(struct dm_pm *pm, struct dm_device *dev, unsigned flags);
 
 /* The journal of the last transition, one line per hook call:
- * "<seq> <phase> <path-under-root> <ok|ERRNO> <microseconds>\n". */
-int dm_pm_show_log(struct dm_pm *pm, char *buf, size_t size);
+ * "<seq> <phase> <path-under-root> <ok|ERRNO> <microseconds>\n", in a
+ * malloc()ed buffer of any size. */
+int dm_pm_show_log(struct dm_pm *pm, char **ret, size_t *ret_len);
 
 #endif

@@ -81,6 +81,8 @@ static size_t position(const int *calls, size_t n, int v)
 	return (size_t)-1;
 }
 
+/* The exact serial walk (DM_PM_SERIAL): the order is checked call by call.
+ * The tests further down check the same invariants with the pool on. */
 static void test_suspend_children_first_resume_parents_first(void **state)
 {
 	(void)state;
@@ -88,8 +90,17 @@ static void test_suspend_children_first_resume_parents_first(void **state)
 		struct fixture f;
 		size_t n = 2 + seed * 13 % 90;
 		fixture_setup(&f, n, seed);
-		assert_int_equal(dm_pm_suspend(f.pm, NULL, 0), 0);
+		assert_int_equal(dm_pm_suspend(f.pm, NULL, DM_PM_SERIAL), 0);
 		assert_int_equal(rec.n, n);
+		/* power_log has every call, however long it gets (past 4096 bytes) */
+		char *log;
+		size_t log_len, lines = 0;
+		assert_int_equal(dm_device_show_alloc(dm_model_get_root(f.m), NULL, "power_log",
+						      &log, &log_len), 0);
+		for (size_t k = 0; k < log_len; k++)
+			lines += log[k] == '\n';
+		free(log);
+		assert_int_equal(lines, n + 1); /* and root */
 		for (size_t i = 0; i < n; i++) {
 			assert_int_equal(dm_device_get_power(f.t.dev[i]), DM_POWER_SUSPENDED);
 			int p = f.t.parent[i];
@@ -99,7 +110,7 @@ static void test_suspend_children_first_resume_parents_first(void **state)
 					 f.t.name[i], f.t.name[p]);
 		}
 		rec.n = 0;
-		assert_int_equal(dm_pm_resume(f.pm, NULL, 0), 0);
+		assert_int_equal(dm_pm_resume(f.pm, NULL, DM_PM_SERIAL), 0);
 		assert_int_equal(rec.n, n);
 		for (size_t i = 0; i < n; i++) {
 			assert_int_equal(dm_device_get_power(f.t.dev[i]), DM_POWER_ON);
@@ -122,7 +133,7 @@ static void test_failure_at_every_position_rolls_back_exactly(void **state)
 			struct fixture f;
 			fixture_setup(&f, n, seed);
 			rec.fail_at = (int)fail;
-			assert_int_equal(dm_pm_suspend(f.pm, NULL, 0), -EIO);
+			assert_int_equal(dm_pm_suspend(f.pm, NULL, DM_PM_SERIAL), -EIO);
 
 			/* the walk stopped at the failing device ... */
 			size_t fpos = position(rec.calls, rec.n, (int)fail + 1);
@@ -203,11 +214,13 @@ static void test_subtree_and_ancestors_and_log(void **state)
 	assert_int_equal(dm_pm_suspend(f.pm, NULL, DM_PM_DRY_RUN), 0);
 	assert_int_equal(rec.n, 0);
 	assert_int_equal(dm_device_get_power(d[2]), DM_POWER_ON);
-	len = dm_pm_show_log(f.pm, buf, sizeof(buf));
-	buf[len] = '\0';
-	assert_non_null(strstr(buf, "1 suspend z ok"));
-	assert_non_null(strstr(buf, "2 suspend a/b/c ok"));
-	assert_non_null(strstr(buf, "5 suspend . ok"));
+	char *log;
+	size_t log_len;
+	assert_int_equal(dm_pm_show_log(f.pm, &log, &log_len), 0);
+	assert_non_null(strstr(log, "1 suspend z ok"));
+	assert_non_null(strstr(log, "2 suspend a/b/c ok"));
+	assert_non_null(strstr(log, "5 suspend . ok"));
+	free(log);
 
 	for (int i = 0; i < 4; i++)
 		dm_device_unref(d[i]);
@@ -341,9 +354,11 @@ static void test_pool_failure_rolls_back_exactly(void **state)
 			char buf[DM_ATTR_MAX];
 			int len = dm_device_show(f.t.dev[fail], NULL, "power_error", buf, sizeof(buf));
 			assert_true(len > 0);
-			len = dm_pm_show_log(f.pm, buf, sizeof(buf));
-			buf[len] = '\0';
-			assert_non_null(strstr(buf, " EIO "));
+			char *log;
+			size_t log_len;
+			assert_int_equal(dm_pm_show_log(f.pm, &log, &log_len), 0);
+			assert_non_null(strstr(log, " EIO "));
+			free(log);
 			fixture_teardown(&f);
 		}
 	}

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pm-bench - the PM engine's cost: a tree of N devices (default 100000,
+ * fan-out 2-12, depth 3-6 below a few roots), suspended and resumed with
+ * every hook on the calling thread (serial) and with the worker pool
+ * (parallel), first with no-op hooks, then with 1% of the devices taking
+ * 1 ms. Prints times, per-device costs and the ratios the targets name;
+ * the critical path is the longest chain of hook time along parent links.
+ *
+ *   pm-bench [N] [ROUNDS]
+ */
+#include "core/model.h"
+#include "pm/pm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int noop(struct dm_device *dev, void *data)
+{
+	(void)dev;
+	(void)data;
+	return 0;
+}
+
+static int slow(struct dm_device *dev, void *data)
+{
+	(void)dev;
+	(void)data;
+	usleep(1000);
+	return 0;
+}
+
+static const struct dm_driver_ops noop_ops = { .suspend = noop, .resume = noop };
+static const struct dm_driver_ops slow_ops = { .suspend = slow, .resume = slow };
+
+struct tree {
+	struct dm_model *m;
+	struct dm_pm *pm;
+	size_t n;
+	int *parent;
+	char *is_slow;
+};
+
+static unsigned rnd(unsigned *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return (*s >> 8) & 0xffffff;
+}
+
+static int build(struct tree *t, size_t n, double slow_fraction)
+{
+	struct dm_bus *bus;
+	struct dm_driver *fast_drv, *slow_drv;
+	if (dm_model_new(&t->m) < 0 || dm_pm_new(t->m, &t->pm) < 0 ||
+	    dm_bus_get(t->m, "bench", NULL, &bus) < 0)
+		return -ENOMEM;
+	dm_driver_new("noop", DM_DRIVER_USER, 1, &noop_ops, NULL, NULL, &fast_drv);
+	dm_driver_new("slow", DM_DRIVER_USER, 2, &slow_ops, NULL, NULL, &slow_drv);
+	dm_driver_add_match(slow_drv, "slow", "1");
+	dm_driver_register(bus, slow_drv);
+	dm_driver_register(bus, fast_drv);
+
+	t->n = n;
+	t->parent = malloc(n * sizeof(int));
+	t->is_slow = calloc(n, 1);
+	struct dm_device **devs = malloc(n * sizeof(*devs));
+	unsigned s = 12345;
+	/* breadth-first: each device gets 2..12 children until n */
+	size_t next = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i < 4) {
+			t->parent[i] = -1;
+		} else {
+			t->parent[i] = (int)next;
+			if (rnd(&s) % 7 == 0)
+				next++; /* mean fan-out about 7 */
+		}
+		char name[32];
+		snprintf(name, sizeof(name), "d%zu", i);
+		dm_device_new(t->m, name, &devs[i]);
+		dm_device_set_bus(devs[i], bus);
+		t->is_slow[i] = (double)(rnd(&s) % 100000) / 100000.0 < slow_fraction;
+		if (t->is_slow[i])
+			dm_device_set_value(devs[i], "slow", "1");
+		if (dm_device_add(devs[i], t->parent[i] < 0 ? NULL : devs[t->parent[i]]) < 0)
+			return -EIO;
+		if (i >= 4 && next >= i)
+			next = i - 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		dm_device_unref(devs[i]);
+	free(devs);
+	dm_driver_unref(fast_drv);
+	dm_driver_unref(slow_drv);
+	return 0;
+}
+
+static void destroy(struct tree *t)
+{
+	dm_pm_free(t->pm);
+	dm_model_free(t->m);
+	free(t->parent);
+	free(t->is_slow);
+}
+
+/* The longest chain of hook time along parent links, in seconds. */
+static double critical_path(const struct tree *t, double slow_s)
+{
+	double *cp = calloc(t->n, sizeof(double)), best = 0;
+	/* parents precede children: walk backwards, push sums up */
+	for (size_t i = t->n; i-- > 0;) {
+		cp[i] += t->is_slow[i] ? slow_s : 0;
+		if (cp[i] > best)
+			best = cp[i];
+		int p = t->parent[i];
+		if (p >= 0 && cp[i] > cp[p])
+			cp[p] = cp[i];
+	}
+	free(cp);
+	return best;
+}
+
+static double timed(struct tree *t, unsigned flags, int rounds)
+{
+	double best = 1e9;
+	for (int r = 0; r < rounds; r++) {
+		double t0 = now();
+		if (dm_pm_suspend(t->pm, NULL, flags) < 0 || dm_pm_resume(t->pm, NULL, flags) < 0) {
+			fprintf(stderr, "transition failed\n");
+			exit(1);
+		}
+		double dt = (now() - t0) / 2; /* one transition */
+		if (dt < best)
+			best = dt;
+	}
+	return best;
+}
+
+int main(int argc, char **argv)
+{
+	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
+	int rounds = argc > 2 ? atoi(argv[2]) : 5;
+	struct tree t;
+
+	if (build(&t, n, 0) < 0)
+		return 1;
+	/* warm up: the engine learns the hooks are quick */
+	timed(&t, 0, 1);
+	double serial = timed(&t, DM_PM_SERIAL, rounds), parallel = timed(&t, 0, rounds);
+	printf("no-op hooks, %zu devices (best of %d, one transition):\n", n, rounds);
+	printf("  serial    %8.2f ms  %6.0f ns/device\n", serial * 1e3, serial / n * 1e9);
+	printf("  parallel  %8.2f ms  %6.0f ns/device\n", parallel * 1e3, parallel / n * 1e9);
+	printf("  parallel/serial = %.2f   (target <= 1.10; serial target <= 100 ns/device)\n",
+	       parallel / serial);
+	destroy(&t);
+
+	if (build(&t, n, 0.01) < 0)
+		return 1;
+	size_t slow_n = 0;
+	for (size_t i = 0; i < n; i++)
+		slow_n += t.is_slow[i];
+	timed(&t, 0, 1);
+	double cp = critical_path(&t, 1e-3);
+	int slow_rounds = rounds > 2 ? 2 : rounds;
+	serial = timed(&t, DM_PM_SERIAL, 1);
+	parallel = timed(&t, 0, slow_rounds);
+	printf("1%% slow hooks (%zu devices of %zu take 1 ms):\n", slow_n, n);
+	printf("  serial        %8.2f ms\n", serial * 1e3);
+	printf("  parallel      %8.2f ms\n", parallel * 1e3);
+	printf("  critical path %8.2f ms (hook time only)\n", cp * 1e3);
+	printf("  parallel/critical path = %.2f (target <= 1.25)\n", parallel / cp);
+	printf("  serial/parallel = %.1f (target >= 5)\n", serial / parallel);
+	destroy(&t);
+	return 0;
+}

@@ -1,0 +1,242 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Power management through the mount, on the server testbed: exec drivers
+from drivers.d with their hook environment, kernel runtime-PM proxies
+writing the testbed's power/control, pci-pm writing PMCSR into the
+testbed's config space, rollback after a failing hook, and the power file's
+errors (EINVAL, EIO, EBUSY)."""
+import errno
+import os
+import stat
+import tempfile
+import threading
+
+import pytest
+
+from harness import Daemon
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
+NIC = "pci0000:00/0000:00:02.0/0000:01:00.0/0000:02:10.0/0000:04:00.0"  # ConnectX-5, mlx5_core
+SWITCH = "pci0000:00/0000:00:02.0"  # root port above the PLX switch
+AST_BRIDGE = "pci0000:00/0000:00:1c.0/0000:05:00.0"  # no kernel driver, PM capability at 0x50
+
+HOOK = """#!/bin/sh
+# $1: the log directory; $2: the action named in the config
+env | sort > "$1/$2.$(basename "$DEVPATH")"
+echo "$2 $DRIVERFS_PATH" >> "$1/order"
+if [ -e "$1/fail.$2.$(basename "$DEVPATH")" ]; then
+    echo "refusing to $2" >&2
+    exit 1
+fi
+if [ -p "$1/gate" ] && [ "$2" = suspend ]; then
+    echo started > "$1/started"
+    read _ < "$1/gate"
+fi
+exit 0
+"""
+
+
+def write_config(tmp, hooks_for="0x15b3"):
+    os.makedirs(os.path.join(tmp, "drivers.d"))
+    hook = os.path.join(tmp, "hook.sh")
+    with open(hook, "w") as f:
+        f.write(HOOK)
+    os.chmod(hook, 0o755)
+    log = os.path.join(tmp, "log")
+    os.mkdir(log)
+    with open(os.path.join(tmp, "drivers.d", "10-nic.conf"), "w") as f:
+        f.write(f"""# ConnectX-5 quiesce policy
+[Driver]
+Name=nic-quiesce
+Bus=pci
+[Match]
+vendor={hooks_for}
+[Hooks]
+Probe={hook} {log} probe
+Suspend={hook} {log} suspend
+Resume={hook} {log} resume
+Timeout=10
+""")
+    return os.path.join(tmp, "driverfsd.conf"), log
+
+
+class Env:
+    def __init__(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="driverfs-pm-")
+        self.config, self.log = write_config(self.tmp.name)
+        self.d = Daemon(TESTBED, ["--config", self.config])
+        self.sys = os.path.join(self.d.testbed.get_root_dir(), "sys", "devices")
+
+    def read(self, *parts):
+        with open(self.d.path(*parts)) as f:
+            return f.read()
+
+    def power(self, place, word):
+        with open(self.d.path("root", place, "power"), "w") as f:
+            f.write(word)
+
+    def hook_env(self, name):
+        with open(os.path.join(self.log, name)) as f:
+            return dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line)
+
+    def order(self):
+        p = os.path.join(self.log, "order")
+        if not os.path.exists(p):
+            return []
+        with open(p) as f:
+            return f.read().splitlines()
+
+    def stop(self):
+        self.d.stop()
+        self.tmp.cleanup()
+
+
+@pytest.fixture
+def env():
+    e = Env()
+    yield e
+    e.stop()
+
+
+def test_exec_driver_binds_and_hooks_get_their_environment(env):
+    # the user driver was probed first and took both NIC functions from mlx5_core
+    drv = env.d.path("bus", "pci", "drivers", "nic-quiesce")
+    assert sorted(os.listdir(drv)) == ["0000:04:00.0", "0000:04:00.1"]
+    assert os.path.realpath(env.d.path("root", NIC, "driver")) == drv
+    probe = env.hook_env("probe.0000:04:00.0")
+    assert probe["ACTION"] == "probe"
+    env.power(NIC, "suspend")
+    e = env.hook_env("suspend.0000:04:00.0")
+    assert e["ACTION"] == "suspend"
+    assert e["DRIVERFS_PATH"] == NIC
+    assert e["DEVPATH"] == "/devices/" + NIC
+    assert e["BUS"] == "pci"
+    assert e["DRIVER"] == "nic-quiesce"
+    assert e["PCI_SLOT_NAME"] == "0000:04:00.0"  # a uevent property
+    assert "HOME" not in e and "PYTEST_CURRENT_TEST" not in e  # a clean environment
+    assert env.read("root", NIC, "power") == "suspended\n"
+    env.power(NIC, "resume")
+    assert env.hook_env("resume.0000:04:00.0")["ACTION"] == "resume"
+    assert env.read("root", NIC, "power") == "on\n"
+
+
+def test_whole_system_suspend_and_resume_in_order(env):
+    with open(env.d.path("root", "power"), "w") as f:
+        f.write("suspend")
+    log = [line.split() for line in env.read("root", "power_log").splitlines()]
+    assert log and all(entry[3] == "ok" for entry in log)
+    seen = {}
+    for seq, phase, path, res, usec in log:
+        assert phase == "suspend"
+        seen[path] = int(seq)
+    # every device once, each after all of its descendants
+    for path, seq in seen.items():
+        parent = os.path.dirname(path) if path != "." else None
+        while parent:
+            assert seen[parent] > seq, f"{parent} suspended before {path}"
+            parent = os.path.dirname(parent)
+    for top, dirs, files in os.walk(env.d.path("root")):
+        if "power" in files:
+            with open(os.path.join(top, "power")) as f:
+                assert f.read() == "suspended\n", top
+    with open(env.d.path("root", "power"), "w") as f:
+        f.write("resume")
+    for top, dirs, files in os.walk(env.d.path("root")):
+        if "power" in files:
+            with open(os.path.join(top, "power")) as f:
+                assert f.read() == "on\n", top
+
+
+def test_kernel_proxy_writes_runtime_pm_controls(env):
+    control = os.path.join(env.sys, SWITCH, "power", "control")
+    with open(control, "w") as f:  # as an administrator may have left it
+        f.write("on\n")
+    env.power(SWITCH, "suspend")
+    with open(control) as f:
+        assert f.read().strip() == "auto"
+    env.power(SWITCH, "resume")
+    with open(control) as f:
+        assert f.read().strip() == "on"
+
+
+def pmcsr(env, place, cap=0x50):
+    with open(os.path.join(env.sys, place, "config"), "rb") as f:
+        cfg = f.read()
+    return int.from_bytes(cfg[cap + 4:cap + 6], "little"), cfg[:64]
+
+
+def test_pci_pm_puts_an_unbound_function_in_d3hot_and_back(env):
+    drv = env.d.path("bus", "pci", "drivers", "pci-pm")
+    assert os.path.lexists(os.path.join(drv, "0000:05:00.0"))
+    before, header = pmcsr(env, AST_BRIDGE)
+    assert before & 3 == 0
+    env.power(AST_BRIDGE, "suspend")
+    during, _ = pmcsr(env, AST_BRIDGE)
+    assert during & 3 == 3, f"PMCSR {during:#06x}: expected D3hot"
+    assert during & ~3 == before & ~3, "other PMCSR bits changed"
+    env.power(AST_BRIDGE, "resume")
+    after, header_after = pmcsr(env, AST_BRIDGE)
+    assert after & 3 == 0
+    assert header_after == header, "config header not restored"
+
+
+def test_bad_word_is_einval_and_changes_nothing(env):
+    with pytest.raises(OSError) as e:
+        env.power(NIC, "hibernate")
+    assert e.value.errno == errno.EINVAL
+    assert env.read("root", NIC, "power") == "on\n"
+    assert not any(line.startswith("suspend") for line in env.order())
+
+
+def test_failing_hook_rolls_back_with_eio(env):
+    open(os.path.join(env.log, "fail.suspend.0000:04:00.1"), "w").close()
+    with pytest.raises(OSError) as e:
+        with open(env.d.path("root", "power"), "w") as f:
+            f.write("suspend")
+    assert e.value.errno == errno.EIO
+    for top, dirs, files in os.walk(env.d.path("root")):
+        if "power" in files:
+            with open(os.path.join(top, "power")) as f:
+                assert f.read() == "on\n", top
+    place = NIC[:-1] + "1"
+    err = env.read("root", place, "power_error")
+    assert err.startswith("suspend E"), err
+    log = env.read("root", "power_log").splitlines()
+    failed = [line for line in log if line.split()[2] == place]
+    assert failed and failed[0].split()[1] == "suspend" and failed[0].split()[3] != "ok"
+    # the rollback resumed what had been suspended, after the failure
+    fail_seq = int(failed[0].split()[0])
+    resumed = [line.split()[2] for line in log if line.split()[1] == "resume"]
+    suspended_ok = [line.split()[2] for line in log
+                    if line.split()[1] == "suspend" and line.split()[3] == "ok"]
+    assert sorted(resumed) == sorted(suspended_ok)
+    assert all(int(line.split()[0]) > fail_seq for line in log if line.split()[1] == "resume")
+
+
+def test_busy_while_a_transition_runs(env):
+    gate = os.path.join(env.log, "gate")
+    os.mkfifo(gate)
+    started = os.path.join(env.log, "started")
+    os.mkfifo(started)
+    result = {}
+
+    def suspend():
+        try:
+            env.power(NIC, "suspend")
+            result["r"] = 0
+        except OSError as e:
+            result["r"] = e.errno
+
+    t = threading.Thread(target=suspend)
+    t.start()
+    with open(started) as f:  # the hook is running now
+        assert f.read().strip() == "started"
+    with pytest.raises(OSError) as e:
+        with open(env.d.path("root", "power"), "w") as f:
+            f.write("resume")
+    assert e.value.errno == errno.EBUSY
+    with open(gate, "w") as f:
+        f.write("go\n")
+    t.join(30)
+    assert result.get("r") == 0
+    assert env.read("root", NIC, "power") == "suspended\n"
