@@ -4,6 +4,7 @@
 #include "buses/scan.h"
 #include "drivers/exec.h"
 #include "drivers/pci-pm.h"
+#include "drivers/vfio-pci.h"
 #include "core/model.h"
 #include "fuse/fs.h"
 #include "log.h"
@@ -144,6 +145,14 @@ static void name_root(struct dm_model *m)
 	dm_device_set_value(dm_model_get_root(m), "name", buf);
 }
 
+static void driver_drop(struct dm_driver *drv)
+{
+	if (!drv)
+		return;
+	dm_driver_unregister(drv);
+	dm_driver_unref(drv);
+}
+
 /* Registers the exec drivers of the drivers.d/ beside @config. A file
  * with errors stops the daemon: they are printed with file and line. */
 static int load_drivers(struct dm_model *m, const char *config, struct dm_exec_set **ret)
@@ -176,7 +185,7 @@ int main(int argc, char **argv)
 	struct dm_pm *pm = NULL;
 	struct dm_fs *fs = NULL;
 	struct dm_logind *logind = NULL;
-	struct dm_driver *pci_pm = NULL;
+	struct dm_driver *pci_pm = NULL, *vfio = NULL;
 	struct dm_exec_set *exec = NULL;
 	int r;
 
@@ -205,6 +214,9 @@ int main(int argc, char **argv)
 	r = dm_pci_pm_register(m, &pci_pm);
 	if (r < 0)
 		log_warn("pci-pm driver not available: %s", strerror(-r));
+	r = dm_vfio_pci_register(m, &dm_vfio_kernel_ops, NULL, &vfio);
+	if (r < 0)
+		log_warn("vfio-pci driver not available: %s", strerror(-r));
 	r = load_drivers(m, o.config, &exec);
 	if (r != 0) {
 		r = r > 0 ? -EINVAL : r;
@@ -251,10 +263,8 @@ out_err:
 out_model:
 	dm_fs_free(fs);
 	dm_exec_unload(exec);
-	if (pci_pm) {
-		dm_driver_unregister(pci_pm);
-		dm_driver_unref(pci_pm);
-	}
+	driver_drop(pci_pm);
+	driver_drop(vfio);
 	dm_pm_free(pm);
 	dm_model_free(m);
 out_args:

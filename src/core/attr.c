@@ -136,6 +136,10 @@ static int power_store(struct dm_device *dev, const struct dm_attribute *attr, c
 		req = DM_PM_SUSPEND;
 	else if (dm_streq(buf, len, "resume"))
 		req = DM_PM_RESUME;
+	else if (dm_streq(buf, len, "suspend-dry-run"))
+		req = DM_PM_SUSPEND_DRY_RUN;
+	else if (dm_streq(buf, len, "resume-dry-run"))
+		req = DM_PM_RESUME_DRY_RUN;
 	else
 		return -EINVAL;
 	struct dm_model *m = dev->model;

@@ -58,6 +58,9 @@ struct dm_model_listener {
 enum dm_pm_request {
 	DM_PM_SUSPEND,
 	DM_PM_RESUME,
+	/* record the order in power_log, call no hook, change nothing */
+	DM_PM_SUSPEND_DRY_RUN,
+	DM_PM_RESUME_DRY_RUN,
 };
 struct dm_pm_handler {
 	/* a transition asked for through @dev's power file */

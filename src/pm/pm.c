@@ -445,7 +445,17 @@ int dm_pm_resume(struct dm_pm *pm, struct dm_device *dev, unsigned flags)
 static int pm_request(struct dm_device *dev, enum dm_pm_request req, void *data)
 {
 	struct dm_pm *pm = data;
-	return req == DM_PM_SUSPEND ? dm_pm_suspend(pm, dev, 0) : dm_pm_resume(pm, dev, 0);
+	switch (req) {
+	case DM_PM_SUSPEND:
+		return dm_pm_suspend(pm, dev, 0);
+	case DM_PM_RESUME:
+		return dm_pm_resume(pm, dev, 0);
+	case DM_PM_SUSPEND_DRY_RUN:
+		return dm_pm_suspend(pm, dev, DM_PM_DRY_RUN);
+	case DM_PM_RESUME_DRY_RUN:
+		return dm_pm_resume(pm, dev, DM_PM_DRY_RUN);
+	}
+	return -EINVAL;
 }
 
 static int pm_show_log(char **ret, size_t *ret_len, void *data)

@@ -240,3 +240,41 @@ def test_busy_while_a_transition_runs(env):
     t.join(30)
     assert result.get("r") == 0
     assert env.read("root", NIC, "power") == "suspended\n"
+
+
+CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
+
+
+def ctl(env, *args):
+    import subprocess
+    return subprocess.run([CTL, "-m", env.d.mnt, *args], capture_output=True, text=True)
+
+
+def test_driverfsctl_dry_run_records_the_order_and_calls_nothing(env):
+    r = ctl(env, "suspend", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    lines = [line.split() for line in r.stdout.splitlines()]
+    paths = [entry[2] for entry in lines]
+    assert paths[-1] == "."  # root last, every device before it
+    assert paths.index(NIC) < paths.index(os.path.dirname(NIC))
+    assert not any(line.startswith("suspend") for line in env.order()), "a hook ran"
+    assert env.read("root", NIC, "power") == "on\n"
+    assert env.read("root", "power") == "on\n"
+
+
+def test_driverfsctl_by_bus_id_and_failure(env):
+    r = ctl(env, "suspend", "0000:04:00.0")  # a bus id
+    assert r.returncode == 0, r.stderr
+    assert env.read("root", NIC, "power") == "suspended\n"
+    assert [line.split()[2] for line in r.stdout.splitlines()][-1] == NIC
+    r = ctl(env, "resume", "root/" + NIC)  # a path under root/
+    assert r.returncode == 0, r.stderr
+    assert env.read("root", NIC, "power") == "on\n"
+    open(os.path.join(env.log, "fail.suspend.0000:04:00.0"), "w").close()
+    r = ctl(env, "suspend", NIC)
+    assert r.returncode == 1
+    assert NIC in r.stderr and "Input/output error" in r.stderr, r.stderr
+    assert env.read("root", NIC, "power") == "on\n"
+    r = ctl(env, "suspend", "0000:99:00.0")
+    assert r.returncode == 1 and "no device 0000:99:00.0" in r.stderr
+    assert ctl(env, "frobnicate").returncode == 2

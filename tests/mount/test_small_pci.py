@@ -94,11 +94,12 @@ def test_driver_links(d):
         assert os.path.realpath(os.path.join(dev, "driver")) == d.path("bus", "pci", "drivers", drv)
         back = d.path("bus", "pci", "drivers", drv, slot)
         assert os.path.realpath(back) == dev
-    # the kernel's drivers, and the user driver pci-pm, registered though it
-    # drives nothing here
+    # the kernel's drivers, and the built-in user drivers, registered though
+    # they drive nothing here
     assert sorted(os.listdir(d.path("bus", "pci", "drivers"))) == \
-        sorted(list(DRIVERS.values()) + ["pci-pm"])
-    assert os.listdir(d.path("bus", "pci", "drivers", "pci-pm")) == []
+        sorted(list(DRIVERS.values()) + ["pci-pm", "vfio-pci"])
+    for user in ("pci-pm", "vfio-pci"):
+        assert os.listdir(d.path("bus", "pci", "drivers", user)) == []
     # the host bridge has no kernel driver, and no PM capability for pci-pm
     assert not os.path.lexists(d.path("root", PLACES["0000:00:00.0"], "driver"))
 

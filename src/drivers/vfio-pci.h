@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vfio-pci.h - the "vfio-pci" driver: PCI functions the kernel bound to
+ * vfio-pci (devices handed to user space). Suspend opens the device through
+ * VFIO and asks for low-power entry (VFIO_DEVICE_FEATURE_LOW_POWER_ENTRY),
+ * keeping it open; resume asks for low-power exit and closes it. A device
+ * whose VFIO group another process holds (a VM) is its owner's to manage:
+ * suspend and resume then do nothing.
+ *
+ * The ioctls sit behind a thin seam (struct dm_vfio_ops) so that tests can
+ * stand in for the kernel; dm_vfio_kernel_ops is the real one.
+ */
+#ifndef DM_VFIO_PCI_H
+#define DM_VFIO_PCI_H
+
+#include "core/model.h"
+
+#include <stdint.h>
+
+#define DM_VFIO_PCI_PRIORITY 60
+
+struct dm_vfio_ops {
+	/* Opens @slot ("0000:03:00.0") for VFIO device ioctls; *ret is an
+	 * opaque handle. -EBUSY when another process holds it. */
+	int (*open)(const char *slot, void **ret, void *ctx);
+	/* VFIO_DEVICE_FEATURE_SET of @feature (LOW_POWER_ENTRY or _EXIT). */
+	int (*set_feature)(void *handle, uint32_t feature, void *ctx);
+	void (*close)(void *handle, void *ctx);
+};
+
+extern const struct dm_vfio_ops dm_vfio_kernel_ops;
+
+/* Registers the driver on @m's "pci" bus with @ops (and @ctx for them). */
+int dm_vfio_pci_register(struct dm_model *m, const struct dm_vfio_ops *ops, void *ctx,
+			 struct dm_driver **ret);
+
+#endif

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The vfio-pci driver against a stand-in for the kernel's VFIO ioctls. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <linux/vfio.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "drivers/vfio-pci.h"
+#include "pm/pm.h"
+
+/* what the fake kernel saw, in order */
+struct fake {
+	char log[32][64];
+	size_t n;
+	int open_error; /* returned by open */
+	int entry_error; /* returned by LOW_POWER_ENTRY */
+	int open_handles;
+};
+
+static void __attribute__((format(printf, 2, 3))) note(struct fake *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (f->n < 32)
+		vsnprintf(f->log[f->n++], 64, fmt, ap);
+	va_end(ap);
+}
+
+
+static int fake_open(const char *slot, void **ret, void *ctx)
+{
+	struct fake *f = ctx;
+	note(f, "open %s", slot);
+	if (f->open_error)
+		return f->open_error;
+	char *h = strdup(slot);
+	if (!h)
+		return -ENOMEM;
+	f->open_handles++;
+	*ret = h;
+	return 0;
+}
+
+static int fake_set_feature(void *handle, uint32_t feature, void *ctx)
+{
+	struct fake *f = ctx;
+	char what[64];
+	snprintf(what, sizeof(what), "%s %s",
+		 feature == VFIO_DEVICE_FEATURE_LOW_POWER_ENTRY  ? "entry"
+		 : feature == VFIO_DEVICE_FEATURE_LOW_POWER_EXIT ? "exit"
+								 : "?",
+		 (const char *)handle);
+	note(f, "%s", what);
+	return feature == VFIO_DEVICE_FEATURE_LOW_POWER_ENTRY ? f->entry_error : 0;
+}
+
+static void fake_close(void *handle, void *ctx)
+{
+	struct fake *f = ctx;
+	note(f, "close %s", (const char *)handle);
+	f->open_handles--;
+	free(handle);
+}
+
+static const struct dm_vfio_ops fake_ops = {
+	.open = fake_open, .set_feature = fake_set_feature, .close = fake_close,
+};
+
+struct setup {
+	struct dm_model *m;
+	struct dm_pm *pm;
+	struct dm_driver *drv;
+	struct dm_device *gpu, *nic;
+};
+
+static void build(struct setup *s, struct fake *f)
+{
+	struct dm_bus *bus;
+	assert_int_equal(dm_model_new(&s->m), 0);
+	assert_int_equal(dm_pm_new(s->m, &s->pm), 0);
+	assert_int_equal(dm_vfio_pci_register(s->m, &fake_ops, f, &s->drv), 0);
+	assert_int_equal(dm_bus_get(s->m, "pci", NULL, &bus), 0);
+	const char *names[] = { "0000:03:00.0", "0000:04:00.0" };
+	const char *kdrv[] = { "vfio-pci", "e1000e" };
+	struct dm_device **devs[] = { &s->gpu, &s->nic };
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(dm_device_new(s->m, names[i], devs[i]), 0);
+		dm_device_set_bus(*devs[i], bus);
+		dm_device_set_kernel_driver(*devs[i], kdrv[i]);
+		assert_int_equal(dm_device_add(*devs[i], NULL), 0);
+	}
+}
+
+static void teardown_setup(struct setup *s)
+{
+	dm_device_unref(s->gpu);
+	dm_device_unref(s->nic);
+	dm_driver_unregister(s->drv);
+	dm_driver_unref(s->drv);
+	dm_pm_free(s->pm);
+	dm_model_free(s->m);
+}
+
+static void test_binds_only_vfio_functions_and_enters_low_power(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	struct setup s;
+	build(&s, &f);
+	dm_model_read_lock(s.m);
+	assert_ptr_equal(dm_device_get_driver_locked(s.gpu), s.drv);
+	assert_null(dm_device_get_driver_locked(s.nic));
+	dm_model_unlock(s.m);
+
+	assert_int_equal(dm_pm_suspend(s.pm, s.gpu, 0), 0);
+	assert_int_equal(f.n, 2);
+	assert_string_equal(f.log[0], "open 0000:03:00.0");
+	assert_string_equal(f.log[1], "entry 0000:03:00.0");
+	assert_int_equal(f.open_handles, 1); /* kept open while in low power */
+	assert_int_equal(dm_pm_resume(s.pm, s.gpu, 0), 0);
+	assert_int_equal(f.n, 4);
+	assert_string_equal(f.log[2], "exit 0000:03:00.0");
+	assert_string_equal(f.log[3], "close 0000:03:00.0");
+	assert_int_equal(f.open_handles, 0);
+	teardown_setup(&s);
+}
+
+static void test_entry_failure_rolls_back_and_closes(void **state)
+{
+	(void)state;
+	struct fake f = { .entry_error = -EIO };
+	struct setup s;
+	build(&s, &f);
+	assert_int_equal(dm_pm_suspend(s.pm, s.gpu, 0), -EIO);
+	assert_int_equal(f.open_handles, 0);
+	assert_string_equal(f.log[f.n - 1], "close 0000:03:00.0");
+	assert_int_equal(dm_device_get_power(s.gpu), DM_POWER_ON);
+	teardown_setup(&s);
+}
+
+static void test_group_held_by_a_vm_is_left_alone(void **state)
+{
+	(void)state;
+	struct fake f = { .open_error = -EBUSY };
+	struct setup s;
+	build(&s, &f);
+	assert_int_equal(dm_pm_suspend(s.pm, s.gpu, 0), 0);
+	assert_int_equal(dm_pm_resume(s.pm, s.gpu, 0), 0);
+	assert_int_equal(f.n, 1); /* only the attempt to open */
+	teardown_setup(&s);
+}
+
+static void test_unbind_while_suspended_closes(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	struct setup s;
+	build(&s, &f);
+	assert_int_equal(dm_pm_suspend(s.pm, s.gpu, 0), 0);
+	assert_int_equal(f.open_handles, 1);
+	dm_device_del(s.gpu); /* hot-unplugged in low power */
+	assert_int_equal(f.open_handles, 0);
+	teardown_setup(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_binds_only_vfio_functions_and_enters_low_power),
+		cmocka_unit_test(test_entry_failure_rolls_back_and_closes),
+		cmocka_unit_test(test_group_held_by_a_vm_is_left_alone),
+		cmocka_unit_test(test_unbind_while_suspended_closes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
