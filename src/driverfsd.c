@@ -48,7 +48,8 @@ static void usage(FILE *f)
 		"root/ (the device hierarchy), bus/ (buses, their devices and drivers) and\n"
 		"class/ (classes and their interfaces).\n"
 		"\n"
-		"  -f, --foreground   stay in the foreground, log to stderr\n"
+		"  -f, --foreground   stay in the foreground, log to stderr (else to syslog\n"
+		"                     once in the background)\n"
 		"  -d, --debug        log debug messages and FUSE requests (implies -f)\n"
 		"  -o OPTIONS         extra FUSE mount options, comma-separated\n"
 		"  -c, --config FILE  the configuration file (default " DEFAULT_CONFIG ");\n"
@@ -240,7 +241,10 @@ int main(int argc, char **argv)
 	if (r < 0)
 		goto out_err;
 	log_info("serving %zu devices at %s", dm_model_count_devices(m), o.mountpoint);
-	/* the parent returns only now, with the tree mounted and complete */
+	/* the parent returns only now, with the tree mounted and complete; a
+	 * daemon's stderr is gone, so it logs to syslog (the journal) */
+	if (!o.foreground)
+		dm_log_setup(o.debug ? LOG_DEBUG : LOG_INFO, 1);
 	if (fuse_daemonize(o.foreground) != 0) {
 		r = -ECHILD;
 		goto out_model;
