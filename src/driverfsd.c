@@ -2,6 +2,7 @@
 /* driverfsd.c - the daemon: enumerate, mount, serve. */
 #define FUSE_USE_VERSION 312
 #include "buses/scan.h"
+#include "buses/snapshot.h"
 #include "drivers/exec.h"
 #include "drivers/pci-pm.h"
 #include "drivers/vfio-pci.h"
@@ -35,6 +36,8 @@
 struct options {
 	const char *mountpoint;
 	const char *config;
+	const char *save; /* --save FILE */
+	const char *snapshot; /* --snapshot FILE */
 	bool foreground;
 	bool debug;
 	struct fuse_args fuse_args;
@@ -54,6 +57,9 @@ static void usage(FILE *f)
 		"  -o OPTIONS         extra FUSE mount options, comma-separated\n"
 		"  -c, --config FILE  the configuration file (default " DEFAULT_CONFIG ");\n"
 		"                     drivers are read from the drivers.d/ directory beside it\n"
+		"      --save FILE    write the model as JSON to FILE and exit (no mount)\n"
+		"      --snapshot FILE  serve the model saved in FILE, read-only, instead of\n"
+		"                     this machine's (with --save: convert, for a round trip)\n"
 		"  -h, --help         show this help\n"
 		"  -V, --version      show the version\n"
 		"\n"
@@ -67,6 +73,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "save", required_argument, NULL, 's' },
+		{ "snapshot", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -76,6 +84,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 'c':
 			o->config = optarg;
+			break;
+		case 's':
+			o->save = optarg;
+			break;
+		case 'S':
+			o->snapshot = optarg;
 			break;
 		case 'f':
 			o->foreground = true;
@@ -198,34 +212,57 @@ int main(int argc, char **argv)
 		goto out_args;
 	dm_log_setup(o.debug ? LOG_DEBUG : LOG_INFO, 0);
 
-	r = prepare_mountpoint(o.mountpoint);
-	if (r < 0) {
-		log_err("mount point %s: %s", o.mountpoint, strerror(-r));
-		goto out_args;
-	}
 	r = dm_model_new(&m);
 	if (r < 0)
 		goto out_err;
-	r = dm_pm_new(m, &pm);
-	if (r < 0)
-		goto out_err;
-	name_root(m);
-	/* User drivers are registered before enumeration so that they are
-	 * offered every device first, as DESIGN.md section 6 says. */
-	r = dm_pci_pm_register(m, &pci_pm);
-	if (r < 0)
-		log_warn("pci-pm driver not available: %s", strerror(-r));
-	r = dm_vfio_pci_register(m, &dm_vfio_kernel_ops, NULL, &vfio);
-	if (r < 0)
-		log_warn("vfio-pci driver not available: %s", strerror(-r));
-	r = load_drivers(m, o.config, &exec);
-	if (r != 0) {
-		r = r > 0 ? -EINVAL : r;
+	if (o.snapshot) {
+		/* a saved model, served as it was: nothing to enumerate, no
+		 * hooks to run, nothing to write */
+		char err[512];
+		r = dm_snapshot_load(m, o.snapshot, err, sizeof(err));
+		if (r < 0) {
+			log_err("%s", r == -EINVAL ? err : strerror(-r));
+			goto out_model;
+		}
+		if (fuse_opt_add_arg(&o.fuse_args, "-o") < 0 ||
+		    fuse_opt_add_arg(&o.fuse_args, "ro") < 0) {
+			r = -ENOMEM;
+			goto out_err;
+		}
+	} else {
+		r = dm_pm_new(m, &pm);
+		if (r < 0)
+			goto out_err;
+		name_root(m);
+		/* User drivers are registered before enumeration so that they
+		 * are offered every device first, as DESIGN.md section 6 says. */
+		r = dm_pci_pm_register(m, &pci_pm);
+		if (r < 0)
+			log_warn("pci-pm driver not available: %s", strerror(-r));
+		r = dm_vfio_pci_register(m, &dm_vfio_kernel_ops, NULL, &vfio);
+		if (r < 0)
+			log_warn("vfio-pci driver not available: %s", strerror(-r));
+		r = load_drivers(m, o.config, &exec);
+		if (r != 0) {
+			r = r > 0 ? -EINVAL : r;
+			goto out_model;
+		}
+		r = dm_scan_model(m, sources);
+		if (r < 0)
+			goto out_err;
+	}
+	if (o.save) {
+		r = dm_snapshot_save(m, o.save);
+		if (r < 0)
+			log_err("%s: %s", o.save, strerror(-r));
 		goto out_model;
 	}
-	r = dm_scan_model(m, sources);
-	if (r < 0)
-		goto out_err;
+
+	r = prepare_mountpoint(o.mountpoint);
+	if (r < 0) {
+		log_err("mount point %s: %s", o.mountpoint, strerror(-r));
+		goto out_model;
+	}
 
 	r = dm_fs_new(m, &o.fuse_args, &fs);
 	if (r < 0) {
@@ -249,7 +286,7 @@ int main(int argc, char **argv)
 		r = -ECHILD;
 		goto out_model;
 	}
-	r = dm_logind_start(pm, &logind);
+	r = pm ? dm_logind_start(pm, &logind) : 0;
 	if (r < 0)
 		log_info("no system sleep integration (logind: %s)", strerror(-r));
 	/* for systemd (Type=notify) and for tests waiting for the mount */

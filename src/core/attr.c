@@ -106,6 +106,17 @@ int dm_device_get_value(struct dm_device *dev, const char *name, char *buf, size
 	return r;
 }
 
+int dm_device_for_each_value_locked(struct dm_device *dev,
+				    int (*fn)(const char *name, const char *value, void *), void *data)
+{
+	for (size_t i = 0; i < dev->n_values; i++) {
+		int r = fn(dev->values[i].attr.name, dev->values[i].value, data);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 void dm_device_values_free(struct dm_device *dev)
 {
 	for (size_t i = 0; i < dev->n_values; i++) {

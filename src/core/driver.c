@@ -61,6 +61,11 @@ const char *dm_driver_get_name(const struct dm_driver *drv)
 	return drv->name;
 }
 
+int dm_driver_get_priority(const struct dm_driver *drv)
+{
+	return drv->priority;
+}
+
 enum dm_driver_kind dm_driver_get_kind(const struct dm_driver *drv)
 {
 	return drv->kind;

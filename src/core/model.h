@@ -154,6 +154,11 @@ void dm_device_del(struct dm_device *dev);
 
 struct dm_model *dm_device_get_model(const struct dm_device *dev);
 
+/* Calls @fn on each static value of @dev in name order; lock held. */
+int dm_device_for_each_value_locked(struct dm_device *dev,
+				    int (*fn)(const char *name, const char *value, void *), void *data);
+int dm_driver_get_priority(const struct dm_driver *drv);
+
 /* Tree accessors; call with the lock held. No references are taken. */
 struct dm_device *dm_device_get_parent_locked(const struct dm_device *dev);
 struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const char *name);

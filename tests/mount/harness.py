@@ -46,6 +46,15 @@ def parse_testbed(path):
     return devices
 
 
+def umockdev_env(testbed, extra=None):
+    """The environment under which a program reads @testbed instead of /sys."""
+    env = dict(os.environ, **(extra or {}))
+    env.update(UMOCKDEV_DIR=testbed.get_root_dir(),
+               LD_PRELOAD=":".join(filter(None, [env.get("LD_PRELOAD"),
+                                                 "libumockdev-preload.so.0"])))
+    return env
+
+
 class Daemon:
     """driverfsd serving a testbed at a fresh mount point."""
 
@@ -66,9 +75,7 @@ class Daemon:
         self.sock.settimeout(60)
         env = dict(os.environ, NOTIFY_SOCKET=sock_path)
         if self.testbed is not None:
-            env.update(UMOCKDEV_DIR=self.testbed.get_root_dir(),
-                       LD_PRELOAD=":".join(filter(None, [env.get("LD_PRELOAD"),
-                                                         "libumockdev-preload.so.0"])))
+            env = umockdev_env(self.testbed, {"NOTIFY_SOCKET": sock_path})
         self.log = open(os.path.join(self.tmp.name, "log"), "w+")
         self.proc = subprocess.Popen([DAEMON, "-f", *extra_args, self.mnt], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)

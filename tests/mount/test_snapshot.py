@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Snapshots: driverfsd --save writes the model as JSON; --snapshot serves a
+saved model read-only. A save, load and save again gives identical bytes,
+and the snapshot's mount shows exactly what the live mount showed."""
+import errno
+import os
+import subprocess
+import tempfile
+
+import gi
+import pytest
+
+from harness import DAEMON, Daemon, umockdev_env
+
+gi.require_version("UMockdev", "1.0")
+from gi.repository import UMockdev  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTBED = os.path.join(HERE, "..", "testbeds", "2002-example.umockdev")
+
+
+@pytest.fixture(scope="module")
+def saved():
+    tmp = tempfile.TemporaryDirectory(prefix="driverfs-snap-")
+    tb = UMockdev.Testbed.new()
+    assert tb.add_from_file(TESTBED)
+    first = os.path.join(tmp.name, "first.json")
+    r = subprocess.run([DAEMON, "--save", first], env=umockdev_env(tb), capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    yield tmp.name, first
+    tmp.cleanup()
+
+
+def test_save_load_save_is_identical(saved):
+    tmp, first = saved
+    second = os.path.join(tmp, "second.json")
+    r = subprocess.run([DAEMON, "--snapshot", first, "--save", second], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    with open(first, "rb") as a, open(second, "rb") as b:
+        assert a.read() == b.read()
+
+
+def tree(mnt):
+    """{relative path: (kind, content or link target, mode)} of a mount."""
+    out = {}
+    for top, dirs, files in os.walk(mnt):
+        for name in dirs + files:
+            p = os.path.join(top, name)
+            rel = os.path.relpath(p, mnt)
+            st = os.lstat(p)
+            if os.path.islink(p):
+                out[rel] = ("link", os.readlink(p), st.st_mode)
+            elif os.path.isdir(p):
+                out[rel] = ("dir", None, st.st_mode)
+            else:
+                with open(p) as f:
+                    out[rel] = ("file", f.read(), st.st_mode)
+    return out
+
+
+def test_snapshot_mount_shows_what_the_live_mount_showed(saved):
+    tmp, first = saved
+    live = Daemon(TESTBED)
+    snap = Daemon(None, ["--snapshot", first])
+    try:
+        a, b = tree(live.mnt), tree(snap.mnt)
+        assert set(a) == set(b), sorted(set(a) ^ set(b))[:10]
+        # a snapshot is read-only: its writable files show as they were
+        diff = [p for p in a if a[p] != b[p]]
+        assert diff == [], [(p, a[p], b[p]) for p in diff[:5]]
+        assert len(a) > 1000
+    finally:
+        snap.stop()
+        live.stop()
+
+
+def test_snapshot_mount_is_read_only(saved):
+    tmp, first = saved
+    snap = Daemon(None, ["--snapshot", first])
+    try:
+        with pytest.raises(OSError) as e:
+            with open(snap.path("root", "power"), "w") as f:
+                f.write("suspend")
+        assert e.value.errno == errno.EROFS
+        with open(snap.path("root", "power")) as f:
+            assert f.read() == "on\n"
+    finally:
+        snap.stop()
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"format": "driverfs-snapshot", "version": 1, "buses": [], ', "first.json"),
+    ('{"format": "something-else", "version": 1, "buses": [], "classes": [], "devices": []}',
+     "not a driverfs-snapshot version 1 file"),
+    ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": [], "devices": ['
+     '{"path": "a/b", "values": {}}]}', "devices[0] a/b: its parent is not listed before it"),
+    ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": [], "devices": ['
+     '{"path": "a", "values": {}, "power": "sleeping"}]}', "devices[0]"),
+])
+def test_bad_snapshot_is_refused_with_a_clear_message(saved, text, message):
+    tmp, _ = saved
+    bad = os.path.join(tmp, "bad", "first.json")
+    os.makedirs(os.path.dirname(bad), exist_ok=True)
+    with open(bad, "w") as f:
+        f.write(text)
+    r = subprocess.run([DAEMON, "--snapshot", bad, "--save", bad + ".out"], capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    assert message in r.stderr, r.stderr
+    assert not os.path.exists(bad + ".out")
