@@ -2,6 +2,7 @@
 /* scan.c - the record table and its commit to the model. */
 #include "scan.h"
 
+#include "buses/sysfs-pm.h"
 #include "drivers/kernel.h"
 #include "log.h"
 
@@ -200,6 +201,9 @@ static int record_commit(struct dm_model *m, struct dm_record *rec)
 	if (r < 0)
 		goto out_parent;
 	r = dm_device_set_devpath(dev, rec->devpath);
+	/* the kernel's runtime-PM controls, where sysfs has them */
+	if (r >= 0)
+		r = dm_device_add_group(dev, &dm_sysfs_pm_group);
 	if (r >= 0 && rec->sysname)
 		r = dm_device_set_sysname(dev, rec->sysname);
 	if (r >= 0 && rec->driver)

@@ -216,3 +216,35 @@ def test_fusermount_unmount_ends_the_daemon(testbed_path):
         assert not d.is_mounted()
     finally:
         d.stop()
+
+
+def test_pm_directory_passes_runtime_pm_controls_through(d):
+    dev = d.path("root", PLACES["0000:00:14.0"], "pm")
+    sysdir = os.path.join(d.testbed.get_root_dir(), "sys", "devices", PLACES["0000:00:14.0"],
+                          "power")
+    assert sorted(os.listdir(dev)) == sorted(
+        f for f in ("control", "autosuspend_delay_ms", "wakeup", "runtime_status")
+        if os.path.exists(os.path.join(sysdir, f)))
+    with open(os.path.join(sysdir, "control")) as f:
+        assert read(os.path.join(dev, "control")) == f.read()  # the testbed's "auto\n"
+    with open(os.path.join(dev, "control"), "w") as f:
+        f.write("on\n")
+    with open(os.path.join(sysdir, "control")) as f:
+        assert f.read() == "on"  # written through to sysfs, checked value
+    with open(os.path.join(dev, "control"), "w") as f:
+        f.write("auto\n")
+    with open(os.path.join(sysdir, "control")) as f:
+        assert f.read() == "auto"
+    with pytest.raises(OSError) as e:
+        with open(os.path.join(dev, "control"), "w") as f:
+            f.write("sometimes\n")
+    assert e.value.errno == errno.EINVAL
+    with open(os.path.join(sysdir, "control")) as f:
+        assert f.read() == "auto"  # unchanged
+    # live: a change in sysfs shows at once
+    with open(os.path.join(sysdir, "runtime_status"), "w") as f:
+        f.write("suspended\n")
+    assert read(os.path.join(dev, "runtime_status")) == "suspended\n"
+    with pytest.raises(OSError):
+        with open(os.path.join(dev, "runtime_status"), "w") as f:
+            f.write("active\n")

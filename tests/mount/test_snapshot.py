@@ -43,9 +43,12 @@ def test_save_load_save_is_identical(saved):
 
 
 def tree(mnt):
-    """{relative path: (kind, content or link target, mode)} of a mount."""
+    """{relative path: (kind, content or link target, mode)} of a mount, less
+    the pm/ directories: they pass the machine's sysfs through, live, and a
+    snapshot has no machine behind it."""
     out = {}
     for top, dirs, files in os.walk(mnt):
+        dirs[:] = [d for d in dirs if d != "pm"]
         for name in dirs + files:
             p = os.path.join(top, name)
             rel = os.path.relpath(p, mnt)
