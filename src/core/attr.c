@@ -206,7 +206,8 @@ static const struct dm_attribute power_error_attr = {
 	.name = "power_error", .mode = 0444, .flags = DM_ATTR_LIVE, .show = power_error_show,
 };
 static const struct dm_attribute power_log_attr = {
-	.name = "power_log", .mode = 0444, .flags = DM_ATTR_LIVE, .show_alloc = power_log_show,
+	.name = "power_log", .mode = 0444, .flags = DM_ATTR_LIVE | DM_ATTR_UNBOUNDED,
+	.show_alloc = power_log_show,
 };
 static const struct dm_attribute devpath_attr = DM_ATTR_RO(devpath, devpath_show);
 

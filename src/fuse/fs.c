@@ -15,10 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The tree changes only through hotplug, which invalidates what it changes;
- * until then these bound how long a stale entry can live. */
-#define ENTRY_TIMEOUT 1.0
-#define ATTR_TIMEOUT 1.0
+/* Names and static values change only with the model, and whatever changes
+ * the model after the mount must invalidate what the kernel cached (see
+ * DESIGN.md section 11); so the kernel may keep them long. Live values
+ * (power state, pm/) are revalidated at every access instead: attribute
+ * timeout 0 and an mtime that moves, with FUSE_CAP_AUTO_INVAL_DATA. */
+#define ENTRY_TIMEOUT 3600.0
+#define ATTR_TIMEOUT 3600.0
 
 struct dm_fs {
 	struct dm_model *model;
@@ -26,6 +29,7 @@ struct dm_fs {
 	struct fuse_session *se;
 	struct timespec start;
 	bool mounted;
+	bool no_open; /* the kernel skips open/release of files (set at init) */
 };
 
 /* ---- directory views: one walker serves lookup and readdir ---- */
@@ -234,10 +238,14 @@ static bool is_dir_kind(enum fs_kind k)
 	return k != FS_ATTR && k != FS_DEV_LINK && k != FS_LINK;
 }
 
-/* Fills @st for the node @n; -ENOENT when it no longer exists. Call
- * without the model lock (an attribute's size comes from show()). */
-static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st)
+/* Fills @st for the node @n; -ENOENT when it no longer exists. *ret_timeout
+ * (may be NULL) gets how long the kernel may keep it. Call without the
+ * model lock (an attribute's size comes from show()). */
+static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st,
+		     double *ret_timeout)
 {
+	if (ret_timeout)
+		*ret_timeout = ATTR_TIMEOUT;
 	memset(st, 0, sizeof(*st));
 	st->st_ino = n->ino;
 	st->st_atim = st->st_mtim = st->st_ctim = fs->start;
@@ -268,13 +276,28 @@ static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st)
 		st->st_mode = S_IFREG | (fi.mode & 0777);
 		st->st_nlink = 1;
 		st->st_size = 4096;
-		if (!(fi.flags & DM_ATTR_LIVE) && (fi.mode & 0444)) {
-			char buf[DM_ATTR_MAX];
-			int len = dm_device_show(n->t.dev, n->t.group, n->name, buf, sizeof(buf));
-			if (len == -ENODEV || len == -ENOENT)
+		if (fi.flags & DM_ATTR_LIVE) {
+			/* a moving mtime makes the kernel drop cached pages */
+			clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+			st->st_ctim = st->st_mtim;
+			if (ret_timeout)
+				*ret_timeout = 0;
+		}
+		/* The size of a cached value is its length. A live value is read
+		 * afresh each time, so 4096 (as sysfs says) serves: a short read
+		 * ends it. An unbounded one is measured, since the kernel reads
+		 * no further than the size. */
+		if ((!(fi.flags & DM_ATTR_LIVE) || (fi.flags & DM_ATTR_UNBOUNDED)) &&
+		    (fi.mode & 0444)) {
+			char *buf;
+			size_t len;
+			int e = dm_device_show_alloc(n->t.dev, n->t.group, n->name, &buf, &len);
+			if (e == -ENODEV || e == -ENOENT)
 				return -ENOENT;
-			if (len >= 0)
-				st->st_size = len;
+			if (e >= 0) {
+				st->st_size = (off_t)len;
+				free(buf);
+			}
 		}
 		return 0;
 	}
@@ -348,11 +371,11 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 
 	struct fuse_entry_param e = { .ino = ino, .generation = gen,
-				      .attr_timeout = ATTR_TIMEOUT, .entry_timeout = ENTRY_TIMEOUT };
+				      .entry_timeout = ENTRY_TIMEOUT };
 	struct fs_ref n;
 	r = fs_table_get(fs->table, ino, &n);
 	if (r == 0) {
-		r = node_stat(fs, &n, &e.attr);
+		r = node_stat(fs, &n, &e.attr, &e.attr_timeout);
 		fs_ref_release(&n);
 	}
 	if (r < 0) {
@@ -388,12 +411,13 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	r = node_stat(fs, &n, &st);
+	double timeout;
+	r = node_stat(fs, &n, &st, &timeout);
 	fs_ref_release(&n);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+		fuse_reply_attr(req, &st, timeout);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -409,7 +433,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	r = node_stat(fs, &n, &st);
+	r = node_stat(fs, &n, &st, NULL);
 	/* Only the truncation that O_TRUNC implies on a writable attribute is
 	 * accepted, and it changes nothing: values are replaced by a write, as
 	 * in sysfs. Modes, owners and times are fixed. */
@@ -419,7 +443,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+		fuse_reply_attr(req, &st, 0);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -450,6 +474,8 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 struct dir_entry {
 	char *name;
 	mode_t type;
+	struct fs_target t; /* holds references on t.dev and t.drv */
+	char *group; /* owned copy behind t.group */
 };
 
 struct dir_snapshot {
@@ -462,7 +488,6 @@ struct dir_snapshot {
 static int snapshot_emit(void *ctx, const char *name, const struct fs_target *t, mode_t type)
 {
 	struct dir_snapshot *s = ctx;
-	(void)t;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 32;
 		struct dir_entry *v = realloc(s->v, cap * sizeof(*v));
@@ -473,19 +498,31 @@ static int snapshot_emit(void *ctx, const char *name, const struct fs_target *t,
 		s->v = v;
 		s->cap = cap;
 	}
-	s->v[s->n].name = strdup(name);
-	if (!s->v[s->n].name) {
+	struct dir_entry *e = &s->v[s->n];
+	*e = (struct dir_entry){ .name = strdup(name), .type = type, .t = *t };
+	e->group = t->group ? strdup(t->group) : NULL;
+	if (!e->name || (t->group && !e->group)) {
+		free(e->name);
+		free(e->group);
 		s->err = -ENOMEM;
 		return 1;
 	}
-	s->v[s->n++].type = type;
+	/* the walk runs under the model lock: references are safe to take */
+	e->t.group = e->group;
+	dm_device_ref(e->t.dev);
+	dm_driver_ref(e->t.drv);
+	s->n++;
 	return 0;
 }
 
 static void snapshot_free(struct dir_snapshot *s)
 {
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		free(s->v[i].name);
+		free(s->v[i].group);
+		dm_device_unref(s->v[i].t.dev);
+		dm_driver_unref(s->v[i].t.drv);
+	}
 	free(s->v);
 	free(s);
 }
@@ -518,6 +555,9 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)s;
+	/* the kernel may keep the listing: what changes the tree invalidates it */
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
 }
 
@@ -559,6 +599,69 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/* The same listing with each entry's attributes, so that `ls -l` and `find`
+ * need no lookup per entry: each listed entry counts as one lookup. */
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req);
+	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
+	struct fs_ref dir;
+	char *buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (fs_table_get(fs->table, ino, &dir) < 0) {
+		free(buf);
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	size_t len = 0;
+	for (off_t i = off; i < (off_t)s->n + 2; i++) {
+		struct fuse_entry_param e = { 0 };
+		const char *name;
+		uint64_t child = 0;
+		if (i < 2) {
+			/* the dots are not looked up: only their type and number */
+			name = i == 0 ? "." : "..";
+			e.attr.st_ino = ino;
+			e.attr.st_mode = S_IFDIR;
+		} else {
+			const struct dir_entry *d = &s->v[i - 2];
+			name = d->name;
+			uint64_t gen;
+			if (fs_table_lookup(fs->table, ino, dir.depth + 1, name, &d->t, &child,
+					    &gen) < 0)
+				break;
+			struct fs_ref n;
+			int r = fs_table_get(fs->table, child, &n);
+			if (r == 0) {
+				r = node_stat(fs, &n, &e.attr, &e.attr_timeout);
+				fs_ref_release(&n);
+			}
+			if (r < 0) {
+				/* gone since opendir: leave it out */
+				fs_table_forget(fs->table, child, 1);
+				continue;
+			}
+			e.ino = child;
+			e.generation = gen;
+			e.entry_timeout = ENTRY_TIMEOUT;
+		}
+		size_t need = fuse_add_direntry_plus(req, buf + len, size - len, name, &e, i + 1);
+		if (need > size - len) {
+			if (child)
+				fs_table_forget(fs->table, child, 1); /* not sent */
+			break;
+		}
+		len += need;
+	}
+	fs_ref_release(&dir);
+	fuse_reply_buf(req, buf, len);
+	free(buf);
+}
+
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -570,6 +673,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req);
 	struct fs_ref n;
+	if (fs->no_open) {
+		/* once: from then on the kernel opens and releases files by
+		 * itself, keeping pages that live files' mtimes invalidate */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	int r = fs_table_get(fs->table, ino, &n);
 	if (r < 0) {
 		fuse_reply_err(req, ESTALE);
@@ -661,6 +770,26 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct dm_fs *fs = userdata;
+	/* DESIGN.md section 11: no open/release round trips, listings with
+	 * attributes, and page caches that follow a moving mtime */
+	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+		fs->no_open = true;
+	}
+	if (conn->capable & FUSE_CAP_READDIRPLUS) {
+		conn->want |= FUSE_CAP_READDIRPLUS;
+		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	}
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	/* link targets change only with the model, which invalidates them */
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+}
+
 /* The tree is the model's: nothing is created, removed or renamed through
  * the filesystem. The errors are the ones sysfs gives. */
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -701,6 +830,8 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 }
 
 static const struct fuse_lowlevel_ops fs_ops = {
+	.init = op_init,
+	.readdirplus = op_readdirplus,
 	.mknod = op_mknod,
 	.create = op_create,
 	.mkdir = op_mkdir,
@@ -779,7 +910,7 @@ int dm_fs_loop(struct dm_fs *fs)
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, 16);
-	fuse_loop_cfg_set_idle_threads(cfg, 4);
+	fuse_loop_cfg_set_idle_threads(cfg, 16);
 	int r = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	return r < 0 ? r : 0;
