@@ -321,6 +321,13 @@ int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
 	return n && !devs ? -ENOMEM : 0;
 }
 
+int dm_model_register_driver(struct dm_model *m, const char *busname, struct dm_driver *drv)
+{
+	struct dm_bus *bus;
+	int r = dm_bus_get(m, busname, NULL, &bus);
+	return r < 0 ? r : dm_driver_register(bus, drv);
+}
+
 void dm_driver_unregister(struct dm_driver *drv)
 {
 	struct dm_bus *bus = drv->bus;

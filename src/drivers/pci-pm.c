@@ -190,10 +190,7 @@ int dm_pci_pm_register(struct dm_model *m, struct dm_driver **ret)
 		pci_pm_free(p);
 		return r;
 	}
-	struct dm_bus *bus;
-	r = dm_bus_get(m, "pci", NULL, &bus);
-	if (r >= 0)
-		r = dm_driver_register(bus, drv);
+	r = dm_model_register_driver(m, "pci", drv);
 	if (r < 0) {
 		dm_driver_unref(drv);
 		return r;

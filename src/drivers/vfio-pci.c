@@ -191,10 +191,7 @@ int dm_vfio_pci_register(struct dm_model *m, const struct dm_vfio_ops *ops, void
 		free(v);
 		return r;
 	}
-	struct dm_bus *bus;
-	r = dm_bus_get(m, "pci", NULL, &bus);
-	if (r >= 0)
-		r = dm_driver_register(bus, drv);
+	r = dm_model_register_driver(m, "pci", drv);
 	if (r < 0) {
 		dm_driver_unref(drv);
 		return r;
