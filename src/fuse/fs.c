@@ -868,10 +868,14 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
 	/* Every user reads, as with sysfs; the kernel checks modes, so only
 	 * root may write. allow_other is root's to give (an unprivileged
 	 * mount would need user_allow_other in /etc/fuse.conf). */
+	/* auto_unmount: a helper (fusermount3) unmounts when the daemon dies,
+	 * even by SIGKILL, so no dead mount is left behind. */
 	if (fuse_opt_add_arg(args, "-o") < 0 ||
 	    fuse_opt_add_arg(args, geteuid() == 0
-				       ? "default_permissions,allow_other,fsname=driverfs,subtype=driverfs"
-				       : "default_permissions,fsname=driverfs,subtype=driverfs") < 0) {
+				       ? "default_permissions,allow_other,auto_unmount,"
+					 "fsname=driverfs,subtype=driverfs"
+				       : "default_permissions,auto_unmount,fsname=driverfs,"
+					 "subtype=driverfs") < 0) {
 		r = -ENOMEM;
 		goto out_table;
 	}

@@ -58,8 +58,9 @@ def umockdev_env(testbed, extra=None):
 class Daemon:
     """driverfsd serving a testbed at a fresh mount point."""
 
-    def __init__(self, testbed_file, extra_args=()):
-        """testbed_file None serves the live machine."""
+    def __init__(self, testbed_file, extra_args=(), mnt=None):
+        """testbed_file None serves the live machine; mnt, a mount point to
+        reuse (another daemon's, once it is gone)."""
         self.testbed = None
         if testbed_file is not None:
             self.testbed = UMockdev.Testbed.new()
@@ -67,8 +68,9 @@ class Daemon:
                 raise RuntimeError(f"cannot load testbed {testbed_file}")
         self.tmp = tempfile.TemporaryDirectory(prefix="driverfs-test-")
         os.chmod(self.tmp.name, 0o755)  # other users' tests walk the mount too
-        self.mnt = os.path.join(self.tmp.name, "devices")
-        os.mkdir(self.mnt)
+        self.mnt = mnt or os.path.join(self.tmp.name, "devices")
+        if not mnt:
+            os.mkdir(self.mnt)
         sock_path = os.path.join(self.tmp.name, "notify")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(sock_path)

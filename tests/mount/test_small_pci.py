@@ -248,3 +248,38 @@ def test_pm_directory_passes_runtime_pm_controls_through(d):
     with pytest.raises(OSError):
         with open(os.path.join(dev, "runtime_status"), "w") as f:
             f.write("active\n")
+
+
+def wait_unmounted(mnt, timeout=30):
+    """Waits, on the kernel's mount-table change events, until @mnt is gone."""
+    import select
+    import time
+    deadline = time.monotonic() + timeout
+    with open("/proc/self/mountinfo") as f:
+        p = select.poll()
+        p.register(f, select.POLLPRI | select.POLLERR)
+        while True:
+            f.seek(0)
+            if not any(line.split()[4] == mnt for line in f):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            p.poll(left * 1000)
+
+
+def test_sigkill_leaves_no_dead_mount(testbed_path):
+    d = Daemon(TESTBED)
+    try:
+        assert d.is_mounted()
+        assert d.terminate(signal.SIGKILL) == -signal.SIGKILL
+        assert wait_unmounted(d.mnt), "a dead mount was left behind"
+        # and a new daemon serves the same mount point again
+        d2 = Daemon(TESTBED, mnt=d.mnt)
+        try:
+            assert d2.is_mounted()
+            assert os.path.isdir(d2.path("root", PLACES["0000:00:14.0"]))
+        finally:
+            d2.stop()
+    finally:
+        d.stop()
