@@ -82,6 +82,10 @@ test)
 	ASAN_OPTIONS=verify_asan_link_order=0:halt_on_error=1:detect_leaks=1:abort_on_error=0 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs
+	# one closing line for both runs (a failure above has already stopped us)
+	total() { grep -c '"result": "OK"' "$1/meson-logs/testlog.json" || true; }
+	skipped() { grep -c '"result": "SKIP"' "$1/meson-logs/testlog.json" || true; }
+	echo "$(( $(total build) + $(total build-asan) )) passed, 0 failed, $(( $(skipped build) + $(skipped build-asan) )) skipped"
 	;;
 *)
 	sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'
