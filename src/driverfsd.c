@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* driverfsd.c - the daemon: enumerate, mount, serve. */
 #define FUSE_USE_VERSION 312
+#include "buses/monitor.h"
 #include "buses/scan.h"
 #include "buses/snapshot.h"
 #include "drivers/exec.h"
@@ -186,6 +187,24 @@ static int load_drivers(struct dm_model *m, const char *config, struct dm_exec_s
 	return r;
 }
 
+/* What completes a hotplugged device's record. */
+static const struct dm_source_ops *const fillers[] = {
+	&dm_source_pci,
+	&dm_source_usb,
+	NULL,
+};
+
+/* After each hotplug event: once the kernel has been told what went stale,
+ * report it (systemd status; tests wait on it). Runs on the monitor's
+ * thread, never in a FUSE handler. */
+static void hotplug_done(const char *action, const char *devpath, uint64_t seqnum, void *data)
+{
+	struct dm_fs **fs = data;
+	if (*fs)
+		dm_fs_sync_invalidations(*fs);
+	sd_notifyf(0, "STATUS=hotplug %s %s %llu", action, devpath, (unsigned long long)seqnum);
+}
+
 static const struct dm_source_ops *const sources[] = {
 	&dm_source_udev, /* first: it places every device */
 	&dm_source_pci,
@@ -202,6 +221,7 @@ int main(int argc, char **argv)
 	struct dm_logind *logind = NULL;
 	struct dm_driver *pci_pm = NULL, *vfio = NULL;
 	struct dm_exec_set *exec = NULL;
+	struct dm_monitor *monitor = NULL;
 	int r;
 
 	o.fuse_args = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
@@ -247,6 +267,12 @@ int main(int argc, char **argv)
 			r = r > 0 ? -EINVAL : r;
 			goto out_model;
 		}
+		/* listening starts before the enumeration, so that no event
+		 * falls between the two */
+		r = dm_monitor_new(m, fillers, hotplug_done, &fs, &monitor);
+		if (r < 0)
+			log_warn("no hotplug (udev monitor: %s); the tree stays as enumerated",
+				 strerror(-r));
 		r = dm_scan_model(m, sources);
 		if (r < 0)
 			goto out_err;
@@ -286,6 +312,11 @@ int main(int argc, char **argv)
 		r = -ECHILD;
 		goto out_model;
 	}
+	r = dm_fs_start_notifier(fs);
+	if (r < 0)
+		goto out_err;
+	if (monitor && dm_monitor_run(monitor) < 0)
+		log_warn("no hotplug: cannot start the monitor thread");
 	r = pm ? dm_logind_start(pm, &logind) : 0;
 	if (r < 0)
 		log_info("no system sleep integration (logind: %s)", strerror(-r));
@@ -302,6 +333,7 @@ int main(int argc, char **argv)
 out_err:
 	log_err("%s", strerror(-r));
 out_model:
+	dm_monitor_free(monitor);
 	dm_fs_free(fs);
 	dm_exec_unload(exec);
 	driver_drop(pci_pm);

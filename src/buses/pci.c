@@ -107,7 +107,8 @@ static int scan_fn(struct pci_access *pa, void *data)
 		/* merged by sysfs path: the udev source found the function's place */
 		struct dm_record *rec = dm_scan_find_by_name(s, "pci", slot);
 		if (!rec) {
-			log_warn("pci %s: no sysfs record for it; skipped", slot);
+			if (!s->partial)
+				log_warn("pci %s: no sysfs record for it; skipped", slot);
 			missing++;
 			continue;
 		}

@@ -279,6 +279,54 @@ static int resolve_name_clashes(struct dm_scan *s)
 	return r;
 }
 
+/* A change event: the device's values as the sources see them now. */
+static int record_refresh(struct dm_device *dev, const struct dm_record *rec)
+{
+	for (size_t i = 0; i < rec->n_values; i++) {
+		char old[DM_ATTR_MAX];
+		int n = dm_device_get_value(dev, rec->values[i].name, old, sizeof(old));
+		if (n >= 0 && strcmp(old, rec->values[i].value) == 0)
+			continue; /* unchanged: nothing to invalidate */
+		int r = dm_device_set_value(dev, rec->values[i].name, rec->values[i].value);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int dm_scan_device(struct dm_model *m, const char *syspath,
+		   const struct dm_source_ops *const *fillers, size_t *ret_added)
+{
+	struct dm_scan s;
+	size_t added = 0;
+	dm_scan_init(&s);
+	s.partial = true;
+	int r = dm_udev_record(&s, syspath);
+	for (const struct dm_source_ops *const *src = fillers; r == 0 && *src; src++)
+		if ((*src)->scan(&s) < 0)
+			log_warn("%s: source %s failed; the device has what the others found",
+				 syspath, (*src)->name);
+	if (r == 0)
+		qsort(s.recs, s.n, sizeof(*s.recs), by_devpath);
+	for (size_t i = 0; r == 0 && i < s.n; i++) {
+		struct dm_device *dev = dm_model_find_devpath(m, s.recs[i]->devpath);
+		int e;
+		if (dev) {
+			e = record_refresh(dev, s.recs[i]);
+			dm_device_unref(dev);
+		} else {
+			e = record_commit(m, s.recs[i]);
+			added += e == 0;
+		}
+		if (e < 0)
+			log_warn("%s: %s", s.recs[i]->devpath, strerror(-e));
+	}
+	dm_scan_done(&s);
+	if (r == 0 && ret_added)
+		*ret_added = added;
+	return r;
+}
+
 int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources)
 {
 	struct dm_scan s;

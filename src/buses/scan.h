@@ -39,6 +39,7 @@ struct dm_scan {
 	char **name_keys; /* the keys of by_name */
 	size_t n_keys;
 	size_t n_indexed; /* records when by_name was built; rebuilt when n moves on */
+	bool partial; /* one device's records (hotplug): sources skip the rest quietly */
 };
 
 struct dm_source_ops {
@@ -66,5 +67,17 @@ int dm_record_set_string(char **field, const char *value);
 
 /* Runs @sources in order, then adds every record to @m, parents first. */
 int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources);
+
+/* Records the device at @syspath ("/sys/devices/...") and its ancestors. */
+int dm_udev_record(struct dm_scan *s, const char *syspath);
+
+/*
+ * Hotplug: records the device at @syspath with the udev source, completes
+ * the records with @fillers (pci, usb), then adds what the model lacks
+ * (parents first) and refreshes the values of what it has. *ret_added gets
+ * how many devices were added.
+ */
+int dm_scan_device(struct dm_model *m, const char *syspath,
+		   const struct dm_source_ops *const *fillers, size_t *ret_added);
 
 #endif

@@ -208,6 +208,18 @@ out_udev:
 	return r;
 }
 
+int dm_udev_record(struct dm_scan *s, const char *syspath)
+{
+	struct udev *udev = udev_new();
+	if (!udev)
+		return -ENOMEM;
+	struct udev_device *d = udev_device_new_from_syspath(udev, syspath);
+	int r = d ? record_device(s, d) : -ENODEV;
+	udev_device_unref(d);
+	udev_unref(udev);
+	return r;
+}
+
 const struct dm_source_ops dm_source_udev = {
 	.name = "udev",
 	.scan = udev_scan,

@@ -244,7 +244,8 @@ static int fill_device(struct dm_scan *s, struct udev *udev, struct udev_hwdb *h
 		len += snprintf(name + len, sizeof(name) - len, "%s%d", i ? "." : "", ports[i]);
 	struct dm_record *rec = dm_scan_find_by_name(s, "usb", name);
 	if (!rec) {
-		log_warn("usb %s: no sysfs record for it; skipped", name);
+		if (!s->partial)
+			log_warn("usb %s: no sysfs record for it; skipped", name);
 		return 0;
 	}
 

@@ -133,9 +133,16 @@ int dm_device_set_devpath(struct dm_device *dev, const char *devpath)
 
 int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver)
 {
-	if (atomic_load(&dev->state) != DM_DEV_INIT)
-		return -EBUSY;
-	return set_string(&dev->kernel_driver, driver);
+	if (atomic_load(&dev->state) == DM_DEV_INIT)
+		return set_string(&dev->kernel_driver, driver);
+	/* hotplug's bind/unbind: matching and probing read it under the
+	 * device mutex, other readers under the model lock */
+	pthread_mutex_lock(&dev->mutex);
+	dm_model_write_lock(dev->model);
+	int r = set_string(&dev->kernel_driver, driver);
+	dm_model_unlock(dev->model);
+	pthread_mutex_unlock(&dev->mutex);
+	return r;
 }
 
 int dm_device_set_sysname(struct dm_device *dev, const char *sysname)
@@ -420,18 +427,12 @@ void dm_device_del(struct dm_device *dev)
 	dm_device_unref(dev);
 }
 
+/* The power state and the power error are shown live (DM_ATTR_LIVE): the
+ * filesystem reads them afresh every time, so changing them tells no
+ * listener. */
 void dm_device_set_power(struct dm_device *dev, enum dm_power_state st)
 {
-	struct dm_model *m = dev->model;
-	if (atomic_exchange(&dev->power, st) == st)
-		return;
-	/* the state itself is atomic; the lock is for telling the listener */
-	if (!atomic_load_explicit(&m->has_listener, memory_order_acquire))
-		return;
-	dm_model_write_lock(m);
-	if (!dm_device_is_dead(dev))
-		dm_model_notify_changed_locked(m, dev);
-	dm_model_unlock(m);
+	atomic_store(&dev->power, st);
 }
 
 int dm_device_set_power_error(struct dm_device *dev, const char *msg)
@@ -443,11 +444,8 @@ int dm_device_set_power_error(struct dm_device *dev, const char *msg)
 		return 0;
 	dm_model_write_lock(m);
 	int r = set_string(&dev->power_error, clear ? NULL : msg);
-	if (r == 0) {
+	if (r == 0)
 		atomic_store_explicit(&dev->has_power_error, !clear, memory_order_release);
-		if (!dm_device_is_dead(dev))
-			dm_model_notify_changed_locked(m, dev);
-	}
 	dm_model_unlock(m);
 	return r;
 }

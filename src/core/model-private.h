@@ -22,7 +22,6 @@ struct dm_model {
 	size_t n_devices;
 	const struct dm_model_listener *listener;
 	void *listener_data;
-	atomic_bool has_listener; /* listener != NULL, readable without the lock */
 	const struct dm_pm_handler *pm_handler;
 	void *pm_data;
 };

@@ -89,7 +89,6 @@ void dm_model_set_listener(struct dm_model *m, const struct dm_model_listener *l
 	dm_model_write_lock(m);
 	m->listener = l;
 	m->listener_data = data;
-	atomic_store_explicit(&m->has_listener, l != NULL, memory_order_release);
 	dm_model_unlock(m);
 }
 

@@ -131,7 +131,8 @@ enum dm_driver_kind dm_driver_get_kind(const struct dm_driver *drv);
 
 /* ---- devices ---- */
 int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret);
-/* Setters for a device not yet added. */
+/* Setters for a device not yet added (the kernel driver may also change
+ * later, on hotplug's bind and unbind). */
 int dm_device_set_devpath(struct dm_device *dev, const char *devpath);
 int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver);
 /* The kernel's name when the tree's differs (a clash-renamed class device,
@@ -180,7 +181,8 @@ int dm_device_attach(struct dm_device *dev);
 /* Calls remove() and unbinds. */
 void dm_device_release_driver(struct dm_device *dev);
 
-/* Power state, as set by the PM engine; announces device_changed. */
+/* Power state, as set by the PM engine. The power files are live, so this
+ * announces nothing to the listener. */
 void dm_device_set_power(struct dm_device *dev, enum dm_power_state st);
 /* The last PM failure ("" when none); set with the write lock taken inside. */
 int dm_device_set_power_error(struct dm_device *dev, const char *msg);

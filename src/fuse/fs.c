@@ -6,6 +6,7 @@
 #include "inode.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
 #include <stdio.h>
@@ -23,6 +24,14 @@
 #define ENTRY_TIMEOUT 3600.0
 #define ATTR_TIMEOUT 3600.0
 
+/* What the kernel may have cached that a model change made stale. */
+struct inval {
+	struct dm_device *dev; /* referenced */
+	bool added; /* a new device: the listings that now hold it */
+	char *listings[5]; /* "bus/pci/devices", "class/block/disk" ... */
+	uint64_t parent_id; /* added: the parent device, whose directory lists it */
+};
+
 struct dm_fs {
 	struct dm_model *model;
 	struct fs_table *table;
@@ -30,6 +39,19 @@ struct dm_fs {
 	struct timespec start;
 	bool mounted;
 	bool no_open; /* the kernel skips open/release of files (set at init) */
+
+	/* The notifier: invalidations are queued by the model's listener
+	 * (under the model lock, so it only queues) and sent by a thread of
+	 * their own that holds no lock a handler needs. */
+	pthread_mutex_t inval_lock;
+	pthread_cond_t inval_cond;
+	struct inval *inval;
+	size_t n_inval, cap_inval;
+	bool inval_quit;
+	bool inval_running;
+	pthread_t inval_thread;
+	uint64_t inval_sent; /* batches done, for dm_fs_sync_invalidations() */
+	uint64_t inval_queued;
 };
 
 /* ---- directory views: one walker serves lookup and readdir ---- */
@@ -413,6 +435,10 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	double timeout;
 	r = node_stat(fs, &n, &st, &timeout);
+	/* an inode of a removed device reached by its number (an open file,
+	 * a cached dentry): the device is gone, as sysfs says of such files */
+	if (r == -ENOENT && n.t.dev && dm_device_is_dead(n.t.dev))
+		r = -ENODEV;
 	fs_ref_release(&n);
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -770,6 +796,154 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+/* ---- invalidation ---- */
+
+static void inval_free(struct inval *v)
+{
+	dm_device_unref(v->dev);
+	for (size_t i = 0; i < sizeof(v->listings) / sizeof(v->listings[0]); i++)
+		free(v->listings[i]);
+}
+
+/* Queues @dev; called by the model with its write lock held. */
+static void queue_inval_locked(struct dm_fs *fs, struct dm_device *dev, bool added)
+{
+	struct inval v = { .dev = dm_device_ref(dev), .added = added };
+	struct dm_bus *bus = dm_device_get_bus_locked(dev);
+	struct dm_class *cls = dm_device_get_class_locked(dev);
+	struct dm_interface *iface = dm_device_get_interface_locked(dev);
+	struct dm_driver *drv = dm_device_get_driver_locked(dev);
+	struct dm_device *parent = dm_device_get_parent_locked(dev);
+	int n = 0;
+	v.parent_id = parent ? dm_device_get_id(parent) : 0;
+	/* the listings that hold (or held) the device */
+	if (bus && asprintf(&v.listings[n], "bus/%s/devices", dm_bus_get_name(bus)) >= 0)
+		n++;
+	if (bus && asprintf(&v.listings[n], "bus/%s/drivers", dm_bus_get_name(bus)) >= 0)
+		n++;
+	if (drv && asprintf(&v.listings[n], "bus/%s/drivers/%s",
+			    dm_bus_get_name(dm_driver_get_bus(drv)), dm_driver_get_name(drv)) >= 0)
+		n++;
+	if (cls && asprintf(&v.listings[n], "class/%s/devices", dm_class_get_name(cls)) >= 0)
+		n++;
+	if (cls && iface && asprintf(&v.listings[n], "class/%s/%s", dm_class_get_name(cls),
+				     dm_interface_get_name(iface)) >= 0)
+		n++;
+	pthread_mutex_lock(&fs->inval_lock);
+	if (fs->n_inval == fs->cap_inval) {
+		size_t cap = fs->cap_inval ? fs->cap_inval * 2 : 64;
+		struct inval *q = realloc(fs->inval, cap * sizeof(*q));
+		if (!q) {
+			/* nothing to do but let the timeouts expire it */
+			pthread_mutex_unlock(&fs->inval_lock);
+			inval_free(&v);
+			return;
+		}
+		fs->inval = q;
+		fs->cap_inval = cap;
+	}
+	fs->inval[fs->n_inval++] = v;
+	fs->inval_queued++;
+	pthread_cond_signal(&fs->inval_cond);
+	pthread_mutex_unlock(&fs->inval_lock);
+}
+
+static void on_added(struct dm_device *dev, void *data)
+{
+	queue_inval_locked(data, dev, true);
+}
+
+static void on_removed_or_changed(struct dm_device *dev, void *data)
+{
+	queue_inval_locked(data, dev, false);
+}
+
+static const struct dm_model_listener fs_listener = {
+	.device_added = on_added,
+	.device_removed = on_removed_or_changed,
+	.device_changed = on_removed_or_changed,
+};
+
+/* The inode the kernel knows for "a/b/c" under the mount root, or 0. */
+static uint64_t peek_path(struct dm_fs *fs, const char *path)
+{
+	char copy[512], *save = NULL;
+	snprintf(copy, sizeof(copy), "%s", path);
+	uint64_t ino = FUSE_ROOT_ID;
+	for (char *part = strtok_r(copy, "/", &save); part && ino; part = strtok_r(NULL, "/", &save))
+		ino = fs_table_peek(fs->table, ino, part);
+	return ino;
+}
+
+static void send_inval(struct dm_fs *fs, const struct inval *v)
+{
+	struct fs_place places[64];
+	/* everything the kernel knows of the device: its directory, files,
+	 * links to it; their names and their contents */
+	size_t n = fs_table_device_places(fs->table, v->dev, places, 64);
+	for (size_t i = 0; i < n; i++) {
+		if (places[i].parent && places[i].name[0])
+			fuse_lowlevel_notify_inval_entry(fs->se, places[i].parent, places[i].name,
+							 strlen(places[i].name));
+		fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, 0, 0);
+		/* the directories listing it, whose listings are cached */
+		if (places[i].parent)
+			fuse_lowlevel_notify_inval_inode(fs->se, places[i].parent, 0, 0);
+	}
+	for (size_t i = 0; i < sizeof(v->listings) / sizeof(v->listings[0]) && v->listings[i]; i++) {
+		uint64_t ino = peek_path(fs, v->listings[i]);
+		if (ino)
+			fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	}
+	if (v->added) {
+		/* the parent's directory lists the newcomer (root is a device too) */
+		struct dm_device *parent = dm_model_find_id(fs->model, v->parent_id);
+		if (parent) {
+			n = fs_table_device_places(fs->table, parent, places, 64);
+			for (size_t i = 0; i < n; i++)
+				fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, 0, 0);
+			dm_device_unref(parent);
+		}
+	}
+}
+
+static void *inval_thread(void *data)
+{
+	struct dm_fs *fs = data;
+	pthread_mutex_lock(&fs->inval_lock);
+	for (;;) {
+		while (!fs->inval_quit && fs->n_inval == 0)
+			pthread_cond_wait(&fs->inval_cond, &fs->inval_lock);
+		if (fs->inval_quit)
+			break;
+		struct inval *batch = fs->inval;
+		size_t n = fs->n_inval;
+		uint64_t upto = fs->inval_queued;
+		fs->inval = NULL;
+		fs->n_inval = fs->cap_inval = 0;
+		pthread_mutex_unlock(&fs->inval_lock);
+		for (size_t i = 0; i < n; i++) {
+			send_inval(fs, &batch[i]);
+			inval_free(&batch[i]);
+		}
+		free(batch);
+		pthread_mutex_lock(&fs->inval_lock);
+		fs->inval_sent = upto;
+		pthread_cond_broadcast(&fs->inval_cond);
+	}
+	pthread_mutex_unlock(&fs->inval_lock);
+	return NULL;
+}
+
+void dm_fs_sync_invalidations(struct dm_fs *fs)
+{
+	pthread_mutex_lock(&fs->inval_lock);
+	uint64_t want = fs->inval_queued;
+	while (fs->inval_running && fs->inval_sent < want && !fs->inval_quit)
+		pthread_cond_wait(&fs->inval_cond, &fs->inval_lock);
+	pthread_mutex_unlock(&fs->inval_lock);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct dm_fs *fs = userdata;
@@ -862,6 +1036,8 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
 		return -ENOMEM;
 	fs->model = m;
 	clock_gettime(CLOCK_REALTIME, &fs->start);
+	pthread_mutex_init(&fs->inval_lock, NULL);
+	pthread_cond_init(&fs->inval_cond, NULL);
 	int r = fs_table_new(&fs->table);
 	if (r < 0)
 		goto out_free;
@@ -902,6 +1078,16 @@ int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 	return 0;
 }
 
+int dm_fs_start_notifier(struct dm_fs *fs)
+{
+	int r = -pthread_create(&fs->inval_thread, NULL, inval_thread, fs);
+	if (r < 0)
+		return r;
+	fs->inval_running = true;
+	dm_model_set_listener(fs->model, &fs_listener, fs);
+	return 0;
+}
+
 int dm_fs_set_signal_handlers(struct dm_fs *fs)
 {
 	return fuse_set_signal_handlers(fs->se) == 0 ? 0 : -EIO;
@@ -924,6 +1110,19 @@ void dm_fs_free(struct dm_fs *fs)
 {
 	if (!fs)
 		return;
+	if (fs->inval_running) {
+		dm_model_set_listener(fs->model, NULL, NULL);
+		pthread_mutex_lock(&fs->inval_lock);
+		fs->inval_quit = true;
+		pthread_cond_broadcast(&fs->inval_cond);
+		pthread_mutex_unlock(&fs->inval_lock);
+		pthread_join(fs->inval_thread, NULL);
+	}
+	for (size_t i = 0; i < fs->n_inval; i++)
+		inval_free(&fs->inval[i]);
+	free(fs->inval);
+	pthread_cond_destroy(&fs->inval_cond);
+	pthread_mutex_destroy(&fs->inval_lock);
 	fuse_remove_signal_handlers(fs->se);
 	if (fs->mounted)
 		fuse_session_unmount(fs->se);

@@ -19,6 +19,12 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret);
 /* Unmounts (if mounted) and frees. */
 void dm_fs_free(struct dm_fs *fs);
 int dm_fs_mount(struct dm_fs *fs, const char *mountpoint);
+/* Starts the thread that tells the kernel what model changes made stale
+ * (after the mount): from then on the model's listener is the fs's. */
+int dm_fs_start_notifier(struct dm_fs *fs);
+/* Waits until every invalidation queued so far was sent. Never call it from
+ * a FUSE handler. */
+void dm_fs_sync_invalidations(struct dm_fs *fs);
 /* Serves requests on a pool of threads until unmounted or signalled. */
 int dm_fs_loop(struct dm_fs *fs);
 /* Installs SIGTERM/SIGINT/SIGHUP handlers that end the loop. */

@@ -17,8 +17,15 @@ struct slot {
 	uint64_t next_free;
 };
 
+/* The first node of a device's list, keyed by the device's id. */
+struct dev_head {
+	uint64_t id;
+	uint64_t first;
+};
+
 struct fs_table {
 	pthread_mutex_t lock;
+	struct dm_hashmap by_dev; /* device id -> struct dev_head */
 	struct slot *slots; /* index = inode number; 0 unused, 1 the root */
 	uint64_t n_slots, cap;
 	uint64_t free_head; /* 0: none */
@@ -39,6 +46,7 @@ int fs_table_new(struct fs_table **ret)
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	dm_hashmap_init(&t->by_key, dm_hash_string, dm_cmp_string);
+	dm_hashmap_init(&t->by_dev, dm_hash_u64, dm_cmp_u64);
 	t->n_slots = 2;
 	t->slots[1] = (struct slot){ .used = true, .gen = 1,
 				     .node = { .t = { .kind = FS_TOP }, .nlookup = 1 } };
@@ -59,8 +67,74 @@ static void target_unref(const struct fs_target *t)
 	dm_driver_unref(t->drv);
 }
 
-static void node_clear(struct fs_table *t, struct fs_node *n)
+/* Links node @ino into its device's list. */
+static int dev_link_locked(struct fs_table *t, uint64_t ino)
 {
+	struct fs_node *n = &t->slots[ino].node;
+	uint64_t id = dm_device_get_id(n->t.dev);
+	struct dev_head *h = dm_hashmap_get(&t->by_dev, &id);
+	if (!h) {
+		h = malloc(sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		*h = (struct dev_head){ .id = id };
+		if (dm_hashmap_put(&t->by_dev, &h->id, h) < 0) {
+			free(h);
+			return -ENOMEM;
+		}
+	}
+	n->dev_prev = 0;
+	n->dev_next = h->first;
+	if (h->first)
+		t->slots[h->first].node.dev_prev = ino;
+	h->first = ino;
+	return 0;
+}
+
+static void dev_unlink_locked(struct fs_table *t, uint64_t ino)
+{
+	struct fs_node *n = &t->slots[ino].node;
+	if (!n->t.dev)
+		return;
+	if (n->dev_next)
+		t->slots[n->dev_next].node.dev_prev = n->dev_prev;
+	if (n->dev_prev) {
+		t->slots[n->dev_prev].node.dev_next = n->dev_next;
+		return;
+	}
+	uint64_t id = dm_device_get_id(n->t.dev);
+	struct dev_head *h = dm_hashmap_get(&t->by_dev, &id);
+	if (!h)
+		return;
+	h->first = n->dev_next;
+	if (!h->first) {
+		dm_hashmap_remove(&t->by_dev, &id);
+		free(h);
+	}
+}
+
+size_t fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
+			      struct fs_place *out, size_t max)
+{
+	size_t n = 0;
+	uint64_t id = dm_device_get_id(dev);
+	pthread_mutex_lock(&t->lock);
+	struct dev_head *h = dm_hashmap_get(&t->by_dev, &id);
+	for (uint64_t i = h ? h->first : 0; i && n < max; i = t->slots[i].node.dev_next) {
+		const struct fs_node *node = &t->slots[i].node;
+		out[n].ino = i;
+		out[n].parent = node->parent;
+		snprintf(out[n].name, sizeof(out[n].name), "%s", node->name ? node->name : "");
+		n++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+static void node_clear(struct fs_table *t, uint64_t ino)
+{
+	struct fs_node *n = &t->slots[ino].node;
+	dev_unlink_locked(t, ino);
 	if (n->key) {
 		dm_hashmap_remove(&t->by_key, n->key);
 		free(n->key);
@@ -77,8 +151,9 @@ void fs_table_free(struct fs_table *t)
 		return;
 	for (uint64_t i = 2; i < t->n_slots; i++)
 		if (t->slots[i].used)
-			node_clear(t, &t->slots[i].node);
+			node_clear(t, i);
 	dm_hashmap_done(&t->by_key);
+	dm_hashmap_done(&t->by_dev);
 	pthread_mutex_destroy(&t->lock);
 	free(t->slots);
 	free(t);
@@ -134,6 +209,15 @@ static uint64_t node_new_locked(struct fs_table *t, char *key, uint64_t parent, 
 		return 0;
 	}
 	n->t.group = n->group;
+	if (n->t.dev && dev_link_locked(t, ino) < 0) {
+		dm_hashmap_remove(&t->by_key, key);
+		free(n->name);
+		free(n->group);
+		memset(n, 0, sizeof(*n));
+		s->next_free = t->free_head;
+		t->free_head = ino;
+		return 0;
+	}
 	n->key = key;
 	target_ref(&n->t);
 	s->used = true;
@@ -197,7 +281,7 @@ void fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n)
 		struct slot *s = &t->slots[ino];
 		s->node.nlookup = s->node.nlookup > n ? s->node.nlookup - n : 0;
 		if (s->node.nlookup == 0) {
-			node_clear(t, &s->node);
+			node_clear(t, ino);
 			s->used = false;
 			s->next_free = t->free_head;
 			t->free_head = ino;

@@ -59,6 +59,7 @@ struct fs_node {
 	unsigned depth; /* directories between the mount root and it */
 	uint64_t nlookup;
 	char *key; /* "<parent>/<name>" while it is the current node */
+	uint64_t dev_prev, dev_next; /* the other nodes of t.dev (0: none) */
 };
 
 struct fs_table;
@@ -92,5 +93,16 @@ struct fs_ref {
 int fs_table_get(struct fs_table *t, uint64_t ino, struct fs_ref *ret);
 void fs_ref_release(struct fs_ref *r);
 size_t fs_table_count(struct fs_table *t);
+
+/* Where a node is: for invalidating what the kernel cached of it. */
+struct fs_place {
+	uint64_t ino;
+	uint64_t parent;
+	char name[256];
+};
+
+/* Up to @max places of the nodes that refer to @dev; returns how many. */
+size_t fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
+			      struct fs_place *out, size_t max);
 
 #endif

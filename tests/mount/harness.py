@@ -96,6 +96,29 @@ class Daemon:
             if "READY=1" in msg.split("\n"):
                 return
 
+    def wait_status(self, match, timeout=30):
+        """The first line of the daemon's sd_notify datagrams for which
+        match(line) is true; raises with what came instead when none does
+        in time. Event-driven: it blocks on the socket, never sleeps."""
+        import time
+        deadline = time.monotonic() + timeout
+        seen = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self.sock.settimeout(left)
+            try:
+                msg = self.sock.recv(4096).decode()
+            except socket.timeout:
+                break
+            seen.append(msg)
+            for line in msg.split("\n"):
+                if match(line):
+                    return line
+        raise AssertionError(f"no matching notification within {timeout} s; got {seen!r}\n"
+                             + self.output())
+
     def output(self):
         self.log.flush()
         self.log.seek(0)

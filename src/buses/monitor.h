@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * monitor.h - hotplug: the udev monitor keeps the model live. On its own
+ * thread (never in a library callback), each event is applied to the model:
+ *   add      the device (and any ancestor the model lacks) is recorded and
+ *            added, its pci/usb values filled, drivers probed;
+ *   change   its values are read again;
+ *   bind, unbind  it moves between kernel driver proxies;
+ *   remove   its subtree is removed, children first, with remove() hooks.
+ * After each event @done is called (the daemon then waits for the mount's
+ * invalidations and reports the event).
+ */
+#ifndef DM_MONITOR_H
+#define DM_MONITOR_H
+
+#include "buses/scan.h"
+
+struct dm_monitor;
+
+typedef void (*dm_monitor_done_fn)(const char *action, const char *devpath, uint64_t seqnum,
+				   void *data);
+
+/* Starts listening at once (call it before the first enumeration, so no
+ * event falls between the two) and applying events once dm_monitor_run()
+ * is called. */
+int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *fillers,
+		   dm_monitor_done_fn done, void *data, struct dm_monitor **ret);
+int dm_monitor_run(struct dm_monitor *mon);
+/* Stops the thread and frees. NULL is fine. */
+void dm_monitor_free(struct dm_monitor *mon);
+
+#endif

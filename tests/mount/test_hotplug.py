@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Hotplug on the USB tree testbed (tests/testbeds/usb-tree.umockdev) with
+uevents injected through umockdev: a keyboard plugged in behind the second
+hub, the USB stick with its disk and partition pulled out, and a change of a
+cached value. After each event the daemon reports "hotplug <action>
+<devpath>" (sd_notify STATUS), once the mount's caches were invalidated."""
+import errno
+import os
+
+import pytest
+
+from harness import Daemon
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTBED = os.path.join(HERE, "..", "testbeds", "usb-tree.umockdev")
+HUB2 = "/devices/pci0000:00/0000:00:14.0/usb1/1-1/1-1.2"
+KBD = HUB2 + "/1-1.2.1"
+STICK = HUB2 + "/1-1.2.3"
+ROOT_HUB2 = "pci0000:00/0000:00:14.0/usb1/1-1/1-1.2"
+
+
+def blocks(path):
+    with open(path) as f:
+        return [b for b in f.read().split("\n\n") if b.strip()]
+
+
+def devpath(block):
+    return block.split("\n", 1)[0][3:]
+
+
+def under(block, top):
+    p = devpath(block)
+    return p == top or p.startswith(top + "/")
+
+
+@pytest.fixture
+def d(tmp_path):
+    # the machine without the keyboard: it is plugged in by the test
+    initial = tmp_path / "without-keyboard.umockdev"
+    initial.write_text("\n\n".join(b for b in blocks(TESTBED) if not under(b, KBD)) + "\n")
+    daemon = Daemon(str(initial))
+    yield daemon
+    daemon.stop()
+
+
+def wait_event(d, action, path):
+    d.wait_status(lambda line: line.startswith(f"STATUS=hotplug {action} {path} "))
+
+
+def event(d, action, path):
+    d.testbed.uevent("/sys" + path, action)
+    wait_event(d, action, path)
+
+
+def read(d, *parts):
+    with open(d.path(*parts)) as f:
+        return f.read()
+
+
+def test_plug_in_a_keyboard(d):
+    kbd_place = ROOT_HUB2 + "/1-1.2.1"
+    assert not os.path.exists(d.path("root", kbd_place))
+    listing_before = os.listdir(d.path("bus", "usb", "devices"))  # cached by the kernel
+    assert "1-1.2.1" not in listing_before
+    # one device at a time, parents first, as the kernel announces them:
+    # umockdev sends the "add" uevent of each device it adds
+    for b in (b for b in blocks(TESTBED) if under(b, KBD)):
+        assert d.testbed.add_from_string(b + "\n")
+        wait_event(d, "add", devpath(b))
+    assert read(d, "root", kbd_place, "idVendor") == "05f3\n"
+    assert "Kinesis" in read(d, "root", kbd_place, "name")
+    # the views follow: bus listing, driver link, class interface
+    assert "1-1.2.1" in os.listdir(d.path("bus", "usb", "devices"))
+    assert os.path.realpath(d.path("bus", "usb", "devices", "1-1.2.1")) == \
+        d.path("root", kbd_place)
+    assert os.path.realpath(d.path("root", kbd_place, "1-1.2.1:1.0", "driver")) == \
+        d.path("bus", "usb", "drivers", "usbhid")
+    events = [e for e in os.listdir(d.path("class", "input", "event"))]
+    assert any(os.path.realpath(d.path("class", "input", "event", e)).startswith(
+        d.path("root", kbd_place)) for e in events), events
+
+
+def test_pull_out_the_stick(d):
+    stick_place = ROOT_HUB2 + "/1-1.2.3"
+    part = None
+    for top, dirs, files in os.walk(d.path("root", stick_place)):
+        if os.path.basename(top) == "sdb1":
+            part = top
+    assert part, "the stick's partition is in the tree"
+    held = open(os.path.join(part, "dev"))
+    assert held.read() == read(d, part, "dev")
+    assert "sdb1" in os.listdir(d.path("class", "block", "partition"))
+    # the kernel removes children first; the last event is the device itself
+    gone = sorted((devpath(b) for b in blocks(TESTBED) if under(b, STICK)),
+                  key=lambda p: -p.count("/"))
+    for p in gone:
+        event(d, "remove", p)
+    for p in gone:
+        d.testbed.remove_device("/sys" + p)
+    for path in (d.path("root", stick_place), part,
+                 d.path("bus", "usb", "devices", "1-1.2.3"),
+                 d.path("class", "block", "partition", "sdb1"),
+                 d.path("class", "block", "devices", "sdb")):
+        assert not os.path.lexists(path), path
+    assert "1-1.2.3" not in os.listdir(d.path("root", ROOT_HUB2))
+    assert "sdb1" not in os.listdir(d.path("class", "block", "partition"))
+    # a file held open across the removal reads as a removed device
+    held.seek(0)
+    with pytest.raises(OSError) as e:
+        held.read()
+    assert e.value.errno == errno.ENODEV
+    held.close()
+    # the rest of the tree is untouched
+    assert read(d, "root", ROOT_HUB2, "idVendor") == "1a40\n"
+
+
+def test_change_refreshes_a_cached_value(d):
+    place = ROOT_HUB2 + "/1-1.2.3"
+    before = read(d, "root", place, "serial")  # now in the kernel's page cache
+    d.testbed.set_attribute("/sys" + STICK, "serial", "NEWSERIAL0001\n")
+    event(d, "change", STICK)
+    assert read(d, "root", place, "serial") == "NEWSERIAL0001\n" != before
