@@ -134,23 +134,8 @@ def d(logind):
 
 def wait_notification(d, match, timeout=30):
     """The first line of the daemon's sd_notify datagrams for which match()
-    is true; fails, showing what came instead, when none does in time."""
-    deadline = time.monotonic() + timeout
-    seen = []
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        d.sock.settimeout(left)
-        try:
-            msg = d.sock.recv(4096).decode()
-        except socket.timeout:
-            break
-        seen.append(msg)
-        for line in msg.split("\n"):
-            if match(line):
-                return line
-    pytest.fail(f"no matching notification within {timeout} s; got {seen!r}\n" + d.output())
+    is true (the harness waits on the socket)."""
+    return d.wait_status(match, timeout)
 
 
 def read(path):

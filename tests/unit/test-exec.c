@@ -9,6 +9,7 @@
  * file, which the test reads once the call returned (hooks run
  * synchronously, so nothing needs waiting for).
  */
+#include "tree-util.h"
 #include "drivers/exec.h"
 
 #include <stdarg.h>
@@ -17,7 +18,6 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,18 +43,10 @@ static int fixture_setup(void **state)
 	return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int fixture_teardown(void **state)
 {
 	struct fixture *f = *state;
-	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	test_rm_rf(f->dir);
 	free(f);
 	return 0;
 }

@@ -8,6 +8,7 @@
  * directory. Nothing here sleeps to wait for an event; the timeout tests
  * run hooks that sleep, which the runner must cut short.
  */
+#include "tree-util.h"
 #include "drivers/runner.h"
 
 #include <stdarg.h>
@@ -18,7 +19,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -54,18 +54,10 @@ static int fixture_setup(void **state)
 	return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int fixture_teardown(void **state)
 {
 	struct fixture *f = *state;
-	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	test_rm_rf(f->dir);
 	free(f);
 	return 0;
 }

@@ -23,6 +23,9 @@ void test_tree_free(struct test_tree *t);
 int test_tree_index(const struct test_tree *t, const struct dm_device *dev);
 /* The expected global order: pre-order, children in natural name order. */
 size_t test_tree_preorder(const struct test_tree *t, int *out);
+/* Removes the directory @dir and everything below it (test temp dirs). */
+void test_rm_rf(const char *dir);
+
 /* True when @a is an ancestor of @b (strictly). */
 int test_tree_is_ancestor(const struct test_tree *t, int a, int b);
 
