@@ -11,10 +11,8 @@ without logind on it, the daemon serves as before."""
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
 
