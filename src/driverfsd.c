@@ -5,6 +5,7 @@
 #include "buses/scan.h"
 #include "buses/snapshot.h"
 #include "drivers/exec.h"
+#include "drivers/helper.h"
 #include "drivers/pci-pm.h"
 #include "drivers/vfio-pci.h"
 #include "core/model.h"
@@ -39,6 +40,8 @@ struct options {
 	const char *config;
 	const char *save; /* --save FILE */
 	const char *snapshot; /* --snapshot FILE */
+	const char *helper; /* --hotplug-helper CMDLINE */
+	bool coldplug;
 	bool foreground;
 	bool debug;
 	struct fuse_args fuse_args;
@@ -61,6 +64,9 @@ static void usage(FILE *f)
 		"      --save FILE    write the model as JSON to FILE and exit (no mount)\n"
 		"      --snapshot FILE  serve the model saved in FILE, read-only, instead of\n"
 		"                     this machine's (with --save: convert, for a round trip)\n"
+		"      --hotplug-helper CMDLINE  run this program (an absolute path, with\n"
+		"                     arguments) for each device added, changed or removed\n"
+		"      --coldplug     also run it, as \"add\", for every device present at start\n"
 		"  -h, --help         show this help\n"
 		"  -V, --version      show the version\n"
 		"\n"
@@ -76,6 +82,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "config", required_argument, NULL, 'c' },
 		{ "save", required_argument, NULL, 's' },
 		{ "snapshot", required_argument, NULL, 'S' },
+		{ "hotplug-helper", required_argument, NULL, 'H' },
+		{ "coldplug", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -91,6 +99,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'S':
 			o->snapshot = optarg;
+			break;
+		case 'H':
+			o->helper = optarg;
+			break;
+		case 'C':
+			o->coldplug = true;
 			break;
 		case 'f':
 			o->foreground = true;
@@ -115,6 +129,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			usage(stderr);
 			return -EINVAL;
 		}
+	}
+	/* checked before anything is mounted: the helper starts only later */
+	if (o->helper && o->helper[strspn(o->helper, " \t")] != '/') {
+		fprintf(stderr, "driverfsd: --hotplug-helper needs a program given by its "
+				"absolute path\n");
+		return -EINVAL;
 	}
 	if (optind < argc)
 		o->mountpoint = argv[optind++];
@@ -187,6 +207,28 @@ static int load_drivers(struct dm_model *m, const char *config, struct dm_exec_s
 	return r;
 }
 
+#define HELPER_TIMEOUT_MS 30000
+
+static void helper_done(const char *action, const char *devpath, int result, void *data)
+{
+	(void)data;
+	if (result < 0)
+		log_warn("hotplug helper %s %s: %s", action, devpath, strerror(-result));
+	sd_notifyf(0, "STATUS=helper %s %s %d", action, devpath, result);
+}
+
+/* --coldplug: the helper's "add" for every device present at start. */
+static void coldplug(struct dm_model *m, struct dm_helper *helper)
+{
+	struct dm_device **devs;
+	size_t n;
+	if (dm_model_snapshot(m, NULL, &devs, &n) < 0)
+		return;
+	for (size_t i = 1; i < n; i++) /* not root */
+		dm_helper_queue_device(helper, devs[i], "add", 0);
+	dm_device_array_free(devs, n);
+}
+
 /* What completes a hotplugged device's record. */
 static const struct dm_source_ops *const fillers[] = {
 	&dm_source_pci,
@@ -222,6 +264,7 @@ int main(int argc, char **argv)
 	struct dm_driver *pci_pm = NULL, *vfio = NULL;
 	struct dm_exec_set *exec = NULL;
 	struct dm_monitor *monitor = NULL;
+	struct dm_helper *helper = NULL;
 	int r;
 
 	o.fuse_args = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
@@ -315,6 +358,19 @@ int main(int argc, char **argv)
 	r = dm_fs_start_notifier(fs);
 	if (r < 0)
 		goto out_err;
+	if (o.helper && !o.snapshot) {
+		r = dm_helper_new(o.helper, HELPER_TIMEOUT_MS, helper_done, NULL, &helper);
+		if (r < 0) {
+			log_err("--hotplug-helper '%s': %s", o.helper,
+				r == -EINVAL ? "needs a program given by its absolute path"
+					     : strerror(-r));
+			goto out_model;
+		}
+		if (monitor)
+			dm_monitor_set_helper(monitor, helper);
+		if (o.coldplug)
+			coldplug(m, helper);
+	}
 	if (monitor && dm_monitor_run(monitor) < 0)
 		log_warn("no hotplug: cannot start the monitor thread");
 	r = pm ? dm_logind_start(pm, &logind) : 0;
@@ -334,6 +390,7 @@ out_err:
 	log_err("%s", strerror(-r));
 out_model:
 	dm_monitor_free(monitor);
+	dm_helper_free(helper);
 	dm_fs_free(fs);
 	dm_exec_unload(exec);
 	driver_drop(pci_pm);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "monitor.h"
 
+#include "drivers/helper.h"
+#include "drivers/hookenv.h"
 #include "drivers/kernel.h"
 #include "log.h"
 
@@ -25,13 +27,42 @@ struct dm_monitor {
 	int wake_fd;
 	pthread_t thread;
 	bool running;
+	struct dm_helper *helper;
 };
 
-static void apply_remove(struct dm_monitor *mon, const char *devpath)
+void dm_monitor_set_helper(struct dm_monitor *mon, struct dm_helper *helper)
+{
+	mon->helper = helper;
+}
+
+void dm_helper_queue_device(struct dm_helper *helper, struct dm_device *dev, const char *action,
+			    uint64_t seqnum)
+{
+	char seq[40], **env;
+	snprintf(seq, sizeof(seq), "SEQNUM=%llu", (unsigned long long)seqnum);
+	const char *extra[] = { seq, NULL };
+	dm_model_read_lock(dm_device_get_model(dev));
+	struct dm_driver *drv = dm_driver_ref(dm_device_get_driver_locked(dev));
+	dm_model_unlock(dm_device_get_model(dev));
+	int r = dm_hook_env(dev, action, drv ? dm_driver_get_name(drv) : NULL, extra, &env);
+	dm_driver_unref(drv);
+	if (r < 0) {
+		log_warn("hotplug helper %s %s: %s; not run", action, dm_device_get_name(dev),
+			 strerror(-r));
+		return;
+	}
+	dm_helper_queue(helper, action, dm_device_get_devpath(dev) ? dm_device_get_devpath(dev)
+								  : dm_device_get_name(dev), env);
+}
+
+static void apply_remove(struct dm_monitor *mon, const char *devpath, uint64_t seqnum)
 {
 	struct dm_device *dev = dm_model_find_devpath(mon->model, devpath);
 	if (!dev)
 		return; /* not ours, or gone with its parent already */
+	/* the helper learns what the device was: read it before it goes */
+	if (mon->helper)
+		dm_helper_queue_device(mon->helper, dev, "remove", seqnum);
 	dm_device_del(dev);
 	dm_device_unref(dev);
 }
@@ -72,8 +103,9 @@ static void apply(struct dm_monitor *mon, struct udev_device *d)
 	const char *syspath = udev_device_get_syspath(d);
 	if (!action || !devpath || !syspath)
 		return;
+	uint64_t seqnum = udev_device_get_seqnum(d);
 	if (strcmp(action, "remove") == 0) {
-		apply_remove(mon, devpath);
+		apply_remove(mon, devpath, seqnum);
 	} else if (strcmp(action, "bind") == 0 || strcmp(action, "unbind") == 0) {
 		apply_binding(mon, d, devpath);
 	} else {
@@ -82,10 +114,18 @@ static void apply(struct dm_monitor *mon, struct udev_device *d)
 		int r = dm_scan_device(mon->model, syspath, mon->fillers, &added);
 		if (r < 0)
 			log_warn("%s %s: %s", action, devpath, strerror(-r));
+		struct dm_device *dev = mon->helper && (strcmp(action, "add") == 0 ||
+							strcmp(action, "change") == 0)
+						? dm_model_find_devpath(mon->model, devpath)
+						: NULL;
+		if (dev) {
+			dm_helper_queue_device(mon->helper, dev, action, seqnum);
+			dm_device_unref(dev);
+		}
 	}
 	log_debug("hotplug: %s %s", action, devpath);
 	if (mon->done)
-		mon->done(action, devpath, udev_device_get_seqnum(d), mon->data);
+		mon->done(action, devpath, seqnum, mon->data);
 }
 
 static void *monitor_thread(void *data)

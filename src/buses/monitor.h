@@ -26,6 +26,14 @@ typedef void (*dm_monitor_done_fn)(const char *action, const char *devpath, uint
 int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *fillers,
 		   dm_monitor_done_fn done, void *data, struct dm_monitor **ret);
 int dm_monitor_run(struct dm_monitor *mon);
+struct dm_helper;
+/* Runs @helper (which the monitor does not own) for each add, change and
+ * remove, once the model was updated (for a remove: with what the device
+ * was, taken before). Set it before dm_monitor_run(). */
+void dm_monitor_set_helper(struct dm_monitor *mon, struct dm_helper *helper);
+/* Queues the helper's call for @dev (its environment read now). */
+void dm_helper_queue_device(struct dm_helper *helper, struct dm_device *dev, const char *action,
+			    uint64_t seqnum);
 /* Stops the thread and frees. NULL is fine. */
 void dm_monitor_free(struct dm_monitor *mon);
 

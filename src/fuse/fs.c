@@ -39,6 +39,8 @@ struct dm_fs {
 	struct timespec start;
 	bool mounted;
 	bool no_open; /* the kernel skips open/release of files (set at init) */
+	pthread_mutex_t dirs_lock;
+	struct dir_snapshot *dirs; /* listings opened and not released yet */
 
 	/* The notifier: invalidations are queued by the model's listener
 	 * (under the model lock, so it only queues) and sent by a thread of
@@ -509,6 +511,9 @@ struct dir_snapshot {
 	size_t n, cap;
 	uint64_t ino;
 	int err;
+	/* on dm_fs's list of open listings, for those the kernel never
+	 * releases (a session that ends with directories open) */
+	struct dir_snapshot *prev, *next;
 };
 
 static int snapshot_emit(void *ctx, const char *name, const struct fs_target *t, mode_t type)
@@ -580,6 +585,12 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, -r);
 		return;
 	}
+	pthread_mutex_lock(&fs->dirs_lock);
+	s->next = fs->dirs;
+	if (fs->dirs)
+		fs->dirs->prev = s;
+	fs->dirs = s;
+	pthread_mutex_unlock(&fs->dirs_lock);
 	fi->fh = (uint64_t)(uintptr_t)s;
 	/* the kernel may keep the listing: what changes the tree invalidates it */
 	fi->cache_readdir = 1;
@@ -691,7 +702,17 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	snapshot_free((struct dir_snapshot *)(uintptr_t)fi->fh);
+	struct dm_fs *fs = req_fs(req);
+	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
+	pthread_mutex_lock(&fs->dirs_lock);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		fs->dirs = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	pthread_mutex_unlock(&fs->dirs_lock);
+	snapshot_free(s);
 	fuse_reply_err(req, 0);
 }
 
@@ -1038,6 +1059,7 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
 	clock_gettime(CLOCK_REALTIME, &fs->start);
 	pthread_mutex_init(&fs->inval_lock, NULL);
 	pthread_cond_init(&fs->inval_cond, NULL);
+	pthread_mutex_init(&fs->dirs_lock, NULL);
 	int r = fs_table_new(&fs->table);
 	if (r < 0)
 		goto out_free;
@@ -1123,6 +1145,12 @@ void dm_fs_free(struct dm_fs *fs)
 	free(fs->inval);
 	pthread_cond_destroy(&fs->inval_cond);
 	pthread_mutex_destroy(&fs->inval_lock);
+	while (fs->dirs) {
+		struct dir_snapshot *d = fs->dirs;
+		fs->dirs = d->next;
+		snapshot_free(d);
+	}
+	pthread_mutex_destroy(&fs->dirs_lock);
 	fuse_remove_signal_handlers(fs->se);
 	if (fs->mounted)
 		fuse_session_unmount(fs->se);

@@ -88,19 +88,22 @@ class Daemon:
             raise
 
     def _wait_ready(self):
-        while True:
-            try:
-                msg = self.sock.recv(4096).decode()
-            except socket.timeout:
-                raise RuntimeError("driverfsd did not report READY within 60 s:\n" + self.output())
-            if "READY=1" in msg.split("\n"):
-                return
+        try:
+            self.wait_status(lambda line: line == "READY=1", timeout=60)
+        except AssertionError:
+            raise RuntimeError("driverfsd did not report READY within 60 s:\n" + self.output())
 
     def wait_status(self, match, timeout=30):
         """The first line of the daemon's sd_notify datagrams for which
-        match(line) is true; raises with what came instead when none does
-        in time. Event-driven: it blocks on the socket, never sleeps."""
+        match(line) is true, taken out of what came so far; raises with what
+        came instead when none does in time. Lines no wait took are kept for
+        later waits (events may come in any order). Event-driven: it blocks
+        on the socket, never sleeps."""
         import time
+        backlog = self.__dict__.setdefault("status_backlog", [])
+        for i, line in enumerate(backlog):
+            if match(line):
+                return backlog.pop(i)
         deadline = time.monotonic() + timeout
         seen = []
         while True:
@@ -113,9 +116,14 @@ class Daemon:
             except socket.timeout:
                 break
             seen.append(msg)
+            found = None
             for line in msg.split("\n"):
-                if match(line):
-                    return line
+                if found is None and match(line):
+                    found = line
+                else:
+                    backlog.append(line)
+            if found is not None:
+                return found
         raise AssertionError(f"no matching notification within {timeout} s; got {seen!r}\n"
                              + self.output())
 

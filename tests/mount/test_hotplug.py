@@ -120,3 +120,49 @@ def test_change_refreshes_a_cached_value(d):
     d.testbed.set_attribute("/sys" + STICK, "serial", "NEWSERIAL0001\n")
     event(d, "change", STICK)
     assert read(d, "root", place, "serial") == "NEWSERIAL0001\n" != before
+
+
+BY_CLASS = os.path.join(HERE, "..", "..", "contrib", "hotplug", "by-class")
+
+
+@pytest.fixture
+def with_helper(tmp_path):
+    initial = tmp_path / "without-keyboard.umockdev"
+    initial.write_text("\n\n".join(b for b in blocks(TESTBED) if not under(b, KBD)) + "\n")
+    links = tmp_path / "by-class"
+    daemon = Daemon(str(initial), ["--hotplug-helper", f"{os.path.abspath(BY_CLASS)} {links}",
+                                   "--coldplug"])
+    yield daemon, links
+    daemon.stop()
+
+
+def wait_helper(d, action, path):
+    line = d.wait_status(lambda l: l.startswith(f"STATUS=helper {action} {path} "))
+    assert line.endswith(" 0"), line  # the helper succeeded
+
+
+def test_naming_policy_runs_outside_the_daemon(with_helper):
+    d, links = with_helper
+    # --coldplug: the helper ran for the devices present at start
+    sda = [b for b in blocks(TESTBED) if devpath(b).endswith("/block/sda")][0]
+    wait_helper(d, "add", devpath(sda))
+    assert os.readlink(links / "block" / "sda") == "/dev/sda"
+    # a keyboard plugged in gets its input event node named
+    for b in (b for b in blocks(TESTBED) if under(b, KBD)):
+        assert d.testbed.add_from_string(b + "\n")
+        wait_event(d, "add", devpath(b))
+    event_dev = [devpath(b) for b in blocks(TESTBED)
+                 if under(b, KBD) and "/input/" in devpath(b)
+                 and os.path.basename(devpath(b)).startswith("event")][0]
+    wait_helper(d, "add", event_dev)
+    name = os.path.basename(event_dev)
+    assert os.readlink(links / "input" / name) == "/dev/input/" + name
+    # the stick pulled out: its disk and partition names go
+    gone = sorted((devpath(b) for b in blocks(TESTBED) if under(b, STICK)),
+                  key=lambda p: -p.count("/"))
+    part = [p for p in gone if p.endswith("/sdb1")][0]
+    for p in gone:
+        event(d, "remove", p)
+    wait_helper(d, "remove", part)
+    assert not os.path.lexists(links / "block" / "sdb1")
+    assert os.path.lexists(links / "block" / "sda")  # the other disk stays

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "helper.h"
+
+#include "drivers/hookenv.h"
+#include "drivers/runner.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HELPER_THREADS 4
+
+struct job {
+	char *action;
+	char *devpath;
+	char **env;
+	bool running;
+	struct job *next;
+};
+
+struct dm_helper {
+	char **argv;
+	int timeout_ms;
+	dm_helper_done_fn done;
+	void *data;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct job *head, **tail; /* in queue order */
+	bool quit;
+	pthread_t threads[HELPER_THREADS];
+	size_t n_threads;
+};
+
+static void job_free(struct job *j)
+{
+	free(j->action);
+	free(j->devpath);
+	dm_strv_free(j->env);
+	free(j);
+}
+
+/* The first queued job no earlier job of the same device holds back (a job
+ * runs only after every earlier one for its device has finished). */
+static struct job *next_runnable_locked(struct dm_helper *h)
+{
+	for (struct job *j = h->head; j; j = j->next) {
+		if (j->running)
+			continue;
+		bool blocked = false;
+		for (struct job *e = h->head; e != j; e = e->next)
+			if (strcmp(e->devpath, j->devpath) == 0) {
+				blocked = true;
+				break;
+			}
+		if (!blocked)
+			return j;
+	}
+	return NULL;
+}
+
+static void unlink_locked(struct dm_helper *h, struct job *j)
+{
+	struct job **p = &h->head;
+	while (*p != j)
+		p = &(*p)->next;
+	*p = j->next;
+	if (h->tail == &j->next)
+		h->tail = p;
+}
+
+static void *helper_thread(void *data)
+{
+	struct dm_helper *h = data;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_mutex_lock(&h->lock);
+	for (;;) {
+		struct job *j;
+		while (!h->quit && !(j = next_runnable_locked(h)))
+			pthread_cond_wait(&h->cond, &h->lock);
+		if (h->quit)
+			break;
+		j->running = true;
+		pthread_mutex_unlock(&h->lock);
+
+		char label[4200];
+		struct dm_run_result res;
+		snprintf(label, sizeof(label), "hotplug helper %s %s", j->action, j->devpath);
+		int r = dm_run(label, (const char *const *)h->argv, (const char *const *)j->env,
+			       h->timeout_ms, &res);
+		if (r == 0) {
+			r = dm_run_errno(&res);
+			dm_run_result_done(&res);
+		}
+		if (h->done)
+			h->done(j->action, j->devpath, r, h->data);
+
+		pthread_mutex_lock(&h->lock);
+		unlink_locked(h, j);
+		job_free(j);
+		pthread_cond_broadcast(&h->cond); /* the device's next job may run */
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+int dm_helper_new(const char *cmdline, int timeout_ms, dm_helper_done_fn done, void *data,
+		  struct dm_helper **ret)
+{
+	char **argv;
+	size_t n;
+	int r = dm_split_command(cmdline, &argv, &n);
+	if (r < 0)
+		return r;
+	if (n == 0 || argv[0][0] != '/') {
+		dm_strv_free(argv);
+		return -EINVAL;
+	}
+	struct dm_helper *h = calloc(1, sizeof(*h));
+	if (!h) {
+		dm_strv_free(argv);
+		return -ENOMEM;
+	}
+	*h = (struct dm_helper){ .argv = argv, .timeout_ms = timeout_ms, .done = done,
+				 .data = data };
+	h->tail = &h->head;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->cond, NULL);
+	for (size_t i = 0; i < HELPER_THREADS; i++)
+		if (pthread_create(&h->threads[i], NULL, helper_thread, h) == 0)
+			h->n_threads++;
+	if (!h->n_threads) {
+		dm_helper_free(h);
+		return -EAGAIN;
+	}
+	*ret = h;
+	return 0;
+}
+
+void dm_helper_queue(struct dm_helper *h, const char *action, const char *devpath, char **env)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	if (j) {
+		j->action = strdup(action);
+		j->devpath = strdup(devpath);
+		j->env = env;
+	}
+	if (!j || !j->action || !j->devpath) {
+		log_err("hotplug helper %s %s: out of memory; not run", action, devpath);
+		if (j)
+			job_free(j);
+		else
+			dm_strv_free(env);
+		return;
+	}
+	pthread_mutex_lock(&h->lock);
+	*h->tail = j;
+	h->tail = &j->next;
+	pthread_cond_signal(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+}
+
+void dm_helper_free(struct dm_helper *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->quit = true;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	for (size_t i = 0; i < h->n_threads; i++)
+		pthread_join(h->threads[i], NULL);
+	while (h->head) {
+		struct job *j = h->head;
+		h->head = j->next;
+		job_free(j);
+	}
+	pthread_cond_destroy(&h->cond);
+	pthread_mutex_destroy(&h->lock);
+	dm_strv_free(h->argv);
+	free(h);
+}
