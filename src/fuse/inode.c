@@ -187,6 +187,17 @@ static uint64_t slot_alloc_locked(struct fs_table *t)
 	return t->n_slots++;
 }
 
+/* Gives back the slot of a node that could not be completed. */
+static void slot_abandon_locked(struct fs_table *t, uint64_t ino)
+{
+	struct slot *s = &t->slots[ino];
+	free(s->node.name);
+	free(s->node.group);
+	memset(&s->node, 0, sizeof(s->node));
+	s->next_free = t->free_head;
+	t->free_head = ino;
+}
+
 /* A new current node for @key (which it takes over); 0 when out of memory. */
 static uint64_t node_new_locked(struct fs_table *t, char *key, uint64_t parent, unsigned depth,
 				const char *name, const struct fs_target *target)
@@ -201,21 +212,13 @@ static uint64_t node_new_locked(struct fs_table *t, char *key, uint64_t parent, 
 	n->group = target->group ? strdup(target->group) : NULL;
 	if (!n->name || (target->group && !n->group) ||
 	    dm_hashmap_put(&t->by_key, key, (void *)(uintptr_t)ino) < 0) {
-		free(n->name);
-		free(n->group);
-		memset(n, 0, sizeof(*n));
-		s->next_free = t->free_head;
-		t->free_head = ino;
+		slot_abandon_locked(t, ino);
 		return 0;
 	}
 	n->t.group = n->group;
 	if (n->t.dev && dev_link_locked(t, ino) < 0) {
 		dm_hashmap_remove(&t->by_key, key);
-		free(n->name);
-		free(n->group);
-		memset(n, 0, sizeof(*n));
-		s->next_free = t->free_head;
-		t->free_head = ino;
+		slot_abandon_locked(t, ino);
 		return 0;
 	}
 	n->key = key;
