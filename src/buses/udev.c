@@ -12,7 +12,9 @@
 #include "log.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <libudev.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -104,6 +106,37 @@ static int container_parent(struct dm_scan *s, struct dm_record *rec)
 	return 0;
 }
 
+/* Whether another device below @parent (directly, or through one glue
+ * directory such as scsi_device/) has the name @name: sysfs itself says, so
+ * a device added by hotplug is named as the same device found by a full
+ * scan would be. */
+static bool sibling_has_name(const char *parent, const char *name, const char *self)
+{
+	DIR *dir = opendir(parent);
+	if (!dir)
+		return false;
+	bool clash = false;
+	struct dirent *e;
+	char path[PATH_MAX];
+	while (!clash && (e = readdir(dir))) {
+		if (e->d_name[0] == '.' || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+			continue;
+		/* a device directly below, or one below a glue directory */
+		if (strcmp(e->d_name, name) == 0)
+			snprintf(path, sizeof(path), "%s/%s", parent, name);
+		else if (snprintf(path, sizeof(path), "%s/%s/uevent", parent, e->d_name) > 0 &&
+			 access(path, F_OK) != 0)
+			snprintf(path, sizeof(path), "%s/%s/%s", parent, e->d_name, name);
+		else
+			continue;
+		char uevent[PATH_MAX + 8];
+		snprintf(uevent, sizeof(uevent), "%s/uevent", path);
+		clash = strcmp(path, self) != 0 && access(uevent, F_OK) == 0;
+	}
+	closedir(dir);
+	return clash;
+}
+
 static int record_device(struct dm_scan *s, struct udev_device *d)
 {
 	const char *devpath = udev_device_get_devpath(d);
@@ -130,6 +163,17 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	r |= dm_record_set_string(&rec->driver, driver);
 	r |= classify(d, rec);
 	r |= set_trimmed(rec, "name", pick_name(d));
+	/* the clash rule (DESIGN.md section 5): a class device that shares its
+	 * name with a sibling is named "<class>:<name>" */
+	if (rec->class_name && parent &&
+	    sibling_has_name(udev_device_get_syspath(parent), udev_device_get_sysname(d),
+			     udev_device_get_syspath(d))) {
+		char *name;
+		if (asprintf(&name, "%s:%s", rec->class_name, rec->name) < 0)
+			return -ENOMEM;
+		rec->sysname = rec->name;
+		rec->name = name;
+	}
 
 	const char *uevent = udev_device_get_sysattr_value(d, "uevent");
 	if (uevent) {

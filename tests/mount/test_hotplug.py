@@ -166,3 +166,39 @@ def test_naming_policy_runs_outside_the_daemon(with_helper):
     wait_helper(d, "remove", part)
     assert not os.path.lexists(links / "block" / "sdb1")
     assert os.path.lexists(links / "block" / "sda")  # the other disk stays
+
+
+def devpaths_in_mount(d):
+    found = {}
+    for top, dirs, files in os.walk(d.path("root")):
+        if "devpath" in files:
+            found[read(d, top, "devpath").strip()] = os.path.relpath(top, d.path("root"))
+    return found
+
+
+@pytest.fixture
+def full(tmp_path):
+    daemon = Daemon(TESTBED)
+    yield daemon
+    daemon.stop()
+
+
+def test_unplug_and_replug_a_hub_with_devices_behind_it(full):
+    d = full
+    before = devpaths_in_mount(d)
+    hub = [b for b in blocks(TESTBED) if under(b, HUB2)]  # file order: parents first
+    assert len(hub) > 10 and HUB2 in before
+    # unplug: the kernel announces children first
+    for b in reversed(hub):
+        event(d, "remove", devpath(b))
+    after_unplug = devpaths_in_mount(d)
+    assert not [p for p in after_unplug if p == HUB2 or p.startswith(HUB2 + "/")]
+    assert set(after_unplug) == {p for p in before if not (p == HUB2 or p.startswith(HUB2 + "/"))}
+    assert "1-1.2" not in os.listdir(d.path("bus", "usb", "devices"))
+    # plug it back (the testbed kept its sysfs entries; only the uevents
+    # come again): the same tree, in the same places, as at start
+    for b in hub:
+        event(d, "add", devpath(b))
+    assert devpaths_in_mount(d) == before
+    assert os.path.realpath(d.path("bus", "usb", "devices", "1-1.2.3")) == \
+        d.path("root", before[STICK])
