@@ -4,7 +4,9 @@
  * a driverfs mount (-m MNT, else $DRIVERFS_MOUNT, else /devices); it links
  * nothing of the daemon.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <glob.h>
 #include <limits.h>
@@ -26,6 +28,10 @@ static void usage(FILE *f)
 		"A client of a driverfs mount (-m, else $DRIVERFS_MOUNT, else /devices).\n"
 		"\n"
 		"Commands:\n"
+		"  list                       every device's path under root/, in the global\n"
+		"                             order (depth first, parents first; resume's order)\n"
+		"  tree [DEV]                 the hierarchy (below DEV), with names, drivers\n"
+		"                             and power states other than on\n"
 		"  suspend [DEV] [--dry-run]  suspend DEV's subtree, children first (default: the\n"
 		"                             whole system); print the transition's journal\n"
 		"  resume [DEV] [--dry-run]   resume DEV (its suspended ancestors first) and its\n"
@@ -73,6 +79,153 @@ static int resolve_device(const char *mnt, const char *dev, char *out, size_t si
 		r = -ENOTUNIQ;
 	globfree(&g);
 	return r;
+}
+
+/* ---- walking the tree through the mount ---- */
+
+/* A device directory has a power file; an attribute group (pm/) has not. */
+static bool is_device_dir(int dirfd, const char *name)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/power", name);
+	struct stat st;
+	return fstatat(dirfd, path, &st, 0) == 0 && S_ISREG(st.st_mode);
+}
+
+static int by_version(const struct dirent **a, const struct dirent **b)
+{
+	return strverscmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Reads a small file of the device @dir (relative to @dirfd) without its
+ * newline; "" when it cannot. */
+static void read_value(int dirfd, const char *dir, const char *file, char *buf, size_t size)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	buf[0] = '\0';
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+struct walk_out {
+	bool tree; /* else: list */
+	char prefix[4096];
+	unsigned devices;
+};
+
+/* Visits the child devices of @path (relative to the root/ directory
+ * @rootfd) in the model's global order: depth first, siblings in natural
+ * order, which is the order resume takes (suspend takes it backwards). */
+static int walk_children(int rootfd, const char *path, struct walk_out *o)
+{
+	struct dirent **names;
+	int n = scandirat(rootfd, *path ? path : ".", &names, NULL, by_version);
+	if (n < 0)
+		return -errno;
+	int kept = 0;
+	for (int i = 0; i < n; i++) {
+		char child[PATH_MAX];
+		snprintf(child, sizeof(child), "%s%s%s", path, *path ? "/" : "", names[i]->d_name);
+		if (names[i]->d_type == DT_DIR && names[i]->d_name[0] != '.' &&
+		    is_device_dir(rootfd, child))
+			names[kept++] = names[i];
+		else
+			free(names[i]);
+	}
+	int r = 0;
+	for (int i = 0; i < kept; i++) {
+		char child[PATH_MAX];
+		snprintf(child, sizeof(child), "%s%s%s", path, *path ? "/" : "", names[i]->d_name);
+		o->devices++;
+		if (!o->tree) {
+			printf("%s\n", child);
+		} else {
+			char name[512], power[32], driver[PATH_MAX] = "";
+			read_value(rootfd, child, "name", name, sizeof(name));
+			read_value(rootfd, child, "power", power, sizeof(power));
+			char link[PATH_MAX + 16];
+			snprintf(link, sizeof(link), "%s/driver", child);
+			ssize_t len = readlinkat(rootfd, link, driver, sizeof(driver) - 1);
+			driver[len > 0 ? len : 0] = '\0';
+			const char *drv = strrchr(driver, '/');
+			bool last = i == kept - 1;
+			printf("%s%s %s", o->prefix, last ? "`--" : "|--", names[i]->d_name);
+			if (*name && strcmp(name, names[i]->d_name) != 0)
+				printf("  %s", name);
+			if (drv)
+				printf("  [%s]", drv + 1);
+			if (strcmp(power, "on") != 0 && *power)
+				printf("  (%s)", power);
+			printf("\n");
+			size_t plen = strlen(o->prefix);
+			snprintf(o->prefix + plen, sizeof(o->prefix) - plen, "%s", last ? "    " : "|   ");
+			r = walk_children(rootfd, child, o);
+			o->prefix[plen] = '\0';
+		}
+		if (!o->tree)
+			r = walk_children(rootfd, child, o);
+		if (r < 0)
+			break;
+	}
+	for (int i = 0; i < kept; i++)
+		free(names[i]);
+	free(names);
+	return r;
+}
+
+static int cmd_walk(const char *mnt, bool tree, int argc, char **argv)
+{
+	const char *dev = NULL;
+	for (int i = 0; i < argc; i++) {
+		if (dev || !tree) {
+			fprintf(stderr, "driverfsctl: %s: unexpected argument '%s'\n",
+				tree ? "tree" : "list", argv[i]);
+			return 2;
+		}
+		dev = argv[i];
+	}
+	char dir[PATH_MAX], root[PATH_MAX + 8];
+	int r = resolve_device(mnt, dev, dir, sizeof(dir));
+	if (r < 0) {
+		fprintf(stderr, "driverfsctl: no device %s under %s (%s)\n", dev ? dev : "root", mnt,
+			strerror(-r));
+		return 1;
+	}
+	snprintf(root, sizeof(root), "%s/root", mnt);
+	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		fprintf(stderr, "driverfsctl: %s: %s (is driverfsd serving %s?)\n", root,
+			strerror(errno), mnt);
+		return 1;
+	}
+	/* the device's path under root/ */
+	char rp[PATH_MAX], rr[PATH_MAX];
+	const char *rel = "";
+	if (realpath(dir, rp) && realpath(root, rr) && strncmp(rp, rr, strlen(rr)) == 0)
+		rel = rp[strlen(rr)] == '/' ? rp + strlen(rr) + 1 : "";
+	struct walk_out o = { .tree = tree };
+	if (tree) {
+		char name[512];
+		read_value(rootfd, *rel ? rel : ".", "name", name, sizeof(name));
+		printf("%s  %s\n", *rel ? rel : "root", name);
+	} else if (!*rel) {
+		printf(".\n");
+	} else {
+		printf("%s\n", rel);
+	}
+	r = walk_children(rootfd, rel, &o);
+	close(rootfd);
+	if (r < 0) {
+		fprintf(stderr, "driverfsctl: walking %s: %s\n", root, strerror(-r));
+		return 1;
+	}
+	return 0;
 }
 
 static int print_file(const char *path, FILE *to)
@@ -170,6 +323,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[optind++];
 	if (strcmp(cmd, "suspend") == 0 || strcmp(cmd, "resume") == 0)
 		return cmd_power(mnt, cmd, argc - optind, argv + optind);
+	if (strcmp(cmd, "list") == 0 || strcmp(cmd, "tree") == 0)
+		return cmd_walk(mnt, strcmp(cmd, "tree") == 0, argc - optind, argv + optind);
 	fprintf(stderr, "driverfsctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return 2;

@@ -283,3 +283,35 @@ def test_sigkill_leaves_no_dead_mount(testbed_path):
             d2.stop()
     finally:
         d.stop()
+
+
+CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
+
+
+def test_driverfsctl_list_is_the_global_order(d):
+    listed = subprocess.run([CTL, "-m", d.mnt, "list"], capture_output=True, text=True,
+                            check=True).stdout.split()
+    assert listed[0] == "."
+    for place in PLACES.values():
+        assert place in listed
+    # parents first, and exactly the order a whole-system walk takes:
+    # a suspend dry run (of a system all on) goes backwards over the same list
+    subprocess.run([CTL, "-m", d.mnt, "resume"], capture_output=True, check=True)
+    dry = subprocess.run([CTL, "-m", d.mnt, "suspend", "--dry-run"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert [line.split()[2] for line in dry] == list(reversed(listed))
+    for i, p in enumerate(listed[1:], 1):
+        parent = os.path.dirname(p) or "."
+        assert listed.index(parent) < i, f"{p} listed before its parent"
+
+
+def test_driverfsctl_tree_shows_names_drivers_and_nesting(d):
+    out = subprocess.run([CTL, "-m", d.mnt, "tree", "0000:00:1c.0"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert out[0].startswith(PLACES["0000:00:1c.0"] + "  ")
+    nvme = [line for line in out if "0000:01:00.0" in line]
+    assert nvme == ["`-- 0000:01:00.0  Intel Corporation SSD 660P Series  [nvme]"] or \
+        nvme == ["|-- 0000:01:00.0  Intel Corporation SSD 660P Series  [nvme]"], out
+    r = subprocess.run([CTL, "-m", d.mnt, "tree", "0000:99:00.0"], capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "no device 0000:99:00.0" in r.stderr
