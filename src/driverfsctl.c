@@ -32,6 +32,10 @@ static void usage(FILE *f)
 		"                             order (depth first, parents first; resume's order)\n"
 		"  tree [DEV]                 the hierarchy (below DEV), with names, drivers\n"
 		"                             and power states other than on\n"
+		"  info DEV                   every file of DEV, its subsystem, driver and\n"
+		"                             interface\n"
+		"  dot                        the hierarchy as a Graphviz graph, coloured by\n"
+		"                             bus or class (driverfsctl dot | dot -Tsvg)\n"
 		"  suspend [DEV] [--dry-run]  suspend DEV's subtree, children first (default: the\n"
 		"                             whole system); print the transition's journal\n"
 		"  resume [DEV] [--dry-run]   resume DEV (its suspended ancestors first) and its\n"
@@ -228,6 +232,189 @@ static int cmd_walk(const char *mnt, bool tree, int argc, char **argv)
 	return 0;
 }
 
+/* ---- info and dot ---- */
+
+static void print_link_target(const char *dir, const char *link, const char *label)
+{
+	char path[PATH_MAX + 16], target[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", dir, link);
+	ssize_t n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return;
+	target[n] = '\0';
+	const char *base = strrchr(target, '/');
+	printf("%-20s %s\n", label, base ? base + 1 : target);
+}
+
+/* Every file of the device (and of its attribute groups, such as pm/),
+ * one "name: value" per line; multi-line values indented below. */
+static void print_files(const char *dir, const char *group)
+{
+	char path[PATH_MAX + 300];
+	snprintf(path, sizeof(path), "%s%s%s", dir, group ? "/" : "", group ? group : "");
+	struct dirent **names;
+	int n = scandir(path, &names, NULL, by_version);
+	if (n < 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		const char *name = names[i]->d_name;
+		char file[PATH_MAX + 600], value[4097];
+		snprintf(file, sizeof(file), "%s/%s", path, name);
+		if (names[i]->d_type == DT_DIR && name[0] != '.' && !group) {
+			char power[PATH_MAX + 700];
+			snprintf(power, sizeof(power), "%s/power", file);
+			if (access(power, F_OK) != 0) /* a group, not a child device */
+				print_files(dir, name);
+		} else if (names[i]->d_type == DT_REG) {
+			int fd = open(file, O_RDONLY | O_CLOEXEC);
+			ssize_t len = fd >= 0 ? read(fd, value, sizeof(value) - 1) : -1;
+			if (fd >= 0)
+				close(fd);
+			if (len < 0) {
+				if (errno != EACCES) /* write-only files have no value */
+					printf("%s%s%s: (%s)\n", group ? group : "", group ? "/" : "",
+					       name, strerror(errno));
+			} else {
+				value[len] = '\0';
+				while (len > 0 && value[len - 1] == '\n')
+					value[--len] = '\0';
+				printf("%s%s%s: ", group ? group : "", group ? "/" : "", name);
+				for (char *p = value; *p; p++) {
+					putchar(*p);
+					if (*p == '\n')
+						fputs("    ", stdout);
+				}
+				putchar('\n');
+			}
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+static int cmd_info(const char *mnt, int argc, char **argv)
+{
+	if (argc != 1) {
+		fprintf(stderr, "driverfsctl: info needs one DEV\n");
+		return 2;
+	}
+	char dir[PATH_MAX];
+	int r = resolve_device(mnt, argv[0], dir, sizeof(dir));
+	if (r < 0) {
+		fprintf(stderr, "driverfsctl: info: no device %s under %s (%s)\n", argv[0], mnt,
+			strerror(-r));
+		return 1;
+	}
+	char root[PATH_MAX + 8], rp[PATH_MAX], rr[PATH_MAX];
+	snprintf(root, sizeof(root), "%s/root", mnt);
+	const char *rel = "";
+	if (realpath(dir, rp) && realpath(root, rr) && strncmp(rp, rr, strlen(rr)) == 0)
+		rel = rp[strlen(rr)] == '/' ? rp + strlen(rr) + 1 : "";
+	printf("%-20s %s\n", "path", *rel ? rel : ".");
+	print_link_target(dir, "subsystem", "subsystem");
+	print_link_target(dir, "driver", "driver");
+	/* the class interface that lists it, if any */
+	char pattern[PATH_MAX + 64];
+	glob_t g;
+	const char *base = strrchr(rp, '/');
+	snprintf(pattern, sizeof(pattern), "%s/class/*/*/%s", mnt, base ? base + 1 : rp);
+	if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			char t[PATH_MAX];
+			const char *p = g.gl_pathv[i] + strlen(mnt) + 7; /* "<class>/<iface>/..." */
+			if (realpath(g.gl_pathv[i], t) && strcmp(t, rp) == 0 &&
+			    strncmp(strchr(p, '/') + 1, "devices/", 8) != 0)
+				printf("%-20s %.*s\n", "interface", (int)(strrchr(p, '/') - p), p);
+		}
+		globfree(&g);
+	}
+	print_files(dir, NULL);
+	return 0;
+}
+
+static const char *dot_escape(const char *s, char *buf, size_t size)
+{
+	size_t n = 0;
+	for (; *s && n + 2 < size; s++) {
+		if (*s == '"' || *s == '\\')
+			buf[n++] = '\\';
+		buf[n++] = *s;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The hierarchy as a Graphviz digraph: one node per device labelled with its
+ * name and driver, filled by bus (a colour per bus), edges parent -> child. */
+static int dot_children(int rootfd, const char *path)
+{
+	struct dirent **names;
+	int n = scandirat(rootfd, *path ? path : ".", &names, NULL, by_version);
+	if (n < 0)
+		return -errno;
+	for (int i = 0; i < n; i++) {
+		char child[PATH_MAX], esc[2 * PATH_MAX], pesc[2 * PATH_MAX];
+		snprintf(child, sizeof(child), "%s%s%s", path, *path ? "/" : "", names[i]->d_name);
+		if (names[i]->d_type != DT_DIR || names[i]->d_name[0] == '.' ||
+		    !is_device_dir(rootfd, child)) {
+			free(names[i]);
+			continue;
+		}
+		char name[512], subsystem[PATH_MAX + 16], sub[PATH_MAX] = "", nesc[1024];
+		read_value(rootfd, child, "name", name, sizeof(name));
+		snprintf(subsystem, sizeof(subsystem), "%s/subsystem", child);
+		ssize_t len = readlinkat(rootfd, subsystem, sub, sizeof(sub) - 1);
+		sub[len > 0 ? len : 0] = '\0';
+		const char *s = strrchr(sub, '/');
+		s = s ? s + 1 : "";
+		/* a stable colour per bus or class, from its name */
+		unsigned h = 5381;
+		for (const char *c = s; *c; c++)
+			h = h * 33 + (unsigned char)*c;
+		printf("  \"%s\" [label=\"%s\\n%s\", style=filled, fillcolor=\"%.3f 0.25 0.95\"];\n",
+		       dot_escape(child, esc, sizeof(esc)), dot_escape(names[i]->d_name, pesc, sizeof(pesc)),
+		       dot_escape(*name ? name : s, nesc, sizeof(nesc)), *s ? (h % 1000) / 1000.0 : 0.0);
+		printf("  \"%s\" -> \"%s\";\n", *path ? dot_escape(path, pesc, sizeof(pesc)) : "root",
+		       dot_escape(child, esc, sizeof(esc)));
+		int r = dot_children(rootfd, child);
+		free(names[i]);
+		if (r < 0) {
+			for (int k = i + 1; k < n; k++)
+				free(names[k]);
+			free(names);
+			return r;
+		}
+	}
+	free(names);
+	return 0;
+}
+
+static int cmd_dot(const char *mnt, int argc, char **argv)
+{
+	(void)argv;
+	if (argc) {
+		fprintf(stderr, "driverfsctl: dot takes no argument\n");
+		return 2;
+	}
+	char root[PATH_MAX + 8];
+	snprintf(root, sizeof(root), "%s/root", mnt);
+	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		fprintf(stderr, "driverfsctl: %s: %s\n", root, strerror(errno));
+		return 1;
+	}
+	printf("digraph driverfs {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n"
+	       "  \"root\" [label=\"root\"];\n");
+	int r = dot_children(rootfd, "");
+	printf("}\n");
+	close(rootfd);
+	if (r < 0) {
+		fprintf(stderr, "driverfsctl: walking %s: %s\n", root, strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
 static int print_file(const char *path, FILE *to)
 {
 	FILE *f = fopen(path, "re");
@@ -323,6 +510,10 @@ int main(int argc, char **argv)
 	const char *cmd = argv[optind++];
 	if (strcmp(cmd, "suspend") == 0 || strcmp(cmd, "resume") == 0)
 		return cmd_power(mnt, cmd, argc - optind, argv + optind);
+	if (strcmp(cmd, "info") == 0)
+		return cmd_info(mnt, argc - optind, argv + optind);
+	if (strcmp(cmd, "dot") == 0)
+		return cmd_dot(mnt, argc - optind, argv + optind);
 	if (strcmp(cmd, "list") == 0 || strcmp(cmd, "tree") == 0)
 		return cmd_walk(mnt, strcmp(cmd, "tree") == 0, argc - optind, argv + optind);
 	fprintf(stderr, "driverfsctl: unknown command '%s'\n", cmd);

@@ -74,3 +74,39 @@ def test_ethernet_audio_and_graphics(d):
     assert os.path.isdir(d.path("root", "pci0000:00", "0000:00:0b.0", "eth0"))
     assert os.path.isdir(d.path("root", "pci0000:00", "0000:00:0c.0", "card0", "midiC0D0"))
     assert "G400" in read(d, "root", "pci0000:00", "0000:00:01.0", "0000:01:00.0", "name")
+
+
+CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
+
+
+def ctl(d, *args):
+    import subprocess
+    return subprocess.run([CTL, "-m", d.mnt, *args], capture_output=True, text=True)
+
+
+def test_driverfsctl_info(d):
+    r = ctl(d, "info", "sda")  # a class device, by its name
+    assert r.returncode == 1  # a class name is not a bus id
+    r = ctl(d, "info", SCSI + "/target0:0:0/0:0:0:0/sda")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "subsystem            block" in lines
+    assert "interface            block/disk" in lines
+    assert "devnode: /dev/sda" in lines
+    r = ctl(d, "info", "0:0:0:0")  # a bus id on the scsi bus
+    assert r.returncode == 0 and "driver               sd" in r.stdout.splitlines(), r.stdout
+
+
+def test_driverfsctl_dot_renders(d):
+    import shutil
+    import subprocess
+    r = ctl(d, "dot")
+    assert r.returncode == 0, r.stderr
+    listed = ctl(d, "list").stdout.split()
+    # one edge per device but root, each from its parent
+    edges = [line for line in r.stdout.splitlines() if " -> " in line]
+    assert len(edges) == len(listed) - 1
+    assert f'  "{SCSI}" -> "{SCSI}/target0:0:0";' in edges
+    if shutil.which("dot"):
+        svg = subprocess.run(["dot", "-Tsvg"], input=r.stdout, capture_output=True, text=True)
+        assert svg.returncode == 0 and "<svg" in svg.stdout, svg.stderr
