@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <json-c/json.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <glob.h>
@@ -28,9 +29,9 @@ static void usage(FILE *f)
 		"A client of a driverfs mount (-m, else $DRIVERFS_MOUNT, else /devices).\n"
 		"\n"
 		"Commands:\n"
-		"  list                       every device's path under root/, in the global\n"
+		"  list [--json]              every device's path under root/, in the global\n"
 		"                             order (depth first, parents first; resume's order)\n"
-		"  tree [DEV]                 the hierarchy (below DEV), with names, drivers\n"
+		"  tree [DEV] [--json]        the hierarchy (below DEV), with names, drivers\n"
 		"                             and power states other than on\n"
 		"  info DEV                   every file of DEV, its subsystem, driver and\n"
 		"                             interface\n"
@@ -43,6 +44,9 @@ static void usage(FILE *f)
 		"\n"
 		"DEV is a path under root/ (pci0000:00/0000:00:02.0) or a bus id (0000:00:02.0,\n"
 		"1-1.2). --dry-run records the order in root/power_log and calls no hook.\n"
+		"--json prints, for each device, an object {\"path\", \"name\", \"driver\" (null when\n"
+		"unbound), \"power\"}: list an array in the global order, tree the device with\n"
+		"its \"children\" arrays nested.\n"
 		"\n"
 		"Options:\n"
 		"  -m, --mount MOUNT  the driverfs mount point\n"
@@ -119,9 +123,42 @@ static void read_value(int dirfd, const char *dir, const char *file, char *buf, 
 
 struct walk_out {
 	bool tree; /* else: list */
+	json_object *json; /* --json: the array this level's devices go in */
 	char prefix[4096];
 	unsigned devices;
 };
+
+/* What list and tree show of a device. */
+struct dev_view {
+	char name[512];
+	char power[32];
+	const char *driver; /* into link, or NULL */
+	char link[PATH_MAX];
+};
+
+static void view_read(int rootfd, const char *path, struct dev_view *v)
+{
+	char link[PATH_MAX + 16];
+	read_value(rootfd, path, "name", v->name, sizeof(v->name));
+	read_value(rootfd, path, "power", v->power, sizeof(v->power));
+	snprintf(link, sizeof(link), "%s/driver", path);
+	ssize_t len = readlinkat(rootfd, link, v->link, sizeof(v->link) - 1);
+	v->link[len > 0 ? len : 0] = '\0';
+	const char *slash = strrchr(v->link, '/');
+	v->driver = slash ? slash + 1 : NULL;
+}
+
+/* The --json object of a device: path, name, driver (null when unbound),
+ * power; tree adds "children". */
+static json_object *view_json(const char *path, const struct dev_view *v)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(*path ? path : "."));
+	json_object_object_add(o, "name", json_object_new_string(v->name));
+	json_object_object_add(o, "driver", v->driver ? json_object_new_string(v->driver) : NULL);
+	json_object_object_add(o, "power", json_object_new_string(v->power));
+	return o;
+}
 
 /* Visits the child devices of @path (relative to the root/ directory
  * @rootfd) in the model's global order: depth first, siblings in natural
@@ -143,39 +180,42 @@ static int walk_children(int rootfd, const char *path, struct walk_out *o)
 			free(names[i]);
 	}
 	int r = 0;
-	for (int i = 0; i < kept; i++) {
+	for (int i = 0; i < kept && r == 0; i++) {
 		char child[PATH_MAX];
+		struct dev_view v;
 		snprintf(child, sizeof(child), "%s%s%s", path, *path ? "/" : "", names[i]->d_name);
 		o->devices++;
+		view_read(rootfd, child, &v);
+		if (o->json) {
+			json_object *node = view_json(child, &v), *level = o->json;
+			json_object_array_add(level, node);
+			if (o->tree) {
+				json_object *kids = json_object_new_array();
+				json_object_object_add(node, "children", kids);
+				o->json = kids;
+			}
+			r = walk_children(rootfd, child, o);
+			o->json = level;
+			continue;
+		}
 		if (!o->tree) {
 			printf("%s\n", child);
-		} else {
-			char name[512], power[32], driver[PATH_MAX] = "";
-			read_value(rootfd, child, "name", name, sizeof(name));
-			read_value(rootfd, child, "power", power, sizeof(power));
-			char link[PATH_MAX + 16];
-			snprintf(link, sizeof(link), "%s/driver", child);
-			ssize_t len = readlinkat(rootfd, link, driver, sizeof(driver) - 1);
-			driver[len > 0 ? len : 0] = '\0';
-			const char *drv = strrchr(driver, '/');
-			bool last = i == kept - 1;
-			printf("%s%s %s", o->prefix, last ? "`--" : "|--", names[i]->d_name);
-			if (*name && strcmp(name, names[i]->d_name) != 0)
-				printf("  %s", name);
-			if (drv)
-				printf("  [%s]", drv + 1);
-			if (strcmp(power, "on") != 0 && *power)
-				printf("  (%s)", power);
-			printf("\n");
-			size_t plen = strlen(o->prefix);
-			snprintf(o->prefix + plen, sizeof(o->prefix) - plen, "%s", last ? "    " : "|   ");
 			r = walk_children(rootfd, child, o);
-			o->prefix[plen] = '\0';
+			continue;
 		}
-		if (!o->tree)
-			r = walk_children(rootfd, child, o);
-		if (r < 0)
-			break;
+		bool last = i == kept - 1;
+		printf("%s%s %s", o->prefix, last ? "`--" : "|--", names[i]->d_name);
+		if (*v.name && strcmp(v.name, names[i]->d_name) != 0)
+			printf("  %s", v.name);
+		if (v.driver)
+			printf("  [%s]", v.driver);
+		if (strcmp(v.power, "on") != 0 && *v.power)
+			printf("  (%s)", v.power);
+		printf("\n");
+		size_t plen = strlen(o->prefix);
+		snprintf(o->prefix + plen, sizeof(o->prefix) - plen, "%s", last ? "    " : "|   ");
+		r = walk_children(rootfd, child, o);
+		o->prefix[plen] = '\0';
 	}
 	for (int i = 0; i < kept; i++)
 		free(names[i]);
@@ -186,7 +226,12 @@ static int walk_children(int rootfd, const char *path, struct walk_out *o)
 static int cmd_walk(const char *mnt, bool tree, int argc, char **argv)
 {
 	const char *dev = NULL;
+	bool json = false;
 	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+			continue;
+		}
 		if (dev || !tree) {
 			fprintf(stderr, "driverfsctl: %s: unexpected argument '%s'\n",
 				tree ? "tree" : "list", argv[i]);
@@ -214,17 +259,35 @@ static int cmd_walk(const char *mnt, bool tree, int argc, char **argv)
 	if (realpath(dir, rp) && realpath(root, rr) && strncmp(rp, rr, strlen(rr)) == 0)
 		rel = rp[strlen(rr)] == '/' ? rp + strlen(rr) + 1 : "";
 	struct walk_out o = { .tree = tree };
-	if (tree) {
+	json_object *doc = NULL;
+	if (json) {
+		struct dev_view v;
+		view_read(rootfd, *rel ? rel : ".", &v);
+		json_object *top = view_json(rel, &v);
+		if (tree) {
+			doc = top;
+			o.json = json_object_new_array();
+			json_object_object_add(top, "children", o.json);
+		} else {
+			doc = o.json = json_object_new_array();
+			json_object_array_add(doc, top);
+		}
+	} else if (tree) {
 		char name[512];
 		read_value(rootfd, *rel ? rel : ".", "name", name, sizeof(name));
 		printf("%s  %s\n", *rel ? rel : "root", name);
-	} else if (!*rel) {
-		printf(".\n");
 	} else {
-		printf("%s\n", rel);
+		printf("%s\n", *rel ? rel : ".");
 	}
 	r = walk_children(rootfd, rel, &o);
 	close(rootfd);
+	if (doc) {
+		if (r == 0)
+			printf("%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+								       JSON_C_TO_STRING_SPACED |
+								       JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(doc);
+	}
 	if (r < 0) {
 		fprintf(stderr, "driverfsctl: walking %s: %s\n", root, strerror(-r));
 		return 1;

@@ -315,3 +315,23 @@ def test_driverfsctl_tree_shows_names_drivers_and_nesting(d):
     r = subprocess.run([CTL, "-m", d.mnt, "tree", "0000:99:00.0"], capture_output=True,
                        text=True)
     assert r.returncode == 1 and "no device 0000:99:00.0" in r.stderr
+
+
+def test_driverfsctl_json(d):
+    import json
+    plain = subprocess.run([CTL, "-m", d.mnt, "list"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    listed = json.loads(subprocess.run([CTL, "-m", d.mnt, "list", "--json"], capture_output=True,
+                                       text=True, check=True).stdout)
+    assert [e["path"] for e in listed] == plain
+    nvme = next(e for e in listed if e["path"] == PLACES["0000:01:00.0"])
+    assert nvme == {"path": PLACES["0000:01:00.0"], "name": "Intel Corporation SSD 660P Series",
+                    "driver": "nvme", "power": "on"}
+    host = next(e for e in listed if e["path"] == PLACES["0000:00:00.0"])
+    assert host["driver"] is None
+    tree = json.loads(subprocess.run([CTL, "-m", d.mnt, "tree", "0000:00:1c.0", "--json"],
+                                     capture_output=True, text=True, check=True).stdout)
+    assert tree["path"] == PLACES["0000:00:1c.0"] and tree["driver"] == "pcieport"
+    kids = {c["path"]: c for c in tree["children"]}
+    assert kids[PLACES["0000:01:00.0"]]["driver"] == "nvme"
+    assert kids[PLACES["0000:01:00.0"]]["children"] == []
