@@ -59,10 +59,9 @@ static void format_resource(struct pci_dev *d, char *buf, size_t size)
 
 static int pci_fill_record(struct pci_access *pa, struct pci_dev *d, struct dm_record *rec)
 {
-	char slot[32], buf[DM_ATTR_MAX];
+	char buf[DM_ATTR_MAX];
 	int r = 0;
 
-	snprintf(slot, sizeof(slot), "%04x:%02x:%02x.%d", d->domain, d->bus, d->dev, d->func);
 	r |= set_fmt(rec, "vendor", "0x%04x", d->vendor_id);
 	r |= set_fmt(rec, "device", "0x%04x", d->device_id);
 	r |= set_fmt(rec, "class", "0x%04x%02x", d->device_class, d->prog_if);
