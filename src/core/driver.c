@@ -321,11 +321,27 @@ int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
 	return n && !devs ? -ENOMEM : 0;
 }
 
-int dm_model_register_driver(struct dm_model *m, const char *busname, struct dm_driver *drv)
+int dm_model_add_driver(struct dm_model *m, const char *busname, const char *name,
+			enum dm_driver_kind kind, int priority, const struct dm_driver_ops *ops,
+			void *data, void (*free_data)(void *), struct dm_driver **ret)
 {
+	struct dm_driver *drv;
 	struct dm_bus *bus;
-	int r = dm_bus_get(m, busname, NULL, &bus);
-	return r < 0 ? r : dm_driver_register(bus, drv);
+	int r = dm_driver_new(name, kind, priority, ops, data, free_data, &drv);
+	if (r < 0) {
+		if (free_data)
+			free_data(data);
+		return r;
+	}
+	r = dm_bus_get(m, busname, NULL, &bus);
+	if (r >= 0)
+		r = dm_driver_register(bus, drv);
+	if (r < 0) {
+		dm_driver_unref(drv); /* frees @data */
+		return r;
+	}
+	*ret = drv;
+	return 0;
 }
 
 void dm_driver_unregister(struct dm_driver *drv)

@@ -120,8 +120,11 @@ const char *dm_interface_get_name(const struct dm_interface *i);
 /* Registers @drv on @bus (taking a reference) and offers it every unbound
  * device of the bus. -EEXIST when the bus has a driver of that name. */
 int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv);
-/* The same on the bus named @bus of @m, created when missing. */
-int dm_model_register_driver(struct dm_model *m, const char *bus, struct dm_driver *drv);
+/* dm_driver_new() and dm_driver_register() in one, on the bus named @bus of
+ * @m (created when missing); on failure @data is freed with @free_data. */
+int dm_model_add_driver(struct dm_model *m, const char *bus, const char *name,
+			enum dm_driver_kind kind, int priority, const struct dm_driver_ops *ops,
+			void *data, void (*free_data)(void *), struct dm_driver **ret);
 /* Unbinds every device (remove() each) and drops the bus's reference. */
 void dm_driver_unregister(struct dm_driver *drv);
 /* Finds-and-refs a registered driver by name. */

@@ -183,18 +183,6 @@ int dm_pci_pm_register(struct dm_model *m, struct dm_driver **ret)
 		return -EIO;
 	}
 	pthread_mutex_init(&p->lock, NULL);
-	struct dm_driver *drv;
-	int r = dm_driver_new("pci-pm", DM_DRIVER_USER, DM_PCI_PM_PRIORITY, &pci_pm_ops, p,
-			      pci_pm_free, &drv);
-	if (r < 0) {
-		pci_pm_free(p);
-		return r;
-	}
-	r = dm_model_register_driver(m, "pci", drv);
-	if (r < 0) {
-		dm_driver_unref(drv);
-		return r;
-	}
-	*ret = drv;
-	return 0;
+	return dm_model_add_driver(m, "pci", "pci-pm", DM_DRIVER_USER, DM_PCI_PM_PRIORITY,
+				   &pci_pm_ops, p, pci_pm_free, ret);
 }

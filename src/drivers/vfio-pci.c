@@ -184,18 +184,6 @@ int dm_vfio_pci_register(struct dm_model *m, const struct dm_vfio_ops *ops, void
 	if (!v)
 		return -ENOMEM;
 	*v = (struct vfio_pci){ .ops = ops, .ctx = ctx };
-	struct dm_driver *drv;
-	int r = dm_driver_new("vfio-pci", DM_DRIVER_USER, DM_VFIO_PCI_PRIORITY, &vfio_ops, v, free,
-			      &drv);
-	if (r < 0) {
-		free(v);
-		return r;
-	}
-	r = dm_model_register_driver(m, "pci", drv);
-	if (r < 0) {
-		dm_driver_unref(drv);
-		return r;
-	}
-	*ret = drv;
-	return 0;
+	return dm_model_add_driver(m, "pci", "vfio-pci", DM_DRIVER_USER, DM_VFIO_PCI_PRIORITY,
+				   &vfio_ops, v, free, ret);
 }
