@@ -263,9 +263,8 @@ static int resolve_name_clashes(struct dm_scan *s)
 		while (j < s->n && by_parent_and_name(&v[i], &v[j]) == 0)
 			j++;
 		for (size_t k = i; j - i > 1 && k < j && r == 0; k++) {
-			/* bus devices keep their names; the udev source already
-			 * renamed what sysfs showed clashing */
-			if (!v[k]->class_name || v[k]->sysname)
+			/* bus devices keep their names */
+			if (!v[k]->class_name)
 				continue;
 			char *name;
 			if (asprintf(&name, "%s:%s", v[k]->class_name, v[k]->name) < 0) {

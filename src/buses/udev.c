@@ -163,9 +163,11 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	r |= dm_record_set_string(&rec->driver, driver);
 	r |= classify(d, rec);
 	r |= set_trimmed(rec, "name", pick_name(d));
-	/* the clash rule (DESIGN.md section 5): a class device that shares its
-	 * name with a sibling is named "<class>:<name>" */
-	if (rec->class_name && parent &&
+	/* The clash rule (DESIGN.md section 5): a class device that shares its
+	 * name with a sibling is named "<class>:<name>". A full scan applies it
+	 * over all its records at commit; one device's scan (hotplug) has not
+	 * the siblings among its records, so sysfs says. */
+	if (s->partial && rec->class_name && parent &&
 	    sibling_has_name(udev_device_get_syspath(parent), udev_device_get_sysname(d),
 			     udev_device_get_syspath(d))) {
 		char *name;
