@@ -293,6 +293,7 @@ int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
 	drv->bus = bus;
 	drv->registered = true;
 	dm_driver_ref(drv);
+	dm_model_notify_driver_locked(m, drv);
 
 	/* Offer it the bus's unbound devices, in global-list order. */
 	size_t n = 0, i = 0;
@@ -357,6 +358,7 @@ void dm_driver_unregister(struct dm_driver *drv)
 	}
 	drv->registered = false; /* from now on nothing binds to it */
 	dm_list_remove(&drv->node);
+	dm_model_notify_driver_locked(m, drv);
 	dm_model_unlock(m);
 
 	for (;;) {

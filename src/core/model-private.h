@@ -134,6 +134,7 @@ struct dm_device *dm_device_subtree_last_locked(struct dm_device *dev);
  * list node inside struct dm_device. Skips dead devices. */
 int dm_walk_devices(struct dm_list *head, size_t off, dm_device_fn fn, void *data);
 void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev);
+void dm_model_notify_driver_locked(struct dm_model *m, struct dm_driver *drv);
 const struct dm_attribute_group *dm_core_device_group(void);
 void dm_device_values_free(struct dm_device *dev);
 

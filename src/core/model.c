@@ -126,6 +126,12 @@ void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev)
 		m->listener->device_changed(dev, m->listener_data);
 }
 
+void dm_model_notify_driver_locked(struct dm_model *m, struct dm_driver *drv)
+{
+	if (m->listener && m->listener->driver_changed)
+		m->listener->driver_changed(drv, m->listener_data);
+}
+
 struct dm_device *dm_model_find_devpath(struct dm_model *m, const char *devpath)
 {
 	dm_model_read_lock(m);

@@ -52,6 +52,8 @@ struct dm_model_listener {
 	void (*device_added)(struct dm_device *dev, void *data);
 	void (*device_removed)(struct dm_device *dev, void *data);
 	void (*device_changed)(struct dm_device *dev, void *data);
+	/* @drv was registered on its bus, or unregistered (may be NULL) */
+	void (*driver_changed)(struct dm_driver *drv, void *data);
 };
 
 /* The power-state transitions the `power` file asks for; set by the PM engine. */

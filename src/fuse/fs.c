@@ -26,7 +26,8 @@
 
 /* What the kernel may have cached that a model change made stale. */
 struct inval {
-	struct dm_device *dev; /* referenced */
+	struct dm_device *dev; /* referenced; NULL for a driver's */
+	char *entry; /* a driver's: its name in listings[0] */
 	bool added; /* a new device: the listings that now hold it */
 	char *listings[5]; /* "bus/pci/devices", "class/block/disk" ... */
 	uint64_t parent_id; /* added: the parent device, whose directory lists it */
@@ -822,8 +823,30 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void inval_free(struct inval *v)
 {
 	dm_device_unref(v->dev);
+	free(v->entry);
 	for (size_t i = 0; i < sizeof(v->listings) / sizeof(v->listings[0]); i++)
 		free(v->listings[i]);
+}
+
+static void queue_locked(struct dm_fs *fs, struct inval *v)
+{
+	pthread_mutex_lock(&fs->inval_lock);
+	if (fs->n_inval == fs->cap_inval) {
+		size_t cap = fs->cap_inval ? fs->cap_inval * 2 : 64;
+		struct inval *q = realloc(fs->inval, cap * sizeof(*q));
+		if (!q) {
+			/* nothing to do but let the timeouts expire it */
+			pthread_mutex_unlock(&fs->inval_lock);
+			inval_free(v);
+			return;
+		}
+		fs->inval = q;
+		fs->cap_inval = cap;
+	}
+	fs->inval[fs->n_inval++] = *v;
+	fs->inval_queued++;
+	pthread_cond_signal(&fs->inval_cond);
+	pthread_mutex_unlock(&fs->inval_lock);
 }
 
 /* Queues @dev; called by the model with its write lock held. */
@@ -850,23 +873,7 @@ static void queue_inval_locked(struct dm_fs *fs, struct dm_device *dev, bool add
 	if (cls && iface && asprintf(&v.listings[n], "class/%s/%s", dm_class_get_name(cls),
 				     dm_interface_get_name(iface)) >= 0)
 		n++;
-	pthread_mutex_lock(&fs->inval_lock);
-	if (fs->n_inval == fs->cap_inval) {
-		size_t cap = fs->cap_inval ? fs->cap_inval * 2 : 64;
-		struct inval *q = realloc(fs->inval, cap * sizeof(*q));
-		if (!q) {
-			/* nothing to do but let the timeouts expire it */
-			pthread_mutex_unlock(&fs->inval_lock);
-			inval_free(&v);
-			return;
-		}
-		fs->inval = q;
-		fs->cap_inval = cap;
-	}
-	fs->inval[fs->n_inval++] = v;
-	fs->inval_queued++;
-	pthread_cond_signal(&fs->inval_cond);
-	pthread_mutex_unlock(&fs->inval_lock);
+	queue_locked(fs, &v);
 }
 
 static void on_added(struct dm_device *dev, void *data)
@@ -879,10 +886,27 @@ static void on_removed_or_changed(struct dm_device *dev, void *data)
 	queue_inval_locked(data, dev, false);
 }
 
+/* A driver came or went: its name in bus/<bus>/drivers (whose listing
+ * and entry the kernel may cache) changes. */
+static void on_driver_changed(struct dm_driver *drv, void *data)
+{
+	struct inval v = { 0 };
+	struct dm_bus *bus = dm_driver_get_bus(drv);
+	if (!bus || asprintf(&v.listings[0], "bus/%s/drivers", dm_bus_get_name(bus)) < 0)
+		return;
+	v.entry = strdup(dm_driver_get_name(drv));
+	if (!v.entry) {
+		inval_free(&v);
+		return;
+	}
+	queue_locked(data, &v);
+}
+
 static const struct dm_model_listener fs_listener = {
 	.device_added = on_added,
 	.device_removed = on_removed_or_changed,
 	.device_changed = on_removed_or_changed,
+	.driver_changed = on_driver_changed,
 };
 
 /* The inode the kernel knows for "a/b/c" under the mount root, or 0. */
@@ -901,6 +925,14 @@ static void send_inval(struct dm_fs *fs, const struct inval *v)
 	struct fs_place places[64];
 	/* everything the kernel knows of the device: its directory, files,
 	 * links to it; their names and their contents */
+	if (v->entry) {
+		uint64_t dir = peek_path(fs, v->listings[0]);
+		if (dir) {
+			fuse_lowlevel_notify_inval_entry(fs->se, dir, v->entry, strlen(v->entry));
+			fuse_lowlevel_notify_inval_inode(fs->se, dir, 0, 0);
+		}
+		return;
+	}
 	size_t n = fs_table_device_places(fs->table, v->dev, places, 64);
 	for (size_t i = 0; i < n; i++) {
 		if (places[i].parent && places[i].name[0])
