@@ -4,6 +4,7 @@
 #include "buses/monitor.h"
 #include "buses/scan.h"
 #include "buses/snapshot.h"
+#include "config.h"
 #include "drivers/exec.h"
 #include "drivers/helper.h"
 #include "drivers/pci-pm.h"
@@ -13,6 +14,7 @@
 #include "log.h"
 #include "pm/logind.h"
 #include "pm/pm.h"
+#include "service.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -36,12 +38,13 @@
 #endif
 
 struct options {
-	const char *mountpoint;
-	const char *config;
+	const char *mountpoint; /* NULL: the config's */
+	const char *config; /* NULL: DEFAULT_CONFIG, which may be missing */
 	const char *save; /* --save FILE */
 	const char *snapshot; /* --snapshot FILE */
 	const char *helper; /* --hotplug-helper CMDLINE */
 	bool coldplug;
+	bool check_config;
 	bool foreground;
 	bool debug;
 	struct fuse_args fuse_args;
@@ -51,7 +54,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: driverfsd [OPTIONS] [MOUNTPOINT]\n"
-		"Serve the machine's device model as a filesystem at MOUNTPOINT (default /devices):\n"
+		"       driverfsd --check-config [-c FILE]\n"
+		"Serve the machine's device model as a filesystem at MOUNTPOINT (default: the\n"
+		"configuration's MountPoint=, else /devices):\n"
 		"root/ (the device hierarchy), bus/ (buses, their devices and drivers) and\n"
 		"class/ (classes and their interfaces).\n"
 		"\n"
@@ -59,19 +64,26 @@ static void usage(FILE *f)
 		"                     once in the background)\n"
 		"  -d, --debug        log debug messages and FUSE requests (implies -f)\n"
 		"  -o OPTIONS         extra FUSE mount options, comma-separated\n"
-		"  -c, --config FILE  the configuration file (default " DEFAULT_CONFIG ");\n"
-		"                     drivers are read from the drivers.d/ directory beside it\n"
+		"  -c, --config FILE  the configuration file (default " DEFAULT_CONFIG ",\n"
+		"                     which may be missing); see driverfsd.conf(5). Drivers are\n"
+		"                     read from the drivers.d/ directory beside it\n"
+		"      --check-config check the configuration file and every drivers.d/*.conf,\n"
+		"                     print each error as FILE:LINE: message and exit (status 1\n"
+		"                     on any error, 0 and no output when all is valid)\n"
 		"      --save FILE    write the model as JSON to FILE and exit (no mount)\n"
 		"      --snapshot FILE  serve the model saved in FILE, read-only, instead of\n"
 		"                     this machine's (with --save: convert, for a round trip)\n"
 		"      --hotplug-helper CMDLINE  run this program (an absolute path, with\n"
 		"                     arguments) for each device added, changed or removed\n"
+		"                     (instead of the configuration's HotplugHelper=)\n"
 		"      --coldplug     also run it, as \"add\", for every device present at start\n"
 		"  -h, --help         show this help\n"
 		"  -V, --version      show the version\n"
 		"\n"
 		"Without -f, driverfsd returns once the tree is mounted and keeps serving it\n"
-		"in the background. Unmount with `fusermount3 -u MOUNTPOINT` or SIGTERM.\n");
+		"in the background. Unmount with `fusermount3 -u MOUNTPOINT` or SIGTERM.\n"
+		"SIGHUP reloads drivers.d/ and the configuration's LogLevel= and\n"
+		"HookTimeout= without unmounting; a configuration with errors is not taken.\n");
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -84,6 +96,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "snapshot", required_argument, NULL, 'S' },
 		{ "hotplug-helper", required_argument, NULL, 'H' },
 		{ "coldplug", no_argument, NULL, 'C' },
+		{ "check-config", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -105,6 +118,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'C':
 			o->coldplug = true;
+			break;
+		case 'K':
+			o->check_config = true;
 			break;
 		case 'f':
 			o->foreground = true;
@@ -189,22 +205,130 @@ static void driver_drop(struct dm_driver *drv)
 	dm_driver_unref(drv);
 }
 
-/* Registers the exec drivers of the drivers.d/ beside @config. A file
- * with errors stops the daemon: they are printed with file and line. */
-static int load_drivers(struct dm_model *m, const char *config, struct dm_exec_set **ret)
+/* What a reload needs. */
+struct daemon {
+	const struct options *o;
+	struct dm_model *model;
+	struct dm_config cfg; /* the configuration in effect */
+	struct dm_exec_set *exec;
+	struct dm_fs *fs; /* once mounted */
+};
+
+/* Logs each line of @text (a FILE:LINE: message list) at @level. */
+static void log_lines(int level, char *text)
 {
-	char *copy = strdup(config ? config : DEFAULT_CONFIG);
-	if (!copy)
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+		dm_log(level, "%s", line);
+}
+
+/* Reads the configuration (--config FILE, which must exist, else the
+ * default one, which may be missing) into @cfg; the errors go to @errors.
+ * Returns the number of errors or -errno. */
+static int config_read(const struct options *o, FILE *errors, struct dm_config *cfg)
+{
+	return dm_config_load(o->config ? o->config : DEFAULT_CONFIG, o->config != NULL, errors,
+			      cfg);
+}
+
+/* --check-config: the configuration, then every drivers.d/ *.conf. */
+static int check_config(const struct options *o)
+{
+	struct dm_config cfg;
+	int r = config_read(o, stderr, &cfg);
+	if (r < 0) {
+		fprintf(stderr, "driverfsd: %s\n", strerror(-r));
+	} else if (cfg.found || !o->config) {
+		/* (a --config FILE that is missing has no drivers.d/ to speak of) */
+		int n = dm_exec_check_dir(cfg.drivers_dir, cfg.hook_timeout_s, stderr);
+		if (n < 0)
+			fprintf(stderr, "%s: %s\n", cfg.drivers_dir, strerror(-n));
+		r += n < 0 ? 1 : n;
+	}
+	dm_config_done(&cfg);
+	return r == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static int effective_log_level(const struct options *o, const struct dm_config *cfg)
+{
+	return o->debug ? LOG_DEBUG : cfg->log_level;
+}
+
+/* Registers the exec drivers of cfg's drivers.d/. A file with errors
+ * stops the daemon: they are logged with file and line. */
+static int load_drivers(struct daemon *d)
+{
+	char *text = NULL;
+	size_t size;
+	FILE *errors = open_memstream(&text, &size);
+	if (!errors)
 		return -ENOMEM;
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s/drivers.d", dirname(copy));
-	free(copy);
-	int r = dm_exec_load_dir(m, dir, stderr, ret);
+	int r = dm_exec_load_dir(d->model, d->cfg.drivers_dir, d->cfg.hook_timeout_s, errors,
+				 &d->exec);
+	fclose(errors);
+	log_lines(LOG_ERR, text);
+	free(text);
 	if (r > 0)
-		log_err("%s: %d error%s; no driver loaded", dir, r, r == 1 ? "" : "s");
+		log_err("%s: %d error%s; no driver loaded", d->cfg.drivers_dir, r,
+			r == 1 ? "" : "s");
 	else if (r < 0)
-		log_err("%s: %s", dir, strerror(-r));
+		log_err("%s: %s", d->cfg.drivers_dir, strerror(-r));
 	return r;
+}
+
+/* The settings a reload cannot change: said, not silently ignored. */
+static void warn_unreloadable(const struct dm_config *old, const struct dm_config *new)
+{
+	const char *changed = NULL;
+	if (strcmp(old->mountpoint, new->mountpoint) != 0)
+		changed = "MountPoint=";
+	else if ((old->hotplug_helper == NULL) != (new->hotplug_helper == NULL) ||
+		 (old->hotplug_helper && strcmp(old->hotplug_helper, new->hotplug_helper) != 0))
+		changed = "HotplugHelper=";
+	else if (old->coldplug != new->coldplug)
+		changed = "Coldplug=";
+	else if (old->source_pci != new->source_pci || old->source_usb != new->source_usb)
+		changed = "[Sources]";
+	if (changed)
+		log_warn("%s: %s changed; it takes effect at the next start", new->path, changed);
+}
+
+/* SIGHUP, on the service's thread: the configuration and drivers.d/ are
+ * read again; either both are valid and taken, or nothing changes. */
+static void reload(void *data, char *status, size_t size)
+{
+	struct daemon *d = data;
+	struct dm_config cfg = { 0 };
+	char *text = NULL;
+	size_t len;
+	int r = -ENOMEM;
+	FILE *errors = open_memstream(&text, &len);
+	if (errors) {
+		r = config_read(d->o, errors, &cfg);
+		if (r == 0)
+			r = dm_exec_reload(d->model, &d->exec, cfg.drivers_dir, cfg.hook_timeout_s,
+					   errors);
+		fclose(errors);
+		log_lines(LOG_ERR, text);
+		free(text);
+	}
+	if (r != 0) {
+		if (r > 0)
+			snprintf(status, size, "reload failed: %d error%s", r, r == 1 ? "" : "s");
+		else
+			snprintf(status, size, "reload failed: %s", strerror(-r));
+		log_err("%s; the drivers and settings in effect stay", status);
+		dm_config_done(&cfg);
+		return;
+	}
+	warn_unreloadable(&d->cfg, &cfg);
+	dm_log_set_level(effective_log_level(d->o, &cfg));
+	dm_config_done(&d->cfg);
+	d->cfg = cfg;
+	log_info("reloaded %s and %s", d->cfg.path, d->cfg.drivers_dir);
+	snprintf(status, size, "reloaded");
+	/* READY=1 follows: by then the mount shows the new bindings */
+	if (d->fs)
+		dm_fs_sync_invalidations(d->fs);
 }
 
 #define HELPER_TIMEOUT_MS 30000
@@ -229,13 +353,6 @@ static void coldplug(struct dm_model *m, struct dm_helper *helper)
 	dm_device_array_free(devs, n);
 }
 
-/* What completes a hotplugged device's record. */
-static const struct dm_source_ops *const fillers[] = {
-	&dm_source_pci,
-	&dm_source_usb,
-	NULL,
-};
-
 /* After each hotplug event: once the kernel has been told what went stale,
  * report it (systemd status; tests wait on it). Runs on the monitor's
  * thread, never in a FUSE handler. */
@@ -247,24 +364,35 @@ static void hotplug_done(const char *action, const char *devpath, uint64_t seqnu
 	sd_notifyf(0, "STATUS=hotplug %s %s %llu", action, devpath, (unsigned long long)seqnum);
 }
 
-static const struct dm_source_ops *const sources[] = {
-	&dm_source_udev, /* first: it places every device */
-	&dm_source_pci,
-	&dm_source_usb,
-	NULL,
-};
+/* The enabled sources, NULL-terminated, into @sources (4 slots): udev,
+ * always, and first (it places every device); and into @fillers (3 slots)
+ * those that complete a hotplugged device's record. */
+static void pick_sources(const struct dm_config *cfg, const struct dm_source_ops **sources,
+			 const struct dm_source_ops **fillers)
+{
+	size_t n = 0, f = 0;
+	sources[n++] = &dm_source_udev;
+	if (cfg->source_pci)
+		sources[n++] = fillers[f++] = &dm_source_pci;
+	if (cfg->source_usb)
+		sources[n++] = fillers[f++] = &dm_source_usb;
+	sources[n] = fillers[f] = NULL;
+}
 
 int main(int argc, char **argv)
 {
-	struct options o = { .mountpoint = "/devices" };
+	struct options o = { 0 };
+	struct daemon d = { .o = &o };
+	const struct dm_source_ops *sources[4], *fillers[3];
 	struct dm_model *m = NULL;
 	struct dm_pm *pm = NULL;
 	struct dm_fs *fs = NULL;
 	struct dm_logind *logind = NULL;
 	struct dm_driver *pci_pm = NULL, *vfio = NULL;
-	struct dm_exec_set *exec = NULL;
 	struct dm_monitor *monitor = NULL;
 	struct dm_helper *helper = NULL;
+	struct dm_service *service = NULL;
+	const char *mountpoint, *helper_cmd;
 	int r;
 
 	o.fuse_args = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
@@ -273,11 +401,38 @@ int main(int argc, char **argv)
 	r = parse_args(argc, argv, &o);
 	if (r < 0)
 		goto out_args;
+	if (o.check_config) {
+		r = check_config(&o);
+		fuse_opt_free_args(&o.fuse_args);
+		return r;
+	}
 	dm_log_setup(o.debug ? LOG_DEBUG : LOG_INFO, 0);
+	{
+		char *text = NULL;
+		size_t size;
+		FILE *errors = open_memstream(&text, &size);
+		r = errors ? config_read(&o, errors, &d.cfg) : -ENOMEM;
+		if (errors)
+			fclose(errors);
+		log_lines(LOG_ERR, text);
+		free(text);
+	}
+	if (r != 0) {
+		if (r > 0)
+			log_err("%s: %d error%s", d.cfg.path, r, r == 1 ? "" : "s");
+		r = r > 0 ? -EINVAL : r;
+		goto out_config;
+	}
+	/* the command line wins over the file */
+	dm_log_set_level(effective_log_level(&o, &d.cfg));
+	mountpoint = o.mountpoint ? o.mountpoint : d.cfg.mountpoint;
+	helper_cmd = o.helper ? o.helper : d.cfg.hotplug_helper;
+	pick_sources(&d.cfg, sources, fillers);
 
 	r = dm_model_new(&m);
 	if (r < 0)
 		goto out_err;
+	d.model = m;
 	if (o.snapshot) {
 		/* a saved model, served as it was: nothing to enumerate, no
 		 * hooks to run, nothing to write */
@@ -305,7 +460,7 @@ int main(int argc, char **argv)
 		r = dm_vfio_pci_register(m, &dm_vfio_kernel_ops, NULL, &vfio);
 		if (r < 0)
 			log_warn("vfio-pci driver not available: %s", strerror(-r));
-		r = load_drivers(m, o.config, &exec);
+		r = load_drivers(&d);
 		if (r != 0) {
 			r = r > 0 ? -EINVAL : r;
 			goto out_model;
@@ -327,9 +482,9 @@ int main(int argc, char **argv)
 		goto out_model;
 	}
 
-	r = prepare_mountpoint(o.mountpoint);
+	r = prepare_mountpoint(mountpoint);
 	if (r < 0) {
-		log_err("mount point %s: %s", o.mountpoint, strerror(-r));
+		log_err("mount point %s: %s", mountpoint, strerror(-r));
 		goto out_model;
 	}
 
@@ -338,19 +493,23 @@ int main(int argc, char **argv)
 		log_err("cannot set up the filesystem (bad -o option?)");
 		goto out_model;
 	}
-	r = dm_fs_mount(fs, o.mountpoint);
+	r = dm_fs_mount(fs, mountpoint);
 	if (r < 0) {
-		log_err("cannot mount at %s", o.mountpoint);
+		log_err("cannot mount at %s", mountpoint);
 		goto out_model;
 	}
 	r = dm_fs_set_signal_handlers(fs);
 	if (r < 0)
 		goto out_err;
-	log_info("serving %zu devices at %s", dm_model_count_devices(m), o.mountpoint);
+	/* after libfuse's: SIGHUP reloads rather than unmounts */
+	r = o.snapshot ? 0 : dm_service_new(m, reload, &d, &service);
+	if (r < 0)
+		goto out_err;
+	log_info("serving %zu devices at %s", dm_model_count_devices(m), mountpoint);
 	/* the parent returns only now, with the tree mounted and complete; a
 	 * daemon's stderr is gone, so it logs to syslog (the journal) */
 	if (!o.foreground)
-		dm_log_setup(o.debug ? LOG_DEBUG : LOG_INFO, 1);
+		dm_log_setup(effective_log_level(&o, &d.cfg), 1);
 	if (fuse_daemonize(o.foreground) != 0) {
 		r = -ECHILD;
 		goto out_model;
@@ -358,17 +517,18 @@ int main(int argc, char **argv)
 	r = dm_fs_start_notifier(fs);
 	if (r < 0)
 		goto out_err;
-	if (o.helper && !o.snapshot) {
-		r = dm_helper_new(o.helper, HELPER_TIMEOUT_MS, helper_done, NULL, &helper);
+	d.fs = fs;
+	if (helper_cmd && !o.snapshot) {
+		r = dm_helper_new(helper_cmd, HELPER_TIMEOUT_MS, helper_done, NULL, &helper);
 		if (r < 0) {
-			log_err("--hotplug-helper '%s': %s", o.helper,
+			log_err("hotplug helper '%s': %s", helper_cmd,
 				r == -EINVAL ? "needs a program given by its absolute path"
 					     : strerror(-r));
 			goto out_model;
 		}
 		if (monitor)
 			dm_monitor_set_helper(monitor, helper);
-		if (o.coldplug)
+		if (o.coldplug || d.cfg.coldplug)
 			coldplug(m, helper);
 	}
 	if (monitor && dm_monitor_run(monitor) < 0)
@@ -379,8 +539,12 @@ int main(int argc, char **argv)
 	/* for systemd (Type=notify) and for tests waiting for the mount */
 	sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=serving %zu devices", (int)getpid(),
 		   dm_model_count_devices(m));
+	if (service && dm_service_start(service) < 0)
+		log_warn("no reload on SIGHUP and no watchdog: cannot start their threads");
 	r = dm_fs_loop(fs);
 	sd_notify(0, "STOPPING=1");
+	dm_service_free(service);
+	service = NULL;
 	dm_logind_stop(logind);
 	if (r < 0)
 		log_err("session ended: %s", strerror(-r));
@@ -389,14 +553,17 @@ int main(int argc, char **argv)
 out_err:
 	log_err("%s", strerror(-r));
 out_model:
+	dm_service_free(service);
 	dm_monitor_free(monitor);
 	dm_helper_free(helper);
 	dm_fs_free(fs);
-	dm_exec_unload(exec);
+	dm_exec_unload(d.exec);
 	driver_drop(pci_pm);
 	driver_drop(vfio);
 	dm_pm_free(pm);
 	dm_model_free(m);
+out_config:
+	dm_config_done(&d.cfg);
 out_args:
 	fuse_opt_free_args(&o.fuse_args);
 	return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;

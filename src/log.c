@@ -2,23 +2,46 @@
 #include "log.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 
-/* Set once at start-up, before any thread exists. */
+/* The level moves on a reload while other threads log. */
 static int log_max = LOG_INFO;
+/* Set once at start-up, before any thread exists. */
 static int log_syslog;
+static bool log_journal;
+
+/* Whether stderr is the stream systemd named in JOURNAL_STREAM
+ * ("<device>:<inode>"): a redirected stderr is not. */
+static bool stderr_is_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(2, &st) < 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 void dm_log_setup(int max_level, int use_syslog)
 {
-	log_max = max_level;
+	dm_log_set_level(max_level);
 	log_syslog = use_syslog;
+	log_journal = !use_syslog && stderr_is_journal();
 	if (use_syslog)
 		openlog("driverfsd", LOG_PID, LOG_DAEMON);
 }
 
+void dm_log_set_level(int max_level)
+{
+	__atomic_store_n(&log_max, max_level, __ATOMIC_RELAXED);
+}
+
 void dm_log(int level, const char *fmt, ...)
 {
-	if (level > log_max)
+	if (level > __atomic_load_n(&log_max, __ATOMIC_RELAXED))
 		return;
 	va_list ap;
 	va_start(ap, fmt);
@@ -29,7 +52,11 @@ void dm_log(int level, const char *fmt, ...)
 						     "warning", "notice", "info", "debug" };
 		char line[1024];
 		vsnprintf(line, sizeof(line), fmt, ap);
-		fprintf(stderr, "driverfsd: %s: %s\n", names[level & 7], line);
+		/* one write per line, so threads' lines do not mix */
+		if (log_journal)
+			fprintf(stderr, "<%d>%s\n", level & 7, line);
+		else
+			fprintf(stderr, "driverfsd: %s: %s\n", names[level & 7], line);
 	}
 	va_end(ap);
 }

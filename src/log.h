@@ -1,11 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* log.h - the daemon's log: stderr, or syslog (the journal) when asked. */
+/*
+ * log.h - the daemon's log: stderr, or syslog once in the background.
+ * On stderr, when that is the journal's stream (systemd sets
+ * JOURNAL_STREAM to its device and inode), each line carries its priority
+ * as a "<N>" prefix, which the journal takes for the entry's priority;
+ * otherwise lines read "driverfsd: <level>: message".
+ */
 #ifndef DM_LOG_H
 #define DM_LOG_H
 
 #include <syslog.h>
 
+/* Call before any thread exists. */
 void dm_log_setup(int max_level, int use_syslog);
+/* Changes the level, from any thread (a reload). */
+void dm_log_set_level(int max_level);
 void dm_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define log_err(...) dm_log(LOG_ERR, __VA_ARGS__)

@@ -3,48 +3,32 @@
  * exec.c - the *.conf files of drivers.d: user drivers whose hooks are
  * programs.
  *
- * Parsing is two-staged. Our line reader hands inih one line at a time, so
- * it knows each line's number (this inih calls handlers without one),
- * reports syntax errors itself and passes inih only well-formed lines:
- * blank, "[Section]" or "Key=Value", leading whitespace and comments
- * removed. inih's handler then checks sections and keys. A whole directory
- * is checked before anything is registered.
+ * Each file is read by the strict INI reader (conffile.h), which reports
+ * syntax errors; the handlers here check sections' keys and values. A
+ * whole directory is checked before anything is registered.
  */
 #include "drivers/exec.h"
 
+#include "conffile.h"
 #include "drivers/hookenv.h"
 #include "drivers/runner.h"
 #include "log.h"
 
-#include <ini.h>
-
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* Bounds on what an administrator's directory can make us hold. */
 #define EXEC_MAX_FILES 1024
-#define EXEC_MAX_FILE_SIZE (64 * 1024)
 #define EXEC_MAX_MATCH 64
 #define EXEC_NAME_MAX 255
 
 #define EXEC_DEFAULT_PRIORITY 100
 #define EXEC_PRIORITY_MIN (-1000)
 #define EXEC_PRIORITY_MAX 1000
-#define EXEC_DEFAULT_TIMEOUT_S 5
-#define EXEC_TIMEOUT_MAX_S 3600
-
-
-/* A section name our reader hands inih for a bad "[...]" line: it is
- * reported once there, and its keys are then ignored, not reported again. */
-#define SECTION_INVALID "!invalid"
 
 enum exec_hook {
 	HOOK_PROBE,
@@ -67,6 +51,7 @@ struct match_rule {
 struct exec_conf {
 	char *path;
 	unsigned driver_line; /* the first [Driver] header, 0 when none */
+	bool bad_section; /* a "[...]" line was bad */
 	char *name;
 	unsigned name_line;
 	char *bus;
@@ -75,23 +60,10 @@ struct exec_conf {
 	unsigned priority_line;
 	int timeout_s;
 	unsigned timeout_line;
-	char **hooks[N_HOOKS]; /* NULL-terminated argv, or NULL */
+	char *hooks[N_HOOKS]; /* command lines, checked; or NULL */
 	unsigned hook_line[N_HOOKS];
 	struct match_rule *match;
 	size_t n_match;
-};
-
-struct parser {
-	struct exec_conf *conf;
-	FILE *file;
-	FILE *errors;
-	char *line_buf; /* getline()'s */
-	size_t line_size;
-	size_t bytes; /* read so far, against EXEC_MAX_FILE_SIZE */
-	unsigned line;
-	unsigned n_errors;
-	bool bad_section; /* a "[...]" line was reported */
-	int fatal; /* -errno that ends the parse (out of memory, read error) */
 };
 
 static void exec_conf_free(struct exec_conf *c)
@@ -102,7 +74,7 @@ static void exec_conf_free(struct exec_conf *c)
 	free(c->name);
 	free(c->bus);
 	for (int h = 0; h < N_HOOKS; h++)
-		dm_strv_free(c->hooks[h]);
+		free(c->hooks[h]);
 	for (size_t i = 0; i < c->n_match; i++) {
 		free(c->match[i].key);
 		free(c->match[i].glob);
@@ -110,29 +82,6 @@ static void exec_conf_free(struct exec_conf *c)
 	free(c->match);
 	free(c);
 }
-
-static void conf_error(FILE *errors, const char *path, unsigned line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void conf_error(FILE *errors, const char *path, unsigned line, const char *fmt, ...)
-{
-	va_list ap;
-	if (!errors)
-		return;
-	if (line)
-		fprintf(errors, "%s:%u: ", path, line);
-	else
-		fprintf(errors, "%s: ", path); /* about the file, not a line */
-	va_start(ap, fmt);
-	vfprintf(errors, fmt, ap);
-	va_end(ap);
-	fputc('\n', errors);
-}
-
-#define parser_error(p, ...)                                                  \
-	do {                                                                  \
-		conf_error((p)->errors, (p)->conf->path, (p)->line, __VA_ARGS__); \
-		(p)->n_errors++;                                              \
-	} while (0)
 
 /* ---- values ---- */
 
@@ -149,335 +98,165 @@ static bool name_is_valid(const char *s)
 	return true;
 }
 
-/* A whole decimal integer in [min, max]. */
-static bool parse_int(const char *s, long min, long max, int *ret)
-{
-	char *end;
-	if (!*s || isspace((unsigned char)*s))
-		return false;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return false;
-	*ret = (int)v;
-	return true;
-}
+/* ---- the keys ---- */
 
-/* ---- the line reader ---- */
-
-static char *skip_blank(char *s)
+/* Name= and Bus=: a name that can be a directory of the mount. */
+static void set_name(struct dm_conffile *cf, const char *key, const char *value, char **field,
+		     unsigned *line)
 {
-	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\f' || *s == '\v')
-		s++;
-	return s;
-}
-
-static void trim_end(char *s)
-{
-	size_t n = strlen(s);
-	while (n > 0 && isspace((unsigned char)s[n - 1]))
-		s[--n] = '\0';
-}
-
-/* Cuts an inline comment: '#' or ';' after a blank, as inih does for ';'
- * (it is the same rule for both, so the DESIGN.md example parses). */
-static void cut_comment(char *s)
-{
-	bool after_blank = false;
-	for (char *c = s; *c; c++) {
-		if (after_blank && (*c == '#' || *c == ';')) {
-			*c = '\0';
-			break;
-		}
-		after_blank = *c == ' ' || *c == '\t';
-	}
-}
-
-/* Printable, no blanks, and none of the characters inih would take for a
- * separator (':') or a comment (';' after a blank): no key of ours and no
- * attribute name has them. */
-static bool key_is_valid(const char *s)
-{
-	for (const char *c = s; *c; c++)
-		if (!isgraph((unsigned char)*c) || strchr(":;#[]", *c))
-			return false;
-	return true;
-}
-
-static bool section_is_known(const char *name)
-{
-	return strcmp(name, "Driver") == 0 || strcmp(name, "Match") == 0 ||
-	       strcmp(name, "Hooks") == 0;
-}
-
-/*
- * Normalises one raw line into @out (@size bytes, inih's buffer), or
- * reports it and leaves @out blank. @s is the line without its newline.
- */
-static void reader_line(struct parser *p, char *s, char *out, size_t size)
-{
-	out[0] = '\0';
-	s = skip_blank(s);
-	if (!*s || *s == '#' || *s == ';')
+	if (dm_conffile_duplicate(cf, key, *line))
 		return;
-
-	if (*s == '[') {
-		char *close = strchr(s, ']');
-		const char *name = SECTION_INVALID;
-		if (!close) {
-			parser_error(p, "expected ']' to end the section header");
-			p->bad_section = true;
-		} else {
-			*close = '\0';
-			char *rest = skip_blank(close + 1);
-			if (*rest && *rest != '#' && *rest != ';')
-				parser_error(p, "unexpected text after [%s]", s + 1);
-			else if (!section_is_known(s + 1))
-				parser_error(p, "unknown section [%s]", s + 1);
-			else
-				name = s + 1;
-			p->bad_section |= name != s + 1;
-		}
-		if (strcmp(name, "Driver") == 0 && !p->conf->driver_line)
-			p->conf->driver_line = p->line;
-		snprintf(out, size, "[%s]\n", name);
-		return;
-	}
-
-	char *eq = strchr(s, '=');
-	if (!eq) {
-		parser_error(p, "expected Key=Value, a [Section] or a comment");
-		return;
-	}
-	*eq = '\0';
-	char *value = eq + 1;
-	/* the comment rule starts at the value, as if after the '=' */
-	cut_comment(value);
-	value = skip_blank(value);
-	trim_end(value);
-	trim_end(s);
-	if (!*s) {
-		parser_error(p, "expected a key before '='");
-		return;
-	}
-	if (!key_is_valid(s)) {
-		parser_error(p, "bad key '%s'", s);
-		return;
-	}
-	if (strlen(s) + 1 + strlen(value) + 2 > size) {
-		parser_error(p, "line too long (a key and value of at most %zu characters)",
-			     size - 3);
-		return;
-	}
-	/* the length was checked above */
-	size_t klen = strlen(s), vlen = strlen(value);
-	memcpy(out, s, klen);
-	out[klen] = '=';
-	memcpy(out + klen + 1, value, vlen);
-	memcpy(out + klen + 1 + vlen, "\n", 2);
+	*line = dm_conffile_line(cf);
+	if (!name_is_valid(value))
+		dm_conffile_error(cf, "bad %s '%s' (1-%d characters, no '/')", key, value,
+				  EXEC_NAME_MAX);
+	else
+		dm_conffile_set_string(cf, field, value);
 }
 
-/* The ini_reader: one line per call, so p->line is the line inih handles. */
-static char *conf_reader(char *str, int num, void *stream)
+static void handle_driver(struct dm_conffile *cf, struct exec_conf *c, const char *key,
+			  const char *value)
 {
-	struct parser *p = stream;
-	if (p->fatal || num < 4)
-		return NULL;
-	ssize_t n = getline(&p->line_buf, &p->line_size, p->file);
-	if (n < 0) {
-		if (ferror(p->file))
-			p->fatal = -EIO;
-		return NULL;
-	}
-	p->line++;
-	p->bytes += (size_t)n;
-	if (p->bytes > EXEC_MAX_FILE_SIZE) {
-		/* the file grew after we checked its size */
-		parser_error(p, "file larger than %d bytes", EXEC_MAX_FILE_SIZE);
-		return NULL;
-	}
-	char *s = p->line_buf;
-	if (n > 0 && s[n - 1] == '\n')
-		s[--n] = '\0';
-	if (memchr(s, '\0', (size_t)n)) {
-		parser_error(p, "NUL byte in line");
-		str[0] = '\0';
-		return str;
-	}
-	if (p->line == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0)
-		s += 3; /* a UTF-8 byte order mark */
-	reader_line(p, s, str, (size_t)num);
-	return str;
-}
-
-/* ---- the ini handler ---- */
-
-static int conf_set_string(struct parser *p, char **field, const char *value)
-{
-	char *v = strdup(value);
-	if (!v) {
-		p->fatal = -ENOMEM;
-		return 0;
-	}
-	free(*field);
-	*field = v;
-	return 1;
-}
-
-/* Whether @key was given before in this section; reports it if so. */
-static bool duplicate_key(struct parser *p, const char *key, unsigned first_line)
-{
-	if (!first_line)
-		return false;
-	parser_error(p, "%s= given twice (first on line %u)", key, first_line);
-	return true;
-}
-
-static int handle_driver(struct parser *p, const char *key, const char *value)
-{
-	struct exec_conf *c = p->conf;
 	if (strcmp(key, "Name") == 0) {
-		if (duplicate_key(p, key, c->name_line))
-			return 1;
-		c->name_line = p->line;
-		if (!name_is_valid(value)) {
-			parser_error(p, "bad Name '%s' (1-%d characters, no '/')", value,
-				     EXEC_NAME_MAX);
-			return 1;
-		}
-		return conf_set_string(p, &c->name, value);
+		set_name(cf, key, value, &c->name, &c->name_line);
+	} else if (strcmp(key, "Bus") == 0) {
+		set_name(cf, key, value, &c->bus, &c->bus_line);
+	} else if (strcmp(key, "Priority") == 0) {
+		if (dm_conffile_duplicate(cf, key, c->priority_line))
+			return;
+		c->priority_line = dm_conffile_line(cf);
+		if (!dm_conf_parse_int(value, EXEC_PRIORITY_MIN, EXEC_PRIORITY_MAX, &c->priority))
+			dm_conffile_error(cf, "bad Priority '%s' (an integer from %d to %d)", value,
+					  EXEC_PRIORITY_MIN, EXEC_PRIORITY_MAX);
+	} else {
+		dm_conffile_error(cf, "unknown key %s in [Driver]", key);
 	}
-	if (strcmp(key, "Bus") == 0) {
-		if (duplicate_key(p, key, c->bus_line))
-			return 1;
-		c->bus_line = p->line;
-		if (!name_is_valid(value)) {
-			parser_error(p, "bad Bus '%s' (1-%d characters, no '/')", value,
-				     EXEC_NAME_MAX);
-			return 1;
-		}
-		return conf_set_string(p, &c->bus, value);
-	}
-	if (strcmp(key, "Priority") == 0) {
-		if (duplicate_key(p, key, c->priority_line))
-			return 1;
-		c->priority_line = p->line;
-		if (!parse_int(value, EXEC_PRIORITY_MIN, EXEC_PRIORITY_MAX, &c->priority))
-			parser_error(p, "bad Priority '%s' (an integer from %d to %d)", value,
-				     EXEC_PRIORITY_MIN, EXEC_PRIORITY_MAX);
-		return 1;
-	}
-	parser_error(p, "unknown key %s in [Driver]", key);
-	return 1;
 }
 
-static int handle_hooks(struct parser *p, const char *key, const char *value)
+int dm_exec_check_command(const char *cmdline, char *msg, size_t size)
 {
-	struct exec_conf *c = p->conf;
-	if (strcmp(key, "Timeout") == 0) {
-		if (duplicate_key(p, key, c->timeout_line))
-			return 1;
-		c->timeout_line = p->line;
-		if (!parse_int(value, 1, EXEC_TIMEOUT_MAX_S, &c->timeout_s))
-			parser_error(p, "bad Timeout '%s' (seconds, from 1 to %d)", value,
-				     EXEC_TIMEOUT_MAX_S);
+	char **argv;
+	size_t n;
+	int r = dm_split_command(cmdline, &argv, &n);
+	if (r == -EBADMSG) {
+		snprintf(msg, size, "unbalanced quotes");
 		return 1;
+	}
+	if (r < 0)
+		return r;
+	r = 1;
+	if (n == 0)
+		snprintf(msg, size, "no command");
+	else if (argv[0][0] != '/')
+		snprintf(msg, size, "the program must be an absolute path, not '%s'", argv[0]);
+	else
+		r = 0;
+	dm_strv_free(argv);
+	return r;
+}
+
+static void handle_hooks(struct dm_conffile *cf, struct exec_conf *c, const char *key,
+			 const char *value)
+{
+	if (strcmp(key, "Timeout") == 0) {
+		if (dm_conffile_duplicate(cf, key, c->timeout_line))
+			return;
+		c->timeout_line = dm_conffile_line(cf);
+		if (!dm_conf_parse_int(value, 1, DM_EXEC_TIMEOUT_MAX_S, &c->timeout_s))
+			dm_conffile_error(cf, "bad Timeout '%s' (seconds, from 1 to %d)", value,
+					  DM_EXEC_TIMEOUT_MAX_S);
+		return;
 	}
 	for (int h = 0; h < N_HOOKS; h++) {
 		if (strcmp(key, hook_keys[h]) != 0)
 			continue;
-		if (duplicate_key(p, key, c->hook_line[h]))
-			return 1;
-		c->hook_line[h] = p->line;
-		char **argv;
-		size_t n;
-		int r = dm_split_command(value, &argv, &n);
-		if (r == -ENOMEM) {
-			p->fatal = r;
-			return 0;
-		}
-		if (r == -EBADMSG) {
-			parser_error(p, "%s=: unbalanced quotes", key);
-			return 1;
-		}
-		if (n == 0)
-			parser_error(p, "%s=: no command", key);
-		else if (argv[0][0] != '/')
-			parser_error(p, "%s=: the program must be an absolute path, not '%s'", key,
-				     argv[0]);
-		if (n == 0 || argv[0][0] != '/') {
-			dm_strv_free(argv);
-			return 1;
-		}
-		c->hooks[h] = argv;
-		return 1;
+		if (dm_conffile_duplicate(cf, key, c->hook_line[h]))
+			return;
+		c->hook_line[h] = dm_conffile_line(cf);
+		char problem[EXEC_NAME_MAX + 64];
+		int r = dm_exec_check_command(value, problem, sizeof(problem));
+		if (r < 0)
+			dm_conffile_fail(cf, r);
+		else if (r > 0)
+			dm_conffile_error(cf, "%s=: %s", key, problem);
+		else
+			dm_conffile_set_string(cf, &c->hooks[h], value);
+		return;
 	}
-	parser_error(p, "unknown key %s in [Hooks]", key);
-	return 1;
+	dm_conffile_error(cf, "unknown key %s in [Hooks]", key);
 }
 
-static int handle_match(struct parser *p, const char *key, const char *value)
+static void handle_match(struct dm_conffile *cf, struct exec_conf *c, const char *key,
+			 const char *value)
 {
-	struct exec_conf *c = p->conf;
 	if (!name_is_valid(key)) {
-		parser_error(p, "bad attribute name '%s' in [Match]", key);
-		return 1;
+		dm_conffile_error(cf, "bad attribute name '%s' in [Match]", key);
+		return;
 	}
 	for (size_t i = 0; i < c->n_match; i++)
 		if (strcmp(c->match[i].key, key) == 0) {
-			duplicate_key(p, key, c->match[i].line);
-			return 1;
+			dm_conffile_duplicate(cf, key, c->match[i].line);
+			return;
 		}
 	if (c->n_match == EXEC_MAX_MATCH) {
-		parser_error(p, "more than %d [Match] rules", EXEC_MAX_MATCH);
-		return 1;
+		dm_conffile_error(cf, "more than %d [Match] rules", EXEC_MAX_MATCH);
+		return;
 	}
 	struct match_rule *m = realloc(c->match, (c->n_match + 1) * sizeof(*m));
 	if (!m) {
-		p->fatal = -ENOMEM;
-		return 0;
+		dm_conffile_fail(cf, -ENOMEM);
+		return;
 	}
 	c->match = m;
 	m = &c->match[c->n_match];
 	m->key = strdup(key);
 	m->glob = strdup(value);
-	m->line = p->line;
+	m->line = dm_conffile_line(cf);
 	if (!m->key || !m->glob) {
 		free(m->key);
 		free(m->glob);
-		p->fatal = -ENOMEM;
-		return 0;
+		dm_conffile_fail(cf, -ENOMEM);
+		return;
 	}
 	c->n_match++;
-	return 1;
 }
 
-static int conf_handler(void *user, const char *section, const char *key, const char *value)
+static void conf_section(struct dm_conffile *cf, const char *section, void *data)
 {
-	struct parser *p = user;
-	if (p->fatal)
-		return 0;
-	if (!*section) {
-		parser_error(p, "%s= outside any section", key);
-		return 1;
-	}
-	if (strcmp(section, "Driver") == 0)
-		return handle_driver(p, key, value);
-	if (strcmp(section, "Hooks") == 0)
-		return handle_hooks(p, key, value);
-	if (strcmp(section, "Match") == 0)
-		return handle_match(p, key, value);
-	return 1; /* a bad section, reported at its header */
+	struct exec_conf *c = data;
+	if (!section)
+		c->bad_section = true;
+	else if (strcmp(section, "Driver") == 0 && !c->driver_line)
+		c->driver_line = dm_conffile_line(cf);
 }
+
+static void conf_key(struct dm_conffile *cf, const char *section, const char *key,
+		     const char *value, void *data)
+{
+	if (strcmp(section, "Driver") == 0)
+		handle_driver(cf, data, key, value);
+	else if (strcmp(section, "Hooks") == 0)
+		handle_hooks(cf, data, key, value);
+	else
+		handle_match(cf, data, key, value);
+}
+
+static const char *const conf_sections[] = { "Driver", "Match", "Hooks", NULL };
+
+static const struct dm_conffile_ops conf_ops = {
+	.sections = conf_sections,
+	.section = conf_section,
+	.key = conf_key,
+};
 
 /* ---- files ---- */
 
 /*
- * Parses @file (named @path in messages). Returns the number of errors
- * (written to @errors) or -errno; *ret is the parsed file either way when
- * not -errno.
+ * Parses the file at @path. Returns the number of errors (written to
+ * @errors) or -errno; *ret is the parsed file either way when not -errno.
  */
-static int conf_parse(const char *path, FILE *file, FILE *errors, struct exec_conf **ret)
+static int conf_parse(const char *path, int default_timeout_s, FILE *errors,
+		      struct exec_conf **ret)
 {
 	struct exec_conf *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -488,71 +267,39 @@ static int conf_parse(const char *path, FILE *file, FILE *errors, struct exec_co
 		return -ENOMEM;
 	}
 	c->priority = EXEC_DEFAULT_PRIORITY;
-	c->timeout_s = EXEC_DEFAULT_TIMEOUT_S;
+	c->timeout_s = default_timeout_s > 0 ? default_timeout_s : DM_EXEC_DEFAULT_TIMEOUT_S;
 
-	struct parser p = { .conf = c, .file = file, .errors = errors };
-	/* Every error is ours and already reported; inih's return value would
-	 * only repeat the first line of them. */
-	int r = ini_parse_stream(conf_reader, &p, conf_handler, &p);
-	free(p.line_buf);
-	if (p.fatal || r == -2) {
-		exec_conf_free(c);
-		return p.fatal ? p.fatal : -ENOMEM;
+	bool read;
+	int r = dm_conffile_parse(path, &conf_ops, c, errors, &read);
+	if (r == -ENOENT) { /* gone since the directory was read */
+		dm_conf_error(errors, path, 0, "cannot open: %s", strerror(ENOENT));
+		r = 1;
 	}
-
+	if (r < 0) {
+		exec_conf_free(c);
+		return r;
+	}
+	unsigned n_errors = (unsigned)r;
 	if (!c->driver_line) {
 		/* after a bad "[...]" line, that was most likely meant to be
-		 * [Driver]: it is reported already */
-		if (!p.bad_section) {
-			conf_error(errors, path, 1,
-				   "no [Driver] section (Name= and Bus= are required)");
-			p.n_errors++;
+		 * [Driver]: it is reported already, as is an unreadable file */
+		if (read && !c->bad_section) {
+			dm_conf_error(errors, path, 1,
+				      "no [Driver] section (Name= and Bus= are required)");
+			n_errors++;
 		}
 	} else {
 		if (!c->name_line) {
-			conf_error(errors, path, c->driver_line, "[Driver] has no Name=");
-			p.n_errors++;
+			dm_conf_error(errors, path, c->driver_line, "[Driver] has no Name=");
+			n_errors++;
 		}
 		if (!c->bus_line) {
-			conf_error(errors, path, c->driver_line, "[Driver] has no Bus=");
-			p.n_errors++;
+			dm_conf_error(errors, path, c->driver_line, "[Driver] has no Bus=");
+			n_errors++;
 		}
 	}
 	*ret = c;
-	return (int)p.n_errors;
-}
-
-static int conf_open(const char *path, FILE *errors, FILE **ret)
-{
-	struct stat st;
-	/* O_NONBLOCK: a FIFO named *.conf must not hang the daemon */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		if (errno == ENOMEM)
-			return -ENOMEM;
-		conf_error(errors, path, 0, "cannot open: %s", strerror(errno));
-		return 1;
-	}
-	if (fstat(fd, &st) < 0) {
-		conf_error(errors, path, 0, "cannot stat: %s", strerror(errno));
-		close(fd);
-		return 1;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size > EXEC_MAX_FILE_SIZE) {
-		if (!S_ISREG(st.st_mode))
-			conf_error(errors, path, 0, "not a regular file");
-		else
-			conf_error(errors, path, 0, "larger than %d bytes", EXEC_MAX_FILE_SIZE);
-		close(fd);
-		return 1;
-	}
-	FILE *f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		return -ENOMEM;
-	}
-	*ret = f;
-	return 0;
+	return n_errors > INT_MAX ? INT_MAX : (int)n_errors;
 }
 
 static int conf_filter(const struct dirent *d)
@@ -586,7 +333,7 @@ static unsigned check_duplicate_names(const struct conf_list *l, FILE *errors)
 		for (size_t k = 0; k < i; k++) {
 			const struct exec_conf *o = l->v[k];
 			if (o->name && strcmp(o->name, c->name) == 0) {
-				conf_error(errors, c->path, c->name_line,
+				dm_conf_error(errors, c->path, c->name_line,
 					   "driver %s is already defined in %s:%u", c->name,
 					   o->path, o->name_line);
 				n++;
@@ -602,7 +349,8 @@ static unsigned check_duplicate_names(const struct conf_list *l, FILE *errors)
  * frees with conf_list_done() in every case). Returns the number of errors
  * or -errno.
  */
-static int conf_load_dir(const char *dir, FILE *errors, struct conf_list *ret)
+static int conf_load_dir(const char *dir, int default_timeout_s, FILE *errors,
+			 struct conf_list *ret)
 {
 	struct dirent **names = NULL;
 	unsigned n_errors = 0;
@@ -615,7 +363,7 @@ static int conf_load_dir(const char *dir, FILE *errors, struct conf_list *ret)
 	if (n < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (n > EXEC_MAX_FILES) {
-		conf_error(errors, dir, 0, "more than %d *.conf files", EXEC_MAX_FILES);
+		dm_conf_error(errors, dir, 0, "more than %d *.conf files", EXEC_MAX_FILES);
 		n_errors++;
 		goto out_free_names;
 	}
@@ -626,18 +374,13 @@ static int conf_load_dir(const char *dir, FILE *errors, struct conf_list *ret)
 	}
 	for (int i = 0; i < n; i++) {
 		char *path;
-		FILE *f = NULL;
 		struct exec_conf *c = NULL;
 
 		if (asprintf(&path, "%s/%s", dir, names[i]->d_name) < 0) {
 			r = -ENOMEM;
 			goto out_free_names;
 		}
-		r = conf_open(path, errors, &f);
-		if (r == 0) {
-			r = conf_parse(path, f, errors, &c);
-			fclose(f);
-		}
+		r = conf_parse(path, default_timeout_s, errors, &c);
 		free(path);
 		if (r < 0)
 			goto out_free_names;
@@ -657,10 +400,10 @@ out_free_names:
 	return n_errors > INT_MAX ? INT_MAX : (int)n_errors;
 }
 
-int dm_exec_check_dir(const char *dir, FILE *errors)
+int dm_exec_check_dir(const char *dir, int default_timeout_s, FILE *errors)
 {
 	struct conf_list l;
-	int r = conf_load_dir(dir, errors, &l);
+	int r = conf_load_dir(dir, default_timeout_s, errors, &l);
 	conf_list_done(&l);
 	return r;
 }
@@ -744,8 +487,10 @@ static int exec_resume(struct dm_device *dev, void *data)
 	return exec_call(data, HOOK_RESUME, dev);
 }
 
-/* Moves the hooks out of @c into a new driver data. */
-static int exec_driver_new(struct dm_model *m, struct exec_conf *c, struct exec_driver **ret)
+/* A new driver data with the hooks of @c (which stays as it is: a reload
+ * that fails registers it again). */
+static int exec_driver_new(struct dm_model *m, const struct exec_conf *c,
+			   struct exec_driver **ret)
 {
 	struct exec_driver *ed = calloc(1, sizeof(*ed));
 	if (!ed)
@@ -758,8 +503,12 @@ static int exec_driver_new(struct dm_model *m, struct exec_conf *c, struct exec_
 	ed->model = m;
 	ed->timeout_ms = c->timeout_s * 1000;
 	for (int h = 0; h < N_HOOKS; h++) {
-		ed->argv[h] = c->hooks[h];
-		c->hooks[h] = NULL;
+		size_t n;
+		/* checked when parsed: only memory can fail */
+		if (c->hooks[h] && dm_split_command(c->hooks[h], &ed->argv[h], &n) < 0) {
+			exec_driver_free(ed);
+			return -ENOMEM;
+		}
 	}
 	/* absent hooks stay NULL: no probe accepts every matching device,
 	 * and the PM engine skips devices with no suspend/resume */
@@ -769,24 +518,6 @@ static int exec_driver_new(struct dm_model *m, struct exec_conf *c, struct exec_
 	ed->ops.resume = ed->argv[HOOK_RESUME] ? exec_resume : NULL;
 	*ret = ed;
 	return 0;
-}
-
-struct dm_exec_set {
-	struct dm_driver **drivers; /* registered, each with our reference */
-	size_t n;
-};
-
-void dm_exec_unload(struct dm_exec_set *set)
-{
-	if (!set)
-		return;
-	/* the last loaded first, as a stack is torn down */
-	for (size_t i = set->n; i > 0; i--) {
-		dm_driver_unregister(set->drivers[i - 1]);
-		dm_driver_unref(set->drivers[i - 1]);
-	}
-	free(set->drivers);
-	free(set);
 }
 
 /* Creates and registers the driver of @c. Returns 0, 1 for a conflict with
@@ -825,7 +556,7 @@ static int exec_register(struct dm_model *m, struct exec_conf *c, FILE *errors,
 		}
 	}
 	if (r == -EEXIST) {
-		conf_error(errors, c->path, c->name_line, "bus %s already has a driver named %s",
+		dm_conf_error(errors, c->path, c->name_line, "bus %s already has a driver named %s",
 			   c->bus, c->name);
 		r = 1;
 	}
@@ -837,40 +568,165 @@ static int exec_register(struct dm_model *m, struct exec_conf *c, FILE *errors,
 	return 0;
 }
 
-int dm_exec_load_dir(struct dm_model *m, const char *dir, FILE *errors, struct dm_exec_set **ret)
+/* The drivers of one drivers.d, and the files they were made from. */
+struct dm_exec_set {
+	struct conf_list confs;
+	struct dm_driver **drivers; /* registered, each with our reference */
+	size_t n;
+};
+
+/* Unregisters the set's drivers (remove() on each bound device), the last
+ * registered first, as a stack is torn down; its files stay. */
+static void exec_set_unregister(struct dm_exec_set *set)
 {
-	struct dm_exec_set *set;
+	for (size_t i = set->n; i > 0; i--) {
+		dm_driver_unregister(set->drivers[i - 1]);
+		dm_driver_unref(set->drivers[i - 1]);
+	}
+	set->n = 0;
+}
+
+static void exec_set_free(struct dm_exec_set *set)
+{
+	if (!set)
+		return;
+	exec_set_unregister(set);
+	conf_list_done(&set->confs);
+	free(set->drivers);
+	free(set);
+}
+
+void dm_exec_unload(struct dm_exec_set *set)
+{
+	exec_set_free(set);
+}
+
+/* A set of the files of @l (taken over, @l emptied), not registered. */
+static int exec_set_new(struct conf_list *l, struct dm_exec_set **ret)
+{
+	struct dm_exec_set *set = calloc(1, sizeof(*set));
+	if (!set)
+		return -ENOMEM;
+	set->drivers = calloc(l->n + 1, sizeof(*set->drivers));
+	if (!set->drivers) {
+		free(set);
+		return -ENOMEM;
+	}
+	set->confs = *l;
+	*l = (struct conf_list){ 0 };
+	*ret = set;
+	return 0;
+}
+
+/* Registers every driver of @set, or none: 0, the number of conflicts
+ * (reported to @errors) or -errno. */
+static int exec_set_register(struct dm_model *m, struct dm_exec_set *set, FILE *errors)
+{
+	int r = 0;
+	for (size_t i = 0; i < set->confs.n; i++) {
+		r = exec_register(m, set->confs.v[i], errors, &set->drivers[set->n]);
+		if (r != 0)
+			break;
+		set->n++;
+	}
+	if (r != 0)
+		exec_set_unregister(set);
+	return r;
+}
+
+int dm_exec_load_dir(struct dm_model *m, const char *dir, int default_timeout_s, FILE *errors,
+		     struct dm_exec_set **ret)
+{
+	struct dm_exec_set *set = NULL;
 	struct conf_list l;
 	int r;
 
 	if (!m || !ret)
 		return -EINVAL;
-	r = conf_load_dir(dir, errors, &l);
-	if (r != 0)
-		goto out_free_list;
-	set = calloc(1, sizeof(*set));
-	if (!set) {
-		r = -ENOMEM;
-		goto out_free_list;
-	}
-	set->drivers = calloc(l.n + 1, sizeof(*set->drivers));
-	if (!set->drivers) {
-		free(set);
-		r = -ENOMEM;
-		goto out_free_list;
-	}
-	for (size_t i = 0; i < l.n; i++) {
-		r = exec_register(m, l.v[i], errors, &set->drivers[set->n]);
-		if (r != 0)
-			break;
-		set->n++;
-	}
-	if (r != 0) {
-		dm_exec_unload(set); /* all or nothing */
-		goto out_free_list;
-	}
-	*ret = set;
-out_free_list:
+	r = conf_load_dir(dir, default_timeout_s, errors, &l);
+	if (r == 0)
+		r = exec_set_new(&l, &set);
+	if (r == 0)
+		r = exec_set_register(m, set, errors);
+	if (r == 0)
+		*ret = set;
+	else
+		exec_set_free(set);
 	conf_list_done(&l);
+	return r;
+}
+
+struct device_list {
+	struct dm_device **v;
+	size_t n, cap;
+};
+
+static int device_list_add(struct dm_device *dev, void *data)
+{
+	struct device_list *l = data;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct dm_device **v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = dm_device_ref(dev);
+	return 0;
+}
+
+/* The devices @set's drivers hold, referenced, into @l. */
+static int exec_set_bound_devices(struct dm_model *m, struct dm_exec_set *set,
+				  struct device_list *l)
+{
+	int r = 0;
+	dm_model_read_lock(m);
+	for (size_t i = 0; i < set->n && r >= 0; i++)
+		r = dm_driver_for_each_device_locked(set->drivers[i], device_list_add, l);
+	dm_model_unlock(m);
+	return r;
+}
+
+int dm_exec_reload(struct dm_model *m, struct dm_exec_set **set, const char *dir,
+		   int default_timeout_s, FILE *errors)
+{
+	struct dm_exec_set *old = *set, *new = NULL;
+	struct device_list released = { 0 };
+	struct conf_list l;
+	int r;
+
+	r = conf_load_dir(dir, default_timeout_s, errors, &l);
+	if (r == 0)
+		r = exec_set_new(&l, &new);
+	conf_list_done(&l);
+	if (r == 0)
+		r = exec_set_bound_devices(m, old, &released);
+	if (r != 0) {
+		exec_set_free(new);
+		goto out_put;
+	}
+	/* the old drivers go first: the new ones may have their names */
+	exec_set_unregister(old);
+	r = exec_set_register(m, new, errors);
+	if (r != 0) {
+		/* a name another kind of driver holds: back to the old set,
+		 * which registered before with these very names */
+		exec_set_free(new);
+		if (exec_set_register(m, old, NULL) != 0)
+			log_err("exec drivers: the previous drivers.d could not be registered again");
+	} else {
+		exec_set_free(old);
+		*set = new;
+	}
+	/* What the old drivers held and no new one took goes to the other
+	 * drivers (kernel proxies, pci-pm) as at start; a new exec driver may
+	 * be asked again about a device it just declined. */
+	for (size_t i = 0; i < released.n; i++)
+		dm_device_attach(released.v[i]);
+out_put:
+	for (size_t i = 0; i < released.n; i++)
+		dm_device_unref(released.v[i]);
+	free(released.v);
 	return r;
 }

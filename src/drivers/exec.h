@@ -11,13 +11,13 @@
  *   [Hooks]   Probe= Remove= Suspend= Resume=   (each optional; a command
  *             line split on whitespace with '...' and "..." quoting, taken
  *             literally, no shell; the program must be an absolute path)
- *             Timeout=<seconds, 1..3600, default 5>, for each hook call
+ *             Timeout=<seconds, 1..3600>, for each hook call; default
+ *             the main config's [PM] HookTimeout=, else 5
  *
- * Syntax: lines starting with '#' or ';' are comments, and so is the rest
- * of a line from a '#' or ';' that follows a blank. A key given twice in a
- * section is an error; so is a line inih cannot hold (a key and value of
- * more than 197 characters). Files are read in name order; names starting
- * with '.' are skipped. Limits: 1024 files, 64 KiB each, 64 [Match] rules.
+ * Syntax: conffile.h's. A key given twice in a section is an error, and so
+ * is an unknown section or key. Files are read in name order; names
+ * starting with '.' are skipped. Limits: 1024 files, 64 KiB each, 64 [Match]
+ * rules.
  *
  * Hook environment: ACTION (probe, remove, suspend, resume), DRIVERFS_PATH
  * (path under root/), DEVPATH, BUS, CLASS, DRIVER (this driver's name),
@@ -35,9 +35,21 @@
 
 #include <stdio.h>
 
+#define DM_EXEC_DEFAULT_TIMEOUT_S 5
+#define DM_EXEC_TIMEOUT_MAX_S 3600
+
 struct dm_exec_set;
 
 /*
+ * Whether @cmdline is a hook's command line: 0; 1 with the reason in @msg
+ * (@size bytes); -ENOMEM. For the hotplug helper's too.
+ */
+int dm_exec_check_command(const char *cmdline, char *msg, size_t size);
+
+/*
+ * @default_timeout_s (0: DM_EXEC_DEFAULT_TIMEOUT_S) is the Timeout= of
+ * files that give none.
+ *
  * Parses every *.conf in @dir (in name order) without changing anything.
  * Each error is written to @errors (may be NULL) as "FILE:LINE: message\n"
  * ("FILE: message\n" for a file that cannot be read at all);
@@ -45,7 +57,7 @@ struct dm_exec_set;
  * read (a missing directory is not an error: no drivers). Unknown sections
  * and keys are errors.
  */
-int dm_exec_check_dir(const char *dir, FILE *errors);
+int dm_exec_check_dir(const char *dir, int default_timeout_s, FILE *errors);
 
 /*
  * Loads @dir and registers its drivers on @m (creating their buses), only
@@ -57,8 +69,23 @@ int dm_exec_check_dir(const char *dir, FILE *errors);
  * probes the bus's unbound devices, so Probe hooks run during the call.
  * Call without the model lock.
  */
-int dm_exec_load_dir(struct dm_model *m, const char *dir, FILE *errors, struct dm_exec_set **ret);
-/* Unregisters (remove() on each bound device) and frees. */
+int dm_exec_load_dir(struct dm_model *m, const char *dir, int default_timeout_s, FILE *errors,
+		     struct dm_exec_set **ret);
+/*
+ * Replaces the drivers of *@set by those of @dir, without stopping anything
+ * else: when every file of @dir is valid, the old drivers are unregistered
+ * (remove() on each device they hold), the new ones registered (offered
+ * every unbound device, so Probe hooks run), and the devices the old ones
+ * held that no new one took are offered to the other drivers again, as at
+ * start. Devices other drivers hold stay with them. Otherwise *@set is
+ * kept, registered as it was, and the errors are counted and written as
+ * dm_exec_load_dir() does. Returns 0 (and *@set is the new set), the
+ * number of errors, or -errno. Call without the model lock, never from a
+ * hook.
+ */
+int dm_exec_reload(struct dm_model *m, struct dm_exec_set **set, const char *dir,
+		   int default_timeout_s, FILE *errors);
+/* Unregisters (remove() on each bound device) and frees. NULL is fine. */
 void dm_exec_unload(struct dm_exec_set *set);
 
 #endif

@@ -58,9 +58,10 @@ def umockdev_env(testbed, extra=None):
 class Daemon:
     """driverfsd serving a testbed at a fresh mount point."""
 
-    def __init__(self, testbed_file, extra_args=(), mnt=None):
+    def __init__(self, testbed_file, extra_args=(), mnt=None, extra_env=None):
         """testbed_file None serves the live machine; mnt, a mount point to
-        reuse (another daemon's, once it is gone)."""
+        reuse (another daemon's, once it is gone); extra_env, variables added
+        to the daemon's environment."""
         self.testbed = None
         if testbed_file is not None:
             self.testbed = UMockdev.Testbed.new()
@@ -75,9 +76,9 @@ class Daemon:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(sock_path)
         self.sock.settimeout(60)
-        env = dict(os.environ, NOTIFY_SOCKET=sock_path)
+        env = dict(os.environ, NOTIFY_SOCKET=sock_path, **(extra_env or {}))
         if self.testbed is not None:
-            env = umockdev_env(self.testbed, {"NOTIFY_SOCKET": sock_path})
+            env = umockdev_env(self.testbed, {"NOTIFY_SOCKET": sock_path, **(extra_env or {})})
         self.log = open(os.path.join(self.tmp.name, "log"), "w+")
         self.proc = subprocess.Popen([DAEMON, "-f", *extra_args, self.mnt], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)

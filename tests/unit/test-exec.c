@@ -222,7 +222,7 @@ static int check_dir(const char *dir, char **ret_errors)
 	size_t size = 0;
 	FILE *errors = open_memstream(&buf, &size);
 	assert_non_null(errors);
-	int r = dm_exec_check_dir(dir, errors);
+	int r = dm_exec_check_dir(dir, 0, errors);
 	fclose(errors);
 	*ret_errors = buf;
 	return r;
@@ -241,7 +241,7 @@ static void test_missing_dir_is_empty(void **state)
 	free(errors);
 
 	assert_int_equal(dm_model_new(&m), 0);
-	assert_int_equal(dm_exec_load_dir(m, missing, stderr, &set), 0);
+	assert_int_equal(dm_exec_load_dir(m, missing, 0, stderr, &set), 0);
 	assert_non_null(set);
 	dm_exec_unload(set);
 	dm_model_free(m);
@@ -249,7 +249,7 @@ static void test_missing_dir_is_empty(void **state)
 	/* a directory that is not one is an error of the caller's */
 	write_file(f->dir, "plain-file", "");
 	snprintf(missing, sizeof(missing), "%s/plain-file", f->dir);
-	assert_int_equal(dm_exec_check_dir(missing, NULL), -ENOTDIR);
+	assert_int_equal(dm_exec_check_dir(missing, 0, NULL), -ENOTDIR);
 }
 
 static void test_errors_name_file_and_line(void **state)
@@ -406,7 +406,7 @@ static void test_invalid_file_registers_nothing(void **state)
 	struct dm_device *dev = add_device(m, usb, NULL, &(struct dev_spec){ .name = "1-1" });
 
 	FILE *errors = open_memstream(&buf, &size);
-	int r = dm_exec_load_dir(m, dir, errors, &set);
+	int r = dm_exec_load_dir(m, dir, 0, errors, &set);
 	fclose(errors);
 	assert_int_equal(r, 1);
 	assert_ptr_equal(set, (struct dm_exec_set *)&set);
@@ -424,6 +424,32 @@ static void test_invalid_file_registers_nothing(void **state)
 	dm_model_free(m);
 }
 
+/* @dir (@size bytes): a new directory @name in the test's own. */
+static void make_subdir(const struct fixture *f, const char *name, char *dir, size_t size)
+{
+	snprintf(dir, size, "%s/%s", f->dir, name);
+	assert_int_equal(mkdir(dir, 0755), 0);
+}
+
+/* A model with a usb bus where the kernel proxy "usbhid" is registered. */
+static struct dm_model *model_with_usbhid(struct dm_bus **ret_usb, struct dm_driver **ret_proxy)
+{
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	assert_int_equal(dm_bus_get(m, "usb", NULL, ret_usb), 0);
+	assert_int_equal(dm_driver_new("usbhid", DM_DRIVER_KERNEL, 0, NULL, NULL, NULL, ret_proxy),
+			 0);
+	assert_int_equal(dm_driver_register(*ret_usb, *ret_proxy), 0);
+	return m;
+}
+
+static void model_free_with_proxy(struct dm_model *m, struct dm_driver *proxy)
+{
+	dm_driver_unregister(proxy);
+	dm_driver_unref(proxy);
+	dm_model_free(m);
+}
+
 /* A name already taken on the bus (here by a kernel proxy) fails the load
  * as a whole: the drivers registered before it are unregistered again. */
 static void test_name_taken_on_bus_unwinds(void **state)
@@ -436,19 +462,15 @@ static void test_name_taken_on_bus_unwinds(void **state)
 	struct dm_driver *proxy;
 	struct dm_exec_set *set = NULL;
 
-	snprintf(dir, sizeof(dir), "%s/taken.d", f->dir);
-	assert_int_equal(mkdir(dir, 0755), 0);
+	make_subdir(f, "taken.d", dir, sizeof(dir));
 	write_file(dir, "10-first.conf", "[Driver]\nName=first\nBus=usb\n");
 	write_file(dir, "20-taken.conf", "[Driver]\nName=usbhid\nBus=usb\n");
 
-	assert_int_equal(dm_model_new(&m), 0);
-	assert_int_equal(dm_bus_get(m, "usb", NULL, &usb), 0);
-	assert_int_equal(dm_driver_new("usbhid", DM_DRIVER_KERNEL, 0, NULL, NULL, NULL, &proxy), 0);
-	assert_int_equal(dm_driver_register(usb, proxy), 0);
+	m = model_with_usbhid(&usb, &proxy);
 	struct dm_device *dev = add_device(m, usb, NULL, &(struct dev_spec){ .name = "1-1" });
 
 	FILE *errors = open_memstream(&buf, &size);
-	int r = dm_exec_load_dir(m, dir, errors, &set);
+	int r = dm_exec_load_dir(m, dir, 0, errors, &set);
 	fclose(errors);
 	assert_int_equal(r, 1);
 	assert_null(set);
@@ -462,9 +484,69 @@ static void test_name_taken_on_bus_unwinds(void **state)
 	assert_string_equal(driver_of(m, dev), "");
 
 	dm_device_unref(dev);
-	dm_driver_unregister(proxy);
-	dm_driver_unref(proxy);
-	dm_model_free(m);
+	model_free_with_proxy(m, proxy);
+}
+
+/* A reload replaces the drivers: the device the old one held goes to the
+ * new one. When the new set cannot register (a name a kernel proxy holds),
+ * the old set is registered again and takes its device back. When the new
+ * set has no driver for it, the device goes back to the kernel proxy, as at
+ * start. */
+static void test_reload_replaces_or_keeps(void **state)
+{
+	struct dm_exec_set *set = NULL, *before;
+	char dir[256], *buf = NULL;
+	size_t size = 0;
+	struct dm_bus *usb;
+	struct dm_driver *proxy;
+	struct dm_model *m;
+
+	make_subdir(*state, "reload.d", dir, sizeof(dir));
+	write_file(dir, "10-a.conf", "[Driver]\nName=old\nBus=usb\n");
+
+	m = model_with_usbhid(&usb, &proxy);
+	assert_int_equal(dm_exec_load_dir(m, dir, 0, stderr, &set), 0);
+	struct dm_device *dev;
+	assert_int_equal(dm_device_new(m, "1-1", &dev), 0);
+	assert_int_equal(dm_device_set_kernel_driver(dev, "usbhid"), 0); /* the kernel's */
+	dm_device_set_bus(dev, usb);
+	assert_int_equal(dm_device_add(dev, NULL), 0);
+	assert_string_equal(driver_of(m, dev), "old");
+
+	/* the new set holds a name the proxy has: the old set stays */
+	write_file(dir, "10-a.conf", "[Driver]\nName=new\nBus=usb\n");
+	write_file(dir, "20-b.conf", "[Driver]\nName=usbhid\nBus=usb\n");
+	before = set;
+	FILE *errors = open_memstream(&buf, &size);
+	assert_int_equal(dm_exec_reload(m, &set, dir, 0, errors), 1);
+	fclose(errors);
+	assert_ptr_equal(set, before);
+	assert_non_null(strstr(buf, "20-b.conf:2: bus usb already has a driver named usbhid"));
+	free(buf);
+	assert_string_equal(driver_of(m, dev), "old");
+	assert_null(dm_bus_find_driver(usb, "new"));
+
+	/* a syntax error: nothing is even unregistered */
+	write_file(dir, "20-b.conf", "[Driver\n");
+	assert_int_equal(dm_exec_reload(m, &set, dir, 0, NULL), 1);
+	assert_ptr_equal(set, before);
+
+	/* valid: "new" takes the device from "old" */
+	char path[300];
+	snprintf(path, sizeof(path), "%s/20-b.conf", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(dm_exec_reload(m, &set, dir, 0, stderr), 0);
+	assert_string_equal(driver_of(m, dev), "new");
+	assert_null(dm_bus_find_driver(usb, "old"));
+
+	/* no driver for it any more: back to the kernel's */
+	write_file(dir, "10-a.conf", "[Driver]\nName=other\nBus=pci\n");
+	assert_int_equal(dm_exec_reload(m, &set, dir, 0, stderr), 0);
+	assert_string_equal(driver_of(m, dev), "usbhid");
+
+	dm_exec_unload(set);
+	dm_device_unref(dev);
+	model_free_with_proxy(m, proxy);
 }
 
 /* ---- binding and hooks ---- */
@@ -541,7 +623,7 @@ static void test_binding_and_hook_environment(void **state)
 							    "DRIVERFS_PATH=from-uevent\nPATH=/tmp\n"
 							    "PCI_CLASS=30000" } } });
 
-	assert_int_equal(dm_exec_load_dir(m, dir, stderr, &set), 0);
+	assert_int_equal(dm_exec_load_dir(m, dir, 0, stderr, &set), 0);
 	assert_non_null(set);
 	assert_string_equal(driver_of(m, gpu), "intel");
 	/* its probe exited 1: declined, left unbound */
@@ -694,7 +776,7 @@ static void test_hook_failures(void **state)
 
 	assert_int_equal(dm_model_new(&m), 0);
 	assert_int_equal(dm_bus_get(m, "test", NULL, &bus), 0);
-	assert_int_equal(dm_exec_load_dir(m, dir, stderr, &set), 0);
+	assert_int_equal(dm_exec_load_dir(m, dir, 0, stderr, &set), 0);
 	struct dm_device *a = add_device(
 		m, bus, NULL, &(struct dev_spec){ .name = "a", .values = { { "kind", "failing" } } });
 	struct dm_device *b = add_device(
@@ -727,6 +809,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_invalid_file_registers_nothing, fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_name_taken_on_bus_unwinds, fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_reload_replaces_or_keeps, fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_binding_and_hook_environment, fixture_setup,
 						fixture_teardown),

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * config.h - driverfsd.conf, the daemon's main configuration file
+ * (DESIGN.md section 9; documented for users in driverfsd.conf(5)).
+ *
+ *   [Daemon]   MountPoint=<absolute path>         default /devices
+ *              LogLevel=err|warning|notice|info|debug   default info
+ *              HotplugHelper=<command line>       default none
+ *              Coldplug=<bool>                    default no
+ *   [Sources]  PCI= USB=  <bool>                  default yes each
+ *              Udev=yes   (no is an error: it places every device)
+ *   [PM]       HookTimeout=<seconds, 1..3600>     default 5: the Timeout=
+ *                                                 of drivers.d files
+ *                                                 that give none
+ *
+ * Syntax and error reporting: conffile.h's; unknown sections and keys are
+ * errors. The command line wins over the file (MOUNTPOINT,
+ * --hotplug-helper, --coldplug, -d). On SIGHUP, LogLevel= and HookTimeout=
+ * take effect (with drivers.d); the others need a restart.
+ */
+#ifndef DM_CONFIG_H
+#define DM_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct dm_config {
+	char *path; /* the file these settings come from */
+	char *drivers_dir; /* the drivers.d/ beside it */
+	bool found; /* false: the file does not exist, all defaults */
+	char *mountpoint; /* never NULL */
+	int log_level; /* LOG_ERR .. LOG_DEBUG */
+	char *hotplug_helper; /* NULL: none */
+	bool coldplug;
+	bool source_pci, source_usb;
+	bool source_udev; /* always true (Udev=no is an error) */
+	int hook_timeout_s;
+};
+
+/*
+ * Reads the configuration at @path into *ret (released with
+ * dm_config_done() whatever the result). A missing file is fine (defaults)
+ * unless @required. Returns the number of errors, each written to @errors
+ * (may be NULL) as "FILE:LINE: message", or -ENOMEM.
+ */
+int dm_config_load(const char *path, bool required, FILE *errors, struct dm_config *ret);
+void dm_config_done(struct dm_config *c);
+
+#endif
