@@ -111,11 +111,15 @@ class Daemon:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            self.sock.settimeout(left)
+            # wakes up every second to see whether the daemon died: then
+            # nothing more can come
+            self.sock.settimeout(min(left, 1.0))
             try:
                 msg = self.sock.recv(4096).decode()
             except socket.timeout:
-                break
+                if self.proc.poll() is not None:
+                    break
+                continue
             seen.append(msg)
             found = None
             for line in msg.split("\n"):

@@ -57,7 +57,11 @@ Suspend={hook} {log} suspend
 Resume={hook} {log} resume
 Timeout=10
 """)
-    return os.path.join(tmp, "driverfsd.conf"), log
+    # a --config FILE must exist; drivers.d/ beside it is what this test needs
+    config = os.path.join(tmp, "driverfsd.conf")
+    with open(config, "w") as f:
+        f.write("[PM]\nHookTimeout=10\n")
+    return config, log
 
 
 class Env:
