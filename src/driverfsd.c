@@ -64,9 +64,10 @@ static void usage(FILE *f)
 		"                     once in the background)\n"
 		"  -d, --debug        log debug messages and FUSE requests (implies -f)\n"
 		"  -o OPTIONS         extra FUSE mount options, comma-separated\n"
-		"  -c, --config FILE  the configuration file (default " DEFAULT_CONFIG ",\n"
-		"                     which may be missing); see driverfsd.conf(5). Drivers are\n"
-		"                     read from the drivers.d/ directory beside it\n"
+		"  -c, --config FILE  the configuration file, see driverfsd.conf(5); default\n"
+		"                     " DEFAULT_CONFIG ",\n"
+		"                     which may be missing. Drivers are read from the\n"
+		"                     drivers.d/ directory beside it\n"
 		"      --check-config check the configuration file and every drivers.d/*.conf,\n"
 		"                     print each error as FILE:LINE: message and exit (status 1\n"
 		"                     on any error, 0 and no output when all is valid)\n"
@@ -214,10 +215,13 @@ struct daemon {
 	struct dm_fs *fs; /* once mounted */
 };
 
-/* Logs each line of @text (a FILE:LINE: message list) at @level. */
+/* Logs each line of @text (a FILE:LINE: message list; may be NULL) at
+ * @level. */
 static void log_lines(int level, char *text)
 {
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+	char *save = NULL;
+	for (char *line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save))
 		dm_log(level, "%s", line);
 }
 

@@ -117,6 +117,30 @@ def test_daemon_refuses_a_bad_config(confdir):
     assert not os.path.ismount(mnt)
 
 
+def test_log_lines_carry_priorities_on_the_journal_stream(confdir):
+    """With stderr the stream JOURNAL_STREAM names, lines start with <N>;
+    with another stream named, they stay plain."""
+    conf = os.path.join(confdir, "driverfsd.conf")
+    write(conf, "[Daemon]\nLogLevel=loud\n")
+    mnt = os.path.join(confdir, "mnt")
+    os.mkdir(mnt)
+    err = os.path.join(confdir, "stderr")
+    for named in ("stderr", "other"):
+        with open(err, "w+") as f:
+            st = os.fstat(f.fileno()) if named == "stderr" else os.stat(conf)
+            env = dict(os.environ, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
+            r = subprocess.run([DAEMON, "-f", "--config", conf, mnt], stderr=f, env=env,
+                               timeout=30)
+            f.seek(0)
+            lines = f.read().splitlines()
+        assert r.returncode == 1
+        first = f"{conf}:2: bad LogLevel 'loud' (err, warning, notice, info or debug)"
+        if named == "stderr":
+            assert lines[0] == "<3>" + first  # LOG_ERR
+        else:
+            assert lines[0] == "driverfsd: error: " + first
+
+
 def test_config_settings_take_effect(confdir):
     """MountPoint= is used when the command line names none, the command
     line wins over HotplugHelper=, and [Sources] turns USB off."""
