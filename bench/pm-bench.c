@@ -5,9 +5,13 @@
  * every hook on the calling thread (serial) and with the worker pool
  * (parallel), first with no-op hooks, then with 1% of the devices taking
  * 1 ms. Prints times, per-device costs and the ratios the targets name;
- * the critical path is the longest chain of hook time along parent links.
+ * the critical path is the longest chain of hook time along parent links,
+ * and the dispatcher floor the time one thread needs to call the quick
+ * hooks (from the no-op run), which no schedule with one dispatcher beats.
  *
- *   pm-bench [N] [ROUNDS]
+ *   pm-bench [N] [ROUNDS] [noop|slow]
+ *
+ * The third argument runs one half only (for profiling with perf).
  */
 #include "core/model.h"
 #include "pm/pm.h"
@@ -147,14 +151,12 @@ static double timed(struct tree *t, unsigned flags, int rounds)
 	return best;
 }
 
-int main(int argc, char **argv)
+/* Returns the serial time of one transition. */
+static double run_noop(size_t n, int rounds)
 {
-	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
-	int rounds = argc > 2 ? atoi(argv[2]) : 5;
 	struct tree t;
-
 	if (build(&t, n, 0) < 0)
-		return 1;
+		exit(1);
 	/* warm up: the engine learns the hooks are quick */
 	timed(&t, 0, 1);
 	double serial = timed(&t, DM_PM_SERIAL, rounds), parallel = timed(&t, 0, rounds);
@@ -164,23 +166,48 @@ int main(int argc, char **argv)
 	printf("  parallel/serial = %.2f   (target <= 1.10; serial target <= 100 ns/device)\n",
 	       parallel / serial);
 	destroy(&t);
+	return serial;
+}
 
+/* @noop_serial: run_noop()'s serial time on a tree of the same shape, or 0. */
+static void run_slow(size_t n, int rounds, double noop_serial)
+{
+	struct tree t;
 	if (build(&t, n, 0.01) < 0)
-		return 1;
+		exit(1);
 	size_t slow_n = 0;
 	for (size_t i = 0; i < n; i++)
 		slow_n += t.is_slow[i];
 	timed(&t, 0, 1);
 	double cp = critical_path(&t, 1e-3);
 	int slow_rounds = rounds > 2 ? 2 : rounds;
-	serial = timed(&t, DM_PM_SERIAL, 1);
-	parallel = timed(&t, 0, slow_rounds);
+	double serial = timed(&t, DM_PM_SERIAL, 1), parallel = timed(&t, 0, slow_rounds);
 	printf("1%% slow hooks (%zu devices of %zu take 1 ms):\n", slow_n, n);
 	printf("  serial        %8.2f ms\n", serial * 1e3);
 	printf("  parallel      %8.2f ms\n", parallel * 1e3);
 	printf("  critical path %8.2f ms (hook time only)\n", cp * 1e3);
 	printf("  parallel/critical path = %.2f (target <= 1.25)\n", parallel / cp);
 	printf("  serial/parallel = %.1f (target >= 5)\n", serial / parallel);
+	if (noop_serial > 0) {
+		/* one dispatcher calls every quick hook: no schedule beats that */
+		double floor = noop_serial * (double)(n - slow_n) / (double)n;
+		double bound = floor > cp ? floor : cp;
+		printf("  dispatcher floor %5.2f ms (the quick hooks' serial time)\n", floor * 1e3);
+		printf("  parallel/max(critical path, floor) = %.2f\n", parallel / bound);
+	}
 	destroy(&t);
+}
+
+int main(int argc, char **argv)
+{
+	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
+	int rounds = argc > 2 ? atoi(argv[2]) : 5;
+	const char *only = argc > 3 ? argv[3] : "";
+
+	double noop_serial = 0;
+	if (strcmp(only, "slow") != 0)
+		noop_serial = run_noop(n, rounds);
+	if (strcmp(only, "noop") != 0)
+		run_slow(n, rounds, noop_serial);
 	return 0;
 }

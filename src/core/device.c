@@ -13,9 +13,10 @@ int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret)
 	if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 ||
 	    strcmp(name, "..") == 0 || strlen(name) > 255)
 		return -EINVAL;
-	struct dm_device *dev = calloc(1, sizeof(*dev));
+	struct dm_device *dev = aligned_alloc(DM_CACHE_LINE, DM_ALIGN_UP(sizeof(*dev), DM_CACHE_LINE));
 	if (!dev)
 		return -ENOMEM;
+	memset(dev, 0, sizeof(*dev));
 	dev->name = strdup(name);
 	if (!dev->name) {
 		free(dev);
@@ -268,6 +269,7 @@ struct dm_device *dm_device_subtree_last_locked(struct dm_device *dev)
 static void tree_link_locked(struct dm_device *dev, struct dm_device *parent)
 {
 	struct dm_model *m = dev->model;
+	m->order_valid = false;
 	if (!parent) {
 		dm_list_append(&m->devices, &dev->global);
 		return;
@@ -396,16 +398,22 @@ static void device_del_one(struct dm_device *dev)
 		dm_hashmap_remove(&m->by_child, dev->child_key);
 	dm_list_remove(&dev->sibling);
 	dm_list_remove(&dev->global);
+	m->order_valid = false;
 	dm_list_remove(&dev->bus_node);
 	dm_list_remove(&dev->class_node);
 	dm_list_remove(&dev->iface_node);
 	m->n_devices--;
 	struct dm_device *parent = dev->parent;
 	dev->parent = NULL;
+	/* the model's reference: a PM snapshot may still point to it */
+	bool defer = atomic_load(&m->pins) > 0;
+	if (defer)
+		dm_list_append(&m->deferred, &dev->global);
 	dm_model_unlock(m);
 
 	dm_device_unref(parent);
-	dm_device_unref(dev); /* the model's reference */
+	if (!defer)
+		dm_device_unref(dev);
 }
 
 void dm_device_del(struct dm_device *dev)

@@ -6,6 +6,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int dm_driver_new(const char *name, enum dm_driver_kind kind, int priority,
 		  const struct dm_driver_ops *ops, void *data, void (*free_data)(void *),
@@ -212,7 +213,14 @@ void dm_device_release_driver(struct dm_device *dev)
 	pthread_mutex_unlock(&dev->mutex);
 }
 
-int dm_device_call_driver(struct dm_device *dev, int which, struct dm_driver **ret_driver)
+long dm_now_usec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+int dm_device_call_driver(struct dm_device *dev, int which, long *clock)
 {
 	int r = 0;
 	pthread_mutex_lock(&dev->mutex);
@@ -224,35 +232,42 @@ int dm_device_call_driver(struct dm_device *dev, int which, struct dm_driver **r
 		else if (which == DM_CALL_RESUME && drv->ops->resume)
 			r = drv->ops->resume(dev, drv->data);
 	}
-	if (ret_driver)
-		*ret_driver = dm_driver_ref(drv);
+	if (clock) {
+		long t1 = dm_now_usec(), usec = t1 - *clock;
+		if (drv)
+			dm_driver_record_pm_usec(drv, usec > 1000000 ? 1000000 : (unsigned)usec);
+		*clock = t1;
+	}
 	pthread_mutex_unlock(&dev->mutex);
 	return r;
+}
+
+int dm_driver_pm_cost(const struct dm_driver *drv, int which)
+{
+	bool has = drv && drv->ops &&
+		   (which == DM_CALL_SUSPEND ? drv->ops->suspend != NULL : drv->ops->resume != NULL);
+	return has ? (int)atomic_load_explicit(&((struct dm_driver *)drv)->pm_usec,
+					      memory_order_relaxed)
+		   : -1;
 }
 
 int dm_device_pm_cost(struct dm_device *dev, int which)
 {
 	dm_model_read_lock(dev->model);
-	const struct dm_driver *drv = dev->driver;
-	bool has = drv && drv->ops &&
-		   (which == DM_CALL_SUSPEND ? drv->ops->suspend != NULL : drv->ops->resume != NULL);
-	int usec = has ? (int)atomic_load_explicit(&((struct dm_driver *)drv)->pm_usec,
-						   memory_order_relaxed)
-		       : -1;
+	int usec = dm_driver_pm_cost(dev->driver, which);
 	dm_model_unlock(dev->model);
 	return usec;
 }
 
-unsigned dm_driver_get_pm_usec(const struct dm_driver *drv)
-{
-	return atomic_load_explicit(&((struct dm_driver *)drv)->pm_usec, memory_order_relaxed);
-}
-
 void dm_driver_record_pm_usec(struct dm_driver *drv, unsigned usec)
 {
-	/* an average that follows a driver that became slow within a few calls */
+	/* an average that follows a driver that became slow within a few
+	 * calls; stored only when it moves, so that quick hooks of one driver
+	 * on many threads do not fight over its cache line */
 	unsigned old = atomic_load_explicit(&drv->pm_usec, memory_order_relaxed);
-	atomic_store_explicit(&drv->pm_usec, old ? (old + usec) / 2 : usec, memory_order_relaxed);
+	unsigned avg = old ? (old + usec) / 2 : usec;
+	if (avg != old)
+		atomic_store_explicit(&drv->pm_usec, avg, memory_order_relaxed);
 }
 
 struct dm_driver *dm_bus_find_driver(struct dm_bus *bus, const char *name)

@@ -9,6 +9,10 @@
 
 #include <stdatomic.h>
 
+/* Devices start on a cache line (see struct dm_device). */
+#define DM_CACHE_LINE 64
+#define DM_ALIGN_UP(n, a) (((n) + (a)-1) / (a) * (a))
+
 struct dm_model {
 	pthread_rwlock_t lock;
 	struct dm_list devices; /* global list, depth-first */
@@ -20,6 +24,19 @@ struct dm_model {
 	struct dm_hashmap by_child; /* "<parent id>/<name>" -> device */
 	uint64_t next_id;
 	size_t n_devices;
+	/* The global list as an array, rebuilt on demand after it changed: a
+	 * walk over an array can fetch ahead, one along the list cannot. */
+	pthread_mutex_t order_lock; /* rebuilding it under the read lock */
+	struct dm_device **order;
+	int *order_parent; /* each device's parent's index in order, or -1 */
+	size_t n_order, cap_order;
+	bool order_valid; /* cleared under the write lock */
+	/* PM snapshots in use (taken under the read lock): while there are
+	 * any, removed devices keep the model's reference, on @deferred
+	 * (linked by their global node), so snapshots need no reference of
+	 * their own on each device. */
+	atomic_size_t pins;
+	struct dm_list deferred;
 	const struct dm_model_listener *listener;
 	void *listener_data;
 	const struct dm_pm_handler *pm_handler;
@@ -38,18 +55,19 @@ enum dm_device_state {
 };
 
 struct dm_device {
-	/* What a PM walk touches for every device comes first, to share as
-	 * few cache lines as possible: on 10^5 devices the walk's cost is
-	 * mostly cache misses. */
+	/* What a PM walk touches for every device fills the first cache line
+	 * (devices are allocated on a line boundary), what its snapshot adds
+	 * the second: on 10^5 devices the walk's cost is mostly cache misses. */
 	atomic_uint refcount;
 	_Atomic enum dm_device_state state;
 	_Atomic enum dm_power_state power;
 	atomic_bool has_power_error; /* power_error != NULL */
-	struct dm_model *model;
 	struct dm_driver *driver; /* holds a reference */
+	pthread_mutex_t mutex; /* serialises driver hooks */
 	struct dm_device *parent;
 	struct dm_list global;
-	pthread_mutex_t mutex; /* serialises driver hooks */
+	struct dm_model *model;
+	size_t order_index; /* in model->order, while it is valid */
 
 	char *name;
 	char *devpath;
@@ -130,6 +148,9 @@ struct dm_interface {
 /* The last device of @dev's subtree in the global list (@dev when it has no
  * children). */
 struct dm_device *dm_device_subtree_last_locked(struct dm_device *dev);
+/* The global list as an array (model->order), valid until the write lock
+ * is next taken; called with the read lock held. */
+int dm_model_order_locked(struct dm_model *m);
 /* One walker for every intrusive device list: @off is the offset of the
  * list node inside struct dm_device. Skips dead devices. */
 int dm_walk_devices(struct dm_list *head, size_t off, dm_device_fn fn, void *data);

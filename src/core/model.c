@@ -16,7 +16,9 @@ int dm_model_new(struct dm_model **ret)
 	if (!m)
 		return -ENOMEM;
 	pthread_rwlock_init(&m->lock, NULL);
+	pthread_mutex_init(&m->order_lock, NULL);
 	dm_list_init(&m->devices);
+	dm_list_init(&m->deferred);
 	dm_list_init(&m->buses);
 	dm_list_init(&m->classes);
 	dm_hashmap_init(&m->by_id, dm_hash_u64, dm_cmp_u64);
@@ -43,6 +45,9 @@ out_free:
 	dm_hashmap_done(&m->by_devpath);
 	dm_hashmap_done(&m->by_child);
 	pthread_rwlock_destroy(&m->lock);
+	pthread_mutex_destroy(&m->order_lock);
+	free(m->order);
+	free(m->order_parent);
 	free(m);
 	return r;
 }
@@ -81,6 +86,9 @@ void dm_model_free(struct dm_model *m)
 	dm_hashmap_done(&m->by_devpath);
 	dm_hashmap_done(&m->by_child);
 	pthread_rwlock_destroy(&m->lock);
+	pthread_mutex_destroy(&m->order_lock);
+	free(m->order);
+	free(m->order_parent);
 	free(m);
 }
 
@@ -208,40 +216,104 @@ int dm_model_snapshot(struct dm_model *m, struct dm_device *top, struct dm_devic
 	return 0;
 }
 
-int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
-			   int **ret_parent, size_t *ret_n)
+static int order_rebuild(struct dm_model *m)
 {
-	struct dm_device **devs;
-	size_t n;
-	int r = dm_model_snapshot(m, top, &devs, &n);
-	if (r < 0)
+	if (m->cap_order < m->n_devices) {
+		size_t cap = m->n_devices;
+		struct dm_device **o = realloc(m->order, cap * sizeof(*o));
+		if (o)
+			m->order = o;
+		int *op = o ? realloc(m->order_parent, cap * sizeof(*op)) : NULL;
+		if (!op)
+			return -ENOMEM;
+		m->order_parent = op;
+		m->cap_order = cap;
+	}
+	size_t n = 0;
+	struct dm_list *p;
+	dm_list_for_each(p, &m->devices) {
+		if (n == m->cap_order)
+			return -EIO; /* n_devices disagrees with the list */
+		struct dm_device *dev = dm_list_entry(p, struct dm_device, global);
+		dev->order_index = n;
+		/* pre-order: the parent has its index already */
+		m->order_parent[n] = dev->parent ? (int)dev->parent->order_index : -1;
+		m->order[n++] = dev;
+	}
+	m->n_order = n;
+	m->order_valid = true;
+	return 0;
+}
+
+int dm_model_order_locked(struct dm_model *m)
+{
+	pthread_mutex_lock(&m->order_lock);
+	int r = m->order_valid ? 0 : order_rebuild(m);
+	pthread_mutex_unlock(&m->order_lock);
+	return r;
+}
+
+int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top,
+			   struct dm_snapshot_node **ret, size_t *ret_n)
+{
+	dm_model_read_lock(m);
+	if (top && dm_device_is_dead(top)) {
+		dm_model_unlock(m);
+		return -ENODEV;
+	}
+	int r = dm_model_order_locked(m);
+	if (r < 0) {
+		dm_model_unlock(m);
 		return r;
-	int *parent = malloc((n ? n : 1) * sizeof(*parent));
-	int *stack = malloc((n ? n : 1) * sizeof(*stack));
-	if (!parent || !stack) {
-		free(parent);
-		free(stack);
-		dm_device_array_free(devs, n);
+	}
+	/* the subtree is contiguous in the global list (see dm_model_snapshot);
+	 * devices being removed are kept, the walk skips them */
+	size_t start = top ? top->order_index : 0;
+	size_t n = (top ? dm_device_subtree_last_locked(top)->order_index + 1 : m->n_order) - start;
+	struct dm_snapshot_node *v = malloc((n ? n : 1) * sizeof(*v));
+	if (!v) {
+		dm_model_unlock(m);
 		return -ENOMEM;
 	}
-	/* The snapshot is a pre-order walk: a device's parent is the nearest
-	 * entry on the stack of open ancestors. Parents never change while
-	 * the devices are referenced (a removed device keeps its place). */
-	size_t depth = 0;
-	dm_model_read_lock(m);
-	for (size_t i = 0; i < n; i++) {
-		struct dm_device *p = devs[i]->parent;
-		while (depth > 0 && devs[stack[depth - 1]] != p)
-			depth--;
-		parent[i] = depth > 0 ? stack[depth - 1] : -1;
-		stack[depth++] = (int)i;
+	struct dm_device **devs = m->order + start;
+	for (size_t k = 0; k < n; k++) {
+		if (k + 8 < n)
+			__builtin_prefetch(devs[k + 8], 0);
+		int p = m->order_parent[start + k];
+		v[k] = (struct dm_snapshot_node){ devs[k], dm_driver_ref(devs[k]->driver),
+						  k == 0 ? -1 : p - (int)start };
 	}
+	atomic_fetch_add(&m->pins, 1);
 	dm_model_unlock(m);
-	free(stack);
-	*ret = devs;
-	*ret_parent = parent;
+	*ret = v;
 	*ret_n = n;
 	return 0;
+}
+
+void dm_snapshot_tree_free(struct dm_model *m, struct dm_snapshot_node *nodes, size_t n)
+{
+	if (!nodes)
+		return;
+	for (size_t i = 0; i < n; i++)
+		dm_driver_unref(nodes[i].driver);
+	free(nodes);
+	/* the last snapshot out releases what was removed meanwhile; under
+	 * the write lock, so that no new snapshot's device is among them */
+	struct dm_list gone;
+	dm_list_init(&gone);
+	dm_model_write_lock(m);
+	if (atomic_fetch_sub(&m->pins, 1) == 1 && !dm_list_empty(&m->deferred)) {
+		gone = m->deferred;
+		gone.next->prev = &gone;
+		gone.prev->next = &gone;
+		dm_list_init(&m->deferred);
+	}
+	dm_model_unlock(m);
+	while (!dm_list_empty(&gone)) {
+		struct dm_device *dev = dm_list_entry(gone.next, struct dm_device, global);
+		dm_list_remove(&dev->global);
+		dm_device_unref(dev);
+	}
 }
 
 void dm_device_array_free(struct dm_device **devs, size_t n)

@@ -98,10 +98,21 @@ int dm_model_for_each_device_locked(struct dm_model *m, int (*fn)(struct dm_devi
 int dm_model_snapshot(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
 		      size_t *ret_n);
 void dm_device_array_free(struct dm_device **devs, size_t n);
-/* The same, with each device's parent as an index into the snapshot
- * (-1 for @top, or for root when @top is NULL). Free *ret_parent with free(). */
-int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
-			   int **ret_parent, size_t *ret_n);
+/* A snapshot of @top's subtree (NULL: the whole tree) for the PM engine, in
+ * depth-first order, taken under one read lock: each device, the driver
+ * bound to it then (NULL when none) and its parent as an index into the
+ * snapshot (-1 for @top, or for root when @top is NULL). Until it is freed
+ * the model keeps every device in it allocated, removed ones included
+ * (dm_device_is_dead() tells them), and parents do not change. Free with
+ * dm_snapshot_tree_free(). */
+struct dm_snapshot_node {
+	struct dm_device *dev; /* kept by the snapshot */
+	struct dm_driver *driver; /* referenced, or NULL */
+	int parent;
+};
+int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top,
+			   struct dm_snapshot_node **ret, size_t *ret_n);
+void dm_snapshot_tree_free(struct dm_model *m, struct dm_snapshot_node *nodes, size_t n);
 
 /* ---- buses ---- */
 /* Finds or creates the bus @name with @type (NULL: a generic bus). */
@@ -194,17 +205,18 @@ int dm_device_set_power_error(struct dm_device *dev, const char *msg);
 int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size);
 /* Calls the bound driver's suspend or resume hook, serialised with the
  * device's other hooks (the device mutex). 0 when there is nothing to call.
- * @ret_driver (may be NULL) gets a reference on the driver that was called,
- * or NULL. */
-int dm_device_call_driver(struct dm_device *dev, int which, struct dm_driver **ret_driver);
+ * @clock (may be NULL) holds the call's start in microseconds of
+ * CLOCK_MONOTONIC (dm_now_usec()) and gets its end; the bound driver's
+ * running estimate of its hooks' duration is then updated. */
+int dm_device_call_driver(struct dm_device *dev, int which, long *clock);
 enum { DM_CALL_SUSPEND, DM_CALL_RESUME };
-/* -1 when @dev's driver has no such hook (nothing to call), else the
- * estimate of how long its hooks take in microseconds (a hint). */
+long dm_now_usec(void);
+/* -1 when @drv (may be NULL) has no such hook (nothing to call), else the
+ * running estimate of how long its hooks take in microseconds (a hint:
+ * the PM engine runs quick hooks inline and the others on its pool). */
+int dm_driver_pm_cost(const struct dm_driver *drv, int which);
+/* The same for the driver bound to @dev now. */
 int dm_device_pm_cost(struct dm_device *dev, int which);
-
-/* The PM engine's running estimate of how long a driver's PM hooks take, in
- * microseconds, used to decide what runs inline and what on the pool. */
-unsigned dm_driver_get_pm_usec(const struct dm_driver *drv);
 void dm_driver_record_pm_usec(struct dm_driver *drv, unsigned usec);
 
 /* ---- attributes ---- */

@@ -3,16 +3,21 @@
  * pm.c - ordered suspend/resume over the global list, on a worker pool.
  *
  * A transition takes a referenced snapshot of the subtree (pre-order, with
- * parent indices) and walks it as a dependency graph: on suspend a device is
- * ready once all its children are done, on resume once its parent is. The
- * dispatcher pops ready devices last-in first-out, which walks the list
- * backwards on suspend and forwards on resume, so with every hook inline the
- * order is exactly the serial one. Hooks known to be quick (devices without
- * the hook, drivers whose hooks took under POOL_USEC so far) run inline on
- * the dispatcher; the others go to the pool, so independent subtrees
- * overlap. A failing suspend stops dispatching, waits for what is in
- * flight, and resumes, in forward order, every device this transition
+ * parent indices and bound drivers, under one read lock) and walks it as a
+ * dependency graph: on suspend a device is ready once all its children are
+ * done, on resume once its parent is. The dispatcher pops ready devices
+ * last-in first-out, which walks the list backwards on suspend and forwards
+ * on resume, so with every hook inline the order is exactly the serial one.
+ * Hooks known to be quick (devices without the hook, drivers whose hooks
+ * took under POOL_USEC so far) run inline on the dispatcher, which takes no
+ * lock of the engine's for them; the others go to the pool, so independent
+ * subtrees overlap. A failing suspend stops dispatching, waits for what is
+ * in flight, and resumes, in forward order, every device this transition
  * suspended.
+ *
+ * The journal is appended to without a lock: every entry a transition can
+ * write is reserved before its walk, and the snapshot's references keep
+ * the devices it names alive until the next transition clears it.
  */
 #include "pm.h"
 
@@ -22,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Hooks that took longer than this on average go to the pool. */
@@ -30,85 +34,123 @@
 /* Hooks mostly wait (for a program, a sysfs write, a device), so the pool
  * grows past the CPU count: a thread is added whenever a job finds none
  * idle, up to this many. */
-#define POOL_MAX 64
+#define POOL_MAX 256
 /* Hooks run in these threads, programs are started from them: small stacks
  * keep a large pool cheap. */
 #define POOL_STACK (256 * 1024)
+/* How many devices ahead a walk fetches into the cache. */
+#define PREFETCH 4
+/* The most ancestors a resume wakes before its walk. */
+#define MAX_DEPTH 256
 
+/* A journal entry is written by whoever ran the hook into a slot reserved
+ * beforehand; @phase is stored last and marks it complete. */
 struct pm_entry {
-	const char *phase;
-	struct dm_device *dev; /* referenced; its path is made when shown */
+	const char *_Atomic phase;
+	struct dm_device *dev; /* kept by the transition's snapshot or chain */
 	int result;
 	long usec;
 };
 
+/* The dependency graph over a snapshot; item i is the snapshot's node i. */
 struct pm_item {
-	struct dm_device *dev;
-	int parent;
 	int first_child, next_sibling;
 	int pending; /* suspend: children not done yet */
 	bool done; /* this transition suspended it */
 };
 
-/* One transition in progress. */
+struct pm_done {
+	int item, result;
+};
+
+/* One walk in progress. The graph (items, ready, remaining, in_flight) is
+ * the dispatcher's alone; the pool takes jobs from @jobs and hands results
+ * back through @done, both under pm->lock. */
 struct walk {
 	struct dm_pm *pm;
+	const struct dm_snapshot_node *nodes;
 	struct pm_item *items;
 	size_t n;
 	bool suspend;
+	int which; /* DM_CALL_* */
 	unsigned flags;
 	int *ready; /* a stack of item indices */
 	size_t n_ready;
 	size_t in_flight; /* on the pool */
 	size_t remaining; /* not completed yet */
 	int error; /* the first suspend failure */
+	int *jobs; /* queued for the pool */
+	size_t n_jobs;
+	struct pm_done *done; /* finished on the pool, not taken in yet */
+	size_t n_done;
+	atomic_bool has_done; /* n_done > 0, for a look without the lock */
 };
 
 struct dm_pm {
 	struct dm_model *model;
 	pthread_mutex_t transition; /* held for a whole transition */
 
-	pthread_mutex_t lock; /* the journal, the pool and the current walk */
+	pthread_mutex_t lock; /* the journal's storage, the pool, the walk's queues */
 	pthread_cond_t work; /* pool: a job was queued, or quit */
 	pthread_cond_t progress; /* dispatcher: a pool job completed */
+	/* the journal of the last transition: its storage changes only while
+	 * no hook runs; entries are added without the lock */
 	struct pm_entry *log;
-	size_t n_log, cap_log;
+	size_t cap_log;
+	atomic_size_t n_log;
+	/* the devices the journal names, referenced until it is cleared */
+	struct dm_snapshot_node *held;
+	size_t n_held;
+	struct dm_device *chain[MAX_DEPTH];
+	size_t n_chain;
 	pthread_t threads[POOL_MAX];
 	size_t n_threads, n_idle;
-	int *jobs; /* item indices queued for the pool */
-	size_t n_jobs, cap_jobs;
 	struct walk *walk;
 	bool quit;
 };
-
-static long now_usec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
-}
 
 /* ---- the journal ---- */
 
 static void log_clear_locked(struct dm_pm *pm)
 {
-	for (size_t i = 0; i < pm->n_log; i++)
-		dm_device_unref(pm->log[i].dev);
-	pm->n_log = 0;
+	size_t n = atomic_load(&pm->n_log);
+	if (pm->log)
+		memset(pm->log, 0, (n < pm->cap_log ? n : pm->cap_log) * sizeof(*pm->log));
+	atomic_store(&pm->n_log, 0);
+	dm_snapshot_tree_free(pm->model, pm->held, pm->n_held);
+	pm->held = NULL;
+	pm->n_held = 0;
+	for (size_t i = 0; i < pm->n_chain; i++)
+		dm_device_unref(pm->chain[i]);
+	pm->n_chain = 0;
 }
 
-static void log_add_locked(struct dm_pm *pm, const char *phase, struct dm_device *dev, int result,
-			   long usec)
+/* Makes room for @more entries; no hook may be running. */
+static int log_reserve_locked(struct dm_pm *pm, size_t more)
 {
-	if (pm->n_log == pm->cap_log) {
-		size_t cap = pm->cap_log ? pm->cap_log * 2 : 256;
-		struct pm_entry *l = realloc(pm->log, cap * sizeof(*l));
-		if (!l)
-			return; /* the journal is best effort; the transition goes on */
-		pm->log = l;
-		pm->cap_log = cap;
-	}
-	pm->log[pm->n_log++] = (struct pm_entry){ phase, dm_device_ref(dev), result, usec };
+	size_t need = atomic_load(&pm->n_log) + more;
+	if (need <= pm->cap_log)
+		return 0;
+	struct pm_entry *l = realloc(pm->log, need * sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	memset(l + pm->cap_log, 0, (need - pm->cap_log) * sizeof(*l));
+	pm->log = l;
+	pm->cap_log = need;
+	return 0;
+}
+
+static void log_add(struct dm_pm *pm, const char *phase, struct dm_device *dev, int result,
+		    long usec)
+{
+	size_t k = atomic_fetch_add_explicit(&pm->n_log, 1, memory_order_relaxed);
+	if (k >= pm->cap_log)
+		return; /* not reserved: cannot happen, and the journal is a record only */
+	struct pm_entry *e = &pm->log[k];
+	e->dev = dev;
+	e->result = result;
+	e->usec = usec;
+	atomic_store_explicit(&e->phase, phase, memory_order_release);
 }
 
 int dm_pm_show_log(struct dm_pm *pm, char **ret, size_t *ret_len)
@@ -120,15 +162,19 @@ int dm_pm_show_log(struct dm_pm *pm, char **ret, size_t *ret_len)
 	if (!f)
 		return -ENOMEM;
 	pthread_mutex_lock(&pm->lock);
-	for (size_t i = 0; i < pm->n_log; i++) {
+	size_t n = atomic_load_explicit(&pm->n_log, memory_order_acquire);
+	for (size_t i = 0; i < n && i < pm->cap_log; i++) {
 		const struct pm_entry *e = &pm->log[i];
+		const char *phase = atomic_load_explicit(&e->phase, memory_order_acquire);
+		if (!phase)
+			break; /* a hook still running: the journal so far */
 		dm_model_read_lock(pm->model);
-		int n = dm_device_path_locked(e->dev, path, sizeof(path));
+		int k = dm_device_path_locked(e->dev, path, sizeof(path));
 		dm_model_unlock(pm->model);
-		if (n < 0)
+		if (k < 0)
 			snprintf(path, sizeof(path), "%s", dm_device_get_name(e->dev));
 		const char *res = e->result == 0 ? "ok" : strerrorname_np(-e->result);
-		fprintf(f, "%zu %s %s %s %ld\n", i + 1, e->phase, n == 0 ? "." : path,
+		fprintf(f, "%zu %s %s %s %ld\n", i + 1, phase, k == 0 ? "." : path,
 			res ? res : "EIO", e->usec);
 	}
 	pthread_mutex_unlock(&pm->lock);
@@ -151,35 +197,12 @@ static void set_error(struct dm_device *dev, const char *phase, int r)
 	dm_device_set_power_error(dev, msg);
 }
 
-/* Calls one device's hook, without pm->lock (a hook may read the mount,
- * power_log included); *ret_usec gets its duration. @clock, when not NULL,
- * holds the time the call starts (the previous call's end: consecutive
- * inline calls read the clock once each) and gets the time it ended. */
-static int call_hook(struct dm_device *dev, bool suspend, unsigned flags, long *clock,
-		     long *ret_usec)
-{
-	struct dm_driver *drv = NULL;
-	long t0 = clock ? *clock : now_usec();
-	int r = flags & DM_PM_DRY_RUN
-			? 0
-			: dm_device_call_driver(dev, suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, &drv);
-	long t1 = now_usec();
-	if (clock)
-		*clock = t1;
-	*ret_usec = t1 - t0;
-	if (drv) {
-		dm_driver_record_pm_usec(drv, (unsigned)(*ret_usec > 1000000 ? 1000000 : *ret_usec));
-		dm_driver_unref(drv);
-	}
-	return r;
-}
-
-/* Journals a hook call and applies its result to the device; pm->lock held. */
-static int record_locked(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags,
-			 int r, long usec)
+/* Journals a hook call and applies its result to the device. */
+static int record(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags, int r,
+		  long usec)
 {
 	const char *phase = suspend ? "suspend" : "resume";
-	log_add_locked(pm, phase, dev, r, usec);
+	log_add(pm, phase, dev, r, usec);
 	if (flags & DM_PM_DRY_RUN)
 		return 0;
 	if (r < 0)
@@ -193,30 +216,30 @@ static int record_locked(struct dm_pm *pm, struct dm_device *dev, bool suspend, 
 	return r;
 }
 
-/* Calls and records, for the walks outside the dispatcher. */
-static int run_hook(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags)
+/* Calls one device's hook (without pm->lock: a hook may read the mount,
+ * power_log included) and records it. @clock holds the time the call
+ * starts (consecutive inline calls read the clock once each) and gets the
+ * time it ended. */
+static int run_hook(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags,
+		    long *clock)
 {
-	long usec;
-	int r = call_hook(dev, suspend, flags, NULL, &usec);
-	pthread_mutex_lock(&pm->lock);
-	r = record_locked(pm, dev, suspend, flags, r, usec);
-	pthread_mutex_unlock(&pm->lock);
-	return r;
+	long t0 = *clock;
+	int r = flags & DM_PM_DRY_RUN
+			? 0
+			: dm_device_call_driver(dev, suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, clock);
+	return record(pm, dev, suspend, flags, r, *clock - t0);
 }
 
-/* Whether @dev's hook is quick enough to run on the dispatcher. */
-static bool runs_inline(struct dm_device *dev, bool suspend, unsigned flags)
+static int run_hook_now(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags)
 {
-	if (flags & (DM_PM_DRY_RUN | DM_PM_SERIAL))
-		return true;
-	return dm_device_pm_cost(dev, suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME) < POOL_USEC;
+	long clock = dm_now_usec();
+	return run_hook(pm, dev, suspend, flags, &clock);
 }
 
 /* ---- the walk ---- */
 
-/* Marks item @i finished with result @r and readies what now can run.
- * Called with pm->lock held. */
-static void complete_locked(struct walk *w, int i, int r)
+/* Marks item @i finished with result @r and readies what now can run. */
+static void complete(struct walk *w, int i, int r)
 {
 	struct pm_item *it = &w->items[i];
 	w->remaining--;
@@ -227,8 +250,9 @@ static void complete_locked(struct walk *w, int i, int r)
 			return;
 		}
 		it->done = true;
-		if (it->parent >= 0 && --w->items[it->parent].pending == 0)
-			w->ready[w->n_ready++] = it->parent;
+		int p = w->nodes[i].parent;
+		if (p >= 0 && --w->items[p].pending == 0)
+			w->ready[w->n_ready++] = p;
 	} else {
 		/* the children lists run backwards, so they pop in list order */
 		for (int c = it->first_child; c >= 0; c = w->items[c].next_sibling)
@@ -236,12 +260,22 @@ static void complete_locked(struct walk *w, int i, int r)
 	}
 }
 
-static int item_skip(struct walk *w, int i)
+static bool item_skip(const struct walk *w, int i)
 {
 	/* nothing to do: already in the target state, or removed meanwhile */
-	struct dm_device *dev = w->items[i].dev;
+	struct dm_device *dev = w->nodes[i].dev;
 	enum dm_power_state st = dm_device_get_power(dev);
 	return dm_device_is_dead(dev) || (w->suspend ? st == DM_POWER_SUSPENDED : st == DM_POWER_ON);
+}
+
+/* Whether item @i's hook is quick enough to run on the dispatcher. The
+ * estimate is read live, so a driver found slow in this walk goes to the
+ * pool for the rest of it. */
+static bool runs_inline(const struct walk *w, int i)
+{
+	if (w->flags & (DM_PM_DRY_RUN | DM_PM_SERIAL))
+		return true;
+	return dm_driver_pm_cost(w->nodes[i].driver, w->which) < POOL_USEC;
 }
 
 static void *pool_thread(void *data)
@@ -250,31 +284,28 @@ static void *pool_thread(void *data)
 	pthread_mutex_lock(&pm->lock);
 	for (;;) {
 		pm->n_idle++;
-		while (!pm->quit && pm->n_jobs == 0)
+		while (!pm->quit && !(pm->walk && pm->walk->n_jobs))
 			pthread_cond_wait(&pm->work, &pm->lock);
 		pm->n_idle--;
 		if (pm->quit)
 			break;
-		int i = pm->jobs[--pm->n_jobs];
 		struct walk *w = pm->walk;
-		struct dm_device *dev = w->items[i].dev;
+		int i = w->jobs[--w->n_jobs];
 		pthread_mutex_unlock(&pm->lock);
-		long usec;
-		int r = call_hook(dev, w->suspend, w->flags, NULL, &usec);
+		int r = run_hook_now(pm, w->nodes[i].dev, w->suspend, w->flags);
 		pthread_mutex_lock(&pm->lock);
-		w->in_flight--;
-		complete_locked(w, i, record_locked(pm, dev, w->suspend, w->flags, r, usec));
+		w->done[w->n_done++] = (struct pm_done){ i, r };
+		atomic_store_explicit(&w->has_done, true, memory_order_relaxed);
 		pthread_cond_signal(&pm->progress);
 	}
 	pthread_mutex_unlock(&pm->lock);
 	return NULL;
 }
 
-/* Adds a thread when none is idle; with no thread at all (none could be
- * started) the dispatcher runs the hook itself. */
-static void pool_grow_locked(struct dm_pm *pm)
+/* Adds a thread when none is idle. */
+static void pool_grow_locked(struct dm_pm *pm, const struct walk *w)
 {
-	if (pm->n_idle > pm->n_jobs || pm->n_threads == POOL_MAX)
+	if (pm->n_idle > w->n_jobs || pm->n_threads == POOL_MAX)
 		return;
 	pthread_attr_t attr;
 	if (pthread_attr_init(&attr) != 0)
@@ -285,97 +316,125 @@ static void pool_grow_locked(struct dm_pm *pm)
 	pthread_attr_destroy(&attr);
 }
 
-static int queue_job_locked(struct dm_pm *pm, int i)
+/* Hands item @i to the pool; false when there is no pool (no thread could
+ * be started), and the dispatcher runs the hook itself. */
+static bool queue_job(struct walk *w, int i)
 {
-	if (pm->n_jobs == pm->cap_jobs) {
-		size_t cap = pm->cap_jobs ? pm->cap_jobs * 2 : 64;
-		int *j = realloc(pm->jobs, cap * sizeof(*j));
-		if (!j)
-			return -ENOMEM;
-		pm->jobs = j;
-		pm->cap_jobs = cap;
+	struct dm_pm *pm = w->pm;
+	pthread_mutex_lock(&pm->lock);
+	pool_grow_locked(pm, w);
+	bool queued = pm->n_threads > 0;
+	if (queued) {
+		w->jobs[w->n_jobs++] = i;
+		pthread_cond_signal(&pm->work);
 	}
-	pm->jobs[pm->n_jobs++] = i;
-	pthread_cond_signal(&pm->work);
-	return 0;
+	pthread_mutex_unlock(&pm->lock);
+	return queued;
+}
+
+/* Waits until the pool has finished something, and takes it in. */
+static void take_done(struct walk *w)
+{
+	struct dm_pm *pm = w->pm;
+	pthread_mutex_lock(&pm->lock);
+	while (w->n_done == 0)
+		pthread_cond_wait(&pm->progress, &pm->lock);
+	for (size_t k = 0; k < w->n_done; k++) {
+		w->in_flight--;
+		complete(w, w->done[k].item, w->done[k].result);
+	}
+	w->n_done = 0;
+	atomic_store_explicit(&w->has_done, false, memory_order_relaxed);
+	pthread_mutex_unlock(&pm->lock);
 }
 
 /* Runs the walk to its end (or, on suspend, to its first failure and the
- * drain of what was in flight). Called with pm->lock held. */
-static void dispatch_locked(struct walk *w)
+ * drain of what was in flight). */
+static void dispatch(struct walk *w)
 {
-	struct dm_pm *pm = w->pm;
-	long clock = now_usec();
+	long clock = dm_now_usec();
 	while (w->remaining > 0 && !(w->suspend && w->error)) {
-		if (w->n_ready == 0) {
-			pthread_cond_wait(&pm->progress, &pm->lock);
-			clock = now_usec();
+		if (w->n_ready == 0 || atomic_load_explicit(&w->has_done, memory_order_relaxed)) {
+			if (w->in_flight == 0)
+				break; /* cannot happen: the graph is a forest */
+			take_done(w);
+			clock = dm_now_usec();
 			continue;
 		}
 		int i = w->ready[--w->n_ready];
-		struct dm_device *dev = w->items[i].dev;
+		/* a device popped soon: its first line is all a quick hook
+		 * touches, and fetching it is most of its cost */
+		if (w->n_ready >= PREFETCH)
+			__builtin_prefetch(w->nodes[w->ready[w->n_ready - PREFETCH]].dev, 1);
 		if (item_skip(w, i)) {
-			complete_locked(w, i, 0);
+			complete(w, i, 0);
 			w->items[i].done = false; /* not this transition's to undo */
 			continue;
 		}
-		if (!runs_inline(dev, w->suspend, w->flags)) {
-			pool_grow_locked(pm);
-			if (pm->n_threads && queue_job_locked(pm, i) == 0) {
-				w->in_flight++;
-				continue;
-			}
+		if (!runs_inline(w, i) && queue_job(w, i)) {
+			w->in_flight++;
+			continue;
 		}
-		pthread_mutex_unlock(&pm->lock);
-		long usec;
-		int r = call_hook(dev, w->suspend, w->flags, &clock, &usec);
-		pthread_mutex_lock(&pm->lock);
-		complete_locked(w, i, record_locked(pm, dev, w->suspend, w->flags, r, usec));
+		complete(w, i, run_hook(w->pm, w->nodes[i].dev, w->suspend, w->flags, &clock));
 	}
 	while (w->in_flight > 0)
-		pthread_cond_wait(&pm->progress, &pm->lock);
+		take_done(w);
+}
+
+static void walk_graph(struct walk *w)
+{
+	/* children lists, last child first */
+	for (size_t i = 0; i < w->n; i++)
+		w->items[i] = (struct pm_item){ .first_child = -1, .next_sibling = -1 };
+	for (size_t i = 0; i < w->n; i++) {
+		int p = w->nodes[i].parent;
+		if (p < 0)
+			continue;
+		w->items[i].next_sibling = w->items[p].first_child;
+		w->items[p].first_child = (int)i;
+		w->items[p].pending++;
+	}
+	if (w->suspend) {
+		for (size_t i = 0; i < w->n; i++)
+			if (w->items[i].pending == 0)
+				w->ready[w->n_ready++] = (int)i;
+	} else {
+		for (size_t i = w->n; i-- > 0;)
+			if (w->nodes[i].parent < 0)
+				w->ready[w->n_ready++] = (int)i;
+	}
 }
 
 static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsigned flags)
 {
-	struct dm_device **devs;
-	int *parent;
+	struct dm_snapshot_node *nodes;
 	size_t n;
-	int r = dm_model_snapshot_tree(pm->model, top, &devs, &parent, &n);
+	int r = dm_model_snapshot_tree(pm->model, top, &nodes, &n);
 	if (r < 0)
 		return r;
-	struct walk w = { .pm = pm, .n = n, .suspend = suspend, .flags = flags, .remaining = n };
-	w.items = calloc(n ? n : 1, sizeof(*w.items));
-	w.ready = malloc((n ? n : 1) * sizeof(*w.ready));
-	if (!w.items || !w.ready) {
+	size_t n1 = n ? n : 1;
+	struct walk w = { .pm = pm, .nodes = nodes, .n = n, .suspend = suspend,
+			  .which = suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, .flags = flags,
+			  .remaining = n };
+	w.items = malloc(n1 * sizeof(*w.items));
+	w.ready = malloc(n1 * sizeof(*w.ready));
+	w.jobs = malloc(n1 * sizeof(*w.jobs));
+	w.done = malloc(n1 * sizeof(*w.done));
+	pthread_mutex_lock(&pm->lock);
+	r = log_reserve_locked(pm, 2 * n); /* the walk, and a suspend's rollback */
+	pthread_mutex_unlock(&pm->lock);
+	if (!w.items || !w.ready || !w.jobs || !w.done || r < 0) {
+		dm_snapshot_tree_free(pm->model, nodes, n);
 		r = -ENOMEM;
 		goto out_free;
 	}
-	for (size_t i = 0; i < n; i++)
-		w.items[i] = (struct pm_item){ .dev = devs[i], .parent = parent[i],
-					       .first_child = -1, .next_sibling = -1 };
-	/* children lists, last child first */
-	for (size_t i = 0; i < n; i++) {
-		int p = parent[i];
-		if (p < 0)
-			continue;
-		w.items[i].next_sibling = w.items[p].first_child;
-		w.items[p].first_child = (int)i;
-		w.items[p].pending++;
-	}
-	if (suspend) {
-		for (size_t i = 0; i < n; i++)
-			if (w.items[i].pending == 0)
-				w.ready[w.n_ready++] = (int)i;
-	} else {
-		for (size_t i = n; i-- > 0;)
-			if (parent[i] < 0)
-				w.ready[w.n_ready++] = (int)i;
-	}
+	walk_graph(&w);
 
 	pthread_mutex_lock(&pm->lock);
 	pm->walk = &w;
-	dispatch_locked(&w);
+	pthread_mutex_unlock(&pm->lock);
+	dispatch(&w);
+	pthread_mutex_lock(&pm->lock);
 	pm->walk = NULL;
 	pthread_mutex_unlock(&pm->lock);
 
@@ -384,35 +443,44 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 		/* roll back, parents first: exactly what this walk suspended */
 		for (size_t i = 0; i < n; i++)
 			if (w.items[i].done)
-				run_hook(pm, w.items[i].dev, false, flags);
+				run_hook_now(pm, nodes[i].dev, false, flags);
 		r = -EIO;
 	} else if (!suspend) {
 		r = 0;
 	}
+	/* the journal names the snapshot's devices: keep them until it is cleared */
+	pthread_mutex_lock(&pm->lock);
+	pm->held = nodes;
+	pm->n_held = n;
+	pthread_mutex_unlock(&pm->lock);
 out_free:
 	free(w.items);
 	free(w.ready);
-	free(parent);
-	dm_device_array_free(devs, n);
+	free(w.jobs);
+	free(w.done);
 	return r;
 }
 
 static int resume_ancestors(struct dm_pm *pm, struct dm_device *top, unsigned flags)
 {
-	struct dm_device *chain[256];
+	struct dm_device *chain[MAX_DEPTH];
 	size_t depth = 0;
 	int ret = 0;
 	dm_model_read_lock(pm->model);
-	for (struct dm_device *p = dm_device_get_parent_locked(top); p && depth < 256;
+	for (struct dm_device *p = dm_device_get_parent_locked(top); p && depth < MAX_DEPTH;
 	     p = dm_device_get_parent_locked(p))
 		chain[depth++] = dm_device_ref(p);
 	dm_model_unlock(pm->model);
-	while (depth-- > 0) {
+	/* the journal may name them: it holds the references */
+	pthread_mutex_lock(&pm->lock);
+	memcpy(pm->chain, chain, depth * sizeof(*chain));
+	pm->n_chain = depth;
+	pthread_mutex_unlock(&pm->lock);
+	while (depth-- > 0)
 		if (dm_device_get_power(chain[depth]) == DM_POWER_SUSPENDED &&
-		    !dm_device_is_dead(chain[depth]) && run_hook(pm, chain[depth], false, flags) < 0)
+		    !dm_device_is_dead(chain[depth]) &&
+		    run_hook_now(pm, chain[depth], false, flags) < 0)
 			ret = -EIO;
-		dm_device_unref(chain[depth]);
-	}
 	return ret;
 }
 
@@ -422,12 +490,12 @@ static int transition(struct dm_pm *pm, struct dm_device *dev, unsigned flags, b
 		return -EBUSY;
 	pthread_mutex_lock(&pm->lock);
 	log_clear_locked(pm);
+	int r = log_reserve_locked(pm, MAX_DEPTH);
 	pthread_mutex_unlock(&pm->lock);
 	struct dm_device *top = dev ? dev : dm_model_get_root(pm->model);
-	int r = 0;
-	if (!suspend)
+	if (r == 0 && !suspend)
 		r = resume_ancestors(pm, top, flags);
-	int r2 = walk_run(pm, top, suspend, flags);
+	int r2 = r == -ENOMEM ? r : walk_run(pm, top, suspend, flags);
 	pthread_mutex_unlock(&pm->transition);
 	return r2 < 0 ? r2 : r;
 }
@@ -498,7 +566,6 @@ void dm_pm_free(struct dm_pm *pm)
 	log_clear_locked(pm);
 	pthread_mutex_unlock(&pm->lock);
 	free(pm->log);
-	free(pm->jobs);
 	pthread_cond_destroy(&pm->work);
 	pthread_cond_destroy(&pm->progress);
 	pthread_mutex_destroy(&pm->transition);

@@ -428,6 +428,73 @@ static void test_busy_during_a_transition(void **state)
 	dm_model_free(f.m);
 }
 
+/* A device removed while a walk is under way: the walk skips it, and the
+ * model keeps it allocated for the snapshot and the journal until the
+ * next transition clears them, then frees it. ASan checks the rest. */
+static struct dm_device *to_remove;
+static int freed;
+
+static void count_free(void *data)
+{
+	(void)data;
+	freed++;
+}
+
+static int removing_suspend(struct dm_device *dev, void *data)
+{
+	if (to_remove) {
+		dm_device_del(to_remove);
+		to_remove = NULL;
+	}
+	return rec_suspend(dev, data);
+}
+
+static const struct dm_driver_ops removing_ops = { .suspend = removing_suspend,
+						   .resume = rec_resume };
+
+static void test_removed_during_the_walk(void **state)
+{
+	(void)state;
+	struct fixture f;
+	assert_int_equal(dm_model_new(&f.m), 0);
+	assert_int_equal(dm_bus_get(f.m, "test", NULL, &f.bus), 0);
+	assert_int_equal(
+		dm_driver_new("removing", DM_DRIVER_USER, 1, &removing_ops, NULL, NULL, &f.drv), 0);
+	assert_int_equal(dm_driver_register(f.bus, f.drv), 0);
+	assert_int_equal(dm_pm_new(f.m, &f.pm), 0);
+	test_tree_build(&f.t, f.m, 30, 7, f.bus);
+	rec.t = &f.t;
+	rec.n = 0;
+	rec.fail_at = -1;
+	/* root's first child, so suspended after every device of the tree;
+	 * the model holds the only reference */
+	struct dm_device *extra;
+	assert_int_equal(dm_device_new(f.m, "0-extra", &extra), 0);
+	dm_device_set_bus(extra, f.bus);
+	dm_device_set_bus_data(extra, NULL, count_free);
+	assert_int_equal(dm_device_add(extra, dm_model_get_root(f.m)), 0);
+	dm_device_unref(extra);
+	freed = 0;
+	to_remove = extra;
+
+	assert_int_equal(dm_pm_suspend(f.pm, NULL, 0), 0);
+	assert_null(to_remove);
+	/* every tree device once, and nothing for the removed one (-1 + 1) */
+	assert_int_equal(rec.n, f.t.n);
+	for (size_t i = 0; i < rec.n; i++)
+		assert_int_not_equal(rec.calls[i], 0);
+	char *log;
+	size_t len;
+	assert_int_equal(dm_pm_show_log(f.pm, &log, &len), 0);
+	assert_null(strstr(log, "0-extra"));
+	free(log);
+	assert_int_equal(freed, 0); /* the journal's snapshot still holds it */
+
+	assert_int_equal(dm_pm_resume(f.pm, NULL, 0), 0);
+	assert_int_equal(freed, 1);
+	fixture_teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_pool_keeps_the_order),
 		cmocka_unit_test(test_pool_failure_rolls_back_exactly),
 		cmocka_unit_test(test_busy_during_a_transition),
+		cmocka_unit_test(test_removed_during_the_walk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
