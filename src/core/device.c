@@ -336,6 +336,7 @@ int dm_device_add(struct dm_device *dev, struct dm_device *parent)
 	if (dev->iface)
 		dm_list_append(&dev->iface->devices, &dev->iface_node);
 	m->n_devices++;
+	dev->add_seq = ++m->add_seq;
 	dm_device_ref(dev); /* the model's reference */
 	atomic_store(&dev->state, DM_DEV_ADDED);
 	if (m->listener && m->listener->device_added)
@@ -405,8 +406,9 @@ static void device_del_one(struct dm_device *dev)
 	m->n_devices--;
 	struct dm_device *parent = dev->parent;
 	dev->parent = NULL;
-	/* the model's reference: a PM snapshot may still point to it */
-	bool defer = atomic_load(&m->pins) > 0;
+	/* the model's reference: a PM snapshot may still point to it, if
+	 * it was there when the last one was taken */
+	bool defer = atomic_load(&m->pins) > 0 && dev->add_seq <= atomic_load(&m->pin_seq);
 	if (defer)
 		dm_list_append(&m->deferred, &dev->global);
 	dm_model_unlock(m);

@@ -37,6 +37,8 @@ struct dm_model {
 	 * their own on each device. */
 	atomic_size_t pins;
 	struct dm_list deferred;
+	uint64_t add_seq; /* counts dm_device_add() */
+	_Atomic uint64_t pin_seq; /* add_seq when the last snapshot was taken */
 	const struct dm_model_listener *listener;
 	void *listener_data;
 	const struct dm_pm_handler *pm_handler;
@@ -68,6 +70,7 @@ struct dm_device {
 	struct dm_list global;
 	struct dm_model *model;
 	size_t order_index; /* in model->order, while it is valid */
+	uint64_t add_seq; /* model->add_seq when added */
 
 	char *name;
 	char *devpath;

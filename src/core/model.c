@@ -253,9 +253,9 @@ int dm_model_order_locked(struct dm_model *m)
 	return r;
 }
 
-int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top,
-			   struct dm_snapshot_node **ret, size_t *ret_n)
+int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_snapshot *s)
 {
+	dm_snapshot_release(s);
 	dm_model_read_lock(m);
 	if (top && dm_device_is_dead(top)) {
 		dm_model_unlock(m);
@@ -270,33 +270,40 @@ int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top,
 	 * devices being removed are kept, the walk skips them */
 	size_t start = top ? top->order_index : 0;
 	size_t n = (top ? dm_device_subtree_last_locked(top)->order_index + 1 : m->n_order) - start;
-	struct dm_snapshot_node *v = malloc((n ? n : 1) * sizeof(*v));
-	if (!v) {
-		dm_model_unlock(m);
-		return -ENOMEM;
+	if (n > s->cap) {
+		struct dm_snapshot_node *v = realloc(s->nodes, n * sizeof(*v));
+		if (!v) {
+			dm_model_unlock(m);
+			return -ENOMEM;
+		}
+		s->nodes = v;
+		s->cap = n;
 	}
 	struct dm_device **devs = m->order + start;
 	for (size_t k = 0; k < n; k++) {
 		if (k + 8 < n)
 			__builtin_prefetch(devs[k + 8], 0);
 		int p = m->order_parent[start + k];
-		v[k] = (struct dm_snapshot_node){ devs[k], dm_driver_ref(devs[k]->driver),
-						  k == 0 ? -1 : p - (int)start };
+		s->nodes[k] = (struct dm_snapshot_node){ devs[k], dm_driver_ref(devs[k]->driver),
+							 k == 0 ? -1 : p - (int)start };
 	}
+	s->n = n;
+	s->pinned = m;
 	atomic_fetch_add(&m->pins, 1);
+	atomic_store(&m->pin_seq, m->add_seq);
 	dm_model_unlock(m);
-	*ret = v;
-	*ret_n = n;
 	return 0;
 }
 
-void dm_snapshot_tree_free(struct dm_model *m, struct dm_snapshot_node *nodes, size_t n)
+void dm_snapshot_release(struct dm_snapshot *s)
 {
-	if (!nodes)
+	struct dm_model *m = s->pinned;
+	if (!m)
 		return;
-	for (size_t i = 0; i < n; i++)
-		dm_driver_unref(nodes[i].driver);
-	free(nodes);
+	for (size_t i = 0; i < s->n; i++)
+		dm_driver_unref(s->nodes[i].driver);
+	s->n = 0;
+	s->pinned = NULL;
 	/* the last snapshot out releases what was removed meanwhile; under
 	 * the write lock, so that no new snapshot's device is among them */
 	struct dm_list gone;
@@ -314,6 +321,13 @@ void dm_snapshot_tree_free(struct dm_model *m, struct dm_snapshot_node *nodes, s
 		dm_list_remove(&dev->global);
 		dm_device_unref(dev);
 	}
+}
+
+void dm_snapshot_done(struct dm_snapshot *s)
+{
+	dm_snapshot_release(s);
+	free(s->nodes);
+	*s = (struct dm_snapshot){ 0 };
 }
 
 void dm_device_array_free(struct dm_device **devs, size_t n)

@@ -101,18 +101,24 @@ void dm_device_array_free(struct dm_device **devs, size_t n);
 /* A snapshot of @top's subtree (NULL: the whole tree) for the PM engine, in
  * depth-first order, taken under one read lock: each device, the driver
  * bound to it then (NULL when none) and its parent as an index into the
- * snapshot (-1 for @top, or for root when @top is NULL). Until it is freed
- * the model keeps every device in it allocated, removed ones included
- * (dm_device_is_dead() tells them), and parents do not change. Free with
- * dm_snapshot_tree_free(). */
+ * snapshot (-1 for @top, or for root when @top is NULL). Until it is
+ * released the model keeps every device in it allocated, removed ones
+ * included (dm_device_is_dead() tells them), and parents do not change.
+ * The buffer is reused by the next snapshot into the same struct; start
+ * from a zeroed one, release it, and free it with dm_snapshot_done(). */
 struct dm_snapshot_node {
 	struct dm_device *dev; /* kept by the snapshot */
 	struct dm_driver *driver; /* referenced, or NULL */
 	int parent;
 };
-int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top,
-			   struct dm_snapshot_node **ret, size_t *ret_n);
-void dm_snapshot_tree_free(struct dm_model *m, struct dm_snapshot_node *nodes, size_t n);
+struct dm_snapshot {
+	struct dm_snapshot_node *nodes;
+	size_t n, cap;
+	struct dm_model *pinned; /* the model, while the snapshot is taken */
+};
+int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_snapshot *s);
+void dm_snapshot_release(struct dm_snapshot *s);
+void dm_snapshot_done(struct dm_snapshot *s);
 
 /* ---- buses ---- */
 /* Finds or creates the bus @name with @type (NULL: a generic bus). */

@@ -44,11 +44,13 @@
 #define MAX_DEPTH 256
 
 /* A journal entry is written by whoever ran the hook into a slot reserved
- * beforehand; @phase is stored last and marks it complete. */
+ * beforehand; @gen is stored last and marks it complete for the journal
+ * of that generation (clearing the journal is a new generation). */
 struct pm_entry {
-	const char *_Atomic phase;
-	struct dm_device *dev; /* kept by the transition's snapshot or chain */
+	atomic_uint gen;
 	int result;
+	const char *phase;
+	struct dm_device *dev; /* kept by the transition's snapshot or chain */
 	long usec;
 };
 
@@ -98,11 +100,18 @@ struct dm_pm {
 	struct pm_entry *log;
 	size_t cap_log;
 	atomic_size_t n_log;
-	/* the devices the journal names, referenced until it is cleared */
-	struct dm_snapshot_node *held;
-	size_t n_held;
+	unsigned gen;
+	/* the devices the journal names, kept until it is cleared: the last
+	 * walk's snapshot and the ancestors a resume woke */
+	struct dm_snapshot snap;
 	struct dm_device *chain[MAX_DEPTH];
 	size_t n_chain;
+	/* the walk's buffers, kept for the next one (a fresh 10^5-device
+	 * walk spends more on page faults than on hooks) */
+	struct pm_item *items;
+	int *ready, *jobs;
+	struct pm_done *done;
+	size_t cap_walk;
 	pthread_t threads[POOL_MAX];
 	size_t n_threads, n_idle;
 	struct walk *walk;
@@ -113,13 +122,9 @@ struct dm_pm {
 
 static void log_clear_locked(struct dm_pm *pm)
 {
-	size_t n = atomic_load(&pm->n_log);
-	if (pm->log)
-		memset(pm->log, 0, (n < pm->cap_log ? n : pm->cap_log) * sizeof(*pm->log));
 	atomic_store(&pm->n_log, 0);
-	dm_snapshot_tree_free(pm->model, pm->held, pm->n_held);
-	pm->held = NULL;
-	pm->n_held = 0;
+	pm->gen = pm->gen + 1 ? pm->gen + 1 : 1; /* 0 marks a slot never written */
+	dm_snapshot_release(&pm->snap);
 	for (size_t i = 0; i < pm->n_chain; i++)
 		dm_device_unref(pm->chain[i]);
 	pm->n_chain = 0;
@@ -147,10 +152,11 @@ static void log_add(struct dm_pm *pm, const char *phase, struct dm_device *dev, 
 	if (k >= pm->cap_log)
 		return; /* not reserved: cannot happen, and the journal is a record only */
 	struct pm_entry *e = &pm->log[k];
+	e->phase = phase;
 	e->dev = dev;
 	e->result = result;
 	e->usec = usec;
-	atomic_store_explicit(&e->phase, phase, memory_order_release);
+	atomic_store_explicit(&e->gen, pm->gen, memory_order_release);
 }
 
 int dm_pm_show_log(struct dm_pm *pm, char **ret, size_t *ret_len)
@@ -164,9 +170,8 @@ int dm_pm_show_log(struct dm_pm *pm, char **ret, size_t *ret_len)
 	pthread_mutex_lock(&pm->lock);
 	size_t n = atomic_load_explicit(&pm->n_log, memory_order_acquire);
 	for (size_t i = 0; i < n && i < pm->cap_log; i++) {
-		const struct pm_entry *e = &pm->log[i];
-		const char *phase = atomic_load_explicit(&e->phase, memory_order_acquire);
-		if (!phase)
+		struct pm_entry *e = &pm->log[i];
+		if (atomic_load_explicit(&e->gen, memory_order_acquire) != pm->gen)
 			break; /* a hook still running: the journal so far */
 		dm_model_read_lock(pm->model);
 		int k = dm_device_path_locked(e->dev, path, sizeof(path));
@@ -174,7 +179,7 @@ int dm_pm_show_log(struct dm_pm *pm, char **ret, size_t *ret_len)
 		if (k < 0)
 			snprintf(path, sizeof(path), "%s", dm_device_get_name(e->dev));
 		const char *res = e->result == 0 ? "ok" : strerrorname_np(-e->result);
-		fprintf(f, "%zu %s %s %s %ld\n", i + 1, phase, k == 0 ? "." : path,
+		fprintf(f, "%zu %s %s %s %ld\n", i + 1, e->phase, k == 0 ? "." : path,
 			res ? res : "EIO", e->usec);
 	}
 	pthread_mutex_unlock(&pm->lock);
@@ -405,29 +410,45 @@ static void walk_graph(struct walk *w)
 	}
 }
 
+/* Makes the walk buffers hold @n items. */
+static int walk_buffers(struct dm_pm *pm, size_t n)
+{
+	if (n <= pm->cap_walk)
+		return 0;
+	struct pm_item *items = realloc(pm->items, n * sizeof(*items));
+	if (items)
+		pm->items = items;
+	int *ready = items ? realloc(pm->ready, n * sizeof(*ready)) : NULL;
+	if (ready)
+		pm->ready = ready;
+	int *jobs = ready ? realloc(pm->jobs, n * sizeof(*jobs)) : NULL;
+	if (jobs)
+		pm->jobs = jobs;
+	struct pm_done *done = jobs ? realloc(pm->done, n * sizeof(*done)) : NULL;
+	if (!done)
+		return -ENOMEM;
+	pm->done = done;
+	pm->cap_walk = n;
+	return 0;
+}
+
 static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsigned flags)
 {
-	struct dm_snapshot_node *nodes;
-	size_t n;
-	int r = dm_model_snapshot_tree(pm->model, top, &nodes, &n);
+	/* the journal of this transition names the snapshot's devices: it
+	 * stays taken until the journal is cleared */
+	int r = dm_model_snapshot_tree(pm->model, top, &pm->snap);
 	if (r < 0)
 		return r;
-	size_t n1 = n ? n : 1;
-	struct walk w = { .pm = pm, .nodes = nodes, .n = n, .suspend = suspend,
-			  .which = suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, .flags = flags,
-			  .remaining = n };
-	w.items = malloc(n1 * sizeof(*w.items));
-	w.ready = malloc(n1 * sizeof(*w.ready));
-	w.jobs = malloc(n1 * sizeof(*w.jobs));
-	w.done = malloc(n1 * sizeof(*w.done));
+	size_t n = pm->snap.n;
 	pthread_mutex_lock(&pm->lock);
 	r = log_reserve_locked(pm, 2 * n); /* the walk, and a suspend's rollback */
 	pthread_mutex_unlock(&pm->lock);
-	if (!w.items || !w.ready || !w.jobs || !w.done || r < 0) {
-		dm_snapshot_tree_free(pm->model, nodes, n);
-		r = -ENOMEM;
-		goto out_free;
-	}
+	if (r < 0 || walk_buffers(pm, n) < 0)
+		return -ENOMEM;
+	struct walk w = { .pm = pm, .nodes = pm->snap.nodes, .n = n, .suspend = suspend,
+			  .which = suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, .flags = flags,
+			  .remaining = n, .items = pm->items, .ready = pm->ready, .jobs = pm->jobs,
+			  .done = pm->done };
 	walk_graph(&w);
 
 	pthread_mutex_lock(&pm->lock);
@@ -438,27 +459,15 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 	pm->walk = NULL;
 	pthread_mutex_unlock(&pm->lock);
 
-	r = w.error;
-	if (suspend && r < 0) {
-		/* roll back, parents first: exactly what this walk suspended */
-		for (size_t i = 0; i < n; i++)
-			if (w.items[i].done)
-				run_hook_now(pm, nodes[i].dev, false, flags);
-		r = -EIO;
-	} else if (!suspend) {
-		r = 0;
-	}
-	/* the journal names the snapshot's devices: keep them until it is cleared */
-	pthread_mutex_lock(&pm->lock);
-	pm->held = nodes;
-	pm->n_held = n;
-	pthread_mutex_unlock(&pm->lock);
-out_free:
-	free(w.items);
-	free(w.ready);
-	free(w.jobs);
-	free(w.done);
-	return r;
+	if (!suspend)
+		return 0;
+	if (w.error == 0)
+		return 0;
+	/* roll back, parents first: exactly what this walk suspended */
+	for (size_t i = 0; i < n; i++)
+		if (w.items[i].done)
+			run_hook_now(pm, w.nodes[i].dev, false, flags);
+	return -EIO;
 }
 
 static int resume_ancestors(struct dm_pm *pm, struct dm_device *top, unsigned flags)
@@ -565,7 +574,12 @@ void dm_pm_free(struct dm_pm *pm)
 	pthread_mutex_lock(&pm->lock);
 	log_clear_locked(pm);
 	pthread_mutex_unlock(&pm->lock);
+	dm_snapshot_done(&pm->snap);
 	free(pm->log);
+	free(pm->items);
+	free(pm->ready);
+	free(pm->jobs);
+	free(pm->done);
 	pthread_cond_destroy(&pm->work);
 	pthread_cond_destroy(&pm->progress);
 	pthread_mutex_destroy(&pm->transition);

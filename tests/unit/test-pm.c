@@ -490,8 +490,17 @@ static void test_removed_during_the_walk(void **state)
 	free(log);
 	assert_int_equal(freed, 0); /* the journal's snapshot still holds it */
 
-	assert_int_equal(dm_pm_resume(f.pm, NULL, 0), 0);
+	/* one added after the snapshot is not held back */
+	struct dm_device *late;
+	assert_int_equal(dm_device_new(f.m, "late", &late), 0);
+	dm_device_set_bus_data(late, NULL, count_free);
+	assert_int_equal(dm_device_add(late, dm_model_get_root(f.m)), 0);
+	dm_device_unref(late);
+	dm_device_del(late);
 	assert_int_equal(freed, 1);
+
+	assert_int_equal(dm_pm_resume(f.pm, NULL, 0), 0);
+	assert_int_equal(freed, 2);
 	fixture_teardown(&f);
 }
 
