@@ -6,7 +6,6 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 int dm_driver_new(const char *name, enum dm_driver_kind kind, int priority,
 		  const struct dm_driver_ops *ops, void *data, void (*free_data)(void *),
@@ -122,6 +121,7 @@ static bool bind_locked(struct dm_device *dev, struct dm_driver *drv)
 	if (dm_device_is_dead(dev) || dev->driver || !drv->registered)
 		return false;
 	dev->driver = dm_driver_ref(drv);
+	dm_model_order_bound_locked(dev);
 	dm_list_append(&drv->devices, &dev->driver_node);
 	dm_model_notify_changed_locked(dev->model, dev);
 	return true;
@@ -203,6 +203,7 @@ void dm_device_release_driver(struct dm_device *dev)
 			drv->ops->remove(dev, drv->data);
 		dm_model_write_lock(m);
 		dev->driver = NULL;
+		dm_model_order_bound_locked(dev);
 		dev->driver_data = NULL;
 		dm_list_remove(&dev->driver_node);
 		if (!dm_device_is_dead(dev))
@@ -213,14 +214,7 @@ void dm_device_release_driver(struct dm_device *dev)
 	pthread_mutex_unlock(&dev->mutex);
 }
 
-long dm_now_usec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
-}
-
-int dm_device_call_driver(struct dm_device *dev, int which, long *clock)
+int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock)
 {
 	int r = 0;
 	pthread_mutex_lock(&dev->mutex);
@@ -233,7 +227,8 @@ int dm_device_call_driver(struct dm_device *dev, int which, long *clock)
 			r = drv->ops->resume(dev, drv->data);
 	}
 	if (clock) {
-		long t1 = dm_now_usec(), usec = t1 - *clock;
+		uint64_t t1 = dm_clock_now();
+		long usec = dm_clock_usec(t1 - *clock);
 		if (drv)
 			dm_driver_record_pm_usec(drv, usec > 1000000 ? 1000000 : (unsigned)usec);
 		*clock = t1;

@@ -29,6 +29,7 @@ struct dm_model {
 	pthread_mutex_t order_lock; /* rebuilding it under the read lock */
 	struct dm_device **order;
 	int *order_parent; /* each device's parent's index in order, or -1 */
+	struct dm_driver **order_driver; /* each device's driver, kept current */
 	size_t n_order, cap_order;
 	bool order_valid; /* cleared under the write lock */
 	/* PM snapshots in use (taken under the read lock): while there are
@@ -154,6 +155,8 @@ struct dm_device *dm_device_subtree_last_locked(struct dm_device *dev);
 /* The global list as an array (model->order), valid until the write lock
  * is next taken; called with the read lock held. */
 int dm_model_order_locked(struct dm_model *m);
+/* Tells the array @dev's binding changed; write lock held. */
+void dm_model_order_bound_locked(struct dm_device *dev);
 /* One walker for every intrusive device list: @off is the offset of the
  * list node inside struct dm_device. Skips dead devices. */
 int dm_walk_devices(struct dm_list *head, size_t off, dm_device_fn fn, void *data);

@@ -48,6 +48,7 @@ out_free:
 	pthread_mutex_destroy(&m->order_lock);
 	free(m->order);
 	free(m->order_parent);
+	free(m->order_driver);
 	free(m);
 	return r;
 }
@@ -224,9 +225,12 @@ static int order_rebuild(struct dm_model *m)
 		if (o)
 			m->order = o;
 		int *op = o ? realloc(m->order_parent, cap * sizeof(*op)) : NULL;
-		if (!op)
+		if (op)
+			m->order_parent = op;
+		struct dm_driver **od = op ? realloc(m->order_driver, cap * sizeof(*od)) : NULL;
+		if (!od)
 			return -ENOMEM;
-		m->order_parent = op;
+		m->order_driver = od;
 		m->cap_order = cap;
 	}
 	size_t n = 0;
@@ -238,11 +242,19 @@ static int order_rebuild(struct dm_model *m)
 		dev->order_index = n;
 		/* pre-order: the parent has its index already */
 		m->order_parent[n] = dev->parent ? (int)dev->parent->order_index : -1;
+		m->order_driver[n] = dev->driver;
 		m->order[n++] = dev;
 	}
 	m->n_order = n;
 	m->order_valid = true;
 	return 0;
+}
+
+void dm_model_order_bound_locked(struct dm_device *dev)
+{
+	struct dm_model *m = dev->model;
+	if (m->order_valid)
+		m->order_driver[dev->order_index] = dev->driver;
 }
 
 int dm_model_order_locked(struct dm_model *m)
@@ -279,12 +291,11 @@ int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_
 		s->nodes = v;
 		s->cap = n;
 	}
-	struct dm_device **devs = m->order + start;
+	/* from the arrays only: no device is touched */
 	for (size_t k = 0; k < n; k++) {
-		if (k + 8 < n)
-			__builtin_prefetch(devs[k + 8], 0);
 		int p = m->order_parent[start + k];
-		s->nodes[k] = (struct dm_snapshot_node){ devs[k], dm_driver_ref(devs[k]->driver),
+		s->nodes[k] = (struct dm_snapshot_node){ m->order[start + k],
+							 dm_driver_ref(m->order_driver[start + k]),
 							 k == 0 ? -1 : p - (int)start };
 	}
 	s->n = n;

@@ -211,12 +211,16 @@ int dm_device_set_power_error(struct dm_device *dev, const char *msg);
 int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size);
 /* Calls the bound driver's suspend or resume hook, serialised with the
  * device's other hooks (the device mutex). 0 when there is nothing to call.
- * @clock (may be NULL) holds the call's start in microseconds of
- * CLOCK_MONOTONIC (dm_now_usec()) and gets its end; the bound driver's
- * running estimate of its hooks' duration is then updated. */
-int dm_device_call_driver(struct dm_device *dev, int which, long *clock);
+ * @clock (may be NULL) holds the call's start (dm_clock_now()) and gets its
+ * end; the bound driver's running estimate of its hooks' duration is then
+ * updated. */
+int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock);
 enum { DM_CALL_SUSPEND, DM_CALL_RESUME };
-long dm_now_usec(void);
+/* A cheap monotonic clock for timing hooks (clock.c): ticks, and the
+ * microseconds a number of them lasts. */
+uint64_t dm_clock_now(void);
+long dm_clock_usec(uint64_t ticks);
+uint64_t dm_clock_ticks(long usec);
 /* -1 when @drv (may be NULL) has no such hook (nothing to call), else the
  * running estimate of how long its hooks take in microseconds (a hint:
  * the PM engine runs quick hooks inline and the others on its pool). */

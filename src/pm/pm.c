@@ -86,6 +86,10 @@ struct walk {
 	struct pm_done *done; /* finished on the pool, not taken in yet */
 	size_t n_done;
 	atomic_bool has_done; /* n_done > 0, for a look without the lock */
+	/* runs_inline()'s answer for the last driver it was asked about */
+	const struct dm_driver *last_driver;
+	bool last_known, last_inline;
+	uint64_t slow_ticks; /* POOL_USEC */
 };
 
 struct dm_pm {
@@ -226,18 +230,18 @@ static int record(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigne
  * starts (consecutive inline calls read the clock once each) and gets the
  * time it ended. */
 static int run_hook(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags,
-		    long *clock)
+		    uint64_t *clock)
 {
-	long t0 = *clock;
+	uint64_t t0 = *clock;
 	int r = flags & DM_PM_DRY_RUN
 			? 0
 			: dm_device_call_driver(dev, suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, clock);
-	return record(pm, dev, suspend, flags, r, *clock - t0);
+	return record(pm, dev, suspend, flags, r, dm_clock_usec(*clock - t0));
 }
 
 static int run_hook_now(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags)
 {
-	long clock = dm_now_usec();
+	uint64_t clock = dm_clock_now();
 	return run_hook(pm, dev, suspend, flags, &clock);
 }
 
@@ -273,14 +277,20 @@ static bool item_skip(const struct walk *w, int i)
 	return dm_device_is_dead(dev) || (w->suspend ? st == DM_POWER_SUSPENDED : st == DM_POWER_ON);
 }
 
-/* Whether item @i's hook is quick enough to run on the dispatcher. The
- * estimate is read live, so a driver found slow in this walk goes to the
- * pool for the rest of it. */
-static bool runs_inline(const struct walk *w, int i)
+/* Whether item @i's hook is quick enough to run on the dispatcher, from
+ * its driver's running estimate. The answer for the last driver asked is
+ * kept until one of its hooks run inline proves slow (@slow_ticks). */
+static bool runs_inline(struct walk *w, int i)
 {
 	if (w->flags & (DM_PM_DRY_RUN | DM_PM_SERIAL))
 		return true;
-	return dm_driver_pm_cost(w->nodes[i].driver, w->which) < POOL_USEC;
+	const struct dm_driver *drv = w->nodes[i].driver;
+	if (drv != w->last_driver || !w->last_known) {
+		w->last_driver = drv;
+		w->last_known = true;
+		w->last_inline = dm_driver_pm_cost(drv, w->which) < POOL_USEC;
+	}
+	return w->last_inline;
 }
 
 static void *pool_thread(void *data)
@@ -350,6 +360,7 @@ static void take_done(struct walk *w)
 	}
 	w->n_done = 0;
 	atomic_store_explicit(&w->has_done, false, memory_order_relaxed);
+	w->last_known = false; /* the estimates moved */
 	pthread_mutex_unlock(&pm->lock);
 }
 
@@ -357,13 +368,13 @@ static void take_done(struct walk *w)
  * drain of what was in flight). */
 static void dispatch(struct walk *w)
 {
-	long clock = dm_now_usec();
+	uint64_t clock = dm_clock_now();
 	while (w->remaining > 0 && !(w->suspend && w->error)) {
 		if (w->n_ready == 0 || atomic_load_explicit(&w->has_done, memory_order_relaxed)) {
 			if (w->in_flight == 0)
 				break; /* cannot happen: the graph is a forest */
 			take_done(w);
-			clock = dm_now_usec();
+			clock = dm_clock_now();
 			continue;
 		}
 		int i = w->ready[--w->n_ready];
@@ -380,7 +391,10 @@ static void dispatch(struct walk *w)
 			w->in_flight++;
 			continue;
 		}
+		uint64_t t0 = clock;
 		complete(w, i, run_hook(w->pm, w->nodes[i].dev, w->suspend, w->flags, &clock));
+		if (clock - t0 >= w->slow_ticks)
+			w->last_known = false; /* ask its estimate again */
 	}
 	while (w->in_flight > 0)
 		take_done(w);
@@ -448,7 +462,7 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 	struct walk w = { .pm = pm, .nodes = pm->snap.nodes, .n = n, .suspend = suspend,
 			  .which = suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, .flags = flags,
 			  .remaining = n, .items = pm->items, .ready = pm->ready, .jobs = pm->jobs,
-			  .done = pm->done };
+			  .done = pm->done, .slow_ticks = dm_clock_ticks(POOL_USEC) };
 	walk_graph(&w);
 
 	pthread_mutex_lock(&pm->lock);
@@ -551,6 +565,7 @@ int dm_pm_new(struct dm_model *m, struct dm_pm **ret)
 	if (!pm)
 		return -ENOMEM;
 	pm->model = m;
+	dm_clock_now(); /* calibrates it now rather than in the first hook's time */
 	pthread_mutex_init(&pm->transition, NULL);
 	pthread_mutex_init(&pm->lock, NULL);
 	pthread_cond_init(&pm->work, NULL);
