@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/model.h"
 #include "tree-util.h"
@@ -460,6 +461,27 @@ static void test_lookups_and_refcounts(void **state)
 	assert_int_equal(freed, 20);
 }
 
+/* The hook clock agrees with CLOCK_MONOTONIC, and converts both ways. */
+static void test_clock_agrees_with_monotonic(void **state)
+{
+	(void)state;
+	struct timespec a, b, pause = { 0, 30 * 1000000 };
+	dm_clock_now(); /* calibrated by its first use, not in the bracket */
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	uint64_t t0 = dm_clock_now();
+	nanosleep(&pause, NULL);
+	uint64_t t1 = dm_clock_now();
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	long mono = (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
+	long ours = dm_clock_usec(t1 - t0);
+	assert_true(ours >= 30000);
+	assert_true(ours <= mono + 1); /* within the monotonic bracket */
+	assert_true(mono - ours < mono / 100 + 50);
+	/* and back: the ticks of 1 ms last 1 ms */
+	long back = dm_clock_usec(dm_clock_ticks(1000));
+	assert_true(back >= 998 && back <= 1000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -469,6 +491,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_proxy_and_match_rules),
 		cmocka_unit_test(test_attribute_store_rejects_bad_input),
 		cmocka_unit_test(test_lookups_and_refcounts),
+		cmocka_unit_test(test_clock_agrees_with_monotonic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
