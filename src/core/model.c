@@ -90,6 +90,7 @@ void dm_model_free(struct dm_model *m)
 	pthread_mutex_destroy(&m->order_lock);
 	free(m->order);
 	free(m->order_parent);
+	free(m->order_driver);
 	free(m);
 }
 
