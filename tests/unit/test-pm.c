@@ -428,6 +428,55 @@ static void test_busy_during_a_transition(void **state)
 	dm_model_free(f.m);
 }
 
+/* power_log read while the pool writes it: always a whole prefix of the
+ * journal (1, 2, ... k, each line complete), and at the end all of it. */
+static atomic_bool reading;
+
+static void *log_reader(void *data)
+{
+	struct dm_pm *pm = data;
+	size_t reads = 0;
+	while (atomic_load(&reading) || reads == 0) {
+		char *log;
+		size_t len;
+		assert_int_equal(dm_pm_show_log(pm, &log, &len), 0);
+		size_t seq = 0;
+		for (char *line = log; line < log + len;) {
+			char *nl = memchr(line, '\n', (size_t)(log + len - line));
+			assert_non_null(nl);
+			assert_int_equal(strtoul(line, NULL, 10), ++seq);
+			line = nl + 1;
+		}
+		free(log);
+		reads++;
+	}
+	return (void *)reads;
+}
+
+static void test_log_read_during_the_walk(void **state)
+{
+	(void)state;
+	struct fixture f;
+	pool_fixture(&f, 200, 11);
+	atomic_store(&reading, true);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, log_reader, f.pm), 0);
+	assert_int_equal(dm_pm_suspend(f.pm, NULL, 0), 0);
+	atomic_store(&reading, false);
+	void *reads;
+	pthread_join(th, &reads);
+	assert_true((size_t)reads > 0);
+	char *log;
+	size_t len, lines = 0;
+	assert_int_equal(dm_pm_show_log(f.pm, &log, &len), 0);
+	for (size_t k = 0; k < len; k++)
+		lines += log[k] == '\n';
+	free(log);
+	assert_int_equal(lines, f.t.n + 1); /* and root */
+	assert_int_equal(dm_pm_resume(f.pm, NULL, 0), 0);
+	fixture_teardown(&f);
+}
+
 /* A device removed while a walk is under way: the walk skips it, and the
  * model keeps it allocated for the snapshot and the journal until the
  * next transition clears them, then frees it. ASan checks the rest. */
@@ -513,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_pool_keeps_the_order),
 		cmocka_unit_test(test_pool_failure_rolls_back_exactly),
 		cmocka_unit_test(test_busy_during_a_transition),
+		cmocka_unit_test(test_log_read_during_the_walk),
 		cmocka_unit_test(test_removed_during_the_walk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
