@@ -256,13 +256,17 @@ int dm_device_pm_cost(struct dm_device *dev, int which)
 
 void dm_driver_record_pm_usec(struct dm_driver *drv, unsigned usec)
 {
-	/* an average that follows a driver that became slow within a few
-	 * calls; stored only when it moves, so that quick hooks of one driver
-	 * on many threads do not fight over its cache line */
-	unsigned old = atomic_load_explicit(&drv->pm_usec, memory_order_relaxed);
-	unsigned avg = old ? (old + usec) / 2 : usec;
-	if (avg != old)
-		atomic_store_explicit(&drv->pm_usec, avg, memory_order_relaxed);
+	/* the shorter of the last two calls: one call that was preempted or
+	 * faulted does not send a quick driver to the pool, two slow ones in
+	 * a row do, and one quick call brings it back. Stored only when it
+	 * moves, so that many threads calling one driver's quick hooks do not
+	 * fight over its cache line. */
+	unsigned last = atomic_load_explicit(&drv->pm_last_usec, memory_order_relaxed);
+	if (last != usec)
+		atomic_store_explicit(&drv->pm_last_usec, usec, memory_order_relaxed);
+	unsigned est = last < usec ? last : usec;
+	if (atomic_load_explicit(&drv->pm_usec, memory_order_relaxed) != est)
+		atomic_store_explicit(&drv->pm_usec, est, memory_order_relaxed);
 }
 
 struct dm_driver *dm_bus_find_driver(struct dm_bus *bus, const char *name)

@@ -127,6 +127,7 @@ struct dm_driver {
 	struct dm_match_rule *rules;
 	size_t n_rules;
 	atomic_uint pm_usec; /* the PM engine's estimate of a hook's duration */
+	atomic_uint pm_last_usec; /* the last hook's duration */
 	struct dm_bus *bus; /* set by registration, never cleared */
 	bool registered; /* on bus->drivers; written under the lock */
 	struct dm_list devices;

@@ -414,9 +414,22 @@ static void walk_graph(struct walk *w)
 		w->items[p].pending++;
 	}
 	if (w->suspend) {
-		for (size_t i = 0; i < w->n; i++)
-			if (w->items[i].pending == 0)
+		/* the leaves, those bound for the pool on top: their hooks
+		 * then overlap the dispatcher's walk over the quick ones */
+		size_t pooled = 0;
+		for (size_t i = 0; i < w->n; i++) {
+			if (w->items[i].pending != 0)
+				continue;
+			if (runs_inline(w, (int)i))
 				w->ready[w->n_ready++] = (int)i;
+			else
+				pooled++;
+		}
+		for (size_t i = 0; pooled > 0 && i < w->n; i++)
+			if (w->items[i].pending == 0 && !runs_inline(w, (int)i)) {
+				w->ready[w->n_ready++] = (int)i;
+				pooled--;
+			}
 	} else {
 		for (size_t i = w->n; i-- > 0;)
 			if (w->nodes[i].parent < 0)

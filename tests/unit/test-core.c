@@ -461,6 +461,35 @@ static void test_lookups_and_refcounts(void **state)
 	assert_int_equal(freed, 20);
 }
 
+/* The PM cost estimate: nothing to call without the hook; one slow call
+ * (preempted) is not enough to count as slow, two in a row are, and one
+ * quick call makes it quick again. */
+static int noop_hook(struct dm_device *dev, void *data)
+{
+	(void)dev;
+	(void)data;
+	return 0;
+}
+
+static void test_pm_cost_estimate(void **state)
+{
+	(void)state;
+	static const struct dm_driver_ops ops = { .suspend = noop_hook };
+	struct dm_driver *drv;
+	assert_int_equal(dm_driver_new("est", DM_DRIVER_USER, 1, &ops, NULL, NULL, &drv), 0);
+	assert_int_equal(dm_driver_pm_cost(drv, DM_CALL_RESUME), -1);
+	assert_int_equal(dm_driver_pm_cost(NULL, DM_CALL_SUSPEND), -1);
+	assert_int_equal(dm_driver_pm_cost(drv, DM_CALL_SUSPEND), 0);
+	dm_driver_record_pm_usec(drv, 2);
+	dm_driver_record_pm_usec(drv, 5000);
+	assert_int_equal(dm_driver_pm_cost(drv, DM_CALL_SUSPEND), 2);
+	dm_driver_record_pm_usec(drv, 3000);
+	assert_int_equal(dm_driver_pm_cost(drv, DM_CALL_SUSPEND), 3000);
+	dm_driver_record_pm_usec(drv, 1);
+	assert_int_equal(dm_driver_pm_cost(drv, DM_CALL_SUSPEND), 1);
+	dm_driver_unref(drv);
+}
+
 /* The hook clock agrees with CLOCK_MONOTONIC, and converts both ways. */
 static void test_clock_agrees_with_monotonic(void **state)
 {
@@ -492,6 +521,7 @@ int main(void)
 		cmocka_unit_test(test_attribute_store_rejects_bad_input),
 		cmocka_unit_test(test_lookups_and_refcounts),
 		cmocka_unit_test(test_clock_agrees_with_monotonic),
+		cmocka_unit_test(test_pm_cost_estimate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

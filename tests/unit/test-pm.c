@@ -294,6 +294,7 @@ static void pool_fixture(struct fixture *f, size_t n, unsigned seed)
 	tm.slow_every = 3;
 	/* the engine learns from the first calls that this driver is slow */
 	dm_driver_record_pm_usec(f->drv, 1000);
+	dm_driver_record_pm_usec(f->drv, 1000);
 }
 
 static void test_pool_keeps_the_order(void **state)
