@@ -55,6 +55,21 @@ def umockdev_env(testbed, extra=None):
     return env
 
 
+# What ASan, LSan, UBSan and TSan print when they find something: a daemon
+# built with them fails its test even when it went on serving.
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                   "WARNING: ThreadSanitizer")
+
+
+def sanitizer_report(log):
+    """The sanitizer reports in a daemon's log, or ''."""
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if any(mark in line for mark in SANITIZER_MARKS):
+            return "\n".join(lines[max(0, i - 2):i + 40])
+    return ""
+
+
 class Daemon:
     """driverfsd serving a testbed at a fresh mount point."""
 
@@ -160,7 +175,10 @@ class Daemon:
                 self.proc.wait()
         if self.is_mounted():
             subprocess.run(["umount", "-l", self.mnt], stderr=subprocess.DEVNULL)
+        report = sanitizer_report(self.output())
         self.sock.close()
         self.log.close()
         self.tmp.cleanup()
         self.testbed = None
+        if report:
+            raise AssertionError("the daemon's sanitizer reported:\n" + report)
