@@ -10,7 +10,8 @@
 #   scripts/dev.sh test                 install what is missing, build (gcc,
 #                                       warnings as errors) and run every test,
 #                                       then again built with clang under
-#                                       AddressSanitizer and UBSan
+#                                       AddressSanitizer and UBSan, and the
+#                                       concurrency tests under TSan
 #
 # Packages are installed with apt-get; when not run as root it uses sudo.
 set -eu
@@ -24,6 +25,9 @@ BUILD_PKGS="meson ninja-build gcc pkg-config libfuse3-dev fuse3 libpci-dev pciut
 	libudev-dev libusb-1.0-0-dev libsystemd-dev libinih-dev libjson-c-dev udev"
 TEST_PKGS="clang libcmocka-dev umockdev usbutils gir1.2-umockdev-1.0 python3 python3-gi python3-pytest
 	python3-dbusmock dbus-daemon graphviz groff-base systemd"
+
+# what the ThreadSanitizer build runs: the tests with threads of their own
+TSAN_TESTS="core pm runner exec mount-pm mount-hotplug"
 
 install_missing() {
 	missing=
@@ -82,13 +86,20 @@ test)
 	ASAN_OPTIONS=verify_asan_link_order=0:halt_on_error=1:detect_leaks=1:abort_on_error=0 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs
-	# one closing line for both runs (a failure above has already stopped us)
+	# The concurrency tests (the PM engine's pool; readers, hotplug and PM
+	# through the mount) under ThreadSanitizer.
+	CC=clang setup build-tsan -Dwerror=true -Db_sanitize=thread -Db_lundef=false
+	ninja -C build-tsan
+	TSAN_OPTIONS=halt_on_error=1 \
+		meson test -C build-tsan --print-errorlogs $TSAN_TESTS
+	# one closing line for the three runs (a failure above has already stopped us)
 	total() { grep -c '"result": "OK"' "$1/meson-logs/testlog.json" || true; }
 	skipped() { grep -c '"result": "SKIP"' "$1/meson-logs/testlog.json" || true; }
-	echo "$(( $(total build) + $(total build-asan) )) passed, 0 failed, $(( $(skipped build) + $(skipped build-asan) )) skipped"
+	echo "$(( $(total build) + $(total build-asan) + $(total build-tsan) )) passed, 0 failed," \
+		"$(( $(skipped build) + $(skipped build-asan) + $(skipped build-tsan) )) skipped"
 	;;
 *)
-	sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac
