@@ -101,8 +101,12 @@ def env():
 def test_exec_driver_binds_and_hooks_get_their_environment(env):
     # the user driver was probed first and took both NIC functions from mlx5_core
     drv = env.d.path("bus", "pci", "drivers", "nic-quiesce")
-    assert sorted(os.listdir(drv)) == ["0000:04:00.0", "0000:04:00.1"]
+    assert sorted(n for n in os.listdir(drv) if os.path.islink(os.path.join(drv, n))) == \
+        ["0000:04:00.0", "0000:04:00.1"]
     assert os.path.realpath(env.d.path("root", NIC, "driver")) == drv
+    # the kernel's driver stays visible beside the user driver that holds it
+    assert env.read("root", NIC, "kernel_driver") == "mlx5_core\n"
+    assert env.read("bus", "pci", "drivers", "nic-quiesce", "kind") == "user\n"
     probe = env.hook_env("probe.0000:04:00.0")
     assert probe["ACTION"] == "probe"
     env.power(NIC, "suspend")
