@@ -4,6 +4,7 @@
  * a driverfs mount (-m MNT, else $DRIVERFS_MOUNT, else /devices); it links
  * nothing of the daemon but the snapshot's JSON layout.
  */
+#include "buses/snapshot-format.h"
 #include "ctl/ctl.h"
 
 #include <dirent.h>
@@ -140,11 +141,10 @@ static int parse_args(const char *cmd, int argc, char **argv, unsigned allowed, 
 	return CTL_OK;
 }
 
+/* --json output, laid out as snapshots are. */
 static void print_json(json_object *doc)
 {
-	printf("%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
-								 JSON_C_TO_STRING_SPACED |
-								 JSON_C_TO_STRING_NOSLASHESCAPE));
+	printf("%s\n", dm_snapshot_to_string(doc));
 }
 
 /* ---- list and tree ---- */

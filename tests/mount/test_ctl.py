@@ -167,11 +167,15 @@ def test_tree_filtered_by_class_keeps_ancestors(d):
     visit(json.loads(r.stdout), None)
     assert set(seen) == kept
     assert {p for p, m in seen.items() if m} == inputs
-    # text: the same devices, one per line below the top
+    # text: the same devices, one per line; an ancestor kept for the shape
+    # shows its directory name alone, a match its name too
     text = ctl(d.mnt, "tree", "--class", "input").stdout.splitlines()
-    assert len(text) == len(kept)
-    event0 = [line for line in text if line.endswith("event0") or " event0 " in line]
-    assert event0, text
+    assert len(text) == len(kept) and text[0] == "root", text
+    assert "`-- LNXSYSTM:00" in text or "|-- LNXSYSTM:00" in text, text
+    button = [line for line in text if line.lstrip("|` -").startswith("input0")]
+    assert len(button) == 1 and button[0].endswith("-- input0  Power Button"), text
+    full = ctl(d.mnt, "tree").stdout.splitlines()
+    assert len(full) == len(all_devices(d)) and full[0].startswith("root  ")
 
 
 def test_filters_combine(d):
