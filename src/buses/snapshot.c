@@ -3,6 +3,7 @@
 #include "snapshot.h"
 
 #include "core/hashmap.h"
+#include "snapshot-format.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -14,141 +15,79 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FORMAT "driverfs-snapshot"
-#define VERSION 1
+#define FORMAT DM_SNAPSHOT_FORMAT
+#define VERSION DM_SNAPSHOT_VERSION
 
 /* ---- save ---- */
 
-static int add_string(json_object *o, const char *key, const char *value)
-{
-	if (!value)
-		return 0;
-	json_object *s = json_object_new_string(value);
-	return s && json_object_object_add(o, key, s) == 0 ? 0 : -ENOMEM;
-}
-
 static int add_value(const char *name, const char *value, void *data)
 {
-	return add_string(data, name, value) < 0;
+	return dm_snapshot_add_value(data, name, value) < 0;
 }
 
-struct save_ctx {
-	json_object *array;
-	int err;
-};
-
 /* One device's entry: keys in a fixed order, values in name order. */
-static json_object *device_json_locked(struct dm_device *dev)
+static int save_device(struct dm_device *dev, void *data)
 {
 	char path[PATH_MAX];
-	json_object *o = json_object_new_object(), *values = json_object_new_object();
-	if (!o || !values || dm_device_path_locked(dev, path, sizeof(path)) < 0) {
-		json_object_put(values);
-		json_object_put(o);
-		return NULL;
-	}
+	if (dm_device_path_locked(dev, path, sizeof(path)) < 0)
+		return 1;
 	struct dm_bus *bus = dm_device_get_bus_locked(dev);
 	struct dm_class *cls = dm_device_get_class_locked(dev);
 	struct dm_interface *iface = dm_device_get_interface_locked(dev);
 	struct dm_driver *drv = dm_device_get_driver_locked(dev);
 	const char *sysname = dm_device_get_sysname(dev);
-	int r = add_string(o, "path", path);
-	r |= add_string(o, "devpath", dm_device_get_devpath(dev));
-	r |= add_string(o, "sysname", strcmp(sysname, dm_device_get_name(dev)) ? sysname : NULL);
-	r |= add_string(o, "bus", bus ? dm_bus_get_name(bus) : NULL);
-	r |= add_string(o, "class", cls ? dm_class_get_name(cls) : NULL);
-	r |= add_string(o, "interface", iface ? dm_interface_get_name(iface) : NULL);
-	r |= add_string(o, "driver", drv ? dm_driver_get_name(drv) : NULL);
-	r |= add_string(o, "kernel_driver", dm_device_get_kernel_driver(dev));
-	r |= add_string(o, "power",
-			dm_device_get_power(dev) == DM_POWER_SUSPENDED ? "suspended" : "on");
-	json_object_object_add(o, "values", values); /* o owns it from here */
-	if (r || dm_device_for_each_value_locked(dev, add_value, values)) {
-		json_object_put(o);
-		return NULL;
-	}
-	return o;
-}
-
-static int save_device(struct dm_device *dev, void *data)
-{
-	struct save_ctx *c = data;
-	json_object *o = device_json_locked(dev);
-	if (!o || json_object_array_add(c->array, o) < 0) {
-		json_object_put(o);
-		c->err = -ENOMEM;
-		return 1;
-	}
-	return 0;
+	struct dm_snapshot_device d = {
+		.path = path,
+		.devpath = dm_device_get_devpath(dev),
+		.sysname = strcmp(sysname, dm_device_get_name(dev)) ? sysname : NULL,
+		.bus = bus ? dm_bus_get_name(bus) : NULL,
+		.class_name = cls ? dm_class_get_name(cls) : NULL,
+		.interface = iface ? dm_interface_get_name(iface) : NULL,
+		.driver = drv ? dm_driver_get_name(drv) : NULL,
+		.kernel_driver = dm_device_get_kernel_driver(dev),
+		.suspended = dm_device_get_power(dev) == DM_POWER_SUSPENDED,
+	};
+	json_object *values;
+	return dm_snapshot_add_device(data, &d, &values) < 0 ||
+	       dm_device_for_each_value_locked(dev, add_value, values);
 }
 
 static int save_driver(struct dm_driver *drv, void *data)
 {
-	json_object *o = json_object_new_object();
-	if (!o)
-		return 1;
-	add_string(o, "name", dm_driver_get_name(drv));
-	add_string(o, "kind", dm_driver_get_kind(drv) == DM_DRIVER_KERNEL ? "kernel" : "user");
-	json_object_object_add(o, "priority", json_object_new_int(dm_driver_get_priority(drv)));
-	return json_object_array_add(data, o) < 0;
+	return dm_snapshot_add_driver(data, dm_driver_get_name(drv),
+				      dm_driver_get_kind(drv) == DM_DRIVER_KERNEL,
+				      dm_driver_get_priority(drv)) < 0;
 }
 
 static int save_bus(struct dm_bus *bus, void *data)
 {
-	json_object *o = json_object_new_object(), *drivers = json_object_new_array();
-	if (!o || !drivers) {
-		json_object_put(o);
-		json_object_put(drivers);
-		return 1;
-	}
-	add_string(o, "name", dm_bus_get_name(bus));
-	json_object_object_add(o, "drivers", drivers);
-	if (dm_bus_for_each_driver_locked(bus, save_driver, drivers))
-		return 1;
-	return json_object_array_add(data, o) < 0;
+	json_object *drivers;
+	return dm_snapshot_add_bus(data, dm_bus_get_name(bus), &drivers) < 0 ||
+	       dm_bus_for_each_driver_locked(bus, save_driver, drivers);
 }
 
 static int save_iface(struct dm_interface *i, void *data)
 {
-	return json_object_array_add(data, json_object_new_string(dm_interface_get_name(i))) < 0;
+	return dm_snapshot_add_string(data, dm_interface_get_name(i)) < 0;
 }
 
 static int save_class(struct dm_class *c, void *data)
 {
-	json_object *o = json_object_new_object(), *ifaces = json_object_new_array();
-	if (!o || !ifaces) {
-		json_object_put(o);
-		json_object_put(ifaces);
-		return 1;
-	}
-	add_string(o, "name", dm_class_get_name(c));
-	json_object_object_add(o, "interfaces", ifaces);
-	if (dm_class_for_each_interface_locked(c, save_iface, ifaces))
-		return 1;
-	return json_object_array_add(data, o) < 0;
+	json_object *ifaces;
+	return dm_snapshot_add_class(data, dm_class_get_name(c), &ifaces) < 0 ||
+	       dm_class_for_each_interface_locked(c, save_iface, ifaces);
 }
 
 static json_object *model_json(struct dm_model *m)
 {
-	json_object *doc = json_object_new_object();
-	json_object *buses = json_object_new_array(), *classes = json_object_new_array();
-	struct save_ctx c = { .array = json_object_new_array() };
-	if (!doc || !buses || !classes || !c.array) {
-		json_object_put(buses);
-		json_object_put(classes);
-		json_object_put(c.array);
-		json_object_put(doc);
+	json_object *buses, *classes, *devices;
+	json_object *doc = dm_snapshot_doc_new(&buses, &classes, &devices);
+	if (!doc)
 		return NULL;
-	}
-	add_string(doc, "format", FORMAT);
-	json_object_object_add(doc, "version", json_object_new_int(VERSION));
-	json_object_object_add(doc, "buses", buses);
-	json_object_object_add(doc, "classes", classes);
-	json_object_object_add(doc, "devices", c.array);
 	dm_model_read_lock(m);
 	int failed = dm_model_for_each_bus_locked(m, save_bus, buses) ||
 		     dm_model_for_each_class_locked(m, save_class, classes) ||
-		     dm_model_for_each_device_locked(m, save_device, &c);
+		     dm_model_for_each_device_locked(m, save_device, devices);
 	dm_model_unlock(m);
 	if (failed) {
 		json_object_put(doc);
@@ -157,42 +96,12 @@ static json_object *model_json(struct dm_model *m)
 	return doc;
 }
 
-/* Writes @text to @path whole or not at all: a temporary file beside it,
- * synced, then renamed over it. */
-static int write_file(const char *path, const char *text)
-{
-	char tmp[PATH_MAX];
-	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	int fd = mkstemp(tmp);
-	if (fd < 0)
-		return -errno;
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		int r = -errno;
-		close(fd);
-		unlink(tmp);
-		return r;
-	}
-	size_t len = strlen(text);
-	bool ok = fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF;
-	ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && fchmod(fileno(f), 0644) == 0 && ok;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path) < 0) {
-		int r = errno ? -errno : -EIO;
-		unlink(tmp);
-		return r;
-	}
-	return 0;
-}
-
 int dm_snapshot_save(struct dm_model *m, const char *path)
 {
 	json_object *doc = model_json(m);
 	if (!doc)
 		return -ENOMEM;
-	int r = write_file(path, json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-									      JSON_C_TO_STRING_NOSLASHESCAPE));
+	int r = dm_snapshot_write_file(doc, path);
 	json_object_put(doc);
 	return r;
 }

@@ -198,6 +198,17 @@ static int devpath_show(struct dm_device *dev, const struct dm_attribute *attr, 
 	return dm_emit(buf, size, "%s\n", dev->devpath);
 }
 
+/* Live: hotplug's bind and unbind change it (under the model lock). */
+static int kernel_driver_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
+			      size_t size)
+{
+	(void)attr;
+	dm_model_read_lock(dev->model);
+	int n = dev->kernel_driver ? dm_emit(buf, size, "%s\n", dev->kernel_driver) : -ENOENT;
+	dm_model_unlock(dev->model);
+	return n;
+}
+
 static const struct dm_attribute power_attr = {
 	.name = "power", .mode = 0644, .flags = DM_ATTR_LIVE,
 	.show = power_show, .store = power_store,
@@ -210,15 +221,20 @@ static const struct dm_attribute power_log_attr = {
 	.show_alloc = power_log_show,
 };
 static const struct dm_attribute devpath_attr = DM_ATTR_RO(devpath, devpath_show);
+static const struct dm_attribute kernel_driver_attr = {
+	.name = "kernel_driver", .mode = 0444, .flags = DM_ATTR_LIVE, .show = kernel_driver_show,
+};
 
 static const struct dm_attribute *const core_attrs[] = {
-	&devpath_attr, &power_attr, &power_error_attr, &power_log_attr, NULL,
+	&devpath_attr, &kernel_driver_attr, &power_attr, &power_error_attr, &power_log_attr, NULL,
 };
 
 static bool core_visible(struct dm_device *dev, const struct dm_attribute *attr)
 {
 	if (attr == &devpath_attr)
 		return dev->devpath != NULL;
+	if (attr == &kernel_driver_attr)
+		return dev->kernel_driver != NULL;
 	if (attr == &power_log_attr)
 		return dev == dev->model->root || (!dev->parent && !dev->model->root);
 	return true;

@@ -141,6 +141,9 @@ int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver)
 	pthread_mutex_lock(&dev->mutex);
 	dm_model_write_lock(dev->model);
 	int r = set_string(&dev->kernel_driver, driver);
+	/* its kernel_driver file comes, goes or changes */
+	if (r == 0 && !dm_device_is_dead(dev))
+		dm_model_notify_changed_locked(dev->model, dev);
 	dm_model_unlock(dev->model);
 	pthread_mutex_unlock(&dev->mutex);
 	return r;

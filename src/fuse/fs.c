@@ -112,6 +112,36 @@ static int emit_driver(struct dm_driver *drv, void *data)
 	return w->emit(w->ctx, dm_driver_get_name(drv), &t, S_IFDIR);
 }
 
+/* A driver's own files, beside the links to its devices: what the probe
+ * order rests on, so that a client can save the model as driverfsd does. */
+static const char *const driver_files[] = { "kind", "priority" };
+
+/* The value of the driver file @name, with its newline; -ENOENT when there
+ * is no such file. */
+static int driver_file_show(struct dm_driver *drv, const char *name, char *buf, size_t size)
+{
+	if (strcmp(name, "kind") == 0)
+		return dm_emit(buf, size, "%s\n",
+			       dm_driver_get_kind(drv) == DM_DRIVER_KERNEL ? "kernel" : "user");
+	if (strcmp(name, "priority") == 0)
+		return dm_emit(buf, size, "%d\n", dm_driver_get_priority(drv));
+	return -ENOENT;
+}
+
+static int walk_driver_dir(struct walk *w)
+{
+	struct dm_driver *drv = w->dir->t.drv;
+	if (!dm_driver_is_registered_locked(drv))
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(driver_files) / sizeof(driver_files[0]); i++) {
+		struct fs_target t = { .kind = FS_DRV_ATTR, .drv = drv };
+		int r = w->emit(w->ctx, driver_files[i], &t, S_IFREG);
+		if (r)
+			return r;
+	}
+	return dm_driver_for_each_device_locked(drv, emit_link, w);
+}
+
 static int emit_class(struct dm_class *c, void *data)
 {
 	struct walk *w = data;
@@ -190,9 +220,7 @@ static int walk_dir(struct dm_fs *fs, const struct fs_ref *dir, emit_fn emit, vo
 		r = dm_bus_for_each_driver_locked(d->bus, emit_driver, &w);
 		break;
 	case FS_DRIVER:
-		if (!dm_driver_is_registered_locked(d->drv))
-			return -ENOENT;
-		r = dm_driver_for_each_device_locked(d->drv, emit_link, &w);
+		r = walk_driver_dir(&w);
 		break;
 	case FS_CLASSES:
 		r = dm_model_for_each_class_locked(fs->model, emit_class, &w);
@@ -260,7 +288,7 @@ static int link_target_locked(struct dm_fs *fs, const struct fs_ref *n, char *bu
 
 static bool is_dir_kind(enum fs_kind k)
 {
-	return k != FS_ATTR && k != FS_DEV_LINK && k != FS_LINK;
+	return k != FS_ATTR && k != FS_DRV_ATTR && k != FS_DEV_LINK && k != FS_LINK;
 }
 
 /* Fills @st for the node @n; -ENOENT when it no longer exists. *ret_timeout
@@ -289,6 +317,20 @@ static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st,
 		}
 		st->st_mode = S_IFDIR | 0755;
 		st->st_nlink = 2;
+		return 0;
+	}
+	if (n->t.kind == FS_DRV_ATTR) {
+		/* fixed for the driver's lifetime: cached like static values */
+		char buf[64];
+		dm_model_read_lock(fs->model);
+		bool registered = dm_driver_is_registered_locked(n->t.drv);
+		dm_model_unlock(fs->model);
+		int len = driver_file_show(n->t.drv, n->name, buf, sizeof(buf));
+		if (!registered || len < 0)
+			return -ENOENT;
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = len;
 		return 0;
 	}
 	if (n->t.kind == FS_ATTR) {
@@ -732,8 +774,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	struct dm_file_info info;
-	if (n.t.kind != FS_ATTR) {
+	struct dm_file_info info = { 0 };
+	if (n.t.kind == FS_DRV_ATTR) {
+		r = (fi->flags & O_ACCMODE) != O_RDONLY ? -EACCES : 0;
+	} else if (n.t.kind != FS_ATTR) {
 		r = -EISDIR;
 	} else {
 		dm_model_read_lock(fs->model);
@@ -768,8 +812,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	r = n.t.kind == FS_ATTR ? dm_device_show_alloc(n.t.dev, n.t.group, n.name, &buf, &len)
-				: -EISDIR;
+	if (n.t.kind == FS_DRV_ATTR) {
+		char value[64];
+		r = driver_file_show(n.t.drv, n.name, value, sizeof(value));
+		if (r >= 0 && !(buf = strdup(value)))
+			r = -ENOMEM;
+		len = r >= 0 ? (size_t)r : 0;
+	} else {
+		r = n.t.kind == FS_ATTR ? dm_device_show_alloc(n.t.dev, n.t.group, n.name, &buf, &len)
+					: -EISDIR;
+	}
 	fs_ref_release(&n);
 	if (r == -ENOENT)
 		r = -ENODEV; /* the file went away while open */
@@ -796,7 +848,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 		return;
 	}
 	/* one whole value per write, as sysfs takes it */
-	if (n.t.kind != FS_ATTR)
+	if (n.t.kind == FS_DRV_ATTR)
+		r = -EACCES;
+	else if (n.t.kind != FS_ATTR)
 		r = -EISDIR;
 	else if (off != 0)
 		r = -EINVAL;

@@ -33,6 +33,7 @@ enum fs_kind {
 	FS_BUS_DEVICES, /* bus/<bus>/devices/ */
 	FS_BUS_DRIVERS, /* bus/<bus>/drivers/ */
 	FS_DRIVER, /* bus/<bus>/drivers/<driver>/ */
+	FS_DRV_ATTR, /* a driver's "kind" or "priority" file */
 	FS_CLASSES, /* class/ */
 	FS_CLASS, /* class/<class>/ */
 	FS_CLASS_DEVICES, /* class/<class>/devices/ */
@@ -44,7 +45,7 @@ enum fs_kind {
 struct fs_target {
 	enum fs_kind kind;
 	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_DEV_LINK, FS_LINK */
-	struct dm_driver *drv; /* FS_DRIVER */
+	struct dm_driver *drv; /* FS_DRIVER, FS_DRV_ATTR */
 	struct dm_bus *bus; /* FS_BUS* */
 	struct dm_class *class; /* FS_CLASS, FS_CLASS_DEVICES */
 	struct dm_interface *iface; /* FS_IFACE */

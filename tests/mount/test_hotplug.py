@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Hotplug on the USB tree testbed (tests/testbeds/usb-tree.umockdev) with
 uevents injected through umockdev: a keyboard plugged in behind the second
-hub, the USB stick with its disk and partition pulled out, and a change of a
-cached value. After each event the daemon reports "hotplug <action>
-<devpath>" (sd_notify STATUS), once the mount's caches were invalidated."""
+hub, the USB stick with its disk and partition pulled out, a change of a
+cached value, and an unbind and bind. After each event the daemon reports
+"hotplug <action> <devpath>" (sd_notify STATUS), once the mount's caches were
+invalidated."""
 import errno
 import os
 
@@ -120,6 +121,29 @@ def test_change_refreshes_a_cached_value(d):
     d.testbed.set_attribute("/sys" + STICK, "serial", "NEWSERIAL0001\n")
     event(d, "change", STICK)
     assert read(d, "root", place, "serial") == "NEWSERIAL0001\n" != before
+
+
+def test_unbind_and_bind_move_the_kernel_driver_file(d):
+    iface = STICK + "/1-1.2.3:1.0"
+    place = ROOT_HUB2 + "/1-1.2.3/1-1.2.3:1.0"
+    assert read(d, "root", place, "kernel_driver") == "usb-storage\n"
+    assert "kernel_driver" in os.listdir(d.path("root", place))  # the listing is cached
+    # the kernel unbinds: the driver link and DRIVER= go from sysfs
+    sysdir = d.testbed.get_root_dir() + "/sys" + iface
+    with open(sysdir + "/uevent") as f:
+        uevent = f.read()
+    target = os.readlink(sysdir + "/driver")
+    os.unlink(sysdir + "/driver")
+    d.testbed.set_attribute("/sys" + iface, "uevent", "".join(
+        line for line in uevent.splitlines(True) if not line.startswith("DRIVER=")))
+    event(d, "unbind", iface)
+    assert "kernel_driver" not in os.listdir(d.path("root", place))
+    assert not os.path.lexists(d.path("root", place, "driver"))
+    os.symlink(target, sysdir + "/driver")
+    d.testbed.set_attribute("/sys" + iface, "uevent", uevent)
+    event(d, "bind", iface)
+    assert read(d, "root", place, "kernel_driver") == "usb-storage\n"
+    assert os.readlink(d.path("root", place, "driver")).endswith("bus/usb/drivers/usb-storage")
 
 
 BY_CLASS = os.path.join(HERE, "..", "..", "contrib", "hotplug", "by-class")

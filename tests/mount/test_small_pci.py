@@ -98,8 +98,20 @@ def test_driver_links(d):
     # they drive nothing here
     assert sorted(os.listdir(d.path("bus", "pci", "drivers"))) == \
         sorted(list(DRIVERS.values()) + ["pci-pm", "vfio-pci"])
+    # a driver's directory: its kind and probe priority, and links to what it drives
     for user in ("pci-pm", "vfio-pci"):
-        assert os.listdir(d.path("bus", "pci", "drivers", user)) == []
+        assert sorted(os.listdir(d.path("bus", "pci", "drivers", user))) == ["kind", "priority"]
+        with open(d.path("bus", "pci", "drivers", user, "kind")) as f:
+            assert f.read() == "user\n"
+        with pytest.raises(OSError) as e:
+            with open(d.path("bus", "pci", "drivers", user, "priority"), "w") as f:
+                f.write("1")
+        assert e.value.errno in (errno.EACCES, errno.EPERM), e.value
+    for drv in DRIVERS.values():
+        with open(d.path("bus", "pci", "drivers", drv, "kind")) as f:
+            assert f.read() == "kernel\n", drv
+        with open(d.path("bus", "pci", "drivers", drv, "priority")) as f:
+            assert f.read() == "0\n", drv
     # the host bridge has no kernel driver, and no PM capability for pci-pm
     assert not os.path.lexists(d.path("root", PLACES["0000:00:00.0"], "driver"))
 
@@ -314,7 +326,7 @@ def test_driverfsctl_tree_shows_names_drivers_and_nesting(d):
         nvme == ["|-- 0000:01:00.0  Intel Corporation SSD 660P Series  [nvme]"], out
     r = subprocess.run([CTL, "-m", d.mnt, "tree", "0000:99:00.0"], capture_output=True,
                        text=True)
-    assert r.returncode == 1 and "no device 0000:99:00.0" in r.stderr
+    assert r.returncode == 1 and r.stderr == "driverfsctl: 0000:99:00.0: no such device (ENOENT)\n"
 
 
 def test_driverfsctl_json(d):

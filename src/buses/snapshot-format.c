@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* snapshot-format.c - the snapshot's JSON layout, shared by driverfsd and
+ * driverfsctl. */
+#include "snapshot-format.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Adds @value (taken) under @key; a NULL @value is an allocation failure. */
+static int add_owned(json_object *o, const char *key, json_object *value)
+{
+	if (!value || json_object_object_add(o, key, value) < 0) {
+		json_object_put(value);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int add_string(json_object *o, const char *key, const char *value)
+{
+	return value ? add_owned(o, key, json_object_new_string(value)) : 0;
+}
+
+static int append_owned(json_object *array, json_object *o)
+{
+	if (!o || json_object_array_add(array, o) < 0) {
+		json_object_put(o);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A new object named @name with an empty array @key, appended to @array. */
+static int append_named(json_object *array, const char *name, const char *key, json_object **ret)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+	int r = o ? add_string(o, "name", name) : -ENOMEM;
+	if (r == 0)
+		r = add_owned(o, key, a);
+	else
+		json_object_put(a);
+	if (r == 0)
+		r = append_owned(array, o);
+	else
+		json_object_put(o);
+	if (r == 0)
+		*ret = a;
+	return r;
+}
+
+json_object *dm_snapshot_doc_new(json_object **ret_buses, json_object **ret_classes,
+				 json_object **ret_devices)
+{
+	json_object *doc = json_object_new_object();
+	json_object *buses = json_object_new_array(), *classes = json_object_new_array();
+	json_object *devices = json_object_new_array();
+	int r = doc ? add_string(doc, "format", DM_SNAPSHOT_FORMAT) : -ENOMEM;
+	if (r == 0)
+		r = add_owned(doc, "version", json_object_new_int(DM_SNAPSHOT_VERSION));
+	/* each add takes its array, also when it fails */
+	r = r ? r : add_owned(doc, "buses", json_object_get(buses));
+	r = r ? r : add_owned(doc, "classes", json_object_get(classes));
+	r = r ? r : add_owned(doc, "devices", json_object_get(devices));
+	json_object_put(buses);
+	json_object_put(classes);
+	json_object_put(devices);
+	if (r < 0) {
+		json_object_put(doc);
+		return NULL;
+	}
+	*ret_buses = buses;
+	*ret_classes = classes;
+	*ret_devices = devices;
+	return doc;
+}
+
+int dm_snapshot_add_bus(json_object *buses, const char *name, json_object **ret_drivers)
+{
+	return append_named(buses, name, "drivers", ret_drivers);
+}
+
+int dm_snapshot_add_driver(json_object *drivers, const char *name, bool kernel, int priority)
+{
+	json_object *o = json_object_new_object();
+	int r = o ? add_string(o, "name", name) : -ENOMEM;
+	if (r == 0)
+		r = add_string(o, "kind", kernel ? "kernel" : "user");
+	if (r == 0)
+		r = add_owned(o, "priority", json_object_new_int(priority));
+	if (r < 0) {
+		json_object_put(o);
+		return r;
+	}
+	return append_owned(drivers, o);
+}
+
+int dm_snapshot_add_class(json_object *classes, const char *name, json_object **ret_interfaces)
+{
+	return append_named(classes, name, "interfaces", ret_interfaces);
+}
+
+int dm_snapshot_add_string(json_object *array, const char *s)
+{
+	return append_owned(array, json_object_new_string(s));
+}
+
+int dm_snapshot_add_device(json_object *devices, const struct dm_snapshot_device *d,
+			   json_object **ret_values)
+{
+	json_object *o = json_object_new_object(), *values = json_object_new_object();
+	int r = o && values ? 0 : -ENOMEM;
+	r = r ? r : add_string(o, "path", d->path);
+	r = r ? r : add_string(o, "devpath", d->devpath);
+	r = r ? r : add_string(o, "sysname", d->sysname);
+	r = r ? r : add_string(o, "bus", d->bus);
+	r = r ? r : add_string(o, "class", d->class_name);
+	r = r ? r : add_string(o, "interface", d->interface);
+	r = r ? r : add_string(o, "driver", d->driver);
+	r = r ? r : add_string(o, "kernel_driver", d->kernel_driver);
+	r = r ? r : add_string(o, "power", d->suspended ? "suspended" : "on");
+	r = r ? r : add_owned(o, "values", json_object_get(values));
+	json_object_put(values);
+	r = r ? r : append_owned(devices, json_object_get(o));
+	json_object_put(o);
+	if (r == 0)
+		*ret_values = values;
+	return r;
+}
+
+int dm_snapshot_add_value(json_object *values, const char *name, const char *value)
+{
+	return add_string(values, name, value);
+}
+
+const char *dm_snapshot_to_string(json_object *doc)
+{
+	return json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+							   JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+int dm_snapshot_write_file(json_object *doc, const char *path)
+{
+	char tmp[PATH_MAX];
+	const char *text = dm_snapshot_to_string(doc);
+	if (!text)
+		return -ENOMEM;
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	int fd = mkstemp(tmp);
+	if (fd < 0)
+		return -errno;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		int r = -errno;
+		close(fd);
+		unlink(tmp);
+		return r;
+	}
+	size_t len = strlen(text);
+	errno = 0;
+	bool ok = fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF;
+	ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && fchmod(fileno(f), 0644) == 0 && ok;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, path) < 0) {
+		int r = errno ? -errno : -EIO;
+		unlink(tmp);
+		return r;
+	}
+	return 0;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ctl.h - what driverfsctl's commands share: reading a driverfs mount's
+ * files, walking its device directories, the --bus/--class filter, and
+ * error messages. Everything here only reads and writes files of the mount.
+ */
+#ifndef DM_CTL_H
+#define DM_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Exit statuses. */
+enum { CTL_OK = 0, CTL_FAILED = 1, CTL_USAGE = 2 };
+
+/* Prints "driverfsctl: WHAT: MESSAGE (ENAME)" (MESSAGE: @msg, or errno's
+ * text when NULL) and returns CTL_FAILED. @err is a positive errno. */
+int ctl_fail(const char *what, const char *msg, int err);
+/* The same for a device argument: "driverfsctl: DEV: no such device (ENOENT)". */
+int ctl_fail_device(const char *dev, int err);
+/* "driverfsctl: CMD: MESSAGE" and returns CTL_USAGE. */
+int ctl_usage_error(const char *cmd, const char *msg, const char *arg);
+
+/* Opens MNT/root, checking that it is a driverfs mount (root/power exists);
+ * prints why not and returns -1. */
+int ctl_open_root(const char *mnt);
+
+/* The path under root/ of @dev (a path under root/ or a bus id) into @out
+ * ("" for root). 0, -ENOENT, -ENOTUNIQ (a bus id on two buses) or -EINVAL. */
+int ctl_resolve(const char *mnt, const char *dev, char *out, size_t size);
+
+/* The path under root/ that a link's target names ("../../../root/a/b" ->
+ * "a/b", "../root" -> ""); NULL when it names no device. */
+const char *ctl_link_device(const char *target);
+
+/* Reads the file @file of the directory @dir (relative to @dirfd, "" for
+ * @dirfd itself) into @buf: the length read without one trailing newline,
+ * or -errno. */
+int ctl_read(int dirfd, const char *dir, const char *file, char *buf, size_t size);
+/* The same, "" when it cannot, and without any newline after the first line. */
+void ctl_read_line(int dirfd, const char *dir, const char *file, char *buf, size_t size);
+/* The last component of the link @dir/@link's target into @buf ("" when
+ * there is no such link); returns @buf, or NULL when there is none. */
+const char *ctl_link_name(int dirfd, const char *dir, const char *link, char *buf, size_t size);
+
+/* The child devices of the device @path (relative to the root/ fd
+ * @rootfd) in the model's order (natural order, as the global list has
+ * them): a malloc()ed array of *ret_n malloc()ed names; free with
+ * ctl_names_free(). 0 or -errno. */
+int ctl_children(int rootfd, const char *path, char ***ret, size_t *ret_n);
+void ctl_names_free(char **names, size_t n);
+/* "@path/@name" (or @name under root) into @out. */
+void ctl_join(char *out, size_t size, const char *path, const char *name);
+
+/* A sorted set of device paths. */
+struct ctl_set {
+	char **paths;
+	size_t n, cap;
+};
+int ctl_set_add(struct ctl_set *s, const char *path);
+void ctl_set_sort(struct ctl_set *s);
+bool ctl_set_has(const struct ctl_set *s, const char *path);
+void ctl_set_free(struct ctl_set *s);
+
+/* --bus BUS and --class CLASS: the devices on BUS or of CLASS, and, to
+ * keep the tree's shape, their ancestors. */
+struct ctl_filter {
+	bool on;
+	struct ctl_set match; /* matching devices */
+	struct ctl_set kept; /* matching devices and their ancestors */
+};
+/* Fills @f from the mount; prints the error (naming the bus or class) and
+ * returns CTL_FAILED when there is no such bus or class. */
+int ctl_filter_init(struct ctl_filter *f, const char *mnt, const char *bus, const char *cls);
+bool ctl_filter_keeps(const struct ctl_filter *f, const char *path);
+bool ctl_filter_matches(const struct ctl_filter *f, const char *path);
+void ctl_filter_free(struct ctl_filter *f);
+
+/* driverfsctl save FILE|- */
+int ctl_save(const char *mnt, const char *file);
+
+#endif

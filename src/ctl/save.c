@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * save.c - driverfsctl save: the model, read from a mount's files, written
+ * in driverfsd's snapshot format (docs/snapshot.md says which file gives
+ * which member). Listings are taken in the order the mount gives them,
+ * which is the model's, as driverfsd --save writes it.
+ */
+#include "ctl.h"
+
+#include "buses/snapshot-format.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What the bus/ and class/ listings say of a device. */
+struct membership {
+	char *path; /* under root/ */
+	const char *bus, *cls, *iface; /* into the document's strings */
+	char *sysname; /* the link's name */
+};
+
+struct save {
+	const char *mnt;
+	int rootfd;
+	struct membership *m;
+	size_t n, cap;
+};
+
+static struct membership *member_add(struct save *s, const char *path, const char *sysname)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 256;
+		struct membership *m = realloc(s->m, cap * sizeof(*m));
+		if (!m)
+			return NULL;
+		s->m = m;
+		s->cap = cap;
+	}
+	struct membership *e = &s->m[s->n];
+	*e = (struct membership){ .path = strdup(path), .sysname = strdup(sysname) };
+	if (!e->path || !e->sysname) {
+		free(e->path);
+		free(e->sysname);
+		return NULL;
+	}
+	s->n++;
+	return e;
+}
+
+/* The entries of MNT/@dir in the mount's order, less "." and "..";
+ * @fn(@s, name, d_type, @data) for each until it fails. */
+static int for_each_entry(struct save *s, const char *dir,
+			  int (*fn)(struct save *, const char *, unsigned char, void *), void *data)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", s->mnt, dir);
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	int r = 0;
+	struct dirent *e;
+	errno = 0;
+	while (r == 0 && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			r = fn(s, e->d_name, e->d_type, data);
+	if (r == 0 && errno)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
+struct link_ctx {
+	const char *dir; /* "bus/pci/devices" */
+	const char *bus, *cls, *iface; /* what the link says of its device */
+};
+
+/* A link to a device: its membership. */
+static int on_link(struct save *s, const char *name, unsigned char type, void *data)
+{
+	struct link_ctx *c = data;
+	char path[PATH_MAX], target[PATH_MAX];
+	if (type != DT_LNK)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s/%s", s->mnt, c->dir, name);
+	ssize_t n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	const char *dev = ctl_link_device(target);
+	if (!dev)
+		return 0;
+	struct membership *e = member_add(s, dev, name);
+	if (!e)
+		return -ENOMEM;
+	e->bus = c->bus;
+	e->cls = c->cls;
+	e->iface = c->iface;
+	return 0;
+}
+
+struct bus_ctx {
+	json_object *drivers;
+	const char *bus;
+};
+
+static int on_driver(struct save *s, const char *name, unsigned char type, void *data)
+{
+	struct bus_ctx *c = data;
+	char dir[PATH_MAX], kind[32], prio[32];
+	if (type != DT_DIR)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/bus/%s/drivers/%s", s->mnt, c->bus, name);
+	int r = ctl_read(AT_FDCWD, dir, "kind", kind, sizeof(kind));
+	if (r >= 0)
+		r = ctl_read(AT_FDCWD, dir, "priority", prio, sizeof(prio));
+	if (r < 0)
+		return r;
+	return dm_snapshot_add_driver(c->drivers, name, strcmp(kind, "kernel") == 0, atoi(prio));
+}
+
+/* The string (@key NULL) or the @key member of the last element of
+ * @array: a name as the document holds it, which outlives a listing. */
+static const char *last_string(json_object *array, const char *key)
+{
+	json_object *o = json_object_array_get_idx(array, json_object_array_length(array) - 1);
+	if (key && !json_object_object_get_ex(o, key, &o))
+		return NULL;
+	return json_object_get_string(o);
+}
+
+static int on_bus(struct save *s, const char *name, unsigned char type, void *data)
+{
+	char dir[PATH_MAX];
+	struct bus_ctx c;
+	if (type != DT_DIR)
+		return 0;
+	int r = dm_snapshot_add_bus(data, name, &c.drivers);
+	if (r < 0)
+		return r;
+	c.bus = last_string(data, "name");
+	snprintf(dir, sizeof(dir), "bus/%s/drivers", name);
+	r = for_each_entry(s, dir, on_driver, &c);
+	struct link_ctx l = { .dir = dir, .bus = c.bus };
+	snprintf(dir, sizeof(dir), "bus/%s/devices", name);
+	return r < 0 ? r : for_each_entry(s, dir, on_link, &l);
+}
+
+struct class_ctx {
+	json_object *ifaces;
+	const char *cls;
+	const char *name;
+};
+
+static int on_class_entry(struct save *s, const char *name, unsigned char type, void *data)
+{
+	struct class_ctx *c = data;
+	char dir[PATH_MAX];
+	if (type != DT_DIR)
+		return 0;
+	snprintf(dir, sizeof(dir), "class/%s/%s", c->name, name);
+	struct link_ctx l = { .dir = dir };
+	if (strcmp(name, "devices") == 0) {
+		l.cls = c->cls;
+	} else {
+		int r = dm_snapshot_add_string(c->ifaces, name);
+		if (r < 0)
+			return r;
+		l.iface = last_string(c->ifaces, NULL);
+	}
+	return for_each_entry(s, dir, on_link, &l);
+}
+
+static int on_class(struct save *s, const char *name, unsigned char type, void *data)
+{
+	struct class_ctx c = { .name = name };
+	if (type != DT_DIR)
+		return 0;
+	int r = dm_snapshot_add_class(data, name, &c.ifaces);
+	if (r < 0)
+		return r;
+	c.cls = last_string(data, "name");
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "class/%s", name);
+	return for_each_entry(s, dir, on_class_entry, &c);
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct membership *)a)->path, ((const struct membership *)b)->path);
+}
+
+/* What the listings say of @path, merged into @d. */
+static void merge_membership(struct save *s, const char *path, const char *dirname,
+			     struct dm_snapshot_device *d)
+{
+	struct membership key = { .path = (char *)path };
+	struct membership *e = s->n ? bsearch(&key, s->m, s->n, sizeof(*s->m), by_path) : NULL;
+	if (!e)
+		return;
+	while (e > s->m && strcmp(e[-1].path, path) == 0)
+		e--;
+	const char *bus_name = NULL, *class_name = NULL;
+	for (; e < s->m + s->n && strcmp(e->path, path) == 0; e++) {
+		if (e->bus) {
+			d->bus = e->bus;
+			bus_name = e->sysname;
+		}
+		if (e->cls) {
+			d->class_name = e->cls;
+			class_name = e->sysname;
+		}
+		if (e->iface)
+			d->interface = e->iface;
+	}
+	/* the kernel's name, as the bus (else the class) lists it */
+	const char *sysname = bus_name ? bus_name : class_name;
+	if (sysname && strcmp(sysname, dirname) != 0)
+		d->sysname = sysname;
+}
+
+/* Files of a device directory that are not values: derived from the model
+ * (docs/snapshot.md). */
+static bool is_derived(const char *name)
+{
+	static const char *const derived[] = { "devpath", "kernel_driver", "power", "power_error",
+					       "power_log" };
+	for (size_t i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
+		if (strcmp(name, derived[i]) == 0)
+			return true;
+	return false;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* The device's static values, in name order. */
+static int save_values(struct save *s, const char *path, json_object *values)
+{
+	struct dirent **names;
+	int n = scandirat(s->rootfd, *path ? path : ".", &names, NULL, by_name);
+	if (n < 0)
+		return -errno;
+	int r = 0;
+	for (int i = 0; i < n; i++) {
+		char value[2 * 4096 + 2];
+		if (r == 0 && names[i]->d_type == DT_REG && !is_derived(names[i]->d_name)) {
+			r = ctl_read(s->rootfd, path, names[i]->d_name, value, sizeof(value));
+			if (r >= 0)
+				r = dm_snapshot_add_value(values, names[i]->d_name, value);
+		}
+		free(names[i]);
+	}
+	free(names);
+	return r < 0 ? r : 0;
+}
+
+/* @path and its subtree, depth first: the global list's order. */
+static int save_device(struct save *s, const char *path, json_object *devices)
+{
+	char devpath[PATH_MAX], kdriver[256], power[32], driver[256], *slash;
+	struct dm_snapshot_device d = { .path = path };
+	const char *dirname = (slash = strrchr(path, '/')) ? slash + 1 : path;
+	if (ctl_read(s->rootfd, path, "devpath", devpath, sizeof(devpath)) >= 0)
+		d.devpath = devpath;
+	if (ctl_read(s->rootfd, path, "kernel_driver", kdriver, sizeof(kdriver)) >= 0)
+		d.kernel_driver = kdriver;
+	int r = ctl_read(s->rootfd, path, "power", power, sizeof(power));
+	if (r < 0)
+		return r;
+	d.suspended = strcmp(power, "suspended") == 0;
+	d.driver = ctl_link_name(s->rootfd, path, "driver", driver, sizeof(driver));
+	merge_membership(s, path, dirname, &d);
+	json_object *values;
+	r = dm_snapshot_add_device(devices, &d, &values);
+	if (r == 0)
+		r = save_values(s, path, values);
+	char **children;
+	size_t n;
+	if (r == 0)
+		r = ctl_children(s->rootfd, path, &children, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		char child[PATH_MAX];
+		ctl_join(child, sizeof(child), path, children[i]);
+		r = save_device(s, child, devices);
+	}
+	ctl_names_free(children, n);
+	return r;
+}
+
+int ctl_save(const char *mnt, const char *file)
+{
+	struct save s = { .mnt = mnt, .rootfd = ctl_open_root(mnt) };
+	if (s.rootfd < 0)
+		return CTL_FAILED;
+	json_object *buses, *classes, *devices;
+	json_object *doc = dm_snapshot_doc_new(&buses, &classes, &devices);
+	int r = doc ? for_each_entry(&s, "bus", on_bus, buses) : -ENOMEM;
+	if (r == 0)
+		r = for_each_entry(&s, "class", on_class, classes);
+	if (r == 0 && s.n)
+		qsort(s.m, s.n, sizeof(*s.m), by_path);
+	if (r == 0)
+		r = save_device(&s, "", devices);
+	close(s.rootfd);
+	for (size_t i = 0; i < s.n; i++) {
+		free(s.m[i].path);
+		free(s.m[i].sysname);
+	}
+	free(s.m);
+	if (r == 0) {
+		if (strcmp(file, "-") == 0) {
+			const char *text = dm_snapshot_to_string(doc);
+			if (!text || printf("%s\n", text) < 0 || fflush(stdout) != 0) {
+				json_object_put(doc);
+				return ctl_fail("standard output", NULL, errno ? errno : EIO);
+			}
+		} else {
+			r = dm_snapshot_write_file(doc, file);
+			if (r < 0) {
+				json_object_put(doc);
+				return ctl_fail(file, NULL, -r);
+			}
+		}
+	}
+	json_object_put(doc);
+	return r < 0 ? ctl_fail(mnt, "reading the mount failed", -r) : CTL_OK;
+}
