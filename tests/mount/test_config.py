@@ -200,8 +200,12 @@ class Reloadable:
                                   or line.startswith("STATUS=reload failed"))
 
     def bound(self, name):
+        """The devices bound to driver @name (the links in its directory;
+        its kind and priority files are not devices), None without it."""
         path = self.d.path("bus", "pci", "drivers", name)
-        return sorted(os.listdir(path)) if os.path.isdir(path) else None
+        if not os.path.isdir(path):
+            return None
+        return sorted(e for e in os.listdir(path) if os.path.islink(os.path.join(path, e)))
 
     def hooks(self):
         if not os.path.exists(self.log):
