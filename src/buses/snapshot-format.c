@@ -143,12 +143,40 @@ const char *dm_snapshot_to_string(json_object *doc)
 							   JSON_C_TO_STRING_NOSLASHESCAPE);
 }
 
+/* Writes @text and a newline to @f and closes it; false on any error. */
+static bool write_text(FILE *f, const char *text, bool sync)
+{
+	size_t len = strlen(text);
+	errno = 0;
+	bool ok = fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF;
+	ok = fflush(f) == 0 && ok;
+	if (sync)
+		ok = ok && fsync(fileno(f)) == 0 && fchmod(fileno(f), 0644) == 0;
+	return fclose(f) == 0 && ok;
+}
+
 int dm_snapshot_write_file(json_object *doc, const char *path)
 {
-	char tmp[PATH_MAX];
+	char tmp[PATH_MAX], real[PATH_MAX];
 	const char *text = dm_snapshot_to_string(doc);
 	if (!text)
 		return -ENOMEM;
+	/* A regular file is replaced whole or not at all: written beside it
+	 * and renamed over it (over the file a symlink points to, not the
+	 * link). Anything else - /dev/null, a fifo, a terminal - is written
+	 * to: renaming over it would replace the device node itself. */
+	struct stat st;
+	if (stat(path, &st) == 0) {
+		if (!S_ISREG(st.st_mode)) {
+			FILE *f = fopen(path, "we");
+			if (!f)
+				return -errno;
+			return write_text(f, text, false) ? 0 : errno ? -errno : -EIO;
+		}
+		if (!realpath(path, real))
+			return -errno;
+		path = real;
+	}
 	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	int fd = mkstemp(tmp);
@@ -161,12 +189,7 @@ int dm_snapshot_write_file(json_object *doc, const char *path)
 		unlink(tmp);
 		return r;
 	}
-	size_t len = strlen(text);
-	errno = 0;
-	bool ok = fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF;
-	ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && fchmod(fileno(f), 0644) == 0 && ok;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path) < 0) {
+	if (!write_text(f, text, true) || rename(tmp, path) < 0) {
 		int r = errno ? -errno : -EIO;
 		unlink(tmp);
 		return r;

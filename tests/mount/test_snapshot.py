@@ -4,6 +4,7 @@ saved model read-only. A save, load and save again gives identical bytes,
 and the snapshot's mount shows exactly what the live mount showed."""
 import errno
 import os
+import stat
 import subprocess
 import tempfile
 
@@ -40,6 +41,41 @@ def test_save_load_save_is_identical(saved):
     assert r.returncode == 0, r.stderr
     with open(first, "rb") as a, open(second, "rb") as b:
         assert a.read() == b.read()
+
+
+def test_save_writes_into_what_is_not_a_regular_file(saved):
+    """--save to a fifo (like /dev/null or a terminal) writes into it and leaves
+    it a fifo; to a symlink, replaces the file it points to and keeps the link.
+    (Renaming a temporary file over the target replaced /dev/null with a
+    regular file once.)"""
+    import threading
+    tmp, first = saved
+    with open(first) as f:
+        expected = f.read()
+    fifo = os.path.join(tmp, "pipe")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo).read()), daemon=True)
+    reader.start()
+    r = subprocess.run([DAEMON, "--snapshot", first, "--save", fifo], capture_output=True,
+                       text=True, timeout=60)
+    reader.join(60)
+    assert r.returncode == 0, r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert got == [expected]
+
+    target = os.path.join(tmp, "target.json")
+    with open(target, "w") as f:
+        f.write("old\n")
+    link = os.path.join(tmp, "link.json")
+    os.symlink(target, link)
+    r = subprocess.run([DAEMON, "--snapshot", first, "--save", link], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert os.path.islink(link) and os.readlink(link) == target
+    with open(target) as f:
+        assert f.read() == expected
+    assert not [n for n in os.listdir(tmp) if ".json." in n]  # no temporary file left
 
 
 def tree(mnt):
