@@ -7,7 +7,9 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <fuse_lowlevel.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,58 @@
  * timeout 0 and an mtime that moves, with FUSE_CAP_AUTO_INVAL_DATA. */
 #define ENTRY_TIMEOUT 3600.0
 #define ATTR_TIMEOUT 3600.0
+
+/* The requests counted, per operation (dm_fs_format_stats()). */
+enum fs_op {
+	FS_OP_INIT,
+	FS_OP_LOOKUP,
+	FS_OP_FORGET,
+	FS_OP_FORGET_MULTI,
+	FS_OP_GETATTR,
+	FS_OP_SETATTR,
+	FS_OP_READLINK,
+	FS_OP_OPENDIR,
+	FS_OP_READDIR,
+	FS_OP_READDIRPLUS,
+	FS_OP_RELEASEDIR,
+	FS_OP_OPEN,
+	FS_OP_READ,
+	FS_OP_WRITE,
+	FS_OP_STATFS,
+	FS_OP_MKNOD,
+	FS_OP_CREATE,
+	FS_OP_MKDIR,
+	FS_OP_UNLINK,
+	FS_OP_SYMLINK,
+	FS_OP_RENAME,
+	FS_OP_LINK,
+	FS_OP_N,
+};
+
+static const char *const fs_op_names[FS_OP_N] = {
+	[FS_OP_INIT] = "init",
+	[FS_OP_LOOKUP] = "lookup",
+	[FS_OP_FORGET] = "forget",
+	[FS_OP_FORGET_MULTI] = "forget_multi",
+	[FS_OP_GETATTR] = "getattr",
+	[FS_OP_SETATTR] = "setattr",
+	[FS_OP_READLINK] = "readlink",
+	[FS_OP_OPENDIR] = "opendir",
+	[FS_OP_READDIR] = "readdir",
+	[FS_OP_READDIRPLUS] = "readdirplus",
+	[FS_OP_RELEASEDIR] = "releasedir",
+	[FS_OP_OPEN] = "open",
+	[FS_OP_READ] = "read",
+	[FS_OP_WRITE] = "write",
+	[FS_OP_STATFS] = "statfs",
+	[FS_OP_MKNOD] = "mknod",
+	[FS_OP_CREATE] = "create",
+	[FS_OP_MKDIR] = "mkdir",
+	[FS_OP_UNLINK] = "unlink",
+	[FS_OP_SYMLINK] = "symlink",
+	[FS_OP_RENAME] = "rename",
+	[FS_OP_LINK] = "link",
+};
 
 /* What the kernel may have cached that a model change made stale. */
 struct inval {
@@ -54,6 +108,10 @@ struct dm_fs {
 	pthread_t inval_thread;
 	uint64_t inval_sent; /* batches done, for dm_fs_sync_invalidations() */
 	uint64_t inval_queued;
+
+	/* requests served, counted without a lock: a relaxed atomic add
+	 * per request costs nothing beside the request itself */
+	atomic_uint_fast64_t requests[FS_OP_N];
 };
 
 /* ---- directory views: one walker serves lookup and readdir ---- */
@@ -339,9 +397,27 @@ static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st,
 
 /* ---- operations ---- */
 
-static struct dm_fs *req_fs(fuse_req_t req)
+/* The filesystem of @req, counting one request of @op. */
+static struct dm_fs *req_fs(fuse_req_t req, enum fs_op op)
 {
-	return fuse_req_userdata(req);
+	struct dm_fs *fs = fuse_req_userdata(req);
+	atomic_fetch_add_explicit(&fs->requests[op], 1, memory_order_relaxed);
+	return fs;
+}
+
+int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size)
+{
+	uint64_t total = 0, n[FS_OP_N];
+	for (int i = 0; i < FS_OP_N; i++) {
+		n[i] = atomic_load_explicit(&fs->requests[i], memory_order_relaxed);
+		total += n[i];
+	}
+	int len = snprintf(buf, size, "fuse requests: %" PRIu64, total);
+	for (int i = 0; i < FS_OP_N && len >= 0 && (size_t)len < size; i++)
+		if (n[i])
+			len += snprintf(buf + len, size - (size_t)len, " %s=%" PRIu64,
+					fs_op_names[i], n[i]);
+	return len < 0 || (size_t)len >= size ? -ENOBUFS : len;
 }
 
 struct find_ctx {
@@ -363,7 +439,7 @@ static int find_emit(void *ctx, const char *name, const struct fs_target *t, mod
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_LOOKUP);
 	struct fs_ref dir;
 	int r = fs_table_get(fs->table, parent, &dir);
 	if (r < 0) {
@@ -412,13 +488,13 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	fs_table_forget(req_fs(req)->table, ino, nlookup);
+	fs_table_forget(req_fs(req, FS_OP_FORGET)->table, ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_FORGET_MULTI);
 	for (size_t i = 0; i < count; i++)
 		fs_table_forget(fs->table, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
@@ -426,7 +502,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_GETATTR);
 	struct fs_ref n;
 	struct stat st;
 	(void)fi;
@@ -451,7 +527,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_SETATTR);
 	struct fs_ref n;
 	struct stat st;
 	(void)attr;
@@ -476,7 +552,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_READLINK);
 	struct fs_ref n;
 	char target[PATH_MAX];
 	int r = fs_table_get(fs->table, ino, &n);
@@ -560,7 +636,7 @@ static void snapshot_free(struct dir_snapshot *s)
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_OPENDIR);
 	struct fs_ref dir;
 	int r = fs_table_get(fs->table, ino, &dir);
 	if (r < 0) {
@@ -601,7 +677,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_READDIR);
 	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
 	char *buf = malloc(size);
 	if (!buf) {
@@ -641,7 +717,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_READDIRPLUS);
 	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
 	struct fs_ref dir;
 	char *buf = malloc(size);
@@ -702,7 +778,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_RELEASEDIR);
 	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
 	pthread_mutex_lock(&fs->dirs_lock);
 	if (s->prev)
@@ -718,7 +794,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_OPEN);
 	struct fs_ref n;
 	if (fs->no_open) {
 		/* once: from then on the kernel opens and releases files by
@@ -757,7 +833,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_READ);
 	struct fs_ref n;
 	char *buf = NULL;
 	size_t len = 0;
@@ -786,7 +862,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_WRITE);
 	struct fs_ref n;
 	(void)fi;
 	int r = fs_table_get(fs->table, ino, &n);
@@ -812,6 +888,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	req_fs(req, FS_OP_STATFS);
 	(void)ino;
 	struct statvfs sv = { .f_bsize = 4096, .f_frsize = 4096, .f_namemax = 255 };
 	fuse_reply_statfs(req, &sv);
@@ -968,6 +1045,7 @@ void dm_fs_sync_invalidations(struct dm_fs *fs)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct dm_fs *fs = userdata;
+	atomic_fetch_add_explicit(&fs->requests[FS_OP_INIT], 1, memory_order_relaxed);
 	/* DESIGN.md section 11: no open/release round trips, listings with
 	 * attributes, and page caches that follow a moving mtime */
 	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
@@ -989,38 +1067,45 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
  * the filesystem. The errors are the ones sysfs gives. */
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
+	req_fs(req, FS_OP_MKNOD);
 	fuse_reply_err(req, EACCES);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
+	req_fs(req, FS_OP_CREATE);
 	fuse_reply_err(req, EACCES);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+	req_fs(req, FS_OP_MKDIR);
 	fuse_reply_err(req, EPERM);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	req_fs(req, FS_OP_UNLINK);
 	fuse_reply_err(req, EPERM);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
+	req_fs(req, FS_OP_SYMLINK);
 	fuse_reply_err(req, EPERM);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
+	req_fs(req, FS_OP_RENAME);
 	fuse_reply_err(req, EPERM);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
+	req_fs(req, FS_OP_LINK);
 	fuse_reply_err(req, EPERM);
 }
 
