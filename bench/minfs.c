@@ -8,7 +8,11 @@
  * driverfsd costs above it is driverfsd's own; what minfs costs above a
  * tmpfs is FUSE's.
  *
- *   minfs [-f] [--no-opendir] SRC MOUNTPOINT
+ *   minfs [-f] [--opendir] SRC MOUNTPOINT
+ *
+ * --opendir answers opendir (with cache_readdir and keep_cache) instead of
+ * letting the kernel skip it (FUSE_CAP_NO_OPENDIR_SUPPORT): two requests per
+ * directory listed, warm or cold.
  *
  * Without -f it returns once mounted, serving in the background. At exit it
  * prints the requests it served, in driverfsd's format. Built with the
@@ -45,7 +49,7 @@ struct minfs {
 	uint32_t n_nodes, cap;
 	uint32_t *hash; /* (parent, name) -> inode; 0 empty */
 	uint32_t hash_mask;
-	bool no_opendir;
+	bool opendir;
 	atomic_uint_fast64_t requests;
 };
 
@@ -199,7 +203,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= conn->capable & (FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_CACHE_SYMLINKS |
 				       FUSE_CAP_READDIRPLUS);
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
-	if (m->no_opendir)
+	if (!m->opendir)
 		conn->want |= conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 }
 
@@ -255,7 +259,12 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	req_minfs(req);
+	struct minfs *m = req_minfs(req);
+	if (!m->opendir) {
+		/* once: the kernel then lists with cached listings by itself */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
@@ -361,13 +370,13 @@ int main(int argc, char **argv)
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-f"))
 			foreground = true;
-		else if (!strcmp(argv[i], "--no-opendir"))
-			m.no_opendir = true;
+		else if (!strcmp(argv[i], "--opendir"))
+			m.opendir = true;
 		else
 			break;
 	}
 	if (argc - i != 2) {
-		fprintf(stderr, "usage: minfs [-f] [--no-opendir] SRC MOUNTPOINT\n");
+		fprintf(stderr, "usage: minfs [-f] [--opendir] SRC MOUNTPOINT\n");
 		return 2;
 	}
 	int r = load(&m, argv[i]);

@@ -427,12 +427,26 @@ void dm_device_del(struct dm_device *dev)
 	dm_device_unref(dev);
 }
 
-/* The power state and the power error are shown live (DM_ATTR_LIVE): the
- * filesystem reads them afresh every time, so changing them tells no
- * listener. */
+unsigned dm_device_get_changes(const struct dm_device *dev)
+{
+	return atomic_load(&dev->changes);
+}
+
+/* The power files may be cached (DM_ATTR_ANNOUNCED): each change counts and
+ * is announced, without the lock, which a PM walk does not hold. The
+ * listener is set before and cleared after any PM transition runs. */
+static void power_changed(struct dm_device *dev)
+{
+	struct dm_model *m = dev->model;
+	atomic_fetch_add(&dev->changes, 1);
+	if (m->listener && m->listener->power_changed)
+		m->listener->power_changed(dev, m->listener_data);
+}
+
 void dm_device_set_power(struct dm_device *dev, enum dm_power_state st)
 {
-	atomic_store(&dev->power, st);
+	if (atomic_exchange(&dev->power, st) != st)
+		power_changed(dev);
 }
 
 int dm_device_set_power_error(struct dm_device *dev, const char *msg)
@@ -447,6 +461,8 @@ int dm_device_set_power_error(struct dm_device *dev, const char *msg)
 	if (r == 0)
 		atomic_store_explicit(&dev->has_power_error, !clear, memory_order_release);
 	dm_model_unlock(m);
+	if (r == 0)
+		power_changed(dev);
 	return r;
 }
 

@@ -45,6 +45,7 @@ struct dm_device {
 	_Atomic enum dm_device_state state;
 	_Atomic enum dm_power_state power;
 	atomic_bool has_power_error; /* power_error != NULL */
+	atomic_uint changes; /* counts changes of its files (dm_device_get_changes()) */
 	struct dm_model *model;
 	struct dm_driver *driver; /* holds a reference */
 	struct dm_device *parent;

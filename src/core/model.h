@@ -52,6 +52,9 @@ struct dm_model_listener {
 	void (*device_added)(struct dm_device *dev, void *data);
 	void (*device_removed)(struct dm_device *dev, void *data);
 	void (*device_changed)(struct dm_device *dev, void *data);
+	/* @dev's power state or power error changed. Called with or without
+	 * the lock (a PM walk holds none), on the thread that changed it. */
+	void (*power_changed)(struct dm_device *dev, void *data);
 };
 
 /* The power-state transitions the `power` file asks for; set by the PM engine. */
@@ -184,9 +187,12 @@ int dm_device_attach(struct dm_device *dev);
 /* Calls remove() and unbinds. */
 void dm_device_release_driver(struct dm_device *dev);
 
-/* Power state, as set by the PM engine. The power files are live, so this
- * announces nothing to the listener. */
+/* Power state, as set by the PM engine; a change is announced to the
+ * listener (power_changed). */
 void dm_device_set_power(struct dm_device *dev, enum dm_power_state st);
+/* How many times @dev's files changed (values, driver, power state or
+ * error): a cache of them is current while this is. Any thread, no lock. */
+unsigned dm_device_get_changes(const struct dm_device *dev);
 /* The last PM failure ("" when none); set with the write lock taken inside. */
 int dm_device_set_power_error(struct dm_device *dev, const char *msg);
 int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size);

@@ -38,7 +38,6 @@ enum fs_op {
 	FS_OP_OPENDIR,
 	FS_OP_READDIR,
 	FS_OP_READDIRPLUS,
-	FS_OP_RELEASEDIR,
 	FS_OP_OPEN,
 	FS_OP_READ,
 	FS_OP_WRITE,
@@ -64,7 +63,6 @@ static const char *const fs_op_names[FS_OP_N] = {
 	[FS_OP_OPENDIR] = "opendir",
 	[FS_OP_READDIR] = "readdir",
 	[FS_OP_READDIRPLUS] = "readdirplus",
-	[FS_OP_RELEASEDIR] = "releasedir",
 	[FS_OP_OPEN] = "open",
 	[FS_OP_READ] = "read",
 	[FS_OP_WRITE] = "write",
@@ -82,6 +80,7 @@ static const char *const fs_op_names[FS_OP_N] = {
 struct inval {
 	struct dm_device *dev; /* referenced */
 	bool added; /* a new device: the listings that now hold it */
+	bool power; /* only its power files changed */
 	char *listings[5]; /* "bus/pci/devices", "class/block/disk" ... */
 	uint64_t parent_id; /* added: the parent device, whose directory lists it */
 };
@@ -93,8 +92,9 @@ struct dm_fs {
 	struct timespec start;
 	bool mounted;
 	bool no_open; /* the kernel skips open/release of files (set at init) */
+	bool no_opendir; /* ... and opendir/releasedir of directories */
 	pthread_mutex_t dirs_lock;
-	struct dir_snapshot *dirs; /* listings opened and not released yet */
+	struct dir_snapshot *dirs; /* listings being read, one per directory */
 
 	/* The notifier: invalidations are queued by the model's listener
 	 * (under the model lock, so it only queues) and sent by a thread of
@@ -358,6 +358,17 @@ static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st,
 		st->st_mode = S_IFREG | (fi.mode & 0777);
 		st->st_nlink = 1;
 		st->st_size = 4096;
+		/* Cached values: the mtime moves with each change of the
+		 * device's files, so that an invalidation of the attributes
+		 * alone (which waits for no page lock) drops stale pages too. */
+		unsigned changes = dm_device_get_changes(n->t.dev);
+		st->st_mtim.tv_sec += changes / 1000000000u;
+		st->st_mtim.tv_nsec += changes % 1000000000u;
+		if (st->st_mtim.tv_nsec >= 1000000000) {
+			st->st_mtim.tv_sec++;
+			st->st_mtim.tv_nsec -= 1000000000;
+		}
+		st->st_ctim = st->st_mtim;
 		if (fi.flags & DM_ATTR_LIVE) {
 			/* a moving mtime makes the kernel drop cached pages */
 			clock_gettime(CLOCK_REALTIME, &st->st_mtim);
@@ -574,7 +585,9 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, target);
 }
 
-/* A directory listing, taken whole at opendir. */
+/* A directory listing, taken whole when a listing starts (offset 0) and
+ * kept until it was read to its end, so that each of the replies it takes
+ * comes from the same listing. */
 struct dir_entry {
 	char *name;
 	mode_t type;
@@ -587,8 +600,8 @@ struct dir_snapshot {
 	size_t n, cap;
 	uint64_t ino;
 	int err;
-	/* on dm_fs's list of open listings, for those the kernel never
-	 * releases (a session that ends with directories open) */
+	unsigned refs; /* under dirs_lock: the list's and each user's */
+	/* on dm_fs's list of listings being read */
 	struct dir_snapshot *prev, *next;
 };
 
@@ -634,22 +647,55 @@ static void snapshot_free(struct dir_snapshot *s)
 	free(s);
 }
 
-static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void snapshot_unlink_locked(struct dm_fs *fs, struct dir_snapshot *s)
 {
-	struct dm_fs *fs = req_fs(req, FS_OP_OPENDIR);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		fs->dirs = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->prev = s->next = NULL;
+}
+
+static void snapshot_put(struct dm_fs *fs, struct dir_snapshot *s)
+{
+	pthread_mutex_lock(&fs->dirs_lock);
+	bool last = --s->refs == 0;
+	pthread_mutex_unlock(&fs->dirs_lock);
+	if (last)
+		snapshot_free(s);
+}
+
+/* The listing of @ino for a reply at @off: a new one at offset 0 (or when
+ * none is kept), else the one kept since offset 0. Release with
+ * snapshot_put(). */
+static int snapshot_get(struct dm_fs *fs, uint64_t ino, off_t off, struct dir_snapshot **ret)
+{
+	struct dir_snapshot *s = NULL;
+	pthread_mutex_lock(&fs->dirs_lock);
+	if (off > 0)
+		for (s = fs->dirs; s && s->ino != ino; s = s->next)
+			;
+	if (s) {
+		s->refs++;
+		pthread_mutex_unlock(&fs->dirs_lock);
+		*ret = s;
+		return 0;
+	}
+	pthread_mutex_unlock(&fs->dirs_lock);
+
 	struct fs_ref dir;
 	int r = fs_table_get(fs->table, ino, &dir);
-	if (r < 0) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	struct dir_snapshot *s = calloc(1, sizeof(*s));
+	if (r < 0)
+		return r;
+	s = calloc(1, sizeof(*s));
 	if (!s) {
 		fs_ref_release(&dir);
-		fuse_reply_err(req, ENOMEM);
-		return;
+		return -ENOMEM;
 	}
 	s->ino = ino;
+	s->refs = 2;
 	dm_model_read_lock(fs->model);
 	r = walk_dir(fs, &dir, snapshot_emit, s);
 	dm_model_unlock(fs->model);
@@ -658,34 +704,72 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		r = s->err;
 	if (r < 0) {
 		snapshot_free(s);
-		fuse_reply_err(req, -r);
-		return;
+		return r;
 	}
 	pthread_mutex_lock(&fs->dirs_lock);
+	/* one listing kept per directory: the newest */
+	struct dir_snapshot *old = fs->dirs;
+	while (old && old->ino != ino)
+		old = old->next;
+	if (old) {
+		snapshot_unlink_locked(fs, old);
+		old->refs--;
+	}
 	s->next = fs->dirs;
 	if (fs->dirs)
 		fs->dirs->prev = s;
 	fs->dirs = s;
+	bool free_old = old && old->refs == 0;
 	pthread_mutex_unlock(&fs->dirs_lock);
-	fi->fh = (uint64_t)(uintptr_t)s;
+	if (free_old)
+		snapshot_free(old);
+	*ret = s;
+	return 0;
+}
+
+/* A reply past the last entry ends the listing: the kernel has it all. */
+static void snapshot_done(struct dm_fs *fs, struct dir_snapshot *s, off_t off)
+{
+	bool drop = false;
+	pthread_mutex_lock(&fs->dirs_lock);
+	if (off >= (off_t)s->n + 2 && (s->prev || s->next || fs->dirs == s)) {
+		snapshot_unlink_locked(fs, s);
+		drop = --s->refs == 0;
+	}
+	pthread_mutex_unlock(&fs->dirs_lock);
+	if (drop)
+		snapshot_free(s);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req, FS_OP_OPENDIR);
+	if (fs->no_opendir) {
+		/* once: the kernel then lists directories without opening
+		 * them, keeping each listing until it is invalidated */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	/* the kernel may keep the listing: what changes the tree invalidates it */
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
 }
 
+/* Offsets: 0 ".", 1 "..", 2 + i the i-th entry of the listing. */
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_READDIR);
-	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
+	struct dir_snapshot *s;
 	char *buf = malloc(size);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+	int r = buf ? snapshot_get(fs, ino, off, &s) : -ENOMEM;
+	if (r < 0) {
+		free(buf);
+		fuse_reply_err(req, -r);
 		return;
 	}
 	size_t len = 0;
-	/* offsets: 0 ".", 1 "..", 2 + i the i-th entry */
 	for (off_t i = off; i < (off_t)s->n + 2; i++) {
 		struct stat st = { 0 };
 		const char *name;
@@ -709,6 +793,9 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		len += need;
 	}
 	fuse_reply_buf(req, buf, len);
+	if (len == 0)
+		snapshot_done(fs, s, off);
+	snapshot_put(fs, s);
 	free(buf);
 }
 
@@ -718,16 +805,18 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 			   struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_READDIRPLUS);
-	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
+	struct dir_snapshot *s;
 	struct fs_ref dir;
 	char *buf = malloc(size);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+	int r = buf ? fs_table_get(fs->table, ino, &dir) : -ENOMEM;
+	if (r == 0) {
+		r = snapshot_get(fs, ino, off, &s);
+		if (r < 0)
+			fs_ref_release(&dir);
 	}
-	if (fs_table_get(fs->table, ino, &dir) < 0) {
+	if (r < 0) {
 		free(buf);
-		fuse_reply_err(req, ESTALE);
+		fuse_reply_err(req, -r);
 		return;
 	}
 	size_t len = 0;
@@ -748,13 +837,13 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 					    &gen) < 0)
 				break;
 			struct fs_ref n;
-			int r = fs_table_get(fs->table, child, &n);
+			r = fs_table_get(fs->table, child, &n);
 			if (r == 0) {
 				r = node_stat(fs, &n, &e.attr, &e.attr_timeout);
 				fs_ref_release(&n);
 			}
 			if (r < 0) {
-				/* gone since opendir: leave it out */
+				/* gone since the listing was taken: leave it out */
 				fs_table_forget(fs->table, child, 1);
 				continue;
 			}
@@ -772,24 +861,10 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	}
 	fs_ref_release(&dir);
 	fuse_reply_buf(req, buf, len);
+	if (len == 0)
+		snapshot_done(fs, s, off);
+	snapshot_put(fs, s);
 	free(buf);
-}
-
-static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	struct dm_fs *fs = req_fs(req, FS_OP_RELEASEDIR);
-	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
-	pthread_mutex_lock(&fs->dirs_lock);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		fs->dirs = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	pthread_mutex_unlock(&fs->dirs_lock);
-	snapshot_free(s);
-	fuse_reply_err(req, 0);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -878,6 +953,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 	else
 		r = dm_device_store(n.t.dev, n.t.group, n.name, data, size);
 	fs_ref_release(&n);
+	/* What the write changed elsewhere (a suspended subtree's power files)
+	 * is invalidated before the writer returns, so that its next read sees
+	 * it. Waiting here is safe where dm_fs_sync_invalidations() is not in
+	 * general: the notifier invalidates files by their attributes only,
+	 * never waiting for a page lock this write may hold. */
+	if (r >= 0)
+		dm_fs_sync_invalidations(fs);
 	if (r == -ENOENT)
 		r = -ENODEV;
 	if (r < 0)
@@ -903,6 +985,8 @@ static void inval_free(struct inval *v)
 		free(v->listings[i]);
 }
 
+static void queue_inval(struct dm_fs *fs, struct inval v);
+
 /* Queues @dev; called by the model with its write lock held. */
 static void queue_inval_locked(struct dm_fs *fs, struct dm_device *dev, bool added)
 {
@@ -927,6 +1011,11 @@ static void queue_inval_locked(struct dm_fs *fs, struct dm_device *dev, bool add
 	if (cls && iface && asprintf(&v.listings[n], "class/%s/%s", dm_class_get_name(cls),
 				     dm_interface_get_name(iface)) >= 0)
 		n++;
+	queue_inval(fs, v);
+}
+
+static void queue_inval(struct dm_fs *fs, struct inval v)
+{
 	pthread_mutex_lock(&fs->inval_lock);
 	if (fs->n_inval == fs->cap_inval) {
 		size_t cap = fs->cap_inval ? fs->cap_inval * 2 : 64;
@@ -956,10 +1045,17 @@ static void on_removed_or_changed(struct dm_device *dev, void *data)
 	queue_inval_locked(data, dev, false);
 }
 
+/* Called with or without the model lock: touches only the queue. */
+static void on_power_changed(struct dm_device *dev, void *data)
+{
+	queue_inval(data, (struct inval){ .dev = dm_device_ref(dev), .power = true });
+}
+
 static const struct dm_model_listener fs_listener = {
 	.device_added = on_added,
 	.device_removed = on_removed_or_changed,
 	.device_changed = on_removed_or_changed,
+	.power_changed = on_power_changed,
 };
 
 /* The inode the kernel knows for "a/b/c" under the mount root, or 0. */
@@ -979,11 +1075,21 @@ static void send_inval(struct dm_fs *fs, const struct inval *v)
 	/* everything the kernel knows of the device: its directory, files,
 	 * links to it; their names and their contents */
 	size_t n = fs_table_device_places(fs->table, v->dev, places, 64);
+	if (v->power) {
+		/* the attributes of its power files: their mtime moved */
+		for (size_t i = 0; i < n; i++)
+			if (!places[i].dir && (strcmp(places[i].name, "power") == 0 ||
+					       strcmp(places[i].name, "power_error") == 0))
+				fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, -1, 0);
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (places[i].parent && places[i].name[0])
 			fuse_lowlevel_notify_inval_entry(fs->se, places[i].parent, places[i].name,
 							 strlen(places[i].name));
-		fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, 0, 0);
+		/* a directory's cached listing; a file's attributes, whose
+		 * moved mtime drops its pages at the next access */
+		fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, places[i].dir ? 0 : -1, 0);
 		/* the directories listing it, whose listings are cached */
 		if (places[i].parent)
 			fuse_lowlevel_notify_inval_inode(fs->se, places[i].parent, 0, 0);
@@ -1051,6 +1157,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
 		fs->no_open = true;
+	}
+	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+		fs->no_opendir = true;
 	}
 	if (conn->capable & FUSE_CAP_READDIRPLUS) {
 		conn->want |= FUSE_CAP_READDIRPLUS;
@@ -1128,7 +1238,6 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.readlink = op_readlink,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
-	.releasedir = op_releasedir,
 	.open = op_open,
 	.read = op_read,
 	.write = op_write,

@@ -124,6 +124,8 @@ size_t fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
 		const struct fs_node *node = &t->slots[i].node;
 		out[n].ino = i;
 		out[n].parent = node->parent;
+		out[n].dir = node->t.kind != FS_ATTR && node->t.kind != FS_DEV_LINK &&
+			     node->t.kind != FS_LINK;
 		snprintf(out[n].name, sizeof(out[n].name), "%s", node->name ? node->name : "");
 		n++;
 	}

@@ -98,6 +98,7 @@ size_t fs_table_count(struct fs_table *t);
 struct fs_place {
 	uint64_t ino;
 	uint64_t parent;
+	bool dir; /* a directory: its listing may be cached */
 	char name[256];
 };
 
