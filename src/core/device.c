@@ -206,6 +206,13 @@ struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const
 	return dm_hashmap_get(&dev->model->by_child, key);
 }
 
+struct dm_device *dm_model_find_listed_locked(struct dm_model *m, const char *sysname,
+					      bool (*match)(struct dm_device *, void *), void *data)
+{
+	struct dm_device *dev = dm_nameset_find(&m->by_sysname, sysname, match, data);
+	return dev && !dm_device_is_dead(dev) ? dev : NULL;
+}
+
 struct dm_bus *dm_device_get_bus_locked(const struct dm_device *dev)
 {
 	return dev->bus;
@@ -324,6 +331,9 @@ int dm_device_add(struct dm_device *dev, struct dm_device *parent)
 	r = dm_hashmap_put(&m->by_id, &dev->id, dev);
 	if (r < 0)
 		goto out_devpath;
+	r = dm_nameset_add(&m->by_sysname, dev);
+	if (r < 0)
+		goto out_id;
 
 	dev->parent = dm_device_ref(parent);
 	tree_link_locked(dev, parent);
@@ -344,6 +354,8 @@ int dm_device_add(struct dm_device *dev, struct dm_device *parent)
 		dm_device_attach(dev);
 	return 0;
 
+out_id:
+	dm_hashmap_remove(&m->by_id, &dev->id);
 out_devpath:
 	if (dev->devpath)
 		dm_hashmap_remove(&m->by_devpath, dev->devpath);
@@ -390,6 +402,7 @@ static void device_del_one(struct dm_device *dev)
 	if (m->listener && m->listener->device_removed)
 		m->listener->device_removed(dev, m->listener_data);
 	dm_hashmap_remove(&m->by_id, &dev->id);
+	dm_nameset_remove(&m->by_sysname, dev);
 	if (dev->devpath && dm_hashmap_get(&m->by_devpath, dev->devpath) == dev)
 		dm_hashmap_remove(&m->by_devpath, dev->devpath);
 	if (dev->child_key)

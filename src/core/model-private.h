@@ -5,6 +5,7 @@
 
 #include "hashmap.h"
 #include "list.h"
+#include "nameset.h"
 #include "model.h"
 
 #include <stdatomic.h>
@@ -18,6 +19,7 @@ struct dm_model {
 	struct dm_hashmap by_id; /* uint64_t id -> device */
 	struct dm_hashmap by_devpath; /* devpath -> device */
 	struct dm_hashmap by_child; /* "<parent id>/<name>" -> device */
+	struct dm_nameset by_sysname; /* devices by the name listings give them */
 	uint64_t next_id;
 	size_t n_devices;
 	const struct dm_model_listener *listener;

@@ -42,6 +42,7 @@ out_free:
 	dm_hashmap_done(&m->by_id);
 	dm_hashmap_done(&m->by_devpath);
 	dm_hashmap_done(&m->by_child);
+	dm_nameset_done(&m->by_sysname);
 	pthread_rwlock_destroy(&m->lock);
 	free(m);
 	return r;
@@ -80,6 +81,7 @@ void dm_model_free(struct dm_model *m)
 	dm_hashmap_done(&m->by_id);
 	dm_hashmap_done(&m->by_devpath);
 	dm_hashmap_done(&m->by_child);
+	dm_nameset_done(&m->by_sysname);
 	pthread_rwlock_destroy(&m->lock);
 	free(m);
 }

@@ -171,6 +171,11 @@ int dm_driver_get_priority(const struct dm_driver *drv);
 /* Tree accessors; call with the lock held. No references are taken. */
 struct dm_device *dm_device_get_parent_locked(const struct dm_device *dev);
 struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const char *name);
+/* The live device a bus, class, interface or driver listing names @sysname
+ * (dm_device_get_sysname()) for which @match is true, in O(1): @match tells
+ * whether it is in the listing. No reference taken. */
+struct dm_device *dm_model_find_listed_locked(struct dm_model *m, const char *sysname,
+					      bool (*match)(struct dm_device *, void *), void *data);
 struct dm_bus *dm_device_get_bus_locked(const struct dm_device *dev);
 struct dm_class *dm_device_get_class_locked(const struct dm_device *dev);
 struct dm_interface *dm_device_get_interface_locked(const struct dm_device *dev);

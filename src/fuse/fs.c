@@ -448,6 +448,67 @@ static int find_emit(void *ctx, const char *name, const struct fs_target *t, mod
 	return 1;
 }
 
+/* Whether a device is in the listing @data (a struct fs_target of a bus,
+ * class, interface or driver listing). */
+static bool in_listing(struct dm_device *dev, void *data)
+{
+	const struct fs_target *d = data;
+	switch (d->kind) {
+	case FS_BUS_DEVICES:
+		return dm_device_get_bus_locked(dev) == d->bus;
+	case FS_CLASS_DEVICES:
+		return dm_device_get_class_locked(dev) == d->class;
+	case FS_IFACE:
+		return dm_device_get_interface_locked(dev) == d->iface;
+	case FS_DRIVER:
+		return dm_device_get_driver_locked(dev) == d->drv;
+	default:
+		return false;
+	}
+}
+
+/* Finds @name in the directory @dir without walking it where an index
+ * serves: a device's children, the links of bus, class, interface and
+ * driver listings (which may hold 10^5 entries). Lock held. */
+static bool find_indexed_locked(struct dm_fs *fs, const struct fs_ref *dir, const char *name,
+				struct fs_target *ret)
+{
+	const struct fs_target *d = &dir->t;
+	struct dm_device *dev;
+	switch (d->kind) {
+	case FS_DEV:
+		if (dm_device_is_dead(d->dev))
+			return false;
+		dev = dm_device_find_child_locked(d->dev, name);
+		if (!dev || dm_device_is_dead(dev))
+			return false;
+		*ret = (struct fs_target){ .kind = FS_DEV, .dev = dev };
+		return true;
+	case FS_DRIVER:
+		if (!dm_driver_is_registered_locked(d->drv))
+			return false;
+		/* fall through */
+	case FS_BUS_DEVICES:
+	case FS_CLASS_DEVICES:
+	case FS_IFACE:
+		dev = dm_model_find_listed_locked(fs->model, name, in_listing, (void *)d);
+		if (!dev)
+			return false;
+		*ret = (struct fs_target){ .kind = FS_LINK, .dev = dev };
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Whether the directory @dir is a listing find_indexed_locked() answers
+ * for every name (a device directory also holds files). */
+static bool fully_indexed(const struct fs_ref *dir)
+{
+	return dir->t.kind == FS_BUS_DEVICES || dir->t.kind == FS_CLASS_DEVICES ||
+	       dir->t.kind == FS_IFACE || dir->t.kind == FS_DRIVER;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_LOOKUP);
@@ -460,15 +521,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct find_ctx f = { .name = name };
 	uint64_t ino = 0, gen = 0;
 	dm_model_read_lock(fs->model);
-	/* device directories can be large: try the child index first */
-	if (dir.t.kind == FS_DEV && !dm_device_is_dead(dir.t.dev)) {
-		struct dm_device *child = dm_device_find_child_locked(dir.t.dev, name);
-		if (child && !dm_device_is_dead(child)) {
-			f.found = (struct fs_target){ .kind = FS_DEV, .dev = child };
-			f.ok = true;
-		}
-	}
-	r = f.ok ? 0 : walk_dir(fs, &dir, find_emit, &f);
+	f.ok = find_indexed_locked(fs, &dir, name, &f.found);
+	r = f.ok || fully_indexed(&dir) ? 0 : walk_dir(fs, &dir, find_emit, &f);
 	if (r == 0 && !f.ok)
 		r = -ENOENT;
 	/* references are taken before the lock is dropped */
