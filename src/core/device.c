@@ -206,11 +206,32 @@ struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const
 	return dm_hashmap_get(&dev->model->by_child, key);
 }
 
+uint64_t dm_device_hash_sysname(uintptr_t item, void *ctx)
+{
+	(void)ctx;
+	return dm_hash_string(dm_device_get_sysname((const struct dm_device *)item));
+}
+
+struct listed_match {
+	const char *sysname;
+	bool (*match)(struct dm_device *, void *);
+	void *data;
+};
+
+static bool listed_match(uintptr_t item, void *data)
+{
+	const struct listed_match *l = data;
+	struct dm_device *dev = (struct dm_device *)item;
+	return strcmp(dm_device_get_sysname(dev), l->sysname) == 0 && !dm_device_is_dead(dev) &&
+	       l->match(dev, l->data);
+}
+
 struct dm_device *dm_model_find_listed_locked(struct dm_model *m, const char *sysname,
 					      bool (*match)(struct dm_device *, void *), void *data)
 {
-	struct dm_device *dev = dm_nameset_find(&m->by_sysname, sysname, match, data);
-	return dev && !dm_device_is_dead(dev) ? dev : NULL;
+	struct listed_match l = { .sysname = sysname, .match = match, .data = data };
+	return (struct dm_device *)dm_idset_find(&m->by_sysname, dm_hash_string(sysname),
+						 listed_match, &l);
 }
 
 struct dm_bus *dm_device_get_bus_locked(const struct dm_device *dev)
@@ -331,7 +352,7 @@ int dm_device_add(struct dm_device *dev, struct dm_device *parent)
 	r = dm_hashmap_put(&m->by_id, &dev->id, dev);
 	if (r < 0)
 		goto out_devpath;
-	r = dm_nameset_add(&m->by_sysname, dev);
+	r = dm_idset_add(&m->by_sysname, (uintptr_t)dev);
 	if (r < 0)
 		goto out_id;
 
@@ -402,7 +423,7 @@ static void device_del_one(struct dm_device *dev)
 	if (m->listener && m->listener->device_removed)
 		m->listener->device_removed(dev, m->listener_data);
 	dm_hashmap_remove(&m->by_id, &dev->id);
-	dm_nameset_remove(&m->by_sysname, dev);
+	dm_idset_remove(&m->by_sysname, (uintptr_t)dev);
 	if (dev->devpath && dm_hashmap_get(&m->by_devpath, dev->devpath) == dev)
 		dm_hashmap_remove(&m->by_devpath, dev->devpath);
 	if (dev->child_key)

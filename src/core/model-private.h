@@ -5,7 +5,7 @@
 
 #include "hashmap.h"
 #include "list.h"
-#include "nameset.h"
+#include "idset.h"
 #include "model.h"
 
 #include <stdatomic.h>
@@ -19,7 +19,7 @@ struct dm_model {
 	struct dm_hashmap by_id; /* uint64_t id -> device */
 	struct dm_hashmap by_devpath; /* devpath -> device */
 	struct dm_hashmap by_child; /* "<parent id>/<name>" -> device */
-	struct dm_nameset by_sysname; /* devices by the name listings give them */
+	struct dm_idset by_sysname; /* devices by the name listings give them */
 	uint64_t next_id;
 	size_t n_devices;
 	const struct dm_model_listener *listener;
@@ -138,6 +138,8 @@ struct dm_device *dm_device_subtree_last_locked(struct dm_device *dev);
 int dm_walk_devices(struct dm_list *head, size_t off, dm_device_fn fn, void *data);
 void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev);
 const struct dm_attribute_group *dm_core_device_group(void);
+/* by_sysname's hash: of the device's kernel name. */
+uint64_t dm_device_hash_sysname(uintptr_t item, void *ctx);
 void dm_device_values_free(struct dm_device *dev);
 
 #endif

@@ -22,6 +22,7 @@ int dm_model_new(struct dm_model **ret)
 	dm_hashmap_init(&m->by_id, dm_hash_u64, dm_cmp_u64);
 	dm_hashmap_init(&m->by_devpath, dm_hash_string, dm_cmp_string);
 	dm_hashmap_init(&m->by_child, dm_hash_string, dm_cmp_string);
+	dm_idset_init(&m->by_sysname, dm_device_hash_sysname, NULL);
 	m->next_id = 1;
 
 	struct dm_device *root;
@@ -42,7 +43,7 @@ out_free:
 	dm_hashmap_done(&m->by_id);
 	dm_hashmap_done(&m->by_devpath);
 	dm_hashmap_done(&m->by_child);
-	dm_nameset_done(&m->by_sysname);
+	dm_idset_done(&m->by_sysname);
 	pthread_rwlock_destroy(&m->lock);
 	free(m);
 	return r;
@@ -81,7 +82,7 @@ void dm_model_free(struct dm_model *m)
 	dm_hashmap_done(&m->by_id);
 	dm_hashmap_done(&m->by_devpath);
 	dm_hashmap_done(&m->by_child);
-	dm_nameset_done(&m->by_sysname);
+	dm_idset_done(&m->by_sysname);
 	pthread_rwlock_destroy(&m->lock);
 	free(m);
 }

@@ -645,7 +645,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 struct dir_entry {
 	char *name;
 	mode_t type;
-	struct fs_target t; /* holds references on t.dev and t.drv */
+	struct fs_target t; /* holds references (fs_target_ref()) */
 	char *group; /* owned copy behind t.group */
 };
 
@@ -683,8 +683,7 @@ static int snapshot_emit(void *ctx, const char *name, const struct fs_target *t,
 	}
 	/* the walk runs under the model lock: references are safe to take */
 	e->t.group = e->group;
-	dm_device_ref(e->t.dev);
-	dm_driver_ref(e->t.drv);
+	fs_target_ref(&e->t);
 	s->n++;
 	return 0;
 }
@@ -694,8 +693,7 @@ static void snapshot_free(struct dir_snapshot *s)
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->v[i].name);
 		free(s->v[i].group);
-		dm_device_unref(s->v[i].t.dev);
-		dm_driver_unref(s->v[i].t.drv);
+		fs_target_unref(&s->v[i].t);
 	}
 	free(s->v);
 	free(s);
