@@ -47,11 +47,13 @@ walk() {
 	echo "$out"
 }
 field() { cut -d' ' -f"$1"; }
-# waits for a server started in the foreground to have mounted $1
+# waits for the server $2, started in the foreground, to have mounted $1
+# (loading 10^5 devices may take minutes on a busy machine)
 wait_mount() {
-	local i
-	for i in $(seq 6000); do mountpoint -q "$1" && return 0; sleep 0.01; done
-	echo "fs-bench: $1 was not mounted" >&2; exit 1
+	while ! mountpoint -q "$1"; do
+		kill -0 "$2" 2>/dev/null || { echo "fs-bench: the server of $1 exited" >&2; exit 1; }
+		sleep 0.01
+	done
 }
 # unmounts $1, waits for the server $2 to exit; prints the requests it logged ($3)
 stop() {
@@ -62,12 +64,12 @@ stop() {
 start_driverfs() {
 	"$build/driverfsd" -f --snapshot "$snap" "$mnt" 2>"$work/driverfs.log" &
 	dpid=$!
-	wait_mount "$mnt"
+	wait_mount "$mnt" "$dpid"
 }
 start_minfs() {
 	"$build/minfs" -f "$tmp" "$min" 2>"$work/minfs.log" &
 	mpid=$!
-	wait_mount "$min"
+	wait_mount "$min" "$mpid"
 }
 ratio() { echo "$1 / $2" | bc -l; }
 

@@ -32,8 +32,8 @@ struct dm_interface;
 /* ---- attributes --------------------------------------------------------- */
 
 enum dm_attr_flags {
-	/* The value changes without the model being told (a sysfs value, the
-	 * power state): never cache it. */
+	/* The value changes without the model being told (a sysfs value
+	 * passed through): never cache it. */
 	DM_ATTR_LIVE = 1u << 0,
 	/* The value may exceed DM_ATTR_MAX (show_alloc): its size is measured
 	 * rather than assumed. */

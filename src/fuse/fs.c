@@ -18,11 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Names and static values change only with the model, and whatever changes
- * the model after the mount must invalidate what the kernel cached (see
- * DESIGN.md section 11); so the kernel may keep them long. Live values
- * (power state, pm/) are revalidated at every access instead: attribute
- * timeout 0 and an mtime that moves, with FUSE_CAP_AUTO_INVAL_DATA. */
+/* Names, static values and the power files change only with the model,
+ * and whatever changes the model after the mount invalidates what the
+ * kernel cached (see DESIGN.md section 11); so the kernel may keep them
+ * long, and a warm walk costs no request at all. Live values (pm/, passed
+ * through from sysfs, which changes them unseen) are revalidated at every
+ * access instead: attribute timeout 0 and an mtime that moves, with
+ * FUSE_CAP_AUTO_INVAL_DATA. */
 #define ENTRY_TIMEOUT 3600.0
 #define ATTR_TIMEOUT 3600.0
 
