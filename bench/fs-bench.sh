@@ -1,28 +1,35 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# fs-bench.sh [N ...] - the filesystem benchmark (run as root, by hand):
-# for each size N (default 1000 10000 100000), a synthetic sysfs-shaped
-# snapshot of N devices is served by driverfsd --snapshot and copied to a
-# tmpfs; the two are walked side by side, interleaved, ROUNDS times each
-# (default 5): a full walk and read (warm: after a first walk; cold: after
-# dropping the kernel's caches), and a stat of every entry (warm). The host's
-# /sys/devices is walked too, as a reference per file. Prints the medians and
-# the ratios to tmpfs, the load time and the daemon's memory per device.
+# fs-bench.sh [N ...] - the filesystem benchmark (run as root, by hand).
+# For each size N (default 1000 10000 100000) a synthetic sysfs-shaped
+# snapshot of N devices (bench/gen-snapshot.py) is served by
+# `driverfsd --snapshot`, copied to a tmpfs, and served from memory by
+# build/minfs, the minimal FUSE server (the floor FUSE sets). The three are
+# walked side by side, interleaved, ROUNDS times (default 5):
+#   warm walk+read   the second of two walks in a row (build/walk: every
+#                    directory listed, every file opened, read and closed);
+#   stat             lstat of every entry, warm;
+#   read latency     p50/p99 of one warm file read (open, read, close);
+#   cold walk+read   a fresh mount after the kernel's caches were dropped, with
+#                    the FUSE requests the server answered per entry walked.
+# Prints the medians and the ratios driverfs/tmpfs and driverfs/minfs, the
+# daemon's load time and memory, and /sys/devices on the host per entry.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$here/build}
 rounds=${ROUNDS:-5}
-sizes=("${@:-1000 10000 100000}")
+sizes=("$@")
 [ "$#" -gt 0 ] || sizes=(1000 10000 100000)
 py=/usr/bin/python3
 work=$(mktemp -d /tmp/driverfs-bench.XXXXXX)
-mnt=$work/driverfs tmp=$work/tmpfs
-mkdir -p "$mnt" "$tmp"
+mnt=$work/driverfs tmp=$work/tmpfs min=$work/minfs
+mkdir -p "$mnt" "$tmp" "$min"
 
 cleanup() {
 	fusermount3 -u "$mnt" 2>/dev/null || true
+	fusermount3 -u "$min" 2>/dev/null || true
 	umount "$tmp" 2>/dev/null || true
 	rm -rf "$work"
 }
@@ -32,18 +39,42 @@ trap cleanup EXIT
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-# seconds of one walk (field 5 of walk's line); fails on any error
+# one walk's line; fails on any error
 walk() {
 	local out
 	out=$("$build/walk" "$@")
 	[ "$(echo "$out" | cut -d' ' -f6)" = 0 ] || { echo "fs-bench: errors walking $*: $out" >&2; exit 1; }
-	echo "$out" | cut -d' ' -f5
+	echo "$out"
 }
-# the same for sysfs, where some attributes refuse reads (EIO, ENODEV)
-walk_sys() { "$build/walk" "$@" | cut -d' ' -f5; }
+field() { cut -d' ' -f"$1"; }
+# waits for the server $2, started in the foreground, to have mounted $1
+# (loading 10^5 devices may take minutes on a busy machine)
+wait_mount() {
+	while ! mountpoint -q "$1"; do
+		kill -0 "$2" 2>/dev/null || { echo "fs-bench: the server of $1 exited" >&2; exit 1; }
+		sleep 0.01
+	done
+}
+# unmounts $1, waits for the server $2 to exit; prints the requests it logged ($3)
+stop() {
+	fusermount3 -u "$1"
+	while kill -0 "$2" 2>/dev/null; do sleep 0.01; done
+	sed -n 's/.*fuse requests: \([0-9]*\).*/\1/p' "$3" | tail -1
+}
+start_driverfs() {
+	"$build/driverfsd" -f --snapshot "$snap" "$mnt" 2>"$work/driverfs.log" &
+	dpid=$!
+	wait_mount "$mnt" "$dpid"
+}
+start_minfs() {
+	"$build/minfs" -f "$tmp" "$min" 2>"$work/minfs.log" &
+	mpid=$!
+	wait_mount "$min" "$mpid"
+}
+ratio() { echo "$1 / $2" | bc -l; }
 
-sys_files=$("$build/walk" /sys/devices | cut -d' ' -f2)
-printf "%-8s %-22s %10s %10s %8s\n" devices measure driverfs tmpfs ratio
+echo "fs-bench $(date -u +%F) on $(nproc) cores; $(uptime)"
+printf "%-8s %-24s %10s %10s %10s %8s %8s\n" devices measure driverfs tmpfs minfs d/tmpfs d/minfs
 for n in "${sizes[@]}"; do
 	snap=$work/snap-$n.json
 	$py "$here/bench/gen-snapshot.py" "$n" "$snap"
@@ -51,36 +82,74 @@ for n in "${sizes[@]}"; do
 	"$build/driverfsd" --snapshot "$snap" "$mnt" 2>/dev/null
 	t1=$(date +%s.%N)
 	pid=$(pgrep -nf "driverfsd --snapshot $snap")
-	mount -t tmpfs -o size=8g driverfs-bench "$tmp"
+	rss_load=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+	mount -t tmpfs -o size=16g driverfs-bench "$tmp"
 	cp -a "$mnt/." "$tmp/"
-	files=$("$build/walk" "$mnt" | cut -d' ' -f2)
+	line=$("$build/walk" "$mnt")
+	entries=$(( $(echo "$line" | field 1) + $(echo "$line" | field 2) + $(echo "$line" | field 3) ))
 	walk "$tmp" >/dev/null
+	start_minfs
 
 	declare -A res=()
 	for r in $(seq "$rounds"); do
-		# warm: the second of two walks in a row
-		walk "$mnt" >/dev/null; res[warm_d]+="$(walk "$mnt") "
-		walk "$tmp" >/dev/null; res[warm_t]+="$(walk "$tmp") "
-		res[stat_d]+="$(walk --stat "$mnt") "; res[stat_t]+="$(walk --stat "$tmp") "
-		drop; res[cold_d]+="$(walk "$mnt") "
-		drop; res[cold_t]+="$(walk "$tmp") "
+		for k in d:$mnt t:$tmp m:$min; do
+			w=${k%%:*} dir=${k#*:}
+			walk "$dir" >/dev/null
+			line=$(walk "$dir")
+			res[warm_$w]+="$(echo "$line" | field 5) "
+			res[p50_$w]+="$(echo "$line" | field 7) "
+			res[p99_$w]+="$(echo "$line" | field 8) "
+			res[stat_$w]+="$(walk --stat "$dir" | field 5) "
+		done
+		[ "$r" -eq 1 ] && rss_walk=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+		# cold: fresh servers, the kernel's caches dropped
+		fusermount3 -u "$mnt"
+		while kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
+		stop "$min" "$mpid" "$work/minfs.log" >/dev/null
+		start_driverfs
+		drop; res[cold_d]+="$(walk "$mnt" | field 5) "
+		res[req_d]+="$(stop "$mnt" "$dpid" "$work/driverfs.log") "
+		drop; res[cold_t]+="$(walk "$tmp" | field 5) "
+		start_minfs
+		drop; res[cold_m]+="$(walk "$min" | field 5) "
+		res[req_m]+="$(stop "$min" "$mpid" "$work/minfs.log") "
+		"$build/driverfsd" --snapshot "$snap" "$mnt" 2>/dev/null
+		pid=$(pgrep -nf "driverfsd --snapshot $snap")
+		start_minfs
 	done
-	for m in warm stat cold; do
-		d=$(echo ${res[${m}_d]} | tr ' ' '\n' | median)
-		t=$(echo ${res[${m}_t]} | tr ' ' '\n' | median)
-		label=$([ $m = stat ] && echo "stat every entry" || echo "$m walk+read")
-		printf "%-8s %-22s %9.3fs %9.3fs %7.2fx\n" "$n" "$label" "$d" "$t" \
-			"$(echo "$d / $t" | bc -l)"
+	med() { echo ${res[$1]} | tr ' ' '\n' | median; }
+	for m in warm stat p50 p99 cold; do
+		d=$(med ${m}_d) t=$(med ${m}_t) mi=$(med ${m}_m)
+		case $m in
+		warm) label="warm walk+read (s)" ;;
+		stat) label="warm stat all (s)" ;;
+		p50) label="read latency p50 (us)" ;;
+		p99) label="read latency p99 (us)" ;;
+		cold) label="cold walk+read (s)" ;;
+		esac
+		printf "%-8s %-24s %10.3f %10.3f %10.3f %7.2fx %7.2fx\n" "$n" "$label" "$d" "$t" "$mi" \
+			"$(ratio "$d" "$t")" "$(ratio "$d" "$mi")"
 	done
-	rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
-	printf "%-8s %-22s %9.3fs   (%d files; %.0f devices/s)\n" "$n" "load (mount ready)" \
-		"$(echo "$t1 - $t0" | bc -l)" "$files" "$(echo "$n / ($t1 - $t0)" | bc -l)"
-	printf "%-8s %-22s %8.2f KiB per device (RSS %d KiB)\n" "$n" "daemon memory" \
-		"$(echo "$rss / $n" | bc -l)" "$rss"
+	rd=$(med req_d) rm_=$(med req_m)
+	printf "%-8s %-24s %10d %10s %10d   per entry: driverfs %.2f, minfs %.2f (%d entries)\n" \
+		"$n" "cold FUSE requests" "$rd" - "$rm_" "$(ratio "$rd" "$entries")" \
+		"$(ratio "$rm_" "$entries")" "$entries"
+	printf "%-8s %-24s %9.3fs   (%.0f devices/s)\n" "$n" "load (mount ready)" \
+		"$(echo "$t1 - $t0" | bc -l)" "$(echo "$n / ($t1 - $t0)" | bc -l)"
+	printf "%-8s %-24s %8.2f KiB/device after load, %.2f after a walk (RSS %d, %d KiB)\n" \
+		"$n" "daemon memory" "$(ratio "$rss_load" "$n")" "$(ratio "$rss_walk" "$n")" \
+		"$rss_load" "$rss_walk"
 	fusermount3 -u "$mnt"
+	fusermount3 -u "$min"
 	umount "$tmp"
 	rm -f "$snap"
+	unset res
 done
-sys=$(for r in $(seq "$rounds"); do walk_sys /sys/devices; done | median)
-printf "host     %-22s %9.3fs for %d sysfs files: %.1f us per file\n" "sysfs walk+read" "$sys" \
-	"$sys_files" "$(echo "$sys / $sys_files * 1000000" | bc -l)"
+# the host's sysfs, per entry (its size is the host's)
+line=$("$build/walk" /sys/devices)
+sys_entries=$(( $(echo "$line" | field 1) + $(echo "$line" | field 2) + $(echo "$line" | field 3) ))
+sys=$(for r in $(seq "$rounds"); do "$build/walk" /sys/devices | field 5; done | median)
+sys_stat=$(for r in $(seq "$rounds"); do "$build/walk" --stat /sys/devices | field 5; done | median)
+printf "host     %-24s %9.3fs for %d entries: %.2f us per entry (stat: %.2f us)\n" \
+	"/sys/devices walk+read" "$sys" "$sys_entries" "$(echo "$sys / $sys_entries * 1000000" | bc -l)" \
+	"$(echo "$sys_stat / $sys_entries * 1000000" | bc -l)"

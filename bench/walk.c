@@ -3,8 +3,10 @@
  * walk - the load of the filesystem benchmark: walks a tree as `find | xargs
  * cat` would (every directory read, every file opened, read to the end and
  * closed, every link read), on one thread, and prints one line:
- *   <dirs> <files> <links> <bytes> <seconds> <errors>
- * With --stat it only lstat()s every entry instead of reading it.
+ *   <dirs> <files> <links> <bytes> <seconds> <errors> <p50-us> <p99-us>
+ * the last two being the latency of reading one file (open, read to the end,
+ * close) in microseconds. With --stat it only lstat()s every entry instead of
+ * reading it (and the percentiles are those of one lstat).
  *
  *   walk [--stat] DIR
  */
@@ -21,7 +23,43 @@
 struct counts {
 	unsigned long dirs, files, links, bytes, errors;
 	int stat_only;
+	double *lat; /* microseconds per file */
+	size_t n_lat, cap_lat;
 };
+
+static double now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void record(struct counts *c, double us)
+{
+	if (c->n_lat == c->cap_lat) {
+		size_t cap = c->cap_lat ? c->cap_lat * 2 : 4096;
+		double *v = realloc(c->lat, cap * sizeof(*v));
+		if (!v)
+			return; /* the percentiles then miss some files */
+		c->lat = v;
+		c->cap_lat = cap;
+	}
+	c->lat[c->n_lat++] = us;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double percentile(struct counts *c, double p)
+{
+	if (!c->n_lat)
+		return 0;
+	size_t i = (size_t)(p * (double)(c->n_lat - 1) + 0.5);
+	return c->lat[i];
+}
 
 static void walk(int dirfd, struct counts *c)
 {
@@ -39,7 +77,10 @@ static void walk(int dirfd, struct counts *c)
 			continue;
 		if (c->stat_only && e->d_type != DT_DIR) {
 			struct stat st;
-			if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			double t0 = now_us();
+			int r = fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW);
+			record(c, now_us() - t0);
+			if (r < 0)
 				c->errors++;
 			else if (S_ISLNK(st.st_mode))
 				c->links++;
@@ -63,6 +104,7 @@ static void walk(int dirfd, struct counts *c)
 				c->links++;
 			break;
 		case DT_REG: {
+			double t0 = now_us();
 			int fd = openat(dirfd, e->d_name, O_RDONLY | O_CLOEXEC);
 			if (fd < 0) {
 				/* write-only files (sysfs' remove, rescan) are not errors */
@@ -78,6 +120,7 @@ static void walk(int dirfd, struct counts *c)
 				c->errors++;
 			c->files++;
 			close(fd);
+			record(c, now_us() - t0);
 			break;
 		}
 		default:
@@ -108,7 +151,10 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	walk(fd, &c);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("%lu %lu %lu %lu %.6f %lu\n", c.dirs, c.files, c.links, c.bytes,
-	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, c.errors);
+	qsort(c.lat, c.n_lat, sizeof(*c.lat), cmp_double);
+	printf("%lu %lu %lu %lu %.6f %lu %.2f %.2f\n", c.dirs, c.files, c.links, c.bytes,
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, c.errors,
+	       percentile(&c, 0.5), percentile(&c, 0.99));
+	free(c.lat);
 	return 0;
 }

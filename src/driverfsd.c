@@ -549,6 +549,9 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1");
 	dm_service_free(service);
 	service = NULL;
+	char stats[512];
+	if (dm_fs_format_stats(fs, stats, sizeof(stats)) >= 0)
+		log_info("%s", stats);
 	dm_logind_stop(logind);
 	if (r < 0)
 		log_err("session ended: %s", strerror(-r));

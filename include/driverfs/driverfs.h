@@ -32,12 +32,16 @@ struct dm_interface;
 /* ---- attributes --------------------------------------------------------- */
 
 enum dm_attr_flags {
-	/* The value changes without the model being told (a sysfs value, the
-	 * power state): never cache it. */
+	/* The value changes without the model being told (a sysfs value
+	 * passed through): never cache it. */
 	DM_ATTR_LIVE = 1u << 0,
 	/* The value may exceed DM_ATTR_MAX (show_alloc): its size is measured
 	 * rather than assumed. */
 	DM_ATTR_UNBOUNDED = 1u << 1,
+	/* The value changes, and the model announces each change (the
+	 * listener's power_changed or device_changed): it may be cached until
+	 * then. */
+	DM_ATTR_ANNOUNCED = 1u << 2,
 };
 
 struct dm_attribute;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,5 +373,9 @@ int dm_snapshot_load(struct dm_model *m, const char *path, char *err, size_t siz
 		r = load_devices(m, devices, err, size);
 out_doc:
 	json_object_put(doc);
+	/* The parsed document, several times the model's size, was freed as a
+	 * whole: give its pages back rather than keep them for a daemon's
+	 * life. */
+	malloc_trim(0);
 	return r;
 }

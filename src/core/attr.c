@@ -210,11 +210,11 @@ static int kernel_driver_show(struct dm_device *dev, const struct dm_attribute *
 }
 
 static const struct dm_attribute power_attr = {
-	.name = "power", .mode = 0644, .flags = DM_ATTR_LIVE,
+	.name = "power", .mode = 0644, .flags = DM_ATTR_ANNOUNCED,
 	.show = power_show, .store = power_store,
 };
 static const struct dm_attribute power_error_attr = {
-	.name = "power_error", .mode = 0444, .flags = DM_ATTR_LIVE, .show = power_error_show,
+	.name = "power_error", .mode = 0444, .flags = DM_ATTR_ANNOUNCED, .show = power_error_show,
 };
 static const struct dm_attribute power_log_attr = {
 	.name = "power_log", .mode = 0444, .flags = DM_ATTR_LIVE | DM_ATTR_UNBOUNDED,

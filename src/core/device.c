@@ -210,6 +210,34 @@ struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const
 	return dm_hashmap_get(&dev->model->by_child, key);
 }
 
+uint64_t dm_device_hash_sysname(uintptr_t item, void *ctx)
+{
+	(void)ctx;
+	return dm_hash_string(dm_device_get_sysname((const struct dm_device *)item));
+}
+
+struct listed_match {
+	const char *sysname;
+	bool (*match)(struct dm_device *, void *);
+	void *data;
+};
+
+static bool listed_match(uintptr_t item, void *data)
+{
+	const struct listed_match *l = data;
+	struct dm_device *dev = (struct dm_device *)item;
+	return strcmp(dm_device_get_sysname(dev), l->sysname) == 0 && !dm_device_is_dead(dev) &&
+	       l->match(dev, l->data);
+}
+
+struct dm_device *dm_model_find_listed_locked(struct dm_model *m, const char *sysname,
+					      bool (*match)(struct dm_device *, void *), void *data)
+{
+	struct listed_match l = { .sysname = sysname, .match = match, .data = data };
+	return (struct dm_device *)dm_idset_find(&m->by_sysname, dm_hash_string(sysname),
+						 listed_match, &l);
+}
+
 struct dm_bus *dm_device_get_bus_locked(const struct dm_device *dev)
 {
 	return dev->bus;
@@ -329,6 +357,9 @@ int dm_device_add(struct dm_device *dev, struct dm_device *parent)
 	r = dm_hashmap_put(&m->by_id, &dev->id, dev);
 	if (r < 0)
 		goto out_devpath;
+	r = dm_idset_add(&m->by_sysname, (uintptr_t)dev);
+	if (r < 0)
+		goto out_id;
 
 	dev->parent = dm_device_ref(parent);
 	tree_link_locked(dev, parent);
@@ -350,6 +381,8 @@ int dm_device_add(struct dm_device *dev, struct dm_device *parent)
 		dm_device_attach(dev);
 	return 0;
 
+out_id:
+	dm_hashmap_remove(&m->by_id, &dev->id);
 out_devpath:
 	if (dev->devpath)
 		dm_hashmap_remove(&m->by_devpath, dev->devpath);
@@ -396,6 +429,7 @@ static void device_del_one(struct dm_device *dev)
 	if (m->listener && m->listener->device_removed)
 		m->listener->device_removed(dev, m->listener_data);
 	dm_hashmap_remove(&m->by_id, &dev->id);
+	dm_idset_remove(&m->by_sysname, (uintptr_t)dev);
 	if (dev->devpath && dm_hashmap_get(&m->by_devpath, dev->devpath) == dev)
 		dm_hashmap_remove(&m->by_devpath, dev->devpath);
 	if (dev->child_key)
@@ -440,12 +474,26 @@ void dm_device_del(struct dm_device *dev)
 	dm_device_unref(dev);
 }
 
-/* The power state and the power error are shown live (DM_ATTR_LIVE): the
- * filesystem reads them afresh every time, so changing them tells no
- * listener. */
+unsigned dm_device_get_changes(const struct dm_device *dev)
+{
+	return atomic_load(&dev->changes);
+}
+
+/* The power files may be cached (DM_ATTR_ANNOUNCED): each change counts and
+ * is announced, without the lock, which a PM walk does not hold. The
+ * listener is set before and cleared after any PM transition runs. */
+static void power_changed(struct dm_device *dev)
+{
+	struct dm_model *m = dev->model;
+	atomic_fetch_add(&dev->changes, 1);
+	if (m->listener && m->listener->power_changed)
+		m->listener->power_changed(dev, m->listener_data);
+}
+
 void dm_device_set_power(struct dm_device *dev, enum dm_power_state st)
 {
-	atomic_store(&dev->power, st);
+	if (atomic_exchange(&dev->power, st) != st)
+		power_changed(dev);
 }
 
 int dm_device_set_power_error(struct dm_device *dev, const char *msg)
@@ -460,6 +508,8 @@ int dm_device_set_power_error(struct dm_device *dev, const char *msg)
 	if (r == 0)
 		atomic_store_explicit(&dev->has_power_error, !clear, memory_order_release);
 	dm_model_unlock(m);
+	if (r == 0)
+		power_changed(dev);
 	return r;
 }
 

@@ -5,6 +5,7 @@
 
 #include "hashmap.h"
 #include "list.h"
+#include "idset.h"
 #include "model.h"
 
 #include <stdatomic.h>
@@ -22,6 +23,7 @@ struct dm_model {
 	struct dm_hashmap by_id; /* uint64_t id -> device */
 	struct dm_hashmap by_devpath; /* devpath -> device */
 	struct dm_hashmap by_child; /* "<parent id>/<name>" -> device */
+	struct dm_idset by_sysname; /* devices by the name listings give them */
 	uint64_t next_id;
 	size_t n_devices;
 	/* The global list as an array, rebuilt on demand after it changed: a
@@ -70,6 +72,7 @@ struct dm_device {
 	struct dm_device *parent;
 	struct dm_list global;
 	struct dm_model *model;
+	atomic_uint changes; /* counts changes of its files (dm_device_get_changes()) */
 	size_t order_index; /* in model->order, while it is valid */
 	uint64_t add_seq; /* model->add_seq when added */
 
@@ -164,6 +167,8 @@ int dm_walk_devices(struct dm_list *head, size_t off, dm_device_fn fn, void *dat
 void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev);
 void dm_model_notify_driver_locked(struct dm_model *m, struct dm_driver *drv);
 const struct dm_attribute_group *dm_core_device_group(void);
+/* by_sysname's hash: of the device's kernel name. */
+uint64_t dm_device_hash_sysname(uintptr_t item, void *ctx);
 void dm_device_values_free(struct dm_device *dev);
 
 #endif

@@ -24,6 +24,7 @@ int dm_model_new(struct dm_model **ret)
 	dm_hashmap_init(&m->by_id, dm_hash_u64, dm_cmp_u64);
 	dm_hashmap_init(&m->by_devpath, dm_hash_string, dm_cmp_string);
 	dm_hashmap_init(&m->by_child, dm_hash_string, dm_cmp_string);
+	dm_idset_init(&m->by_sysname, dm_device_hash_sysname, NULL);
 	m->next_id = 1;
 
 	struct dm_device *root;
@@ -44,6 +45,7 @@ out_free:
 	dm_hashmap_done(&m->by_id);
 	dm_hashmap_done(&m->by_devpath);
 	dm_hashmap_done(&m->by_child);
+	dm_idset_done(&m->by_sysname);
 	pthread_rwlock_destroy(&m->lock);
 	pthread_mutex_destroy(&m->order_lock);
 	free(m->order);
@@ -86,6 +88,7 @@ void dm_model_free(struct dm_model *m)
 	dm_hashmap_done(&m->by_id);
 	dm_hashmap_done(&m->by_devpath);
 	dm_hashmap_done(&m->by_child);
+	dm_idset_done(&m->by_sysname);
 	pthread_rwlock_destroy(&m->lock);
 	pthread_mutex_destroy(&m->order_lock);
 	free(m->order);
@@ -132,6 +135,7 @@ void dm_model_unlock(struct dm_model *m)
 
 void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev)
 {
+	atomic_fetch_add(&dev->changes, 1);
 	if (m->listener && m->listener->device_changed)
 		m->listener->device_changed(dev, m->listener_data);
 }

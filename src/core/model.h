@@ -54,6 +54,9 @@ struct dm_model_listener {
 	void (*device_changed)(struct dm_device *dev, void *data);
 	/* @drv was registered on its bus, or unregistered (may be NULL) */
 	void (*driver_changed)(struct dm_driver *drv, void *data);
+	/* @dev's power state or power error changed. Called with or without
+	 * the lock (a PM walk holds none), on the thread that changed it. */
+	void (*power_changed)(struct dm_device *dev, void *data);
 };
 
 /* The power-state transitions the `power` file asks for; set by the PM engine. */
@@ -187,6 +190,11 @@ int dm_driver_get_priority(const struct dm_driver *drv);
 /* Tree accessors; call with the lock held. No references are taken. */
 struct dm_device *dm_device_get_parent_locked(const struct dm_device *dev);
 struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const char *name);
+/* The live device a bus, class, interface or driver listing names @sysname
+ * (dm_device_get_sysname()) for which @match is true, in O(1): @match tells
+ * whether it is in the listing. No reference taken. */
+struct dm_device *dm_model_find_listed_locked(struct dm_model *m, const char *sysname,
+					      bool (*match)(struct dm_device *, void *), void *data);
 struct dm_bus *dm_device_get_bus_locked(const struct dm_device *dev);
 struct dm_class *dm_device_get_class_locked(const struct dm_device *dev);
 struct dm_interface *dm_device_get_interface_locked(const struct dm_device *dev);
@@ -203,9 +211,12 @@ int dm_device_attach(struct dm_device *dev);
 /* Calls remove() and unbinds. */
 void dm_device_release_driver(struct dm_device *dev);
 
-/* Power state, as set by the PM engine. The power files are live, so this
- * announces nothing to the listener. */
+/* Power state, as set by the PM engine; a change is announced to the
+ * listener (power_changed). */
 void dm_device_set_power(struct dm_device *dev, enum dm_power_state st);
+/* How many times @dev's files changed (values, driver, power state or
+ * error): a cache of them is current while this is. Any thread, no lock. */
+unsigned dm_device_get_changes(const struct dm_device *dev);
 /* The last PM failure ("" when none); set with the write lock taken inside. */
 int dm_device_set_power_error(struct dm_device *dev, const char *msg);
 int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size);

@@ -7,7 +7,9 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <fuse_lowlevel.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,19 +18,72 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Names and static values change only with the model, and whatever changes
- * the model after the mount must invalidate what the kernel cached (see
- * DESIGN.md section 11); so the kernel may keep them long. Live values
- * (power state, pm/) are revalidated at every access instead: attribute
- * timeout 0 and an mtime that moves, with FUSE_CAP_AUTO_INVAL_DATA. */
+/* Names, static values and the power files change only with the model,
+ * and whatever changes the model after the mount invalidates what the
+ * kernel cached (see DESIGN.md section 11); so the kernel may keep them
+ * long, and a warm walk costs no request at all. Live values (pm/, passed
+ * through from sysfs, which changes them unseen) are revalidated at every
+ * access instead: attribute timeout 0 and an mtime that moves, with
+ * FUSE_CAP_AUTO_INVAL_DATA. */
 #define ENTRY_TIMEOUT 3600.0
 #define ATTR_TIMEOUT 3600.0
+
+/* The requests counted, per operation (dm_fs_format_stats()). */
+enum fs_op {
+	FS_OP_INIT,
+	FS_OP_LOOKUP,
+	FS_OP_FORGET,
+	FS_OP_FORGET_MULTI,
+	FS_OP_GETATTR,
+	FS_OP_SETATTR,
+	FS_OP_READLINK,
+	FS_OP_OPENDIR,
+	FS_OP_READDIR,
+	FS_OP_READDIRPLUS,
+	FS_OP_OPEN,
+	FS_OP_READ,
+	FS_OP_WRITE,
+	FS_OP_STATFS,
+	FS_OP_MKNOD,
+	FS_OP_CREATE,
+	FS_OP_MKDIR,
+	FS_OP_UNLINK,
+	FS_OP_SYMLINK,
+	FS_OP_RENAME,
+	FS_OP_LINK,
+	FS_OP_N,
+};
+
+static const char *const fs_op_names[FS_OP_N] = {
+	[FS_OP_INIT] = "init",
+	[FS_OP_LOOKUP] = "lookup",
+	[FS_OP_FORGET] = "forget",
+	[FS_OP_FORGET_MULTI] = "forget_multi",
+	[FS_OP_GETATTR] = "getattr",
+	[FS_OP_SETATTR] = "setattr",
+	[FS_OP_READLINK] = "readlink",
+	[FS_OP_OPENDIR] = "opendir",
+	[FS_OP_READDIR] = "readdir",
+	[FS_OP_READDIRPLUS] = "readdirplus",
+	[FS_OP_OPEN] = "open",
+	[FS_OP_READ] = "read",
+	[FS_OP_WRITE] = "write",
+	[FS_OP_STATFS] = "statfs",
+	[FS_OP_MKNOD] = "mknod",
+	[FS_OP_CREATE] = "create",
+	[FS_OP_MKDIR] = "mkdir",
+	[FS_OP_UNLINK] = "unlink",
+	[FS_OP_SYMLINK] = "symlink",
+	[FS_OP_RENAME] = "rename",
+	[FS_OP_LINK] = "link",
+};
 
 /* What the kernel may have cached that a model change made stale. */
 struct inval {
 	struct dm_device *dev; /* referenced; NULL for a driver's */
 	char *entry; /* a driver's: its name in listings[0] */
 	bool added; /* a new device: the listings that now hold it */
+	bool power; /* only its power files changed */
 	char *listings[5]; /* "bus/pci/devices", "class/block/disk" ... */
 	uint64_t parent_id; /* added: the parent device, whose directory lists it */
 };
@@ -40,8 +95,9 @@ struct dm_fs {
 	struct timespec start;
 	bool mounted;
 	bool no_open; /* the kernel skips open/release of files (set at init) */
+	bool no_opendir; /* ... and opendir/releasedir of directories */
 	pthread_mutex_t dirs_lock;
-	struct dir_snapshot *dirs; /* listings opened and not released yet */
+	struct dir_snapshot *dirs; /* listings being read, one per directory */
 
 	/* The notifier: invalidations are queued by the model's listener
 	 * (under the model lock, so it only queues) and sent by a thread of
@@ -55,6 +111,10 @@ struct dm_fs {
 	pthread_t inval_thread;
 	uint64_t inval_sent; /* batches done, for dm_fs_sync_invalidations() */
 	uint64_t inval_queued;
+
+	/* requests served, counted without a lock: a relaxed atomic add
+	 * per request costs nothing beside the request itself */
+	atomic_uint_fast64_t requests[FS_OP_N];
 };
 
 /* ---- directory views: one walker serves lookup and readdir ---- */
@@ -343,6 +403,17 @@ static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st,
 		st->st_mode = S_IFREG | (fi.mode & 0777);
 		st->st_nlink = 1;
 		st->st_size = 4096;
+		/* Cached values: the mtime moves with each change of the
+		 * device's files, so that an invalidation of the attributes
+		 * alone (which waits for no page lock) drops stale pages too. */
+		unsigned changes = dm_device_get_changes(n->t.dev);
+		st->st_mtim.tv_sec += changes / 1000000000u;
+		st->st_mtim.tv_nsec += changes % 1000000000u;
+		if (st->st_mtim.tv_nsec >= 1000000000) {
+			st->st_mtim.tv_sec++;
+			st->st_mtim.tv_nsec -= 1000000000;
+		}
+		st->st_ctim = st->st_mtim;
 		if (fi.flags & DM_ATTR_LIVE) {
 			/* a moving mtime makes the kernel drop cached pages */
 			clock_gettime(CLOCK_REALTIME, &st->st_mtim);
@@ -382,9 +453,27 @@ static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st,
 
 /* ---- operations ---- */
 
-static struct dm_fs *req_fs(fuse_req_t req)
+/* The filesystem of @req, counting one request of @op. */
+static struct dm_fs *req_fs(fuse_req_t req, enum fs_op op)
 {
-	return fuse_req_userdata(req);
+	struct dm_fs *fs = fuse_req_userdata(req);
+	atomic_fetch_add_explicit(&fs->requests[op], 1, memory_order_relaxed);
+	return fs;
+}
+
+int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size)
+{
+	uint64_t total = 0, n[FS_OP_N];
+	for (int i = 0; i < FS_OP_N; i++) {
+		n[i] = atomic_load_explicit(&fs->requests[i], memory_order_relaxed);
+		total += n[i];
+	}
+	int len = snprintf(buf, size, "fuse requests: %" PRIu64, total);
+	for (int i = 0; i < FS_OP_N && len >= 0 && (size_t)len < size; i++)
+		if (n[i])
+			len += snprintf(buf + len, size - (size_t)len, " %s=%" PRIu64,
+					fs_op_names[i], n[i]);
+	return len < 0 || (size_t)len >= size ? -ENOBUFS : len;
 }
 
 struct find_ctx {
@@ -404,9 +493,70 @@ static int find_emit(void *ctx, const char *name, const struct fs_target *t, mod
 	return 1;
 }
 
+/* Whether a device is in the listing @data (a struct fs_target of a bus,
+ * class, interface or driver listing). */
+static bool in_listing(struct dm_device *dev, void *data)
+{
+	const struct fs_target *d = data;
+	switch (d->kind) {
+	case FS_BUS_DEVICES:
+		return dm_device_get_bus_locked(dev) == d->bus;
+	case FS_CLASS_DEVICES:
+		return dm_device_get_class_locked(dev) == d->class;
+	case FS_IFACE:
+		return dm_device_get_interface_locked(dev) == d->iface;
+	case FS_DRIVER:
+		return dm_device_get_driver_locked(dev) == d->drv;
+	default:
+		return false;
+	}
+}
+
+/* Finds @name in the directory @dir without walking it where an index
+ * serves: a device's children, the links of bus, class, interface and
+ * driver listings (which may hold 10^5 entries). Lock held. */
+static bool find_indexed_locked(struct dm_fs *fs, const struct fs_ref *dir, const char *name,
+				struct fs_target *ret)
+{
+	const struct fs_target *d = &dir->t;
+	struct dm_device *dev;
+	switch (d->kind) {
+	case FS_DEV:
+		if (dm_device_is_dead(d->dev))
+			return false;
+		dev = dm_device_find_child_locked(d->dev, name);
+		if (!dev || dm_device_is_dead(dev))
+			return false;
+		*ret = (struct fs_target){ .kind = FS_DEV, .dev = dev };
+		return true;
+	case FS_DRIVER:
+		if (!dm_driver_is_registered_locked(d->drv))
+			return false;
+		/* fall through */
+	case FS_BUS_DEVICES:
+	case FS_CLASS_DEVICES:
+	case FS_IFACE:
+		dev = dm_model_find_listed_locked(fs->model, name, in_listing, (void *)d);
+		if (!dev)
+			return false;
+		*ret = (struct fs_target){ .kind = FS_LINK, .dev = dev };
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Whether the directory @dir is a listing find_indexed_locked() answers
+ * for every name (a device directory also holds files). */
+static bool fully_indexed(const struct fs_ref *dir)
+{
+	return dir->t.kind == FS_BUS_DEVICES || dir->t.kind == FS_CLASS_DEVICES ||
+	       dir->t.kind == FS_IFACE || dir->t.kind == FS_DRIVER;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_LOOKUP);
 	struct fs_ref dir;
 	int r = fs_table_get(fs->table, parent, &dir);
 	if (r < 0) {
@@ -416,15 +566,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct find_ctx f = { .name = name };
 	uint64_t ino = 0, gen = 0;
 	dm_model_read_lock(fs->model);
-	/* device directories can be large: try the child index first */
-	if (dir.t.kind == FS_DEV && !dm_device_is_dead(dir.t.dev)) {
-		struct dm_device *child = dm_device_find_child_locked(dir.t.dev, name);
-		if (child && !dm_device_is_dead(child)) {
-			f.found = (struct fs_target){ .kind = FS_DEV, .dev = child };
-			f.ok = true;
-		}
-	}
-	r = f.ok ? 0 : walk_dir(fs, &dir, find_emit, &f);
+	f.ok = find_indexed_locked(fs, &dir, name, &f.found);
+	r = f.ok || fully_indexed(&dir) ? 0 : walk_dir(fs, &dir, find_emit, &f);
 	if (r == 0 && !f.ok)
 		r = -ENOENT;
 	/* references are taken before the lock is dropped */
@@ -455,13 +598,13 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	fs_table_forget(req_fs(req)->table, ino, nlookup);
+	fs_table_forget(req_fs(req, FS_OP_FORGET)->table, ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_FORGET_MULTI);
 	for (size_t i = 0; i < count; i++)
 		fs_table_forget(fs->table, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
@@ -469,7 +612,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_GETATTR);
 	struct fs_ref n;
 	struct stat st;
 	(void)fi;
@@ -494,7 +637,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_SETATTR);
 	struct fs_ref n;
 	struct stat st;
 	(void)attr;
@@ -519,7 +662,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_READLINK);
 	struct fs_ref n;
 	char target[PATH_MAX];
 	int r = fs_table_get(fs->table, ino, &n);
@@ -541,11 +684,13 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, target);
 }
 
-/* A directory listing, taken whole at opendir. */
+/* A directory listing, taken whole when a listing starts (offset 0) and
+ * kept until it was read to its end, so that each of the replies it takes
+ * comes from the same listing. */
 struct dir_entry {
 	char *name;
 	mode_t type;
-	struct fs_target t; /* holds references on t.dev and t.drv */
+	struct fs_target t; /* holds references (fs_target_ref()) */
 	char *group; /* owned copy behind t.group */
 };
 
@@ -554,8 +699,8 @@ struct dir_snapshot {
 	size_t n, cap;
 	uint64_t ino;
 	int err;
-	/* on dm_fs's list of open listings, for those the kernel never
-	 * releases (a session that ends with directories open) */
+	unsigned refs; /* under dirs_lock: the list's and each user's */
+	/* on dm_fs's list of listings being read */
 	struct dir_snapshot *prev, *next;
 };
 
@@ -583,8 +728,7 @@ static int snapshot_emit(void *ctx, const char *name, const struct fs_target *t,
 	}
 	/* the walk runs under the model lock: references are safe to take */
 	e->t.group = e->group;
-	dm_device_ref(e->t.dev);
-	dm_driver_ref(e->t.drv);
+	fs_target_ref(&e->t);
 	s->n++;
 	return 0;
 }
@@ -594,29 +738,61 @@ static void snapshot_free(struct dir_snapshot *s)
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->v[i].name);
 		free(s->v[i].group);
-		dm_device_unref(s->v[i].t.dev);
-		dm_driver_unref(s->v[i].t.drv);
+		fs_target_unref(&s->v[i].t);
 	}
 	free(s->v);
 	free(s);
 }
 
-static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void snapshot_unlink_locked(struct dm_fs *fs, struct dir_snapshot *s)
 {
-	struct dm_fs *fs = req_fs(req);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		fs->dirs = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->prev = s->next = NULL;
+}
+
+static void snapshot_put(struct dm_fs *fs, struct dir_snapshot *s)
+{
+	pthread_mutex_lock(&fs->dirs_lock);
+	bool last = --s->refs == 0;
+	pthread_mutex_unlock(&fs->dirs_lock);
+	if (last)
+		snapshot_free(s);
+}
+
+/* The listing of @ino for a reply at @off: a new one at offset 0 (or when
+ * none is kept), else the one kept since offset 0. Release with
+ * snapshot_put(). */
+static int snapshot_get(struct dm_fs *fs, uint64_t ino, off_t off, struct dir_snapshot **ret)
+{
+	struct dir_snapshot *s = NULL;
+	pthread_mutex_lock(&fs->dirs_lock);
+	if (off > 0)
+		for (s = fs->dirs; s && s->ino != ino; s = s->next)
+			;
+	if (s) {
+		s->refs++;
+		pthread_mutex_unlock(&fs->dirs_lock);
+		*ret = s;
+		return 0;
+	}
+	pthread_mutex_unlock(&fs->dirs_lock);
+
 	struct fs_ref dir;
 	int r = fs_table_get(fs->table, ino, &dir);
-	if (r < 0) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	struct dir_snapshot *s = calloc(1, sizeof(*s));
+	if (r < 0)
+		return r;
+	s = calloc(1, sizeof(*s));
 	if (!s) {
 		fs_ref_release(&dir);
-		fuse_reply_err(req, ENOMEM);
-		return;
+		return -ENOMEM;
 	}
 	s->ino = ino;
+	s->refs = 2;
 	dm_model_read_lock(fs->model);
 	r = walk_dir(fs, &dir, snapshot_emit, s);
 	dm_model_unlock(fs->model);
@@ -625,34 +801,72 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		r = s->err;
 	if (r < 0) {
 		snapshot_free(s);
-		fuse_reply_err(req, -r);
-		return;
+		return r;
 	}
 	pthread_mutex_lock(&fs->dirs_lock);
+	/* one listing kept per directory: the newest */
+	struct dir_snapshot *old = fs->dirs;
+	while (old && old->ino != ino)
+		old = old->next;
+	if (old) {
+		snapshot_unlink_locked(fs, old);
+		old->refs--;
+	}
 	s->next = fs->dirs;
 	if (fs->dirs)
 		fs->dirs->prev = s;
 	fs->dirs = s;
+	bool free_old = old && old->refs == 0;
 	pthread_mutex_unlock(&fs->dirs_lock);
-	fi->fh = (uint64_t)(uintptr_t)s;
+	if (free_old)
+		snapshot_free(old);
+	*ret = s;
+	return 0;
+}
+
+/* A reply past the last entry ends the listing: the kernel has it all. */
+static void snapshot_done(struct dm_fs *fs, struct dir_snapshot *s, off_t off)
+{
+	bool drop = false;
+	pthread_mutex_lock(&fs->dirs_lock);
+	if (off >= (off_t)s->n + 2 && (s->prev || s->next || fs->dirs == s)) {
+		snapshot_unlink_locked(fs, s);
+		drop = --s->refs == 0;
+	}
+	pthread_mutex_unlock(&fs->dirs_lock);
+	if (drop)
+		snapshot_free(s);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req, FS_OP_OPENDIR);
+	if (fs->no_opendir) {
+		/* once: the kernel then lists directories without opening
+		 * them, keeping each listing until it is invalidated */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	/* the kernel may keep the listing: what changes the tree invalidates it */
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
 }
 
+/* Offsets: 0 ".", 1 "..", 2 + i the i-th entry of the listing. */
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
-	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
+	struct dm_fs *fs = req_fs(req, FS_OP_READDIR);
+	struct dir_snapshot *s;
 	char *buf = malloc(size);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+	int r = buf ? snapshot_get(fs, ino, off, &s) : -ENOMEM;
+	if (r < 0) {
+		free(buf);
+		fuse_reply_err(req, -r);
 		return;
 	}
 	size_t len = 0;
-	/* offsets: 0 ".", 1 "..", 2 + i the i-th entry */
 	for (off_t i = off; i < (off_t)s->n + 2; i++) {
 		struct stat st = { 0 };
 		const char *name;
@@ -676,6 +890,9 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		len += need;
 	}
 	fuse_reply_buf(req, buf, len);
+	if (len == 0)
+		snapshot_done(fs, s, off);
+	snapshot_put(fs, s);
 	free(buf);
 }
 
@@ -684,17 +901,19 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
-	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
+	struct dm_fs *fs = req_fs(req, FS_OP_READDIRPLUS);
+	struct dir_snapshot *s;
 	struct fs_ref dir;
 	char *buf = malloc(size);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+	int r = buf ? fs_table_get(fs->table, ino, &dir) : -ENOMEM;
+	if (r == 0) {
+		r = snapshot_get(fs, ino, off, &s);
+		if (r < 0)
+			fs_ref_release(&dir);
 	}
-	if (fs_table_get(fs->table, ino, &dir) < 0) {
+	if (r < 0) {
 		free(buf);
-		fuse_reply_err(req, ESTALE);
+		fuse_reply_err(req, -r);
 		return;
 	}
 	size_t len = 0;
@@ -715,13 +934,13 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 					    &gen) < 0)
 				break;
 			struct fs_ref n;
-			int r = fs_table_get(fs->table, child, &n);
+			r = fs_table_get(fs->table, child, &n);
 			if (r == 0) {
 				r = node_stat(fs, &n, &e.attr, &e.attr_timeout);
 				fs_ref_release(&n);
 			}
 			if (r < 0) {
-				/* gone since opendir: leave it out */
+				/* gone since the listing was taken: leave it out */
 				fs_table_forget(fs->table, child, 1);
 				continue;
 			}
@@ -739,29 +958,15 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	}
 	fs_ref_release(&dir);
 	fuse_reply_buf(req, buf, len);
+	if (len == 0)
+		snapshot_done(fs, s, off);
+	snapshot_put(fs, s);
 	free(buf);
-}
-
-static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	struct dm_fs *fs = req_fs(req);
-	struct dir_snapshot *s = (struct dir_snapshot *)(uintptr_t)fi->fh;
-	pthread_mutex_lock(&fs->dirs_lock);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		fs->dirs = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	pthread_mutex_unlock(&fs->dirs_lock);
-	snapshot_free(s);
-	fuse_reply_err(req, 0);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_OPEN);
 	struct fs_ref n;
 	if (fs->no_open) {
 		/* once: from then on the kernel opens and releases files by
@@ -802,7 +1007,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_READ);
 	struct fs_ref n;
 	char *buf = NULL;
 	size_t len = 0;
@@ -839,7 +1044,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req);
+	struct dm_fs *fs = req_fs(req, FS_OP_WRITE);
 	struct fs_ref n;
 	(void)fi;
 	int r = fs_table_get(fs->table, ino, &n);
@@ -857,6 +1062,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 	else
 		r = dm_device_store(n.t.dev, n.t.group, n.name, data, size);
 	fs_ref_release(&n);
+	/* What the write changed elsewhere (a suspended subtree's power files)
+	 * is invalidated before the writer returns, so that its next read sees
+	 * it. Waiting here is safe where dm_fs_sync_invalidations() is not in
+	 * general: the notifier invalidates files by their attributes only,
+	 * never waiting for a page lock this write may hold. */
+	if (r >= 0)
+		dm_fs_sync_invalidations(fs);
 	if (r == -ENOENT)
 		r = -ENODEV;
 	if (r < 0)
@@ -867,6 +1079,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	req_fs(req, FS_OP_STATFS);
 	(void)ino;
 	struct statvfs sv = { .f_bsize = 4096, .f_frsize = 4096, .f_namemax = 255 };
 	fuse_reply_statfs(req, &sv);
@@ -882,26 +1095,7 @@ static void inval_free(struct inval *v)
 		free(v->listings[i]);
 }
 
-static void queue_locked(struct dm_fs *fs, struct inval *v)
-{
-	pthread_mutex_lock(&fs->inval_lock);
-	if (fs->n_inval == fs->cap_inval) {
-		size_t cap = fs->cap_inval ? fs->cap_inval * 2 : 64;
-		struct inval *q = realloc(fs->inval, cap * sizeof(*q));
-		if (!q) {
-			/* nothing to do but let the timeouts expire it */
-			pthread_mutex_unlock(&fs->inval_lock);
-			inval_free(v);
-			return;
-		}
-		fs->inval = q;
-		fs->cap_inval = cap;
-	}
-	fs->inval[fs->n_inval++] = *v;
-	fs->inval_queued++;
-	pthread_cond_signal(&fs->inval_cond);
-	pthread_mutex_unlock(&fs->inval_lock);
-}
+static void queue_inval(struct dm_fs *fs, struct inval v);
 
 /* Queues @dev; called by the model with its write lock held. */
 static void queue_inval_locked(struct dm_fs *fs, struct dm_device *dev, bool added)
@@ -927,7 +1121,28 @@ static void queue_inval_locked(struct dm_fs *fs, struct dm_device *dev, bool add
 	if (cls && iface && asprintf(&v.listings[n], "class/%s/%s", dm_class_get_name(cls),
 				     dm_interface_get_name(iface)) >= 0)
 		n++;
-	queue_locked(fs, &v);
+	queue_inval(fs, v);
+}
+
+static void queue_inval(struct dm_fs *fs, struct inval v)
+{
+	pthread_mutex_lock(&fs->inval_lock);
+	if (fs->n_inval == fs->cap_inval) {
+		size_t cap = fs->cap_inval ? fs->cap_inval * 2 : 64;
+		struct inval *q = realloc(fs->inval, cap * sizeof(*q));
+		if (!q) {
+			/* nothing to do but let the timeouts expire it */
+			pthread_mutex_unlock(&fs->inval_lock);
+			inval_free(&v);
+			return;
+		}
+		fs->inval = q;
+		fs->cap_inval = cap;
+	}
+	fs->inval[fs->n_inval++] = v;
+	fs->inval_queued++;
+	pthread_cond_signal(&fs->inval_cond);
+	pthread_mutex_unlock(&fs->inval_lock);
 }
 
 static void on_added(struct dm_device *dev, void *data)
@@ -953,7 +1168,13 @@ static void on_driver_changed(struct dm_driver *drv, void *data)
 		inval_free(&v);
 		return;
 	}
-	queue_locked(data, &v);
+	queue_inval(data, v);
+}
+
+/* Called with or without the model lock: touches only the queue. */
+static void on_power_changed(struct dm_device *dev, void *data)
+{
+	queue_inval(data, (struct inval){ .dev = dm_device_ref(dev), .power = true });
 }
 
 static const struct dm_model_listener fs_listener = {
@@ -961,6 +1182,7 @@ static const struct dm_model_listener fs_listener = {
 	.device_removed = on_removed_or_changed,
 	.device_changed = on_removed_or_changed,
 	.driver_changed = on_driver_changed,
+	.power_changed = on_power_changed,
 };
 
 /* The inode the kernel knows for "a/b/c" under the mount root, or 0. */
@@ -988,11 +1210,21 @@ static void send_inval(struct dm_fs *fs, const struct inval *v)
 		return;
 	}
 	size_t n = fs_table_device_places(fs->table, v->dev, places, 64);
+	if (v->power) {
+		/* the attributes of its power files: their mtime moved */
+		for (size_t i = 0; i < n; i++)
+			if (!places[i].dir && (strcmp(places[i].name, "power") == 0 ||
+					       strcmp(places[i].name, "power_error") == 0))
+				fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, -1, 0);
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (places[i].parent && places[i].name[0])
 			fuse_lowlevel_notify_inval_entry(fs->se, places[i].parent, places[i].name,
 							 strlen(places[i].name));
-		fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, 0, 0);
+		/* a directory's cached listing; a file's attributes, whose
+		 * moved mtime drops its pages at the next access */
+		fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, places[i].dir ? 0 : -1, 0);
 		/* the directories listing it, whose listings are cached */
 		if (places[i].parent)
 			fuse_lowlevel_notify_inval_inode(fs->se, places[i].parent, 0, 0);
@@ -1054,11 +1286,16 @@ void dm_fs_sync_invalidations(struct dm_fs *fs)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct dm_fs *fs = userdata;
+	atomic_fetch_add_explicit(&fs->requests[FS_OP_INIT], 1, memory_order_relaxed);
 	/* DESIGN.md section 11: no open/release round trips, listings with
 	 * attributes, and page caches that follow a moving mtime */
 	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
 		fs->no_open = true;
+	}
+	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+		fs->no_opendir = true;
 	}
 	if (conn->capable & FUSE_CAP_READDIRPLUS) {
 		conn->want |= FUSE_CAP_READDIRPLUS;
@@ -1075,38 +1312,45 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
  * the filesystem. The errors are the ones sysfs gives. */
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
+	req_fs(req, FS_OP_MKNOD);
 	fuse_reply_err(req, EACCES);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
+	req_fs(req, FS_OP_CREATE);
 	fuse_reply_err(req, EACCES);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+	req_fs(req, FS_OP_MKDIR);
 	fuse_reply_err(req, EPERM);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	req_fs(req, FS_OP_UNLINK);
 	fuse_reply_err(req, EPERM);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
+	req_fs(req, FS_OP_SYMLINK);
 	fuse_reply_err(req, EPERM);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
+	req_fs(req, FS_OP_RENAME);
 	fuse_reply_err(req, EPERM);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
+	req_fs(req, FS_OP_LINK);
 	fuse_reply_err(req, EPERM);
 }
 
@@ -1129,7 +1373,6 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.readlink = op_readlink,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
-	.releasedir = op_releasedir,
 	.open = op_open,
 	.read = op_read,
 	.write = op_write,

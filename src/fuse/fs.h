@@ -10,6 +10,8 @@
 
 #include "core/model.h"
 
+#include <stddef.h>
+
 struct dm_fs;
 struct fuse_args;
 
@@ -27,6 +29,10 @@ int dm_fs_start_notifier(struct dm_fs *fs);
 void dm_fs_sync_invalidations(struct dm_fs *fs);
 /* Serves requests on a pool of threads until unmounted or signalled. */
 int dm_fs_loop(struct dm_fs *fs);
+/* "fuse requests: TOTAL lookup=N getattr=N ...": the requests served so
+ * far, per operation (those never asked are left out). Returns the length,
+ * or -ENOBUFS when @size is too small. Any thread, any time. */
+int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size);
 /* Installs SIGTERM/SIGINT/SIGHUP handlers that end the loop. */
 int dm_fs_set_signal_handlers(struct dm_fs *fs);
 

@@ -45,22 +45,32 @@ enum fs_kind {
 struct fs_target {
 	enum fs_kind kind;
 	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_DEV_LINK, FS_LINK */
-	struct dm_driver *drv; /* FS_DRIVER, FS_DRV_ATTR */
-	struct dm_bus *bus; /* FS_BUS* */
-	struct dm_class *class; /* FS_CLASS, FS_CLASS_DEVICES */
-	struct dm_interface *iface; /* FS_IFACE */
+	union {
+		struct dm_driver *drv; /* FS_DRIVER, FS_DRV_ATTR */
+		struct dm_bus *bus; /* FS_BUS* */
+		struct dm_class *class; /* FS_CLASS, FS_CLASS_DEVICES */
+		struct dm_interface *iface; /* FS_IFACE */
+	};
 	const char *group; /* FS_GROUP, FS_ATTR: the group name or NULL */
 };
 
+/* The references a target holds: on its device, and on its driver for
+ * FS_DRIVER (buses, classes and interfaces live as long as the model). */
+void fs_target_ref(const struct fs_target *t);
+void fs_target_unref(const struct fs_target *t);
+
+/* One node: kept small, since the kernel may know some twenty per device
+ * (the table's memory is most of the daemon's after a full walk). */
 struct fs_node {
-	struct fs_target t; /* holds a reference on t.dev and t.drv */
+	struct fs_target t; /* holds references (fs_target_ref()) */
 	char *group; /* owned copy behind t.group */
 	char *name; /* entry name (an FS_ATTR's file name) */
-	uint64_t parent; /* inode of the directory holding it */
-	unsigned depth; /* directories between the mount root and it */
 	uint64_t nlookup;
-	char *key; /* "<parent>/<name>" while it is the current node */
-	uint64_t dev_prev, dev_next; /* the other nodes of t.dev (0: none) */
+	uint32_t parent; /* inode of the directory holding it; next free slot when free */
+	uint32_t dev_prev, dev_next; /* the other nodes of t.dev (0: none) */
+	uint16_t depth; /* directories between the mount root and it */
+	bool keyed; /* the current node for (parent, name), in the name index */
+	bool used;
 };
 
 struct fs_table;
@@ -99,6 +109,7 @@ size_t fs_table_count(struct fs_table *t);
 struct fs_place {
 	uint64_t ino;
 	uint64_t parent;
+	bool dir; /* a directory: its listing may be cached */
 	char name[256];
 };
 

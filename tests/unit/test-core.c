@@ -511,6 +511,65 @@ static void test_clock_agrees_with_monotonic(void **state)
 	assert_true(back >= 998 && back <= 1000);
 }
 
+/* ---- listings by kernel name ---- */
+
+static bool on_bus(struct dm_device *dev, void *data)
+{
+	return dm_device_get_bus_locked(dev) == data;
+}
+
+/* Many devices, each name twice (under two parents, on two buses), half of
+ * them removed in a scattered order: every remaining one is found in its
+ * own bus's listing and nowhere else, every removed one nowhere. */
+static void test_listed_lookup_by_sysname(void **state)
+{
+	(void)state;
+	enum { N = 3000 };
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct dm_bus *bus[2];
+	assert_int_equal(dm_bus_get(m, "alpha", NULL, &bus[0]), 0);
+	assert_int_equal(dm_bus_get(m, "beta", NULL, &bus[1]), 0);
+	struct dm_device *top[2], *devs[2][N];
+	bool gone[2][N] = { { false } };
+	for (int b = 0; b < 2; b++) {
+		assert_int_equal(dm_device_new(m, b ? "top1" : "top0", &top[b]), 0);
+		assert_int_equal(dm_device_add(top[b], NULL), 0);
+		for (int i = 0; i < N; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "d%d", i);
+			assert_int_equal(dm_device_new(m, name, &devs[b][i]), 0);
+			dm_device_set_bus(devs[b][i], bus[b]);
+			assert_int_equal(dm_device_add(devs[b][i], top[b]), 0);
+		}
+	}
+	for (int i = 0; i < N; i += 1 + i % 3) {
+		int b = i % 2;
+		dm_device_del(devs[b][i]);
+		gone[b][i] = true;
+	}
+	dm_model_read_lock(m);
+	for (int b = 0; b < 2; b++)
+		for (int i = 0; i < N; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "d%d", i);
+			struct dm_device *got = dm_model_find_listed_locked(m, name, on_bus, bus[b]);
+			if (got != (gone[b][i] ? NULL : devs[b][i]))
+				fail_msg("%s on bus %d: expected %s, got %s", name, b,
+					 gone[b][i] ? "nothing" : "the device",
+					 got ? (got == devs[b][i] ? "the device" : "another one")
+					     : "nothing");
+		}
+	assert_null(dm_model_find_listed_locked(m, "d0x", on_bus, bus[0]));
+	dm_model_unlock(m);
+	for (int b = 0; b < 2; b++) {
+		for (int i = 0; i < N; i++)
+			dm_device_unref(devs[b][i]);
+		dm_device_unref(top[b]);
+	}
+	dm_model_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_lookups_and_refcounts),
 		cmocka_unit_test(test_clock_agrees_with_monotonic),
 		cmocka_unit_test(test_pm_cost_estimate),
+		cmocka_unit_test(test_listed_lookup_by_sysname),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

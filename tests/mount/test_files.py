@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Attribute files as sysfs has them (issue 5): partial reads, lseek and
+pread at any offset, whole-value stores up to 4096 bytes, ENOENT in every
+kind of directory, and concurrent readers while a value changes — on the
+small PCI testbed, through the mounted filesystem."""
+import errno
+import os
+import subprocess
+import threading
+
+import pytest
+
+# the same testbed and daemon fixture (a daemon of this module's own)
+from test_small_pci import PLACES, d, read  # noqa: F401 - d is a fixture
+
+XHCI = PLACES["0000:00:14.0"]
+BRIDGE = PLACES["0000:00:1c.0"]
+NVME = PLACES["0000:01:00.0"]
+
+
+def test_partial_reads_assemble_the_value(d):
+    for name, want in (("vendor", b"0x8086\n"), ("power", b"on\n")):
+        fd = os.open(d.path("root", XHCI, name), os.O_RDONLY)
+        try:
+            got = b""
+            while True:
+                chunk = os.read(fd, 1)
+                if not chunk:
+                    break
+                got += chunk
+        finally:
+            os.close(fd)
+        assert got == want, f"{name} read byte by byte: expected {want!r}, got {got!r}"
+
+
+def test_pread_and_lseek_at_every_offset(d):
+    want = b"0x8086\n"
+    fd = os.open(d.path("root", XHCI, "vendor"), os.O_RDONLY)
+    try:
+        assert os.fstat(fd).st_size == len(want), "st_size is the value's length"
+        assert os.pread(fd, 4096, 0) == want
+        assert os.pread(fd, 4096, 3) == want[3:], "pread from the middle"
+        assert os.pread(fd, 2, 3) == want[3:5], "a short pread from the middle"
+        assert os.pread(fd, 4096, len(want)) == b"", "pread at the end"
+        assert os.pread(fd, 4096, 100000) == b"", "pread beyond the end"
+        assert os.lseek(fd, 0, os.SEEK_END) == len(want)
+        assert os.read(fd, 10) == b""
+        assert os.lseek(fd, 2, os.SEEK_SET) == 2
+        assert os.read(fd, 10) == want[2:]
+        assert os.lseek(fd, 1000, os.SEEK_SET) == 1000
+        assert os.read(fd, 10) == b"", "read beyond the end"
+    finally:
+        os.close(fd)
+
+
+def test_store_up_to_4096_bytes_then_efbig(d):
+    power = d.path("root", XHCI, "power")
+    # 4096 bytes reach the store whole: a bad value, refused as such
+    fd = os.open(power, os.O_WRONLY)
+    try:
+        with pytest.raises(OSError) as e:
+            os.write(fd, b"suspend" + b" " * (4096 - 7))
+        assert e.value.errno == errno.EINVAL, "a 4096-byte bad value is EINVAL"
+        with pytest.raises(OSError) as e:
+            os.write(fd, b"suspend" + b" " * (4097 - 7))
+        assert e.value.errno == errno.EFBIG, "a 4097-byte value is EFBIG"
+        # one value per write, from offset 0 only
+        with pytest.raises(OSError) as e:
+            os.pwrite(fd, b"suspend\n", 5)
+        assert e.value.errno == errno.EINVAL, "a write at an offset is EINVAL"
+    finally:
+        os.close(fd)
+    assert read(power) == "on\n", "refused writes changed nothing"
+    assert read(d.path("root", XHCI, "power_error")) == ""
+
+
+def test_missing_names_are_enoent_everywhere(d):
+    for parts in (("root", XHCI, "nosuchfile"),
+                  ("root", XHCI, "nosuchdir", "vendor"),
+                  ("root", XHCI, "pm", "nosuchfile"),
+                  ("bus", "pci", "devices", "0000:00:99.0"),
+                  ("bus", "pci", "drivers", "nvme", "0000:00:14.0"),  # xhci's, not nvme's
+                  ("bus", "pci", "drivers", "nosuchdriver"),
+                  ("bus", "nosuchbus"),
+                  ("class", "nosuchclass")):
+        with pytest.raises(OSError) as e:
+            os.stat(d.path(*parts))
+        assert e.value.errno == errno.ENOENT, "/".join(parts)
+    # while the same names resolve where they are listed
+    assert os.path.samefile(d.path("bus", "pci", "drivers", "xhci_hcd", "0000:00:14.0"),
+                            d.path("root", XHCI))
+    assert os.path.samefile(d.path("bus", "pci", "devices", "0000:01:00.0"),
+                            d.path("root", NVME))
+
+
+def test_concurrent_readers_while_power_changes(d):
+    """Threads read the same and different files, walk the tree and run
+    find and cat, while another suspends and resumes a subtree: no error,
+    every value whole and one of the values it can have."""
+    stop = threading.Event()
+    errors = []
+    nvme_power = d.path("root", NVME, "power")
+    statics = {d.path("root", XHCI, "vendor"): "0x8086\n",
+               d.path("root", NVME, "vendor"): read(d.path("root", NVME, "vendor")),
+               d.path("root", BRIDGE, "devpath"): "/devices/" + BRIDGE + "\n"}
+
+    def toggle():
+        try:
+            for i in range(20):
+                with open(d.path("root", BRIDGE, "power"), "w") as f:
+                    f.write("suspend\n" if i % 2 == 0 else "resume\n")
+                want = "suspended\n" if i % 2 == 0 else "on\n"
+                # what the writer changed is visible to it at once
+                got = read(nvme_power)
+                if got != want:
+                    errors.append(f"after write {i}: expected {want!r}, got {got!r}")
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"toggler: {e!r}")
+        finally:
+            stop.set()
+
+    def reader(paths):
+        try:
+            while not stop.is_set():
+                for p in paths:
+                    v = read(p)
+                    if p == nvme_power:
+                        if v not in ("on\n", "suspended\n"):
+                            errors.append(f"{p}: torn value {v!r}")
+                    elif v != statics[p]:
+                        errors.append(f"{p}: expected {statics[p]!r}, got {v!r}")
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"reader: {e!r}")
+
+    def walker():
+        try:
+            while not stop.is_set():
+                for top, _dirs, names in os.walk(d.path("root")):
+                    for n in names:
+                        p = os.path.join(top, n)
+                        if not os.path.islink(p):
+                            read(p)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"walker: {e!r}")
+
+    def tools():
+        while not stop.is_set():
+            r = subprocess.run(f"find {d.mnt} -type f | xargs cat > /dev/null", shell=True,
+                               capture_output=True, text=True)
+            if r.returncode != 0 or r.stderr:
+                errors.append(f"find | xargs cat: {r.returncode} {r.stderr}")
+
+    threads = [threading.Thread(target=reader, args=([nvme_power],)),
+               threading.Thread(target=reader, args=([nvme_power],)),
+               threading.Thread(target=reader, args=(list(statics),)),
+               threading.Thread(target=reader, args=(list(statics) + [nvme_power],)),
+               threading.Thread(target=walker),
+               threading.Thread(target=tools)]
+    for t in threads:
+        t.start()
+    toggle()
+    for t in threads:
+        t.join(120)
+        assert not t.is_alive(), "a reader hung"
+    assert errors == []
+    assert read(nvme_power) == "on\n"
