@@ -532,6 +532,12 @@ static bool find_indexed_locked(struct dm_fs *fs, const struct fs_ref *dir, cons
 	case FS_DRIVER:
 		if (!dm_driver_is_registered_locked(d->drv))
 			return false;
+		/* its own files, then the devices bound to it */
+		for (size_t i = 0; i < sizeof(driver_files) / sizeof(driver_files[0]); i++)
+			if (strcmp(name, driver_files[i]) == 0) {
+				*ret = (struct fs_target){ .kind = FS_DRV_ATTR, .drv = d->drv };
+				return true;
+			}
 		/* fall through */
 	case FS_BUS_DEVICES:
 	case FS_CLASS_DEVICES:
