@@ -65,8 +65,31 @@ int dm_record_set(struct dm_record *r, const char *name, const char *value);
 const char *dm_record_get(const struct dm_record *r, const char *name);
 int dm_record_set_string(char **field, const char *value);
 
-/* Runs @sources in order, then adds every record to @m, parents first. */
+/* What a reconcile did. @device (may be NULL) is told of each device it
+ * added or changed, after the fact, and of each it removes, just before. */
+struct dm_scan_report {
+	void (*device)(struct dm_device *dev, const char *action, void *data);
+	void *data;
+	size_t added, removed, changed, failed;
+};
+
+/*
+ * Runs @sources in order and brings @m in line with what they see: devices
+ * the model has and the sources do not are removed (children first), those
+ * it lacks are added (parents first), and the values and kernel driver of
+ * the others refreshed (the listener is told what changed). On an empty
+ * model this is the enumeration at start; after a lost event (hotplug), the
+ * rescan. Counts go to @rep. Call without the model lock.
+ */
+int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sources,
+		      struct dm_scan_report *rep);
+/* dm_scan_reconcile() at start, logging what was found. */
 int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources);
+
+/* Hotplug's bind and unbind: @dev's kernel driver is now @driver (NULL:
+ * none); it moves between kernel driver proxies, a user driver that holds
+ * it keeps it. Call without the model lock. */
+int dm_scan_set_kernel_driver(struct dm_device *dev, const char *driver);
 
 /* Records the device at @syspath ("/sys/devices/...") and its ancestors. */
 int dm_udev_record(struct dm_scan *s, const char *syspath);
