@@ -367,6 +367,8 @@ static void records_apply(struct dm_model *m, struct dm_scan *s, struct dm_scan_
 	qsort(s->recs, s->n, sizeof(*s->recs), by_devpath);
 	for (size_t i = 0; i < s->n; i++) {
 		struct dm_record *rec = s->recs[i];
+		if (rec->known)
+			continue;
 		struct dm_device *dev = dm_model_find_devpath(m, rec->devpath);
 		int r = 0;
 		if (dev && record_in_place(dev, rec)) {
@@ -415,6 +417,16 @@ static int records_remove_missing(struct dm_model *m, struct dm_scan *s,
 	return 0;
 }
 
+/* Whether a record the scan will apply is of @subsystem (NULL: any). */
+static bool records_need(const struct dm_scan *s, const char *subsystem)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->recs[i]->known &&
+		    (!subsystem || same_string(s->recs[i]->subsystem, subsystem)))
+			return true;
+	return false;
+}
+
 int dm_scan_device(struct dm_model *m, const char *syspath,
 		   const struct dm_source_ops *const *fillers, size_t *ret_added)
 {
@@ -423,8 +435,18 @@ int dm_scan_device(struct dm_model *m, const char *syspath,
 	dm_scan_init(&s);
 	s.partial = true;
 	int r = dm_udev_record(&s, syspath);
+	/* the event's device is refreshed; its ancestors the model has, kept
+	 * (the device's syspath ends with its devpath, theirs does not) */
+	size_t len = strlen(syspath);
+	for (size_t i = 0; r == 0 && i < s.n; i++) {
+		size_t n = strlen(s.recs[i]->devpath);
+		bool self = n <= len && strcmp(syspath + len - n, s.recs[i]->devpath) == 0;
+		struct dm_device *dev = self ? NULL : dm_model_find_devpath(m, s.recs[i]->devpath);
+		s.recs[i]->known = dev != NULL;
+		dm_device_unref(dev);
+	}
 	for (const struct dm_source_ops *const *src = fillers; r == 0 && *src; src++)
-		if ((*src)->scan(&s) < 0)
+		if (records_need(&s, (*src)->fills) && (*src)->scan(&s) < 0)
 			log_warn("%s: source %s failed; the device has what the others found",
 				 syspath, (*src)->name);
 	if (r == 0)

@@ -29,6 +29,10 @@ struct dm_record {
 	char *iface; /* its interface within the class (DESIGN.md section 5), or NULL */
 	struct dm_record_value *values;
 	size_t n_values;
+	/* one device's scan: an ancestor the model has already, recorded for
+	 * the sources' sake (a USB interface is filled from its device) and
+	 * left as it is */
+	bool known;
 };
 
 struct dm_scan {
@@ -44,6 +48,10 @@ struct dm_scan {
 
 struct dm_source_ops {
 	const char *name;
+	/* the subsystem whose records it completes (NULL: it records devices
+	 * itself): one device's scan runs it only for a new or changed record
+	 * of that subsystem */
+	const char *fills;
 	/* Adds or completes records; returns 0 or -errno (the scan goes on
 	 * with what the other sources found). */
 	int (*scan)(struct dm_scan *s);

@@ -11,6 +11,7 @@ the test process, and aborts the test process when the daemon's socket queue
 Sender below, which chooses the seqnums and, when the queue is full, waits
 or drops the event as an overrun netlink socket would."""
 import os
+import select
 import socket
 import struct
 
@@ -151,9 +152,13 @@ class Hidden:
 class Sender:
     """uevents as udevd broadcasts them (libudev's monitor message: the
     "libudev" header, then KEY=VALUE strings), sent to the daemon's event
-    sockets in the testbed, with seqnums of our choosing. blocking=False
-    drops an event the daemon's full queue cannot take (counted in
-    .dropped), as the kernel drops a netlink message on an overrun. The
+    sockets in the testbed, with seqnums of our choosing.
+
+    The daemon's socket takes net.unix.max_dgram_qlen datagrams. When it is
+    full, blocking=False drops the event (counted in .dropped), as the kernel
+    drops a netlink message on an overrun; blocking=True waits for room, and
+    meanwhile takes in the daemon's sd_notify reports (kept for wait_status),
+    since the daemon may itself be waiting for room on that socket. The
     daemon must hear no other sender (umockdev's own events go elsewhere
     under Hidden), or the seqnums would not make one sequence."""
 
@@ -163,16 +168,50 @@ class Sender:
         self.d = d
         self.root = d.testbed.get_root_dir()
         self.seqnum = first_seqnum
+        self.blocking = blocking
         self.dropped = 0
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.setblocking(blocking)
-        self.targets = [os.path.join(self.root, n) for n in os.listdir(self.root)
-                        if n.startswith("event") and n[5:].isdigit()]
-        assert self.targets, "the daemon listens for uevents"
+        self.socks = []
+        for n in os.listdir(self.root):
+            if n.startswith("event") and n[5:].isdigit():
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                try:
+                    sock.connect(os.path.join(self.root, n))
+                except ConnectionRefusedError:
+                    sock.close()  # a monitor closed meanwhile
+                    continue
+                sock.setblocking(False)
+                self.socks.append(sock)
+        assert self.socks, "the daemon listens for uevents"
 
     def subsystem(self, path):
         link = os.path.join(self.root, "sys", path.lstrip("/"), "subsystem")
         return os.path.basename(os.readlink(link))
+
+    def _take_reports(self):
+        backlog = self.d.__dict__.setdefault("status_backlog", [])
+        self.d.sock.setblocking(False)
+        try:
+            while True:
+                backlog.extend(self.d.sock.recv(4096).decode().split("\n"))
+        except BlockingIOError:
+            pass
+        finally:
+            self.d.sock.setblocking(True)
+
+    def _send_one(self, sock, msg):
+        while True:
+            try:
+                sock.send(msg)
+                return
+            except BlockingIOError:
+                if not self.blocking:
+                    self.dropped += 1
+                    return
+            readable, writable, _ = select.select([self.d.sock], [sock], [], 60)
+            if not readable and not writable:
+                raise AssertionError("the daemon takes no event for 60 s:\n" + self.d.output())
+            if readable:
+                self._take_reports()
 
     def send(self, action, path, subsystem=None, seqnum=None):
         """Sends the event; returns its seqnum. @subsystem: read from the
@@ -185,14 +224,10 @@ class Sender:
         body = b"".join(p.encode() + b"\0" for p in props)
         header = struct.pack("=8sIIIIIIII", b"libudev", socket.htonl(self.MAGIC), 40, 40,
                              len(body), 0, 0, 0, 0)
-        for t in list(self.targets):
-            try:
-                self.sock.sendto(header + body, t)
-            except BlockingIOError:
-                self.dropped += 1
-            except ConnectionRefusedError:
-                self.targets.remove(t)  # a monitor closed meanwhile
+        for sock in self.socks:
+            self._send_one(sock, header + body)
         return seqnum
 
     def close(self):
-        self.sock.close()
+        for sock in self.socks:
+            sock.close()

@@ -131,13 +131,6 @@ def test_naming_policy_runs_outside_the_daemon(with_helper):
     assert os.path.lexists(links / "block" / "sda")  # the other disk stays
 
 
-@pytest.fixture
-def full(tmp_path):
-    daemon = Daemon(TESTBED)
-    yield daemon
-    daemon.stop()
-
-
 def test_unplug_and_replug_a_hub_with_devices_behind_it(full):
     d = full
     before = devpaths_in_mount(d)

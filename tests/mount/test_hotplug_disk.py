@@ -3,11 +3,8 @@
 USB tree testbed and pulled out again: after each step the tree, the bus and
 class views and the driver bindings are what the testbed says."""
 import os
-import re
 
-import pytest
 
-from harness import Daemon
 from hotplug_util import (HUB2, ROOT_HUB2, STICK, TESTBED, blocks, devpath, devpaths_in_mount,
                           devpaths_in_testbed, event, read, under, wait_event)
 
@@ -45,13 +42,6 @@ def disk_blocks():
             p = p.replace("partition=1\\n", f"partition={n}\\n")
             out.append(p)
     return out
-
-
-@pytest.fixture
-def d():
-    daemon = Daemon(TESTBED)
-    yield daemon
-    daemon.stop()
 
 
 def place_of(d, path):
@@ -107,7 +97,8 @@ def check_views(d, present):
     assert read(d, disk_place, "serial") == "4C530001230816119999\n"
 
 
-def test_plug_and_unplug_a_disk_with_partitions(d):
+def test_plug_and_unplug_a_disk_with_partitions(full):
+    d = full
     sdb = sorted(os.listdir(d.path("class", "block", "devices")))
     check_views(d, present=False)
     # plug: umockdev sends each device's "add" as it adds it
