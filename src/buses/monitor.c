@@ -19,6 +19,8 @@
 
 #define GAP_GRACE_MS 500
 #define GAP_MAX_MISSING 64
+/* the most events recorded at once */
+#define RUN_MAX 256
 
 struct dm_monitor {
 	struct dm_model *model;
@@ -158,41 +160,99 @@ static void rescan(struct dm_monitor *mon, const char *why)
 		mon->done("rescan", what, mon->last_seqnum, mon->data);
 }
 
+/* Removes, bind and unbind; the rest is recorded again (add_records). */
+static bool is_recorded(const char *action)
+{
+	return strcmp(action, "remove") != 0 && strcmp(action, "bind") != 0 &&
+	       strcmp(action, "unbind") != 0;
+}
+
+static void report(struct dm_monitor *mon, struct udev_device *d)
+{
+	const char *action = udev_device_get_action(d), *devpath = udev_device_get_devpath(d);
+	log_debug("hotplug: %s %s", action, devpath);
+	if (mon->done)
+		mon->done(action, devpath, udev_device_get_seqnum(d), mon->data);
+}
+
+/*
+ * add, change, move, online, offline: the devices are recorded again, all
+ * of a run of such events at once (a burst costs one pass of each source,
+ * not one per event), then each event is reported in its order. Drops the
+ * references.
+ */
+static void apply_records(struct dm_monitor *mon, struct udev_device **ds, size_t *n)
+{
+	if (*n == 0)
+		return;
+	int r = dm_scan_devices(mon->model, ds, *n, mon->fillers);
+	if (r < 0)
+		log_warn("hotplug: %zu events not applied: %s", *n, strerror(-r));
+	for (size_t i = 0; i < *n; i++) {
+		const char *action = udev_device_get_action(ds[i]);
+		struct dm_device *dev = mon->helper && (strcmp(action, "add") == 0 ||
+							strcmp(action, "change") == 0)
+						? dm_model_find_devpath(mon->model,
+									udev_device_get_devpath(ds[i]))
+						: NULL;
+		if (dev) {
+			dm_helper_queue_device(mon->helper, dev, action, udev_device_get_seqnum(ds[i]));
+			dm_device_unref(dev);
+		}
+		report(mon, ds[i]);
+		udev_device_unref(ds[i]);
+	}
+	*n = 0;
+}
+
+/* remove, bind, unbind */
 static void apply(struct dm_monitor *mon, struct udev_device *d)
 {
 	const char *action = udev_device_get_action(d);
 	const char *devpath = udev_device_get_devpath(d);
-	const char *syspath = udev_device_get_syspath(d);
-	if (!action || !devpath || !syspath)
-		return;
-	uint64_t seqnum = udev_device_get_seqnum(d);
-	seqnum_track(mon, seqnum);
-	/* a renamed device (a network interface): the old path goes first */
-	const char *old = udev_device_get_property_value(d, "DEVPATH_OLD");
-	if (strcmp(action, "move") == 0 && old)
-		apply_remove(mon, old, seqnum);
-	if (strcmp(action, "remove") == 0) {
-		apply_remove(mon, devpath, seqnum);
-	} else if (strcmp(action, "bind") == 0 || strcmp(action, "unbind") == 0) {
+	if (strcmp(action, "remove") == 0)
+		apply_remove(mon, devpath, udev_device_get_seqnum(d));
+	else
 		apply_binding(mon, d, devpath);
-	} else {
-		/* add, change, move, online, offline: record it again */
-		size_t added = 0;
-		int r = dm_scan_device(mon->model, syspath, mon->fillers, &added);
-		if (r < 0)
-			log_warn("%s %s: %s", action, devpath, strerror(-r));
-		struct dm_device *dev = mon->helper && (strcmp(action, "add") == 0 ||
-							strcmp(action, "change") == 0)
-						? dm_model_find_devpath(mon->model, devpath)
-						: NULL;
-		if (dev) {
-			dm_helper_queue_device(mon->helper, dev, action, seqnum);
-			dm_device_unref(dev);
+	report(mon, d);
+}
+
+/* Applies what the socket holds, in order, until it is empty. Returns
+ * -ENOBUFS when it overran. */
+static int receive_all(struct dm_monitor *mon)
+{
+	struct udev_device *run[RUN_MAX];
+	size_t n = 0;
+	for (;;) {
+		errno = 0;
+		struct udev_device *d = udev_monitor_receive_device(mon->mon);
+		if (!d)
+			break;
+		const char *action = udev_device_get_action(d);
+		if (!action || !udev_device_get_devpath(d) || !udev_device_get_syspath(d)) {
+			udev_device_unref(d);
+			continue;
 		}
+		seqnum_track(mon, udev_device_get_seqnum(d));
+		/* a renamed device (a network interface): the old path goes first */
+		const char *old = udev_device_get_property_value(d, "DEVPATH_OLD");
+		if (strcmp(action, "move") == 0 && old) {
+			apply_records(mon, run, &n);
+			apply_remove(mon, old, udev_device_get_seqnum(d));
+		}
+		if (is_recorded(action)) {
+			run[n++] = d;
+			if (n == RUN_MAX)
+				apply_records(mon, run, &n);
+			continue;
+		}
+		apply_records(mon, run, &n);
+		apply(mon, d);
+		udev_device_unref(d);
 	}
-	log_debug("hotplug: %s %s", action, devpath);
-	if (mon->done)
-		mon->done(action, devpath, seqnum, mon->data);
+	int r = errno == ENOBUFS ? -ENOBUFS : 0;
+	apply_records(mon, run, &n);
+	return r;
 }
 
 static void *monitor_thread(void *data)
@@ -220,16 +280,7 @@ static void *monitor_thread(void *data)
 		}
 		if (fds[1].revents)
 			break;
-		struct udev_device *d;
-		for (;;) {
-			errno = 0;
-			d = udev_monitor_receive_device(mon->mon);
-			if (!d)
-				break;
-			apply(mon, d);
-			udev_device_unref(d);
-		}
-		if (errno == ENOBUFS) {
+		if (receive_all(mon) == -ENOBUFS) {
 			/* the socket overran: what was lost is unknown */
 			rescan(mon, "overrun");
 			mon->last_seqnum = 0; /* the next event starts the count again */

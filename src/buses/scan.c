@@ -6,6 +6,8 @@
 #include "drivers/kernel.h"
 #include "log.h"
 
+#include <libudev.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -427,34 +429,39 @@ static bool records_need(const struct dm_scan *s, const char *subsystem)
 	return false;
 }
 
-int dm_scan_device(struct dm_model *m, const char *syspath,
-		   const struct dm_source_ops *const *fillers, size_t *ret_added)
+int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
+		    const struct dm_source_ops *const *fillers)
 {
 	struct dm_scan s;
 	struct dm_scan_report rep = { 0 };
+	struct dm_record **selves = calloc(n ? n : 1, sizeof(*selves));
+	if (!selves)
+		return -ENOMEM;
 	dm_scan_init(&s);
 	s.partial = true;
-	int r = dm_udev_record(&s, syspath);
-	/* the event's device is refreshed; its ancestors the model has, kept
-	 * (the device's syspath ends with its devpath, theirs does not) */
-	size_t len = strlen(syspath);
-	for (size_t i = 0; r == 0 && i < s.n; i++) {
-		size_t n = strlen(s.recs[i]->devpath);
-		bool self = n <= len && strcmp(syspath + len - n, s.recs[i]->devpath) == 0;
-		struct dm_device *dev = self ? NULL : dm_model_find_devpath(m, s.recs[i]->devpath);
+	s.model = m;
+	for (size_t i = 0; i < n; i++) {
+		int r = dm_udev_record(&s, ds[i], &selves[i]);
+		if (r < 0 && r != -ENODEV) /* gone: its remove follows */
+			log_warn("%s: %s", udev_device_get_devpath(ds[i]), strerror(-r));
+	}
+	/* the events' devices are refreshed; their ancestors the model has, kept */
+	for (size_t i = 0; i < s.n; i++) {
+		struct dm_device *dev = dm_model_find_devpath(m, s.recs[i]->devpath);
 		s.recs[i]->known = dev != NULL;
 		dm_device_unref(dev);
 	}
-	for (const struct dm_source_ops *const *src = fillers; r == 0 && *src; src++)
+	for (size_t i = 0; i < n; i++)
+		if (selves[i])
+			selves[i]->known = false;
+	for (const struct dm_source_ops *const *src = fillers; *src; src++)
 		if (records_need(&s, (*src)->fills) && (*src)->scan(&s) < 0)
-			log_warn("%s: source %s failed; the device has what the others found",
-				 syspath, (*src)->name);
-	if (r == 0)
-		records_apply(m, &s, &rep);
+			log_warn("hotplug: source %s failed; devices have what the others found",
+				 (*src)->name);
+	records_apply(m, &s, &rep);
 	dm_scan_done(&s);
-	if (r == 0 && ret_added)
-		*ret_added = rep.added;
-	return r;
+	free(selves);
+	return 0;
 }
 
 int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sources,

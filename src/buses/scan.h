@@ -44,6 +44,7 @@ struct dm_scan {
 	size_t n_keys;
 	size_t n_indexed; /* records when by_name was built; rebuilt when n moves on */
 	bool partial; /* one device's records (hotplug): sources skip the rest quietly */
+	struct dm_model *model; /* with partial: ancestors it has are not climbed past */
 };
 
 struct dm_source_ops {
@@ -99,16 +100,20 @@ int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources
  * it keeps it. Call without the model lock. */
 int dm_scan_set_kernel_driver(struct dm_device *dev, const char *driver);
 
-/* Records the device at @syspath ("/sys/devices/...") and its ancestors. */
-int dm_udev_record(struct dm_scan *s, const char *syspath);
+struct udev_device;
+/* Records @d and its ancestors (a scan with @model set: up to the first
+ * ancestor the model has, see udev.c); *ret (may be NULL) gets @d's record.
+ * -ENODEV when it has left sysfs. */
+int dm_udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **ret);
 
 /*
- * Hotplug: records the device at @syspath with the udev source, completes
- * the records with @fillers (pci, usb), then adds what the model lacks
- * (parents first) and refreshes the values of what it has. *ret_added gets
- * how many devices were added.
+ * Hotplug: records the devices of the uevents @ds (add, change...) with
+ * the udev source, completes the records with @fillers (pci, usb: each run
+ * once for all), then adds what the model lacks (parents first) and
+ * refreshes the values of what it has. A device gone from sysfs meanwhile
+ * is skipped (its remove event follows).
  */
-int dm_scan_device(struct dm_model *m, const char *syspath,
-		   const struct dm_source_ops *const *fillers, size_t *ret_added);
+int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
+		    const struct dm_source_ops *const *fillers);
 
 #endif
