@@ -160,7 +160,8 @@ static void rescan(struct dm_monitor *mon, const char *why)
 		mon->done("rescan", what, mon->last_seqnum, mon->data);
 }
 
-/* Removes, bind and unbind; the rest is recorded again (add_records). */
+/* remove, bind and unbind are applied one by one; the rest is recorded
+ * again, runs of them at once (apply_records). */
 static bool is_recorded(const char *action)
 {
 	return strcmp(action, "remove") != 0 && strcmp(action, "bind") != 0 &&

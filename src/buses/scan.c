@@ -6,8 +6,6 @@
 #include "drivers/kernel.h"
 #include "log.h"
 
-#include <libudev.h>
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -440,11 +438,8 @@ int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
 	dm_scan_init(&s);
 	s.partial = true;
 	s.model = m;
-	for (size_t i = 0; i < n; i++) {
-		int r = dm_udev_record(&s, ds[i], &selves[i]);
-		if (r < 0 && r != -ENODEV) /* gone: its remove follows */
-			log_warn("%s: %s", udev_device_get_devpath(ds[i]), strerror(-r));
-	}
+	for (size_t i = 0; i < n; i++)
+		dm_udev_record(&s, ds[i], &selves[i]); /* a device it misses is skipped */
 	/* the events' devices are refreshed; their ancestors the model has, kept */
 	for (size_t i = 0; i < s.n; i++) {
 		struct dm_device *dev = dm_model_find_devpath(m, s.recs[i]->devpath);

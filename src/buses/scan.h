@@ -103,7 +103,8 @@ int dm_scan_set_kernel_driver(struct dm_device *dev, const char *driver);
 struct udev_device;
 /* Records @d and its ancestors (a scan with @model set: up to the first
  * ancestor the model has, see udev.c); *ret (may be NULL) gets @d's record.
- * -ENODEV when it has left sysfs. */
+ * -ENODEV when it has left sysfs (its remove event follows); other errors
+ * are logged. */
 int dm_udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **ret);
 
 /*

@@ -278,7 +278,9 @@ int dm_udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **
 	if (access(uevent, F_OK) < 0)
 		return -ENODEV;
 	int r = record_device(s, d);
-	if (r == 0 && ret)
+	if (r < 0)
+		log_warn("udev: %s: %s", udev_device_get_devpath(d), strerror(-r));
+	else if (ret)
 		*ret = dm_scan_find(s, udev_device_get_devpath(d));
 	return r;
 }
