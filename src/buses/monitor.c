@@ -3,7 +3,6 @@
 
 #include "drivers/helper.h"
 #include "drivers/hookenv.h"
-#include "drivers/kernel.h"
 #include "log.h"
 
 #include <errno.h>
@@ -15,7 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
+
+#define GAP_GRACE_MS 500
+#define GAP_MAX_MISSING 64
+/* the most events recorded at once */
+#define RUN_MAX 256
 
 struct dm_monitor {
 	struct dm_model *model;
@@ -28,6 +33,18 @@ struct dm_monitor {
 	pthread_t thread;
 	bool running;
 	struct dm_helper *helper;
+	/* what a rescan reads: the udev source, then the fillers */
+	const struct dm_source_ops *sources[8];
+	/* Lost events. udevd's workers run in parallel, so its events may come
+	 * out of order: a seqnum skipped is only lost when it has not come
+	 * within GAP_GRACE_MS. Too many at once, or an overrun of the socket
+	 * (ENOBUFS), and the rescan comes at once. */
+	uint64_t last_seqnum; /* the highest seen; 0 before the first */
+	uint64_t missing[GAP_MAX_MISSING];
+	size_t n_missing;
+	bool lost; /* rescan without waiting */
+	uint64_t gap_deadline_ms; /* when the missing ones are given up */
+	uint64_t first_missing; /* for the report */
 };
 
 void dm_monitor_set_helper(struct dm_monitor *mon, struct dm_helper *helper)
@@ -67,65 +84,176 @@ static void apply_remove(struct dm_monitor *mon, const char *devpath, uint64_t s
 	dm_device_unref(dev);
 }
 
-/* bind/unbind: the kernel driver changed; move the device between proxies
- * (a user driver that holds it keeps it). */
+/* bind/unbind: the kernel driver changed. */
 static void apply_binding(struct dm_monitor *mon, struct udev_device *d, const char *devpath)
 {
 	struct dm_device *dev = dm_model_find_devpath(mon->model, devpath);
 	if (!dev)
 		return;
-	const char *driver = udev_device_get_driver(d);
-	dm_model_read_lock(mon->model);
-	struct dm_driver *bound = dm_driver_ref(dm_device_get_driver_locked(dev));
-	struct dm_bus *bus = dm_device_get_bus_locked(dev);
-	dm_model_unlock(mon->model);
-	if (bound && dm_driver_get_kind(bound) == DM_DRIVER_KERNEL)
-		dm_device_release_driver(dev);
-	dm_driver_unref(bound);
-	dm_device_set_kernel_driver(dev, driver);
-	if (driver && bus) {
-		struct dm_driver *drv = dm_bus_find_driver(bus, driver);
-		if (!drv && dm_kernel_driver_new(driver, &drv) == 0 &&
-		    dm_driver_register(bus, drv) < 0) {
-			dm_driver_unref(drv);
-			drv = NULL;
-		}
-		dm_driver_unref(drv);
-	}
-	dm_device_attach(dev);
+	int r = dm_scan_set_kernel_driver(dev, udev_device_get_driver(d));
+	if (r < 0)
+		log_warn("%s: kernel driver: %s", devpath, strerror(-r));
 	dm_device_unref(dev);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Notes @seqnum and the ones it skipped; a late one is crossed off. */
+static void seqnum_track(struct dm_monitor *mon, uint64_t seqnum)
+{
+	if (seqnum == 0)
+		return; /* a sender without seqnums */
+	if (mon->last_seqnum == 0 || seqnum == mon->last_seqnum + 1) {
+		mon->last_seqnum = seqnum;
+		return;
+	}
+	if (seqnum > mon->last_seqnum) {
+		if (mon->n_missing == 0 && !mon->lost) {
+			mon->gap_deadline_ms = now_ms() + GAP_GRACE_MS;
+			mon->first_missing = mon->last_seqnum + 1;
+		}
+		for (uint64_t s = mon->last_seqnum + 1; s < seqnum && !mon->lost; s++) {
+			if (mon->n_missing == GAP_MAX_MISSING)
+				mon->lost = true;
+			else
+				mon->missing[mon->n_missing++] = s;
+		}
+		mon->last_seqnum = seqnum;
+		return;
+	}
+	for (size_t i = 0; i < mon->n_missing; i++) {
+		if (mon->missing[i] == seqnum) {
+			mon->missing[i] = mon->missing[--mon->n_missing];
+			break;
+		}
+	}
+}
+
+static void rescan_device(struct dm_device *dev, const char *action, void *data)
+{
+	struct dm_monitor *mon = data;
+	if (mon->helper)
+		dm_helper_queue_device(mon->helper, dev, action, 0);
+}
+
+/* Events were lost: the tree is reconciled with sysfs as a whole. */
+static void rescan(struct dm_monitor *mon, const char *why)
+{
+	struct dm_scan_report rep = { .device = rescan_device, .data = mon };
+	log_info("hotplug: %s; rescanning", why);
+	int r = dm_scan_reconcile(mon->model, mon->sources, &rep);
+	if (r < 0)
+		log_err("hotplug: rescan: %s; the tree may be stale", strerror(-r));
+	mon->n_missing = 0;
+	mon->lost = false;
+	char what[160];
+	snprintf(what, sizeof(what), "%s added=%zu removed=%zu changed=%zu", why, rep.added,
+		 rep.removed, rep.changed);
+	log_info("hotplug: rescan: %zu added, %zu removed, %zu changed", rep.added, rep.removed,
+		 rep.changed);
+	if (mon->done)
+		mon->done("rescan", what, mon->last_seqnum, mon->data);
+}
+
+/* remove, bind and unbind are applied one by one; the rest is recorded
+ * again, runs of them at once (apply_records). */
+static bool is_recorded(const char *action)
+{
+	return strcmp(action, "remove") != 0 && strcmp(action, "bind") != 0 &&
+	       strcmp(action, "unbind") != 0;
+}
+
+static void report(struct dm_monitor *mon, struct udev_device *d)
+{
+	const char *action = udev_device_get_action(d), *devpath = udev_device_get_devpath(d);
+	log_debug("hotplug: %s %s", action, devpath);
+	if (mon->done)
+		mon->done(action, devpath, udev_device_get_seqnum(d), mon->data);
+}
+
+/*
+ * add, change, move, online, offline: the devices are recorded again, all
+ * of a run of such events at once (a burst costs one pass of each source,
+ * not one per event), then each event is reported in its order. Drops the
+ * references.
+ */
+static void apply_records(struct dm_monitor *mon, struct udev_device **ds, size_t *n)
+{
+	if (*n == 0)
+		return;
+	int r = dm_scan_devices(mon->model, ds, *n, mon->fillers);
+	if (r < 0)
+		log_warn("hotplug: %zu events not applied: %s", *n, strerror(-r));
+	for (size_t i = 0; i < *n; i++) {
+		const char *action = udev_device_get_action(ds[i]);
+		struct dm_device *dev = mon->helper && (strcmp(action, "add") == 0 ||
+							strcmp(action, "change") == 0)
+						? dm_model_find_devpath(mon->model,
+									udev_device_get_devpath(ds[i]))
+						: NULL;
+		if (dev) {
+			dm_helper_queue_device(mon->helper, dev, action, udev_device_get_seqnum(ds[i]));
+			dm_device_unref(dev);
+		}
+		report(mon, ds[i]);
+		udev_device_unref(ds[i]);
+	}
+	*n = 0;
+}
+
+/* remove, bind, unbind */
 static void apply(struct dm_monitor *mon, struct udev_device *d)
 {
 	const char *action = udev_device_get_action(d);
 	const char *devpath = udev_device_get_devpath(d);
-	const char *syspath = udev_device_get_syspath(d);
-	if (!action || !devpath || !syspath)
-		return;
-	uint64_t seqnum = udev_device_get_seqnum(d);
-	if (strcmp(action, "remove") == 0) {
-		apply_remove(mon, devpath, seqnum);
-	} else if (strcmp(action, "bind") == 0 || strcmp(action, "unbind") == 0) {
+	if (strcmp(action, "remove") == 0)
+		apply_remove(mon, devpath, udev_device_get_seqnum(d));
+	else
 		apply_binding(mon, d, devpath);
-	} else {
-		/* add, change, move, online, offline: record it again */
-		size_t added = 0;
-		int r = dm_scan_device(mon->model, syspath, mon->fillers, &added);
-		if (r < 0)
-			log_warn("%s %s: %s", action, devpath, strerror(-r));
-		struct dm_device *dev = mon->helper && (strcmp(action, "add") == 0 ||
-							strcmp(action, "change") == 0)
-						? dm_model_find_devpath(mon->model, devpath)
-						: NULL;
-		if (dev) {
-			dm_helper_queue_device(mon->helper, dev, action, seqnum);
-			dm_device_unref(dev);
+	report(mon, d);
+}
+
+/* Applies what the socket holds, in order, until it is empty. Returns
+ * -ENOBUFS when it overran. */
+static int receive_all(struct dm_monitor *mon)
+{
+	struct udev_device *run[RUN_MAX];
+	size_t n = 0;
+	for (;;) {
+		errno = 0;
+		struct udev_device *d = udev_monitor_receive_device(mon->mon);
+		if (!d)
+			break;
+		const char *action = udev_device_get_action(d);
+		if (!action || !udev_device_get_devpath(d) || !udev_device_get_syspath(d)) {
+			udev_device_unref(d);
+			continue;
 		}
+		seqnum_track(mon, udev_device_get_seqnum(d));
+		/* a renamed device (a network interface): the old path goes first */
+		const char *old = udev_device_get_property_value(d, "DEVPATH_OLD");
+		if (strcmp(action, "move") == 0 && old) {
+			apply_records(mon, run, &n);
+			apply_remove(mon, old, udev_device_get_seqnum(d));
+		}
+		if (is_recorded(action)) {
+			run[n++] = d;
+			if (n == RUN_MAX)
+				apply_records(mon, run, &n);
+			continue;
+		}
+		apply_records(mon, run, &n);
+		apply(mon, d);
+		udev_device_unref(d);
 	}
-	log_debug("hotplug: %s %s", action, devpath);
-	if (mon->done)
-		mon->done(action, devpath, seqnum, mon->data);
+	int r = errno == ENOBUFS ? -ENOBUFS : 0;
+	apply_records(mon, run, &n);
+	return r;
 }
 
 static void *monitor_thread(void *data)
@@ -139,7 +267,13 @@ static void *monitor_thread(void *data)
 		{ .fd = mon->wake_fd, .events = POLLIN },
 	};
 	for (;;) {
-		if (poll(fds, 2, -1) < 0) {
+		int timeout = -1;
+		if (mon->n_missing) {
+			uint64_t now = now_ms();
+			timeout = now >= mon->gap_deadline_ms ? 0 : (int)(mon->gap_deadline_ms - now);
+		}
+		int n = poll(fds, 2, timeout);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			log_err("hotplug: poll: %s; no more live updates", strerror(errno));
@@ -147,10 +281,14 @@ static void *monitor_thread(void *data)
 		}
 		if (fds[1].revents)
 			break;
-		struct udev_device *d;
-		while ((d = udev_monitor_receive_device(mon->mon))) {
-			apply(mon, d);
-			udev_device_unref(d);
+		if (receive_all(mon) == -ENOBUFS) {
+			/* the socket overran: what was lost is unknown */
+			rescan(mon, "overrun");
+			mon->last_seqnum = 0; /* the next event starts the count again */
+		} else if (mon->lost || (mon->n_missing && now_ms() >= mon->gap_deadline_ms)) {
+			char why[64];
+			snprintf(why, sizeof(why), "seqnum-gap %llu", (unsigned long long)mon->first_missing);
+			rescan(mon, why);
 		}
 	}
 	return NULL;
@@ -164,6 +302,10 @@ int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *filler
 		return -ENOMEM;
 	*mon = (struct dm_monitor){ .model = m, .fillers = fillers, .done = done, .data = data,
 				    .wake_fd = -1 };
+	size_t n = 0, max = sizeof(mon->sources) / sizeof(*mon->sources) - 1;
+	mon->sources[n++] = &dm_source_udev;
+	for (const struct dm_source_ops *const *f = fillers; *f && n < max; f++)
+		mon->sources[n++] = *f;
 	int r = -ENOMEM;
 	mon->udev = udev_new();
 	if (!mon->udev)

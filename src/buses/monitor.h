@@ -9,6 +9,12 @@
  *   remove   its subtree is removed, children first, with remove() hooks.
  * After each event @done is called (the daemon then waits for the mount's
  * invalidations and reports the event).
+ *
+ * No state is lost: when the socket overruns (ENOBUFS) or a seqnum does not
+ * come (a gap that later events do not fill within half a second: udevd may
+ * deliver out of order), the whole tree is reconciled with sysfs
+ * (dm_scan_reconcile()) and @done is called with the action "rescan" and,
+ * in place of the devpath, "<why> added=N removed=N changed=N".
  */
 #ifndef DM_MONITOR_H
 #define DM_MONITOR_H

@@ -132,5 +132,6 @@ static int pci_scan(struct dm_scan *s)
 
 const struct dm_source_ops dm_source_pci = {
 	.name = "pci",
+	.fills = "pci",
 	.scan = pci_scan,
 };

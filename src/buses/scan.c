@@ -280,9 +280,48 @@ static int resolve_name_clashes(struct dm_scan *s)
 	return r;
 }
 
-/* A change event: the device's values as the sources see them now. */
+/* The kernel driver of @dev is now @driver (NULL: none): the device moves
+ * between kernel driver proxies (a user driver that holds it keeps it). */
+int dm_scan_set_kernel_driver(struct dm_device *dev, const char *driver)
+{
+	struct dm_model *m = dm_device_get_model(dev);
+	dm_model_read_lock(m);
+	struct dm_driver *bound = dm_driver_ref(dm_device_get_driver_locked(dev));
+	struct dm_bus *bus = dm_device_get_bus_locked(dev);
+	dm_model_unlock(m);
+	if (bound && dm_driver_get_kind(bound) == DM_DRIVER_KERNEL)
+		dm_device_release_driver(dev);
+	dm_driver_unref(bound);
+	int r = dm_device_set_kernel_driver(dev, driver);
+	if (r == 0 && driver && bus)
+		r = kernel_driver_get(bus, driver);
+	dm_device_attach(dev);
+	return r;
+}
+
+static bool same_string(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Whether the device sits where the record places it: same name under the
+ * same parent. A device that moved is removed and added again. */
+static bool record_in_place(struct dm_device *dev, const struct dm_record *rec)
+{
+	struct dm_model *m = dm_device_get_model(dev);
+	dm_model_read_lock(m);
+	struct dm_device *parent = dm_device_get_parent_locked(dev);
+	bool same = strcmp(dm_device_get_name(dev), rec->name) == 0 && parent &&
+		    same_string(dm_device_get_devpath(parent), rec->parent);
+	dm_model_unlock(m);
+	return same;
+}
+
+/* The device's values and kernel driver as the sources see them now;
+ * returns 1 when something changed, 0 when nothing did. */
 static int record_refresh(struct dm_device *dev, const struct dm_record *rec)
 {
+	int changed = 0;
 	for (size_t i = 0; i < rec->n_values; i++) {
 		char old[DM_ATTR_MAX];
 		int n = dm_device_get_value(dev, rec->values[i].name, old, sizeof(old));
@@ -291,47 +330,140 @@ static int record_refresh(struct dm_device *dev, const struct dm_record *rec)
 		int r = dm_device_set_value(dev, rec->values[i].name, rec->values[i].value);
 		if (r < 0)
 			return r;
+		changed = 1;
 	}
+	if (!same_string(dm_device_get_kernel_driver(dev), rec->driver)) {
+		int r = dm_scan_set_kernel_driver(dev, rec->driver);
+		if (r < 0)
+			return r;
+		changed = 1;
+	}
+	return changed;
+}
+
+static void report_device(struct dm_scan_report *rep, struct dm_device *dev, const char *action)
+{
+	if (rep->device)
+		rep->device(dev, action, rep->data);
+}
+
+/* Removes a device of the model the records do not have any more (its
+ * subtree goes with it, children first). */
+static void report_remove(struct dm_scan_report *rep, struct dm_device *dev)
+{
+	report_device(rep, dev, "remove"); /* before it goes: what it was */
+	dm_device_del(dev);
+	rep->removed++;
+}
+
+/*
+ * Brings the model in line with the records, parents first: a device the
+ * model lacks is added, one it has in the same place is refreshed, one that
+ * moved is removed and added again.
+ */
+static void records_apply(struct dm_model *m, struct dm_scan *s, struct dm_scan_report *rep)
+{
+	/* a parent's devpath is a prefix of its children's: sorting puts it first */
+	qsort(s->recs, s->n, sizeof(*s->recs), by_devpath);
+	for (size_t i = 0; i < s->n; i++) {
+		struct dm_record *rec = s->recs[i];
+		if (rec->known)
+			continue;
+		struct dm_device *dev = dm_model_find_devpath(m, rec->devpath);
+		int r = 0;
+		if (dev && record_in_place(dev, rec)) {
+			r = record_refresh(dev, rec);
+			if (r > 0) {
+				rep->changed++;
+				report_device(rep, dev, "change");
+			}
+		} else {
+			if (dev)
+				report_remove(rep, dev);
+			r = record_commit(m, rec);
+			if (r == 0) {
+				rep->added++;
+				struct dm_device *added =
+					rep->device ? dm_model_find_devpath(m, rec->devpath) : NULL;
+				if (added)
+					report_device(rep, added, "add");
+				dm_device_unref(added);
+			}
+		}
+		dm_device_unref(dev);
+		if (r < 0) {
+			log_warn("%s: %s", rec->devpath, strerror(-r));
+			rep->failed++;
+		}
+	}
+}
+
+/* Removes, children first, every device of the model with a devpath the
+ * records lack. */
+static int records_remove_missing(struct dm_model *m, struct dm_scan *s,
+				  struct dm_scan_report *rep)
+{
+	struct dm_device **devs;
+	size_t n;
+	int r = dm_model_snapshot(m, NULL, &devs, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = n; i-- > 0;) {
+		const char *devpath = dm_device_get_devpath(devs[i]);
+		if (devpath && !dm_device_is_dead(devs[i]) && !dm_scan_find(s, devpath))
+			report_remove(rep, devs[i]);
+	}
+	dm_device_array_free(devs, n);
 	return 0;
 }
 
-int dm_scan_device(struct dm_model *m, const char *syspath,
-		   const struct dm_source_ops *const *fillers, size_t *ret_added)
+/* Whether a record the scan will apply is of @subsystem (NULL: any). */
+static bool records_need(const struct dm_scan *s, const char *subsystem)
 {
-	struct dm_scan s;
-	size_t added = 0;
-	dm_scan_init(&s);
-	s.partial = true;
-	int r = dm_udev_record(&s, syspath);
-	for (const struct dm_source_ops *const *src = fillers; r == 0 && *src; src++)
-		if ((*src)->scan(&s) < 0)
-			log_warn("%s: source %s failed; the device has what the others found",
-				 syspath, (*src)->name);
-	if (r == 0)
-		qsort(s.recs, s.n, sizeof(*s.recs), by_devpath);
-	for (size_t i = 0; r == 0 && i < s.n; i++) {
-		struct dm_device *dev = dm_model_find_devpath(m, s.recs[i]->devpath);
-		int e;
-		if (dev) {
-			e = record_refresh(dev, s.recs[i]);
-			dm_device_unref(dev);
-		} else {
-			e = record_commit(m, s.recs[i]);
-			added += e == 0;
-		}
-		if (e < 0)
-			log_warn("%s: %s", s.recs[i]->devpath, strerror(-e));
-	}
-	dm_scan_done(&s);
-	if (r == 0 && ret_added)
-		*ret_added = added;
-	return r;
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->recs[i]->known &&
+		    (!subsystem || same_string(s->recs[i]->subsystem, subsystem)))
+			return true;
+	return false;
 }
 
-int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources)
+int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
+		    const struct dm_source_ops *const *fillers)
 {
 	struct dm_scan s;
-	int r, failed = 0;
+	struct dm_scan_report rep = { 0 };
+	struct dm_record **selves = calloc(n ? n : 1, sizeof(*selves));
+	if (!selves)
+		return -ENOMEM;
+	dm_scan_init(&s);
+	s.partial = true;
+	s.model = m;
+	for (size_t i = 0; i < n; i++)
+		dm_udev_record(&s, ds[i], &selves[i]); /* a device it misses is skipped */
+	/* the events' devices are refreshed; their ancestors the model has, kept */
+	for (size_t i = 0; i < s.n; i++) {
+		struct dm_device *dev = dm_model_find_devpath(m, s.recs[i]->devpath);
+		s.recs[i]->known = dev != NULL;
+		dm_device_unref(dev);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (selves[i])
+			selves[i]->known = false;
+	for (const struct dm_source_ops *const *src = fillers; *src; src++)
+		if (records_need(&s, (*src)->fills) && (*src)->scan(&s) < 0)
+			log_warn("hotplug: source %s failed; devices have what the others found",
+				 (*src)->name);
+	records_apply(m, &s, &rep);
+	dm_scan_done(&s);
+	free(selves);
+	return 0;
+}
+
+int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sources,
+		      struct dm_scan_report *rep)
+{
+	struct dm_scan s;
+	int r;
 
 	dm_scan_init(&s);
 	for (const struct dm_source_ops *const *src = sources; *src; src++) {
@@ -341,20 +473,20 @@ int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources
 				strerror(-r));
 	}
 	r = resolve_name_clashes(&s);
-	if (r < 0) {
-		dm_scan_done(&s);
-		return r;
-	}
-	/* a parent's devpath is a prefix of its children's: sorting puts it first */
-	qsort(s.recs, s.n, sizeof(*s.recs), by_devpath);
-	for (size_t i = 0; i < s.n; i++) {
-		r = record_commit(m, s.recs[i]);
-		if (r < 0) {
-			log_warn("%s: not added: %s", s.recs[i]->devpath, strerror(-r));
-			failed++;
-		}
-	}
-	log_info("enumerated %zu devices%s", s.n - failed, failed ? " (some skipped)" : "");
+	if (r == 0)
+		r = records_remove_missing(m, &s, rep);
+	if (r == 0)
+		records_apply(m, &s, rep);
 	dm_scan_done(&s);
-	return 0;
+	return r;
+}
+
+int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources)
+{
+	struct dm_scan_report rep = { 0 };
+	int r = dm_scan_reconcile(m, sources, &rep);
+	if (r == 0)
+		log_info("enumerated %zu devices%s", rep.added,
+			 rep.failed ? " (some skipped)" : "");
+	return r;
 }

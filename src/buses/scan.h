@@ -29,6 +29,10 @@ struct dm_record {
 	char *iface; /* its interface within the class (DESIGN.md section 5), or NULL */
 	struct dm_record_value *values;
 	size_t n_values;
+	/* one device's scan: an ancestor the model has already, recorded for
+	 * the sources' sake (a USB interface is filled from its device) and
+	 * left as it is */
+	bool known;
 };
 
 struct dm_scan {
@@ -40,10 +44,15 @@ struct dm_scan {
 	size_t n_keys;
 	size_t n_indexed; /* records when by_name was built; rebuilt when n moves on */
 	bool partial; /* one device's records (hotplug): sources skip the rest quietly */
+	struct dm_model *model; /* with partial: ancestors it has are not climbed past */
 };
 
 struct dm_source_ops {
 	const char *name;
+	/* the subsystem whose records it completes (NULL: it records devices
+	 * itself): one device's scan runs it only for a new or changed record
+	 * of that subsystem */
+	const char *fills;
 	/* Adds or completes records; returns 0 or -errno (the scan goes on
 	 * with what the other sources found). */
 	int (*scan)(struct dm_scan *s);
@@ -65,19 +74,47 @@ int dm_record_set(struct dm_record *r, const char *name, const char *value);
 const char *dm_record_get(const struct dm_record *r, const char *name);
 int dm_record_set_string(char **field, const char *value);
 
-/* Runs @sources in order, then adds every record to @m, parents first. */
-int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources);
-
-/* Records the device at @syspath ("/sys/devices/...") and its ancestors. */
-int dm_udev_record(struct dm_scan *s, const char *syspath);
+/* What a reconcile did. @device (may be NULL) is told of each device it
+ * added or changed, after the fact, and of each it removes, just before. */
+struct dm_scan_report {
+	void (*device)(struct dm_device *dev, const char *action, void *data);
+	void *data;
+	size_t added, removed, changed, failed;
+};
 
 /*
- * Hotplug: records the device at @syspath with the udev source, completes
- * the records with @fillers (pci, usb), then adds what the model lacks
- * (parents first) and refreshes the values of what it has. *ret_added gets
- * how many devices were added.
+ * Runs @sources in order and brings @m in line with what they see: devices
+ * the model has and the sources do not are removed (children first), those
+ * it lacks are added (parents first), and the values and kernel driver of
+ * the others refreshed (the listener is told what changed). On an empty
+ * model this is the enumeration at start; after a lost event (hotplug), the
+ * rescan. Counts go to @rep. Call without the model lock.
  */
-int dm_scan_device(struct dm_model *m, const char *syspath,
-		   const struct dm_source_ops *const *fillers, size_t *ret_added);
+int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sources,
+		      struct dm_scan_report *rep);
+/* dm_scan_reconcile() at start, logging what was found. */
+int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources);
+
+/* Hotplug's bind and unbind: @dev's kernel driver is now @driver (NULL:
+ * none); it moves between kernel driver proxies, a user driver that holds
+ * it keeps it. Call without the model lock. */
+int dm_scan_set_kernel_driver(struct dm_device *dev, const char *driver);
+
+struct udev_device;
+/* Records @d and its ancestors (a scan with @model set: up to the first
+ * ancestor the model has, see udev.c); *ret (may be NULL) gets @d's record.
+ * -ENODEV when it has left sysfs (its remove event follows); other errors
+ * are logged. */
+int dm_udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **ret);
+
+/*
+ * Hotplug: records the devices of the uevents @ds (add, change...) with
+ * the udev source, completes the records with @fillers (pci, usb: each run
+ * once for all), then adds what the model lacks (parents first) and
+ * refreshes the values of what it has. A device gone from sysfs meanwhile
+ * is skipped (its remove event follows).
+ */
+int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
+		    const struct dm_source_ops *const *fillers);
 
 #endif

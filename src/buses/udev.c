@@ -137,6 +137,12 @@ static bool sibling_has_name(const char *parent, const char *name, const char *s
 	return clash;
 }
 
+static bool same_devtype(struct udev_device *d, const char *devtype)
+{
+	const char *t = udev_device_get_devtype(d);
+	return t && strcmp(t, devtype) == 0;
+}
+
 static int record_device(struct dm_scan *s, struct udev_device *d)
 {
 	const char *devpath = udev_device_get_devpath(d);
@@ -217,7 +223,17 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	if (r)
 		return -ENOMEM;
 
-	return parent ? record_device(s, parent) : 0;
+	if (!parent)
+		return 0;
+	/* One device's scan climbs only up to the first ancestor the model
+	 * has, which a USB interface takes along: it is filled from it. */
+	if (s->model && !same_devtype(d, "usb_interface")) {
+		struct dm_device *known = dm_model_find_devpath(s->model, ppath);
+		dm_device_unref(known);
+		if (known)
+			return 0;
+	}
+	return record_device(s, parent);
 }
 
 static int udev_scan(struct dm_scan *s)
@@ -254,15 +270,18 @@ out_udev:
 	return r;
 }
 
-int dm_udev_record(struct dm_scan *s, const char *syspath)
+int dm_udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **ret)
 {
-	struct udev *udev = udev_new();
-	if (!udev)
-		return -ENOMEM;
-	struct udev_device *d = udev_device_new_from_syspath(udev, syspath);
-	int r = d ? record_device(s, d) : -ENODEV;
-	udev_device_unref(d);
-	udev_unref(udev);
+	char uevent[PATH_MAX];
+	/* gone meanwhile: its remove event follows */
+	snprintf(uevent, sizeof(uevent), "%s/uevent", udev_device_get_syspath(d));
+	if (access(uevent, F_OK) < 0)
+		return -ENODEV;
+	int r = record_device(s, d);
+	if (r < 0)
+		log_warn("udev: %s: %s", udev_device_get_devpath(d), strerror(-r));
+	else if (ret)
+		*ret = dm_scan_find(s, udev_device_get_devpath(d));
 	return r;
 }
 

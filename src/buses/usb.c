@@ -326,5 +326,6 @@ out:
 
 const struct dm_source_ops dm_source_usb = {
 	.name = "usb",
+	.fills = "usb",
 	.scan = usb_scan,
 };

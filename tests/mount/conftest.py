@@ -22,3 +22,13 @@ def testbed_path():
     def get(name):
         return os.path.join(TESTBEDS, name)
     return get
+
+
+@pytest.fixture
+def full():
+    """The daemon on the whole USB tree testbed (the hotplug tests)."""
+    from harness import Daemon
+    from hotplug_util import TESTBED
+    daemon = Daemon(TESTBED)
+    yield daemon
+    daemon.stop()

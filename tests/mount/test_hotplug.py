@@ -11,51 +11,16 @@ import os
 import pytest
 
 from harness import Daemon
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTBED = os.path.join(HERE, "..", "testbeds", "usb-tree.umockdev")
-HUB2 = "/devices/pci0000:00/0000:00:14.0/usb1/1-1/1-1.2"
-KBD = HUB2 + "/1-1.2.1"
-STICK = HUB2 + "/1-1.2.3"
-ROOT_HUB2 = "pci0000:00/0000:00:14.0/usb1/1-1/1-1.2"
-
-
-def blocks(path):
-    with open(path) as f:
-        return [b for b in f.read().split("\n\n") if b.strip()]
-
-
-def devpath(block):
-    return block.split("\n", 1)[0][3:]
-
-
-def under(block, top):
-    p = devpath(block)
-    return p == top or p.startswith(top + "/")
+from hotplug_util import (HERE, HUB2, KBD, ROOT_HUB2, STICK, TESTBED, blocks, devpath,
+                          devpaths_in_mount, event, read, under, wait_event, without)
 
 
 @pytest.fixture
 def d(tmp_path):
     # the machine without the keyboard: it is plugged in by the test
-    initial = tmp_path / "without-keyboard.umockdev"
-    initial.write_text("\n\n".join(b for b in blocks(TESTBED) if not under(b, KBD)) + "\n")
-    daemon = Daemon(str(initial))
+    daemon = Daemon(without(tmp_path, KBD))
     yield daemon
     daemon.stop()
-
-
-def wait_event(d, action, path):
-    d.wait_status(lambda line: line.startswith(f"STATUS=hotplug {action} {path} "))
-
-
-def event(d, action, path):
-    d.testbed.uevent("/sys" + path, action)
-    wait_event(d, action, path)
-
-
-def read(d, *parts):
-    with open(d.path(*parts)) as f:
-        return f.read()
 
 
 def test_plug_in_a_keyboard(d):
@@ -151,10 +116,8 @@ BY_CLASS = os.path.join(HERE, "..", "..", "contrib", "hotplug", "by-class")
 
 @pytest.fixture
 def with_helper(tmp_path):
-    initial = tmp_path / "without-keyboard.umockdev"
-    initial.write_text("\n\n".join(b for b in blocks(TESTBED) if not under(b, KBD)) + "\n")
     links = tmp_path / "by-class"
-    daemon = Daemon(str(initial), ["--hotplug-helper", f"{os.path.abspath(BY_CLASS)} {links}",
+    daemon = Daemon(without(tmp_path, KBD), ["--hotplug-helper", f"{os.path.abspath(BY_CLASS)} {links}",
                                    "--coldplug"])
     yield daemon, links
     daemon.stop()
@@ -190,21 +153,6 @@ def test_naming_policy_runs_outside_the_daemon(with_helper):
     wait_helper(d, "remove", part)
     assert not os.path.lexists(links / "block" / "sdb1")
     assert os.path.lexists(links / "block" / "sda")  # the other disk stays
-
-
-def devpaths_in_mount(d):
-    found = {}
-    for top, dirs, files in os.walk(d.path("root")):
-        if "devpath" in files:
-            found[read(d, top, "devpath").strip()] = os.path.relpath(top, d.path("root"))
-    return found
-
-
-@pytest.fixture
-def full(tmp_path):
-    daemon = Daemon(TESTBED)
-    yield daemon
-    daemon.stop()
 
 
 def test_unplug_and_replug_a_hub_with_devices_behind_it(full):

@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What the hotplug tests share: testbed records (.umockdev blocks), uevents
+sent and waited for, and the tree compared with the testbed's sysfs.
+
+Notes on umockdev (0.17) that shape these tests: add_from_string() sends the
+"add" uevent of each device itself; remove_device() sends none, and adding a
+removed device again aborts umockdev, so a replug re-sends the uevents of
+devices the testbed kept. Its sender numbers events (SEQNUM) from a counter of
+the test process, and aborts the test process when the daemon's socket queue
+(net.unix.max_dgram_qlen datagrams) is full. Floods therefore go through
+Sender below, which chooses the seqnums and, when the queue is full, waits
+or drops the event as an overrun netlink socket would."""
+import os
+import select
+import socket
+import struct
+
+# the containers /devices/system and /devices/virtual are devices in the tree
+CONTAINERS = ("/devices/system", "/devices/virtual")
+
+# the USB tree testbed: a keyboard and a stick (disk, partition) behind the
+# second hub
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTBED = os.path.join(HERE, "..", "testbeds", "usb-tree.umockdev")
+HUB2 = "/devices/pci0000:00/0000:00:14.0/usb1/1-1/1-1.2"
+KBD = HUB2 + "/1-1.2.1"
+STICK = HUB2 + "/1-1.2.3"
+ROOT_HUB2 = "pci0000:00/0000:00:14.0/usb1/1-1/1-1.2"  # HUB2 under root/
+
+
+def blocks(path):
+    with open(path) as f:
+        return [b for b in f.read().split("\n\n") if b.strip()]
+
+
+def devpath(block):
+    return block.split("\n", 1)[0][3:]
+
+
+def under(block, top):
+    p = devpath(block)
+    return p == top or p.startswith(top + "/")
+
+
+def without(tmp_path, top):
+    """A copy of the USB tree testbed without the devices at and below @top."""
+    initial = tmp_path / "testbed.umockdev"
+    initial.write_text("\n\n".join(b for b in blocks(TESTBED) if not under(b, top)) + "\n")
+    return str(initial)
+
+
+def read(d, *parts):
+    with open(d.path(*parts)) as f:
+        return f.read()
+
+
+def wait_event(d, action, path, timeout=30):
+    """The seqnum of the daemon's report of the event."""
+    line = d.wait_status(lambda line: line.startswith(f"STATUS=hotplug {action} {path} "),
+                         timeout=timeout)
+    return int(line.rsplit(" ", 1)[1])
+
+
+def event(d, action, path):
+    d.testbed.uevent("/sys" + path, action)
+    return wait_event(d, action, path)
+
+
+def wait_rescan(d, timeout=30):
+    """The report "<why> added=N removed=N changed=N" of the next rescan."""
+    line = d.wait_status(lambda line: line.startswith("STATUS=hotplug rescan "),
+                         timeout=timeout)
+    return line[len("STATUS=hotplug rescan "):].rsplit(" ", 1)[0]
+
+
+def devpaths_in_mount(d):
+    """{devpath: path under root/} of every device in the mount."""
+    found = {}
+    for top, dirs, files in os.walk(d.path("root")):
+        if "devpath" in files:
+            found[read(d, top, "devpath").strip()] = os.path.relpath(top, d.path("root"))
+    return found
+
+
+def devpaths_in_testbed(d):
+    """What the tree must hold for the testbed as it is now, asked of libudev
+    itself (the test process runs under umockdev, so libudev reads the
+    testbed): every device udev enumerates and every device above one, and
+    the containers /devices/system and /devices/virtual above theirs."""
+    import ctypes
+    lib = ctypes.CDLL("libudev.so.1")
+    lib.udev_new.restype = ctypes.c_void_p
+    lib.udev_enumerate_new.restype = ctypes.c_void_p
+    lib.udev_enumerate_new.argtypes = [ctypes.c_void_p]
+    lib.udev_enumerate_scan_devices.argtypes = [ctypes.c_void_p]
+    lib.udev_enumerate_get_list_entry.restype = ctypes.c_void_p
+    lib.udev_enumerate_get_list_entry.argtypes = [ctypes.c_void_p]
+    lib.udev_list_entry_get_next.restype = ctypes.c_void_p
+    lib.udev_list_entry_get_next.argtypes = [ctypes.c_void_p]
+    lib.udev_list_entry_get_name.restype = ctypes.c_char_p
+    lib.udev_list_entry_get_name.argtypes = [ctypes.c_void_p]
+    lib.udev_device_new_from_syspath.restype = ctypes.c_void_p
+    lib.udev_device_new_from_syspath.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    lib.udev_device_get_parent.restype = ctypes.c_void_p
+    lib.udev_device_get_parent.argtypes = [ctypes.c_void_p]
+    lib.udev_device_get_devpath.restype = ctypes.c_char_p
+    lib.udev_device_get_devpath.argtypes = [ctypes.c_void_p]
+    lib.udev_device_unref.argtypes = [ctypes.c_void_p]
+    lib.udev_enumerate_unref.argtypes = [ctypes.c_void_p]
+    lib.udev_unref.argtypes = [ctypes.c_void_p]
+    udev = lib.udev_new()
+    en = lib.udev_enumerate_new(udev)
+    assert lib.udev_enumerate_scan_devices(en) >= 0
+    found = set()
+    e = lib.udev_enumerate_get_list_entry(en)
+    while e:
+        dev = lib.udev_device_new_from_syspath(udev, lib.udev_list_entry_get_name(e))
+        p = dev
+        while p:  # the parent belongs to the device: not unref'ed
+            found.add(lib.udev_device_get_devpath(p).decode())
+            p = lib.udev_device_get_parent(p)
+        if dev:
+            lib.udev_device_unref(dev)
+        e = lib.udev_list_entry_get_next(e)
+    lib.udev_enumerate_unref(en)
+    lib.udev_unref(udev)
+    for c in CONTAINERS:
+        if any(p.startswith(c + "/") for p in found):
+            found.add(c)
+    return found
+
+
+class Hidden:
+    """The daemon deaf for a while: its event sockets in the testbed are
+    renamed, so umockdev's sender finds no listener and the events sent
+    meanwhile are lost (their seqnums are used all the same)."""
+
+    def __init__(self, d):
+        self.root = d.testbed.get_root_dir()
+
+    def __enter__(self):
+        self.names = [n for n in os.listdir(self.root) if n.startswith("event")]
+        for n in self.names:
+            os.rename(os.path.join(self.root, n), os.path.join(self.root, "deaf-" + n))
+        return self
+
+    def __exit__(self, *exc):
+        for n in self.names:
+            os.rename(os.path.join(self.root, "deaf-" + n), os.path.join(self.root, n))
+
+
+class Sender:
+    """uevents as udevd broadcasts them (libudev's monitor message: the
+    "libudev" header, then KEY=VALUE strings), sent to the daemon's event
+    sockets in the testbed, with seqnums of our choosing.
+
+    The daemon's socket takes net.unix.max_dgram_qlen datagrams. When it is
+    full, blocking=False drops the event (counted in .dropped), as the kernel
+    drops a netlink message on an overrun; blocking=True waits for room, and
+    meanwhile takes in the daemon's sd_notify reports (kept for wait_status),
+    since the daemon may itself be waiting for room on that socket. The
+    daemon must hear no other sender (umockdev's own events go elsewhere
+    under Hidden), or the seqnums would not make one sequence."""
+
+    MAGIC = 0xfeedcafe
+
+    def __init__(self, d, blocking=True, first_seqnum=1):
+        self.d = d
+        self.root = d.testbed.get_root_dir()
+        self.seqnum = first_seqnum
+        self.blocking = blocking
+        self.dropped = 0
+        self.socks = []
+        for n in os.listdir(self.root):
+            if n.startswith("event") and n[5:].isdigit():
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                try:
+                    sock.connect(os.path.join(self.root, n))
+                except ConnectionRefusedError:
+                    sock.close()  # a monitor closed meanwhile
+                    continue
+                sock.setblocking(False)
+                self.socks.append(sock)
+        assert self.socks, "the daemon listens for uevents"
+
+    def subsystem(self, path):
+        link = os.path.join(self.root, "sys", path.lstrip("/"), "subsystem")
+        return os.path.basename(os.readlink(link))
+
+    def _take_reports(self):
+        backlog = self.d.__dict__.setdefault("status_backlog", [])
+        self.d.sock.setblocking(False)
+        try:
+            while True:
+                backlog.extend(self.d.sock.recv(4096).decode().split("\n"))
+        except BlockingIOError:
+            pass
+        finally:
+            self.d.sock.setblocking(True)
+
+    def _send_one(self, sock, msg):
+        while True:
+            try:
+                sock.send(msg)
+                return
+            except BlockingIOError:
+                if not self.blocking:
+                    self.dropped += 1
+                    return
+            readable, writable, _ = select.select([self.d.sock], [sock], [], 60)
+            if not readable and not writable:
+                raise AssertionError("the daemon takes no event for 60 s:\n" + self.d.output())
+            if readable:
+                self._take_reports()
+
+    def send(self, action, path, subsystem=None, seqnum=None):
+        """Sends the event; returns its seqnum. @subsystem: read from the
+        testbed unless given (a removed device has none there)."""
+        if seqnum is None:
+            seqnum = self.seqnum
+        self.seqnum = max(self.seqnum, seqnum + 1)
+        props = [f"ACTION={action}", f"DEVPATH={path}",
+                 f"SUBSYSTEM={subsystem or self.subsystem(path)}", f"SEQNUM={seqnum}"]
+        body = b"".join(p.encode() + b"\0" for p in props)
+        header = struct.pack("=8sIIIIIIII", b"libudev", socket.htonl(self.MAGIC), 40, 40,
+                             len(body), 0, 0, 0, 0)
+        for sock in self.socks:
+            self._send_one(sock, header + body)
+        return seqnum
+
+    def close(self):
+        for sock in self.socks:
+            sock.close()

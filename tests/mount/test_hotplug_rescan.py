@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""No lost state: when uevents are lost (a seqnum that never comes, or an
+overrun socket), the daemon reconciles the tree with sysfs and reports
+"STATUS=hotplug rescan <why> added=N removed=N changed=N"; the tree is then
+the testbed's, with bus and class views and cached values up to date."""
+import os
+
+import pytest
+
+from harness import Daemon
+from hotplug_util import (HUB2, KBD, ROOT_HUB2, STICK, TESTBED, Hidden, Sender, blocks, devpath,
+                          devpaths_in_mount, devpaths_in_testbed, read, under, wait_rescan, without)
+
+USB1 = "/devices/pci0000:00/0000:00:14.0/usb1"
+PLACE = ROOT_HUB2
+
+
+@pytest.fixture
+def d(tmp_path):
+    daemon = Daemon(without(tmp_path, KBD))  # the keyboard comes unannounced
+    yield daemon
+    daemon.stop()
+
+
+def test_the_tree_at_start_is_the_testbeds(d):
+    # what the other tests compare with
+    assert set(devpaths_in_mount(d)) == devpaths_in_testbed(d)
+
+
+def wait_sent(d, action, path, seqnum):
+    d.wait_status(lambda l: l == f"STATUS=hotplug {action} {path} {seqnum}")
+
+
+def test_a_seqnum_gap_rescans(d):
+    sender = Sender(d)
+    wait_sent(d, "change", USB1, sender.send("change", USB1))  # the count starts
+    serial = read(d, "root", PLACE, "1-1.2.3", "serial")  # in the kernel's cache now
+    bus_usb = os.listdir(d.path("bus", "usb", "devices"))  # a cached listing
+    assert "1-1.2.1" not in bus_usb and "1-1.2.3" in bus_usb
+    stick = [devpath(b) for b in blocks(TESTBED) if under(b, STICK)]
+    # what the daemon never hears of: a keyboard plugged in, the stick
+    # pulled out, a changed value
+    with Hidden(d):
+        for b in (b for b in blocks(TESTBED) if under(b, KBD)):
+            assert d.testbed.add_from_string(b + "\n")
+        d.testbed.remove_device("/sys" + STICK)
+        d.testbed.set_attribute("/sys" + HUB2, "product", "Renamed Hub")
+    # the events that told it were lost: the next one skips their seqnums,
+    # and nothing fills the gap
+    wait_sent(d, "change", USB1, sender.send("change", USB1, seqnum=sender.seqnum + 3))
+    why = wait_rescan(d)
+    assert why.startswith("seqnum-gap "), why
+    n_kbd = sum(1 for b in blocks(TESTBED) if under(b, KBD))
+    # the hub's product changed; so did the root hub's: udev sees the
+    # keyboard's hub port as a new child (no value of its own changed)
+    assert f"added={n_kbd} removed={len(stick)} " in why, why
+    assert set(devpaths_in_mount(d)) == devpaths_in_testbed(d)
+    assert read(d, "root", PLACE, "1-1.2.1", "idVendor") == "05f3\n"
+    assert read(d, "root", PLACE, "product") == "Renamed Hub\n"
+    assert not os.path.lexists(d.path("root", PLACE, "1-1.2.3"))
+    with pytest.raises(FileNotFoundError):
+        read(d, "root", PLACE, "1-1.2.3", "serial")
+    assert serial  # it was there before
+    bus_usb = os.listdir(d.path("bus", "usb", "devices"))
+    assert "1-1.2.1" in bus_usb and "1-1.2.3" not in bus_usb, bus_usb
+    assert "sdb" not in os.listdir(d.path("class", "block", "devices"))
+    assert os.path.realpath(d.path("root", PLACE, "1-1.2.1", "1-1.2.1:1.0", "driver")) == \
+        d.path("bus", "usb", "drivers", "usbhid")
+    # events apply as before afterwards
+    intf = KBD + "/1-1.2.1:1.0"
+    wait_sent(d, "remove", intf, sender.send("remove", intf))
+    assert not os.path.exists(d.path("root", PLACE, "1-1.2.1", "1-1.2.1:1.0"))
+
+
+def test_events_out_of_order_are_no_gap(d):
+    """udevd's workers finish out of order: a seqnum that comes late fills
+    its gap, and no rescan follows."""
+    sender = Sender(d)
+    first = sender.send("change", USB1)
+    wait_sent(d, "change", USB1, first)
+    for late, early in ((first + 2, first + 1), (first + 4, first + 3)):
+        sender.send("change", HUB2, seqnum=late)
+        sender.send("change", HUB2, seqnum=early)
+        wait_sent(d, "change", HUB2, early)
+    # long past the grace period of the gaps the late ones opened
+    import time
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        wait_sent(d, "change", USB1, sender.send("change", USB1))
+    assert not [l for l in d.__dict__.get("status_backlog", []) if "rescan" in l]
+
+
+def test_the_socket_overruns_in_a_flood(d):
+    """Events the daemon's full socket could not take are dropped, as the
+    kernel drops them on an overrun: the gap they leave brings a rescan, and
+    the tree ends as the testbed is."""
+    hub = [devpath(b) for b in blocks(TESTBED) if under(b, HUB2) and not under(b, KBD)]
+    subsystems = {p: Sender(d).subsystem(p) for p in hub}
+    sender = Sender(d, blocking=False)
+    sender.send("change", USB1)
+    for _ in range(30):
+        for p in reversed(hub):
+            sender.send("remove", p, subsystems[p])
+        for p in hub:
+            sender.send("add", p, subsystems[p])
+    assert sender.dropped, "the flood overran the socket"
+    # the last events may be the lost ones: a later one shows the gap
+    blocking = Sender(d, first_seqnum=sender.seqnum)
+    wait_sent(d, "change", USB1, blocking.send("change", USB1))
+    why = wait_rescan(d)
+    assert why.startswith("seqnum-gap "), why
+    assert set(devpaths_in_mount(d)) == devpaths_in_testbed(d)
