@@ -27,7 +27,7 @@ TEST_PKGS="clang libcmocka-dev umockdev usbutils gir1.2-umockdev-1.0 python3 pyt
 	python3-dbusmock dbus-daemon graphviz groff-base systemd"
 
 # what the ThreadSanitizer build runs: the tests with threads of their own
-TSAN_TESTS="core pm runner exec mount-pm mount-hotplug"
+TSAN_TESTS="core pm runner exec mount-pm mount-hotplug mount-hotplug-stress mount-files"
 
 install_missing() {
 	missing=
