@@ -11,7 +11,9 @@
 #                                       warnings as errors) and run every test,
 #                                       then again built with clang under
 #                                       AddressSanitizer and UBSan, and the
-#                                       concurrency tests under TSan
+#                                       concurrency tests under TSan; then
+#                                       each libFuzzer target of tests/fuzz
+#                                       for FUZZ_SECONDS (default 20)
 #
 # Packages are installed with apt-get; when not run as root it uses sudo.
 set -eu
@@ -23,11 +25,13 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
 # build and run dependencies, by Debian package name
 BUILD_PKGS="meson ninja-build gcc pkg-config libfuse3-dev fuse3 libpci-dev pciutils pci.ids
 	libudev-dev libusb-1.0-0-dev libsystemd-dev libinih-dev libjson-c-dev udev"
-TEST_PKGS="clang libcmocka-dev umockdev usbutils gir1.2-umockdev-1.0 python3 python3-gi python3-pytest
+TEST_PKGS="clang libclang-rt-dev libcmocka-dev umockdev usbutils gir1.2-umockdev-1.0 python3 python3-gi python3-pytest
 	python3-dbusmock dbus-daemon graphviz groff-base systemd"
 
 # what the ThreadSanitizer build runs: the tests with threads of their own
 TSAN_TESTS="core pm runner exec mount-pm mount-hotplug mount-hotplug-stress mount-files"
+# the libFuzzer targets (tests/fuzz/README.md)
+FUZZ_TARGETS="config drivers-d snapshot store uevent"
 
 install_missing() {
 	missing=
@@ -92,14 +96,37 @@ test)
 	ninja -C build-tsan
 	TSAN_OPTIONS=halt_on_error=1 \
 		meson test -C build-tsan --print-errorlogs $TSAN_TESTS
-	# one closing line for the three runs (a failure above has already stopped us)
+	# Each fuzz target for a while, from a copy of its seed corpus (the
+	# tree is not changed); a crash stops here, its input left in
+	# build-fuzz/ (tests/fuzz/README.md: add it to the corpus once fixed).
+	CC=clang setup build-fuzz -Dwerror=true -Dfuzz=true -Db_sanitize=address,undefined \
+		-Db_lundef=false
+	# shellcheck disable=SC2046
+	ninja -C build-fuzz $(for t in $FUZZ_TARGETS; do echo "tests/fuzz/fuzz-$t"; done)
+	fuzzed=0
+	for t in $FUZZ_TARGETS; do
+		corpus=$(mktemp -d)
+		cp tests/fuzz/"$t"/* "$corpus"/
+		if ! build-fuzz/tests/fuzz/fuzz-"$t" -max_total_time="${FUZZ_SECONDS:-20}" \
+			-max_len=8192 -dict=tests/fuzz/"$t".dict -print_final_stats=1 \
+			-artifact_prefix=build-fuzz/fuzz-"$t"- "$corpus" >build-fuzz/fuzz-"$t".log 2>&1; then
+			tail -n 60 build-fuzz/fuzz-"$t".log
+			rm -rf "$corpus"
+			echo "dev.sh: fuzz-$t failed; its input is in build-fuzz/fuzz-$t-*"
+			exit 1
+		fi
+		rm -rf "$corpus"
+		echo "fuzz-$t: $(grep -E '^#[0-9]+[[:space:]]+DONE' build-fuzz/fuzz-"$t".log)"
+		fuzzed=$((fuzzed + 1))
+	done
+	# one closing line for the runs (a failure above has already stopped us)
 	total() { grep -c '"result": "OK"' "$1/meson-logs/testlog.json" || true; }
 	skipped() { grep -c '"result": "SKIP"' "$1/meson-logs/testlog.json" || true; }
-	echo "$(( $(total build) + $(total build-asan) + $(total build-tsan) )) passed, 0 failed," \
+	echo "$(( $(total build) + $(total build-asan) + $(total build-tsan) + fuzzed )) passed, 0 failed," \
 		"$(( $(skipped build) + $(skipped build-asan) + $(skipped build-tsan) )) skipped"
 	;;
 *)
-	sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

@@ -167,7 +167,7 @@ static int load_buses(struct dm_model *m, json_object *buses, char *err, size_t 
 			json_object *d = json_object_array_get_idx(drivers, k), *prio;
 			const char *dname = get_string(d, "name", &bad);
 			const char *kind = get_string(d, "kind", &bad);
-			struct dm_driver *drv;
+			struct dm_driver *drv = NULL; /* unref'ed whether or not it was made */
 			if (!dname || bad || !kind ||
 			    (strcmp(kind, "kernel") && strcmp(kind, "user")) ||
 			    !json_object_object_get_ex(d, "priority", &prio) ||

@@ -8,6 +8,7 @@
  * are not devices, become the devices "system" and "virtual".
  */
 #include "scan.h"
+#include "uevent.h"
 
 #include "log.h"
 
@@ -51,34 +52,16 @@ static const char *pick_name(struct udev_device *d)
 static int set_trimmed(struct dm_record *rec, const char *name, const char *value)
 {
 	char buf[DM_ATTR_MAX];
-	snprintf(buf, sizeof(buf), "%s", value);
-	size_t len = strlen(buf);
-	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-		buf[--len] = '\0';
+	dm_uevent_trim(buf, sizeof(buf), value);
 	return dm_record_set(rec, name, buf);
 }
 
-/* The interface of a class device with a node: the udev DEVTYPE where there
- * is one, otherwise the node's basename without its trailing number
- * ("event3" -> "event", "ttyS0" -> "ttyS"). */
+/* The interface of a class device with a node (uevent.h). */
 static int set_interface(struct dm_record *rec, struct udev_device *d, const char *devnode)
 {
-	const char *devtype = udev_device_get_devtype(d);
-	if (devtype && *devtype)
-		return dm_record_set_string(&rec->iface, devtype);
-	const char *base = strrchr(devnode, '/');
-	base = base ? base + 1 : devnode;
-	size_t len = strlen(base);
-	while (len > 0 && base[len - 1] >= '0' && base[len - 1] <= '9')
-		len--;
-	/* a node named by numbers only (bsg/0:0:0:0, bus/usb/001/002): the class */
-	bool letters = false;
-	for (size_t i = 0; i < len; i++)
-		letters |= (base[i] >= 'a' && base[i] <= 'z') || (base[i] >= 'A' && base[i] <= 'Z');
-	if (!letters)
-		return dm_record_set_string(&rec->iface, rec->class_name);
 	char name[256];
-	snprintf(name, sizeof(name), "%.*s", (int)len, base);
+	if (dm_uevent_interface(udev_device_get_devtype(d), devnode, name, sizeof(name)) > 0)
+		return dm_record_set_string(&rec->iface, rec->class_name);
 	return dm_record_set_string(&rec->iface, name);
 }
 
@@ -190,14 +173,13 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 		char buf[DM_ATTR_MAX];
 		size_t len = 0;
 		struct udev_list_entry *e;
+		buf[0] = '\0';
 		udev_list_entry_foreach(e, udev_device_get_properties_list_entry(d)) {
-			int n = snprintf(buf + len, sizeof(buf) - len, "%s%s=%s", len ? "\n" : "",
-					 udev_list_entry_get_name(e), udev_list_entry_get_value(e));
-			if (n < 0 || (size_t)n >= sizeof(buf) - len)
+			if (!dm_uevent_append(buf, sizeof(buf), &len, udev_list_entry_get_name(e),
+					      udev_list_entry_get_value(e)))
 				break;
-			len += (size_t)n;
 		}
-		r |= dm_record_set(rec, "uevent", len ? buf : "");
+		r |= dm_record_set(rec, "uevent", buf);
 	}
 	const char *modalias = udev_device_get_sysattr_value(d, "modalias");
 	if (!modalias)

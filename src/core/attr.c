@@ -79,7 +79,7 @@ static int value_set(struct dm_device *dev, const char *name, const char *value)
 
 int dm_device_set_value(struct dm_device *dev, const char *name, const char *value)
 {
-	if (!name || !*name || strchr(name, '/') || !value || strlen(value) >= DM_ATTR_MAX)
+	if (!dm_name_is_valid(name) || !value || strlen(value) >= DM_ATTR_MAX)
 		return -EINVAL;
 	if (atomic_load(&dev->state) == DM_DEV_INIT)
 		return value_set(dev, name, value);

@@ -10,8 +10,7 @@
 
 int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret)
 {
-	if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 ||
-	    strcmp(name, "..") == 0 || strlen(name) > 255)
+	if (!dm_name_is_valid(name))
 		return -EINVAL;
 	struct dm_device *dev = aligned_alloc(DM_CACHE_LINE, DM_ALIGN_UP(sizeof(*dev), DM_CACHE_LINE));
 	if (!dev)
@@ -153,7 +152,7 @@ int dm_device_set_sysname(struct dm_device *dev, const char *sysname)
 {
 	if (atomic_load(&dev->state) != DM_DEV_INIT)
 		return -EBUSY;
-	if (sysname && (!*sysname || strchr(sysname, '/')))
+	if (sysname && !dm_name_is_valid(sysname))
 		return -EINVAL;
 	return set_string(&dev->sysname, sysname);
 }

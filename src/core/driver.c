@@ -11,7 +11,7 @@ int dm_driver_new(const char *name, enum dm_driver_kind kind, int priority,
 		  const struct dm_driver_ops *ops, void *data, void (*free_data)(void *),
 		  struct dm_driver **ret)
 {
-	if (!name || !*name || strchr(name, '/') || strlen(name) > 255)
+	if (!dm_name_is_valid(name))
 		return -EINVAL;
 	struct dm_driver *drv = calloc(1, sizeof(*drv));
 	if (!drv)

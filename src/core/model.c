@@ -376,10 +376,16 @@ struct dm_bus *dm_model_find_bus_locked(struct dm_model *m, const char *name)
 		dm_list_insert_before(_p, &(obj)->node);                        \
 	} while (0)
 
+bool dm_name_is_valid(const char *name)
+{
+	return name && *name && !strchr(name, '/') && strcmp(name, ".") != 0 &&
+	       strcmp(name, "..") != 0 && strlen(name) <= 255;
+}
+
 int dm_bus_get(struct dm_model *m, const char *name, const struct dm_bus_type *type,
 	       struct dm_bus **ret)
 {
-	if (!name || !*name || strchr(name, '/'))
+	if (!dm_name_is_valid(name))
 		return -EINVAL;
 	dm_model_write_lock(m);
 	struct dm_bus *bus = dm_model_find_bus_locked(m, name);
@@ -425,7 +431,7 @@ struct dm_class *dm_model_find_class_locked(struct dm_model *m, const char *name
 
 int dm_class_get(struct dm_model *m, const char *name, struct dm_class **ret)
 {
-	if (!name || !*name || strchr(name, '/'))
+	if (!dm_name_is_valid(name))
 		return -EINVAL;
 	dm_model_write_lock(m);
 	struct dm_class *c = dm_model_find_class_locked(m, name);
@@ -461,7 +467,7 @@ struct dm_interface *dm_class_find_interface_locked(struct dm_class *c, const ch
 int dm_class_get_interface(struct dm_class *c, const char *name, struct dm_interface **ret)
 {
 	/* "devices" is the class's own listing of its devices */
-	if (!name || !*name || strchr(name, '/') || strcmp(name, "devices") == 0)
+	if (!dm_name_is_valid(name) || strcmp(name, "devices") == 0)
 		return -EINVAL;
 	dm_model_write_lock(c->model);
 	struct dm_interface *i = dm_class_find_interface_locked(c, name);

@@ -24,7 +24,8 @@
  * DEVNAME (the /dev path: the uevent's DEVNAME, else the devnode value),
  * PATH=/usr/sbin:/usr/bin:/sbin:/bin, then the device's uevent properties;
  * nothing else. A variable the device has no value for is left out, and
- * the uevent never sets one of the names above. Exit status 0 is success;
+ * the uevent never sets one of the names above, nor one that steers a
+ * loader or shell (hookenv.h). Exit status 0 is success;
  * a Probe that exits non-zero declines the device (a driver without Probe=
  * takes every matching device). Hooks run without the model lock.
  */

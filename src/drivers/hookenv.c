@@ -144,9 +144,32 @@ static bool env_is_reserved(const char *key, size_t klen)
 	return false;
 }
 
+/* Variables that change how a program, its dynamic loader or a shell
+ * running it behaves. No kernel or udev property has these names; a device
+ * whose reported strings reach its uevent (a HID name with a newline in
+ * it) must not set them for a hook that runs as root. */
+static bool env_is_dangerous(const char *key, size_t klen)
+{
+	static const char *const prefixes[] = { "LD_", "MALLOC_", "GLIBC_", "BASH_" };
+	static const char *const names[] = {
+		"ENV",	      "IFS",	     "SHELLOPTS",  "BASHOPTS",	  "PS4",
+		"CDPATH",     "GCONV_PATH",  "LOCPATH",	   "NLSPATH",	  "HOSTALIASES",
+		"RES_OPTIONS", "LOCALDOMAIN", "TMPDIR",	   "HOME",	  "SHELL",
+		"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PERL5LIB",   "PERL5OPT",
+		"PERLLIB",    "RUBYOPT",     "RUBYLIB",	   "NODE_OPTIONS", "TZDIR",
+	};
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (klen >= strlen(prefixes[i]) && strncmp(key, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == klen && strncmp(names[i], key, klen) == 0)
+			return true;
+	return false;
+}
+
 static bool env_key_is_valid(const char *key, size_t klen)
 {
-	if (klen == 0 || isdigit((unsigned char)key[0]))
+	if (klen == 0 || isdigit((unsigned char)key[0]) || env_is_dangerous(key, klen))
 		return false;
 	for (size_t i = 0; i < klen; i++)
 		if (!isalnum((unsigned char)key[i]) && key[i] != '_')

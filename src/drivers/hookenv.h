@@ -5,8 +5,11 @@
  * The environment of a call for a device (DESIGN.md section 6): ACTION,
  * DRIVERFS_PATH (the path under root/), DEVPATH, BUS, CLASS, DRIVER,
  * DEVNAME (a /dev path), PATH, any extra KEY=VALUE given, and the device's
- * uevent properties (which never override the others). Variables the device
- * has no value for are left out. Nothing else: no inherited variable.
+ * uevent properties (which never override the others, and never set a
+ * variable that changes how a program, its loader or a shell runs: LD_*,
+ * BASH_*, MALLOC_*, GLIBC_*, ENV, IFS, HOME, TMPDIR, PYTHONPATH, ...: see
+ * env_is_dangerous()). Variables the device has no value for are left out.
+ * Nothing else: no inherited variable.
  */
 #ifndef DM_HOOKENV_H
 #define DM_HOOKENV_H

@@ -434,6 +434,29 @@ static void test_lookups_and_refcounts(void **state)
 	struct dm_device *bad;
 	assert_int_equal(dm_device_new(m, "a/b", &bad), -EINVAL);
 	assert_int_equal(dm_device_new(m, "..", &bad), -EINVAL);
+	/* every name is one directory entry of the mount (a snapshot file
+	 * could give any string) */
+	static const char *const bad_names[] = { "", ".", "..", "a/b", "/" };
+	struct dm_bus *bus;
+	struct dm_class *cls;
+	struct dm_interface *iface;
+	struct dm_driver *drv;
+	assert_int_equal(dm_class_get(m, "input", &cls), 0);
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		const char *n = bad_names[i];
+		assert_int_equal(dm_bus_get(m, n, NULL, &bus), -EINVAL);
+		assert_int_equal(dm_class_get(m, n, &cls), -EINVAL);
+		assert_int_equal(dm_class_get_interface(cls, n, &iface), -EINVAL);
+		assert_int_equal(dm_driver_new(n, DM_DRIVER_USER, 0, NULL, NULL, NULL, &drv), -EINVAL);
+		assert_int_equal(dm_device_set_value(devs[1], n, "x"), -EINVAL);
+	}
+	char long_name[300];
+	memset(long_name, 'x', 256);
+	long_name[256] = '\0';
+	assert_int_equal(dm_bus_get(m, long_name, NULL, &bus), -EINVAL);
+	assert_int_equal(dm_device_set_value(devs[1], long_name, "x"), -EINVAL);
+	long_name[255] = '\0';
+	assert_int_equal(dm_bus_get(m, long_name, NULL, &bus), 0);
 
 	struct dm_device *f = dm_model_find_devpath(m, "/devices/n7");
 	assert_ptr_equal(f, devs[7]);

@@ -642,7 +642,13 @@ static void test_binding_and_hook_environment(void **state)
 	assert_int_equal(dm_device_set_value(scanner, "uevent",
 					     "MAJOR=189\nMINOR=1\nDEVNAME=bus/usb/001/002\n"
 					     "DEVTYPE=usb_device\nDRIVER=usb\nPRODUCT=4a9/1913/100\n"
-					     "not a property\nBAD-KEY=x"),
+					     "not a property\nBAD-KEY=x\n"
+					     /* a device-reported string with a newline
+					      * in it (a HID name): what follows must
+					      * not steer the hook's loader or shell */
+					     "HID_NAME=Evil\nLD_PRELOAD=/nonexistent/evil.so\n"
+					     "BASH_ENV=/nonexistent/evil.sh\nIFS=/\nMALLOC_CHECK_=3\n"
+					     "HOME=/nonexistent\nENV=/nonexistent/evil.sh"),
 			 0);
 	dm_device_set_bus(scanner, usb);
 	dm_device_set_class(scanner, class, NULL);
@@ -694,6 +700,13 @@ static void test_binding_and_hook_environment(void **state)
 	assert_false(record_sets(rec, "BAD-KEY"));
 	assert_false(record_sets(rec, "DRIVERFS_TEST_SECRET"));
 	assert_false(record_sets(rec, "HOME"));
+	assert_record_has(rec, "HID_NAME=Evil");
+	static const char *const steering[] = { "LD_PRELOAD", "BASH_ENV", "IFS", "MALLOC_CHECK_",
+						"ENV" };
+	for (size_t i = 0; i < sizeof(steering) / sizeof(steering[0]); i++)
+		if (record_sets(rec, steering[i]))
+			fail_msg("expected the device's %s= dropped from the hook environment, got:\n%s",
+				 steering[i], rec);
 	free(rec);
 
 	rec = log_record(log, "suspend", 0);

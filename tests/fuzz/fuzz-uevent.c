@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fuzz-uevent.c - what a device reports, on its way to the model and to
+ * hook environments: udev properties ("KEY=VALUE" lines, the input) joined
+ * into the uevent value and trimmed as the udev source does
+ * (src/buses/uevent.c), the interface named from DEVTYPE/DEVNAME, the
+ * values set on a device, and the environment of a hook for it
+ * (src/drivers/hookenv.c). Checked: values fit a file; an interface name
+ * is one directory name; the environment is KEY=VALUE strings with valid
+ * names, no newline, each name once, and the runner's own variables
+ * (ACTION, DRIVER, PATH, ...) are never the device's.
+ */
+#include "fuzz-util.h"
+
+#include "buses/uevent.h"
+#include "drivers/hookenv.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#define MAX_PROPS 128
+
+static const char *prop(char *const *keys, char *const *values, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(keys[i], key) == 0)
+			return values[i];
+	return NULL;
+}
+
+static void check_env(char **env, const char *devname_value)
+{
+	static const char *const own[] = { "ACTION=suspend", "DRIVER=fuzz-driver",
+					   "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+					   "DRIVERFS_PATH=fuzz0", "BUS=fuzz" };
+	size_t n = 0;
+	for (char **e = env; *e; e++, n++) {
+		const char *eq = strchr(*e, '=');
+		FUZZ_CHECK(eq && eq != *e, "'%s' is not KEY=VALUE", *e);
+		FUZZ_CHECK(!strchr(*e, '\n'), "a newline in '%s'", *e);
+		for (const char *c = *e; c < eq; c++)
+			FUZZ_CHECK(isalnum((unsigned char)*c) || *c == '_', "bad name in '%s'", *e);
+		FUZZ_CHECK(!isdigit((unsigned char)**e), "bad name in '%s'", *e);
+		for (char **o = env; o < e; o++)
+			FUZZ_CHECK(strncmp(*o, *e, (size_t)(eq - *e) + 1) != 0,
+				   "'%.*s' set twice", (int)(eq - *e), *e);
+	}
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		bool found = false;
+		for (char **e = env; *e; e++)
+			found |= strcmp(*e, own[i]) == 0;
+		FUZZ_CHECK(found, "%s is not in the environment", own[i]);
+	}
+	if (devname_value) {
+		for (char **e = env; *e; e++)
+			if (strncmp(*e, "DEVNAME=", 8) == 0)
+				FUZZ_CHECK((*e)[8] == '/', "DEVNAME not a path: '%s'", *e);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = strndup((const char *)data, size); /* a NUL ends udev's strings */
+	char *keys[MAX_PROPS], *values[MAX_PROPS];
+	size_t n = 0;
+	if (!text)
+		abort();
+
+	/* libudev's properties: one per line, the name up to the first '=' */
+	for (char *line = text, *next; line && n < MAX_PROPS; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *eq = strchr(line, '=');
+		if (!eq || eq == line)
+			continue;
+		*eq = '\0';
+		keys[n] = line;
+		values[n++] = eq + 1;
+	}
+
+	char uevent[DM_ATTR_MAX], trimmed[DM_ATTR_MAX];
+	size_t len = 0;
+	uevent[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (!dm_uevent_append(uevent, sizeof(uevent), &len, keys[i], values[i]))
+			break;
+	FUZZ_CHECK(len == strlen(uevent) && len < sizeof(uevent), "uevent length %zu", len);
+	dm_uevent_trim(trimmed, sizeof(trimmed), uevent);
+	FUZZ_CHECK(strlen(trimmed) <= len, "trimming grew the value");
+
+	struct dm_model *m;
+	struct dm_device *dev;
+	struct dm_class *cls;
+	struct dm_interface *iface = NULL;
+	struct dm_bus *bus;
+	if (dm_model_new(&m) < 0 || dm_device_new(m, "fuzz0", &dev) < 0 ||
+	    dm_class_get(m, "fuzzclass", &cls) < 0 || dm_bus_get(m, "fuzz", NULL, &bus) < 0)
+		abort();
+
+	const char *devname = prop(keys, values, n, "DEVNAME");
+	if (devname && *devname) {
+		char name[256], devnode[PATH_MAX];
+		int r = dm_uevent_interface(prop(keys, values, n, "DEVTYPE"), devname, name,
+					    sizeof(name));
+		FUZZ_CHECK(r == 0 || r == 1, "dm_uevent_interface: %d", r);
+		FUZZ_CHECK(r == 0 || !name[0], "numbers only, yet a name '%s'", name);
+		FUZZ_CHECK(r == 1 || name[0], "an empty interface name");
+		/* the class's name stands in for a node named by numbers */
+		r = dm_class_get_interface(cls, r ? "fuzzclass" : name, &iface);
+		FUZZ_CHECK(r == 0 || r == -EINVAL, "dm_class_get_interface: %d", r);
+		snprintf(devnode, sizeof(devnode), "/dev/%s", devname);
+		dm_device_set_value(dev, "devnode", devnode);
+	}
+	const char *model_name = prop(keys, values, n, "ID_MODEL");
+	if (model_name) {
+		char name[DM_ATTR_MAX];
+		dm_uevent_trim(name, sizeof(name), model_name);
+		FUZZ_CHECK(dm_device_set_value(dev, "name", name) == 0, "name not set");
+	}
+	FUZZ_CHECK(dm_device_set_value(dev, "uevent", trimmed) == 0, "uevent not set");
+	dm_device_set_bus(dev, bus);
+	dm_device_set_class(dev, cls, iface);
+	if (dm_device_add(dev, NULL) < 0)
+		abort();
+
+	char show[DM_ATTR_MAX];
+	int r = dm_device_show(dev, NULL, "uevent", show, sizeof(show));
+	FUZZ_CHECK(r > 0 && (size_t)r <= sizeof(show), "uevent reads %d", r);
+
+	char **env;
+	r = dm_hook_env(dev, "suspend", "fuzz-driver", NULL, &env);
+	FUZZ_CHECK(r == 0 || r == -ENOMEM, "dm_hook_env: %d", r);
+	if (r == 0) {
+		check_env(env, devname);
+		dm_strv_free(env);
+	}
+	dm_device_unref(dev);
+	dm_model_free(m);
+	free(text);
+	return 0;
+}
