@@ -292,6 +292,9 @@ int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n)
 	int r = read_all(rec->path, &text, &len);
 	if (r < 0)
 		return r;
+	/* a last line without its newline was cut short: not taken */
+	char *end = strrchr(text, '\n');
+	*(end ? end + 1 : text) = '\0';
 	/* the listed devpaths in order of their "+" lines; a "-" drops one
 	 * (its slot becomes NULL), a later "+" lists it anew at the end */
 	struct dm_hashmap index; /* devpath -> its slot + 1 */

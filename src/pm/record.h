@@ -48,7 +48,7 @@ int dm_pm_record_sync(struct dm_pm_record *rec);
  * wrote anything), in the order of their "+" lines; NULL-terminated array
  * of strings, all freed with free() one by one and then the array.
  * -ENOENT when there is no file. Lines that are neither "+/..." nor
- * "-/..." (a line cut short by a crash) are skipped. */
+ * "-/...", and a last line without its newline (cut short), are skipped. */
 int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n);
 /* Forgets every device and removes the file. */
 int dm_pm_record_clear(struct dm_pm_record *rec);
