@@ -40,6 +40,7 @@ static const struct config_key keys[] = {
 	KEY("Daemon", "LogLevel", KEY_LOG_LEVEL, log_level),
 	KEY("Daemon", "HotplugHelper", KEY_COMMAND, hotplug_helper),
 	KEY("Daemon", "Coldplug", KEY_BOOL, coldplug),
+	KEY("Daemon", "TransitionRecord", KEY_PATH, transition_record),
 	KEY("Sources", "PCI", KEY_BOOL, source_pci),
 	KEY("Sources", "USB", KEY_BOOL, source_usb),
 	KEY("Sources", "Udev", KEY_YES, source_udev),
@@ -131,6 +132,7 @@ void dm_config_done(struct dm_config *c)
 	free(c->drivers_dir);
 	free(c->mountpoint);
 	free(c->hotplug_helper);
+	free(c->transition_record);
 	*c = (struct dm_config){ 0 };
 }
 
@@ -150,10 +152,11 @@ static int config_init(struct dm_config *c, const char *path)
 	char *copy = strdup(path);
 	c->path = strdup(path);
 	c->mountpoint = strdup("/devices");
+	c->transition_record = strdup(DM_CONFIG_TRANSITION_RECORD);
 	if (copy && asprintf(&c->drivers_dir, "%s/drivers.d", dirname(copy)) < 0)
 		c->drivers_dir = NULL;
 	free(copy);
-	return c->path && c->mountpoint && c->drivers_dir ? 0 : -ENOMEM;
+	return c->path && c->mountpoint && c->transition_record && c->drivers_dir ? 0 : -ENOMEM;
 }
 
 int dm_config_load(const char *path, bool required, FILE *errors, struct dm_config *ret)

@@ -7,6 +7,8 @@
  *              LogLevel=err|warning|notice|info|debug   default info
  *              HotplugHelper=<command line>       default none
  *              Coldplug=<bool>                    default no
+ *              TransitionRecord=<absolute path>   default
+ *                                   DM_CONFIG_TRANSITION_RECORD
  *   [Sources]  PCI= USB=  <bool>                  default yes each
  *              Udev=yes   (no is an error: it places every device)
  *   [PM]       HookTimeout=<seconds, 1..3600>     default 5: the Timeout=
@@ -15,7 +17,7 @@
  *
  * Syntax and error reporting: conffile.h's; unknown sections and keys are
  * errors. The command line wins over the file (MOUNTPOINT,
- * --hotplug-helper, --coldplug, -d). On SIGHUP, LogLevel= and HookTimeout=
+ * --hotplug-helper, --coldplug, --transition-record, -d). On SIGHUP, LogLevel= and HookTimeout=
  * take effect (with drivers.d); the others need a restart.
  */
 #ifndef DM_CONFIG_H
@@ -23,6 +25,8 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+
+#define DM_CONFIG_TRANSITION_RECORD "/run/driverfsd/transition"
 
 struct dm_config {
 	char *path; /* the file these settings come from */
@@ -32,6 +36,7 @@ struct dm_config {
 	int log_level; /* LOG_ERR .. LOG_DEBUG */
 	char *hotplug_helper; /* NULL: none */
 	bool coldplug;
+	char *transition_record; /* never NULL */
 	bool source_pci, source_usb;
 	bool source_udev; /* always true (Udev=no is an error) */
 	int hook_timeout_s;

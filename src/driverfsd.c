@@ -43,6 +43,7 @@ struct options {
 	const char *save; /* --save FILE */
 	const char *snapshot; /* --snapshot FILE */
 	const char *helper; /* --hotplug-helper CMDLINE */
+	const char *record; /* --transition-record FILE */
 	bool coldplug;
 	bool check_config;
 	bool foreground;
@@ -78,6 +79,10 @@ static void usage(FILE *f)
 		"                     arguments) for each device added, changed or removed\n"
 		"                     (instead of the configuration's HotplugHelper=)\n"
 		"      --coldplug     also run it, as \"add\", for every device present at start\n"
+		"      --transition-record FILE  where to record the devices a suspend left\n"
+		"                     suspended (instead of the configuration's\n"
+		"                     TransitionRecord=, default " DM_CONFIG_TRANSITION_RECORD "); those\n"
+		"                     a killed daemon left there are resumed at start\n"
 		"  -h, --help         show this help\n"
 		"  -V, --version      show the version\n"
 		"\n"
@@ -97,6 +102,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "snapshot", required_argument, NULL, 'S' },
 		{ "hotplug-helper", required_argument, NULL, 'H' },
 		{ "coldplug", no_argument, NULL, 'C' },
+		{ "transition-record", required_argument, NULL, 'T' },
 		{ "check-config", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -119,6 +125,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'C':
 			o->coldplug = true;
+			break;
+		case 'T':
+			o->record = optarg;
 			break;
 		case 'K':
 			o->check_config = true;
@@ -148,6 +157,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		}
 	}
 	/* checked before anything is mounted: the helper starts only later */
+	if (o->record && o->record[0] != '/') {
+		fprintf(stderr, "driverfsd: --transition-record needs an absolute path\n");
+		return -EINVAL;
+	}
 	if (o->helper && o->helper[strspn(o->helper, " \t")] != '/') {
 		fprintf(stderr, "driverfsd: --hotplug-helper needs a program given by its "
 				"absolute path\n");
@@ -290,6 +303,8 @@ static void warn_unreloadable(const struct dm_config *old, const struct dm_confi
 		changed = "HotplugHelper=";
 	else if (old->coldplug != new->coldplug)
 		changed = "Coldplug=";
+	else if (strcmp(old->transition_record, new->transition_record) != 0)
+		changed = "TransitionRecord=";
 	else if (old->source_pci != new->source_pci || old->source_usb != new->source_usb)
 		changed = "[Sources]";
 	if (changed)
@@ -366,6 +381,35 @@ static void hotplug_done(const char *action, const char *devpath, uint64_t seqnu
 	if (*fs)
 		dm_fs_sync_invalidations(*fs);
 	sd_notifyf(0, "STATUS=hotplug %s %s %llu", action, devpath, (unsigned long long)seqnum);
+}
+
+static void note_recorded(const char *devpath, bool present, void *data)
+{
+	(void)data;
+	if (present)
+		log_warn("%s: left suspended by a transition that did not end; resuming it",
+			 devpath);
+	else
+		log_warn("%s: left suspended by a transition that did not end, and gone", devpath);
+}
+
+/* The transition record, and what an earlier run left suspended in it:
+ * resumed before the tree is served. Without a usable record the daemon
+ * still serves, and says what it cannot do. */
+static void recover_transition(struct dm_pm *pm, const char *path)
+{
+	int r = dm_pm_set_record(pm, path);
+	if (r < 0) {
+		log_warn("transition record %s: %s; devices left suspended if the daemon is "
+			 "killed will not be resumed at its next start", path, strerror(-r));
+		return;
+	}
+	r = dm_pm_recover(pm, note_recorded, NULL);
+	if (r > 0)
+		log_info("%s: resumed %d device%s an earlier run left suspended", path, r,
+			 r == 1 ? "" : "s");
+	else if (r < 0)
+		log_err("%s: resuming what an earlier run left suspended: %s", path, strerror(-r));
 }
 
 /* The enabled sources, NULL-terminated, into @sources (4 slots): udev,
@@ -478,6 +522,8 @@ int main(int argc, char **argv)
 		r = dm_scan_model(m, sources);
 		if (r < 0)
 			goto out_err;
+		if (!o.save)
+			recover_transition(pm, o.record ? o.record : d.cfg.transition_record);
 	}
 	if (o.save) {
 		r = dm_snapshot_save(m, o.save);

@@ -146,3 +146,15 @@ size_t dm_hashmap_size(const struct dm_hashmap *m)
 {
 	return m->n_entries;
 }
+
+int dm_hashmap_for_each(const struct dm_hashmap *m, int (*fn)(void *value, void *data),
+			void *data)
+{
+	for (size_t b = 0; b < m->n_buckets; b++)
+		for (struct dm_hashmap_entry *e = m->buckets[b]; e; e = e->next) {
+			int r = fn(e->value, data);
+			if (r)
+				return r;
+		}
+	return 0;
+}

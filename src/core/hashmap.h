@@ -35,5 +35,9 @@ void *dm_hashmap_get(const struct dm_hashmap *m, const void *key);
 /* Removes the entry and returns its value, or NULL when absent. */
 void *dm_hashmap_remove(struct dm_hashmap *m, const void *key);
 size_t dm_hashmap_size(const struct dm_hashmap *m);
+/* Calls @fn on each value, in no order, until it returns non-zero, which it
+ * returns; @fn must not change the map. */
+int dm_hashmap_for_each(const struct dm_hashmap *m, int (*fn)(void *value, void *data),
+			void *data);
 
 #endif

@@ -26,14 +26,18 @@ struct op {
 	struct dm_device *dev;
 	struct saved_config *saved;
 	int result;
+	/* the function's libpci handle, freed by run(): libpci's error hook
+	 * may jump out of the op past any free of its own */
+	struct pci_dev *pdev;
 };
 
-static struct pci_dev *get_dev(struct pci_access *pa, struct dm_device *dev)
+static struct pci_dev *get_dev(struct pci_access *pa, struct op *op)
 {
 	int domain, bus, slot, func;
-	if (dm_pci_parse_slot(dm_device_get_name(dev), &domain, &bus, &slot, &func) < 0)
+	if (dm_pci_parse_slot(dm_device_get_name(op->dev), &domain, &bus, &slot, &func) < 0)
 		return NULL;
-	return pci_get_dev(pa, domain, bus, slot, func);
+	op->pdev = pci_get_dev(pa, domain, bus, slot, func);
+	return op->pdev;
 }
 
 static int find_pm_cap(struct pci_dev *d)
@@ -46,50 +50,38 @@ static int find_pm_cap(struct pci_dev *d)
 static int probe_fn(struct pci_access *pa, void *data)
 {
 	struct op *op = data;
-	struct pci_dev *d = get_dev(pa, op->dev);
+	struct pci_dev *d = get_dev(pa, op);
 	if (!d)
 		return -ENODEV;
-	int cap = find_pm_cap(d);
-	pci_free_dev(d);
-	return cap < 0 ? -ENODEV : 0;
+	return find_pm_cap(d) < 0 ? -ENODEV : 0;
 }
 
 static int suspend_fn(struct pci_access *pa, void *data)
 {
 	struct op *op = data;
-	struct pci_dev *d = get_dev(pa, op->dev);
+	struct pci_dev *d = get_dev(pa, op);
 	if (!d)
 		return -ENODEV;
-	int r = -EIO;
-	uint16_t pmcsr;
 	op->saved->pm_cap = find_pm_cap(d);
-	if (op->saved->pm_cap < 0) {
-		r = -ENODEV;
-		goto out_free;
-	}
+	if (op->saved->pm_cap < 0)
+		return -ENODEV;
 	if (!pci_read_block(d, 0, op->saved->header, HEADER_SIZE))
-		goto out_free;
-	pmcsr = pci_read_word(d, op->saved->pm_cap + PCI_PM_CTRL);
+		return -EIO;
+	uint16_t pmcsr = pci_read_word(d, op->saved->pm_cap + PCI_PM_CTRL);
 	pmcsr = (pmcsr & ~PCI_PM_CTRL_STATE_MASK) | 3; /* D3hot */
-	if (!pci_write_word(d, op->saved->pm_cap + PCI_PM_CTRL, pmcsr))
-		goto out_free;
-	r = 0;
-out_free:
-	pci_free_dev(d);
-	return r;
+	return pci_write_word(d, op->saved->pm_cap + PCI_PM_CTRL, pmcsr) ? 0 : -EIO;
 }
 
 static int resume_fn(struct pci_access *pa, void *data)
 {
 	struct op *op = data;
-	struct pci_dev *d = get_dev(pa, op->dev);
+	struct pci_dev *d = get_dev(pa, op);
 	if (!d)
 		return -ENODEV;
-	int r = -EIO;
 	uint16_t pmcsr = pci_read_word(d, op->saved->pm_cap + PCI_PM_CTRL);
 	if (!pci_write_word(d, op->saved->pm_cap + PCI_PM_CTRL,
 			    pmcsr & ~PCI_PM_CTRL_STATE_MASK)) /* D0 */
-		goto out_free;
+		return -EIO;
 	/* The function may have lost its configuration in D3hot: restore the
 	 * header from the top down, the command register (offset 4) last, so
 	 * decoding is enabled only once the BARs are back. */
@@ -97,18 +89,19 @@ static int resume_fn(struct pci_access *pa, void *data)
 		uint32_t v;
 		memcpy(&v, op->saved->header + off, 4);
 		if (!pci_write_long(d, off, le32toh(v)))
-			goto out_free;
+			return -EIO;
 	}
-	r = 0;
-out_free:
-	pci_free_dev(d);
-	return r;
+	return 0;
 }
 
 static int run(struct pci_pm *p, int (*fn)(struct pci_access *, void *), struct op *op)
 {
 	pthread_mutex_lock(&p->lock);
+	op->pdev = NULL;
 	int r = dm_pci_guarded(p->pa, fn, op);
+	if (op->pdev)
+		pci_free_dev(op->pdev);
+	op->pdev = NULL;
 	pthread_mutex_unlock(&p->lock);
 	return r;
 }

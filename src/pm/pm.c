@@ -21,6 +21,8 @@
  */
 #include "pm.h"
 
+#include "pm/record.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -94,6 +96,7 @@ struct walk {
 
 struct dm_pm {
 	struct dm_model *model;
+	struct dm_pm_record *record; /* NULL: none; set before any transition */
 	pthread_mutex_t transition; /* held for a whole transition */
 
 	pthread_mutex_t lock; /* the journal's storage, the pool, the walk's queues */
@@ -225,24 +228,48 @@ static int record(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigne
 	return r;
 }
 
+/* The transition record around a hook call: a device is listed before
+ * its suspend hook runs, when @drv (the driver bound to it in the walk's
+ * snapshot) has one and the device has a devpath to be found by at the
+ * next start; it is taken off once resumed. */
+static int record_suspending(struct dm_pm *pm, struct dm_device *dev, const struct dm_driver *drv)
+{
+	const char *devpath = dm_device_get_devpath(dev);
+	if (!devpath || dm_driver_pm_cost(drv, DM_CALL_SUSPEND) < 0)
+		return 0;
+	return dm_pm_record_suspending(pm->record, devpath);
+}
+
+static void record_resumed(struct dm_pm *pm, struct dm_device *dev)
+{
+	const char *devpath = dm_device_get_devpath(dev);
+	if (devpath)
+		dm_pm_record_resumed(pm->record, devpath);
+}
+
 /* Calls one device's hook (without pm->lock: a hook may read the mount,
- * power_log included) and records it. @clock holds the time the call
- * starts (consecutive inline calls read the clock once each) and gets the
- * time it ended. */
-static int run_hook(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags,
-		    uint64_t *clock)
+ * power_log included) and records it. @drv is the driver bound to @dev in
+ * the walk's snapshot (suspend only; NULL on resume). @clock holds the
+ * time the call starts (consecutive inline calls read the clock once each)
+ * and gets the time it ended. */
+static int run_hook(struct dm_pm *pm, struct dm_device *dev, const struct dm_driver *drv,
+		    bool suspend, unsigned flags, uint64_t *clock)
 {
 	uint64_t t0 = *clock;
-	int r = flags & DM_PM_DRY_RUN
-			? 0
-			: dm_device_call_driver(dev, suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, clock);
+	bool recorded = pm->record && !(flags & DM_PM_DRY_RUN);
+	int r = recorded && suspend ? record_suspending(pm, dev, drv) : 0;
+	if (r == 0 && !(flags & DM_PM_DRY_RUN))
+		r = dm_device_call_driver(dev, suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, clock);
+	if (recorded && !suspend)
+		record_resumed(pm, dev);
 	return record(pm, dev, suspend, flags, r, dm_clock_usec(*clock - t0));
 }
 
-static int run_hook_now(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigned flags)
+static int run_hook_now(struct dm_pm *pm, struct dm_device *dev, const struct dm_driver *drv,
+			bool suspend, unsigned flags)
 {
 	uint64_t clock = dm_clock_now();
-	return run_hook(pm, dev, suspend, flags, &clock);
+	return run_hook(pm, dev, drv, suspend, flags, &clock);
 }
 
 /* ---- the walk ---- */
@@ -307,7 +334,7 @@ static void *pool_thread(void *data)
 		struct walk *w = pm->walk;
 		int i = w->jobs[--w->n_jobs];
 		pthread_mutex_unlock(&pm->lock);
-		int r = run_hook_now(pm, w->nodes[i].dev, w->suspend, w->flags);
+		int r = run_hook_now(pm, w->nodes[i].dev, w->nodes[i].driver, w->suspend, w->flags);
 		pthread_mutex_lock(&pm->lock);
 		w->done[w->n_done++] = (struct pm_done){ i, r };
 		atomic_store_explicit(&w->has_done, true, memory_order_relaxed);
@@ -392,7 +419,9 @@ static void dispatch(struct walk *w)
 			continue;
 		}
 		uint64_t t0 = clock;
-		complete(w, i, run_hook(w->pm, w->nodes[i].dev, w->suspend, w->flags, &clock));
+		complete(w, i,
+			 run_hook(w->pm, w->nodes[i].dev, w->nodes[i].driver, w->suspend, w->flags,
+				  &clock));
 		if (clock - t0 >= w->slow_ticks)
 			w->last_known = false; /* ask its estimate again */
 	}
@@ -493,7 +522,7 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 	/* roll back, parents first: exactly what this walk suspended */
 	for (size_t i = 0; i < n; i++)
 		if (w.items[i].done)
-			run_hook_now(pm, w.nodes[i].dev, false, flags);
+			run_hook_now(pm, w.nodes[i].dev, NULL, false, flags);
 	return -EIO;
 }
 
@@ -515,7 +544,7 @@ static int resume_ancestors(struct dm_pm *pm, struct dm_device *top, unsigned fl
 	while (depth-- > 0)
 		if (dm_device_get_power(chain[depth]) == DM_POWER_SUSPENDED &&
 		    !dm_device_is_dead(chain[depth]) &&
-		    run_hook_now(pm, chain[depth], false, flags) < 0)
+		    run_hook_now(pm, chain[depth], NULL, false, flags) < 0)
 			ret = -EIO;
 	return ret;
 }
@@ -532,6 +561,12 @@ static int transition(struct dm_pm *pm, struct dm_device *dev, unsigned flags, b
 	if (r == 0 && !suspend)
 		r = resume_ancestors(pm, top, flags);
 	int r2 = r == -ENOMEM ? r : walk_run(pm, top, suspend, flags);
+	/* what the walk left suspended, on disk before the machine sleeps */
+	if (suspend && pm->record && !(flags & DM_PM_DRY_RUN) && r2 >= 0) {
+		int r3 = dm_pm_record_sync(pm->record);
+		if (r3 < 0)
+			r2 = r3;
+	}
 	pthread_mutex_unlock(&pm->transition);
 	return r2 < 0 ? r2 : r;
 }
@@ -544,6 +579,46 @@ int dm_pm_suspend(struct dm_pm *pm, struct dm_device *dev, unsigned flags)
 int dm_pm_resume(struct dm_pm *pm, struct dm_device *dev, unsigned flags)
 {
 	return transition(pm, dev, flags, false);
+}
+
+int dm_pm_set_record(struct dm_pm *pm, const char *path)
+{
+	struct dm_pm_record *rec = NULL;
+	int r = path ? dm_pm_record_new(path, &rec) : 0;
+	if (r < 0)
+		return r;
+	dm_pm_record_free(pm->record);
+	pm->record = rec;
+	return 0;
+}
+
+int dm_pm_recover(struct dm_pm *pm, void (*note)(const char *devpath, bool present, void *data),
+		  void *data)
+{
+	char **list;
+	size_t n, marked = 0;
+	if (!pm->record)
+		return 0;
+	int r = dm_pm_record_load(pm->record, &list, &n);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	/* marked suspended, they are what a whole-tree resume wakes, parents
+	 * first; every other device is on and skipped */
+	for (size_t i = 0; i < n; i++) {
+		struct dm_device *dev = dm_model_find_devpath(pm->model, list[i]);
+		if (note)
+			note(list[i], dev != NULL, data);
+		if (dev) {
+			dm_device_set_power(dev, DM_POWER_SUSPENDED);
+			marked++;
+			dm_device_unref(dev);
+		}
+		free(list[i]);
+	}
+	free(list);
+	r = marked ? dm_pm_resume(pm, NULL, 0) : 0;
+	dm_pm_record_clear(pm->record);
+	return r < 0 ? r : (int)marked;
 }
 
 static int pm_request(struct dm_device *dev, enum dm_pm_request req, void *data)
@@ -593,6 +668,7 @@ void dm_pm_free(struct dm_pm *pm)
 	if (!pm)
 		return;
 	dm_model_set_pm_handler(pm->model, NULL, NULL);
+	dm_pm_record_free(pm->record);
 	pthread_mutex_lock(&pm->lock);
 	pm->quit = true;
 	pthread_cond_broadcast(&pm->work);

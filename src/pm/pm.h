@@ -16,6 +16,7 @@
 
 #include "core/model.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct dm_pm;
@@ -28,6 +29,20 @@ enum dm_pm_flags {
 /* Creates the engine and installs it as @m's power handler. */
 int dm_pm_new(struct dm_model *m, struct dm_pm **ret);
 void dm_pm_free(struct dm_pm *pm);
+
+/* Keeps the transition record (record.h) at @path (NULL: none, the
+ * default): which devices suspend hooks ran for and that were not resumed
+ * since. Call before any transition. -errno when @path's directory cannot
+ * be made. */
+int dm_pm_set_record(struct dm_pm *pm, const char *path);
+/* At start, before any transition: when the record's file exists (an
+ * earlier run was killed, or stopped with devices suspended), resumes,
+ * parents first, every device it lists that the model holds, then removes
+ * it. @note (may be NULL) is told each listed devpath and whether it is
+ * present. Returns how many devices it resumed, -EIO when some resume hook
+ * failed (the walk still completed), or another -errno. */
+int dm_pm_recover(struct dm_pm *pm, void (*note)(const char *devpath, bool present, void *data),
+		  void *data);
 
 /* @dev NULL: the whole system (root). 0, -EIO after a rollback, -EBUSY. */
 int dm_pm_suspend(struct dm_pm *pm, struct dm_device *dev, unsigned flags);

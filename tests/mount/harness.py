@@ -70,15 +70,40 @@ def sanitizer_report(log):
     return ""
 
 
+def in_background(fn, *args):
+    """Runs fn(*args) on a thread; returns it and a dict whose "errno" is 0
+    once fn returned, or the errno of the OSError it raised."""
+    import threading
+    result = {}
+
+    def run():
+        try:
+            fn(*args)
+            result["errno"] = 0
+        except OSError as e:
+            result["errno"] = e.errno
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, result
+
+
 class Daemon:
     """driverfsd serving a testbed at a fresh mount point."""
 
-    def __init__(self, testbed_file, extra_args=(), mnt=None, extra_env=None):
+    def __init__(self, testbed_file, extra_args=(), mnt=None, extra_env=None, prepare=None,
+                 testbed=None):
         """testbed_file None serves the live machine; mnt, a mount point to
         reuse (another daemon's, once it is gone); extra_env, variables added
-        to the daemon's environment."""
+        to the daemon's environment; prepare, called with the testbed's root
+        directory before the daemon starts (to break it); testbed, a
+        UMockdev.Testbed to serve instead of a file (another daemon's, kept
+        alive by the caller). The transition record is the test's own
+        (tmp/transition) unless extra_args name one."""
         self.testbed = None
-        if testbed_file is not None:
+        if testbed is not None:
+            self.testbed = testbed
+        elif testbed_file is not None:
             self.testbed = UMockdev.Testbed.new()
             if not self.testbed.add_from_file(testbed_file):
                 raise RuntimeError(f"cannot load testbed {testbed_file}")
@@ -92,6 +117,11 @@ class Daemon:
         self.sock.bind(sock_path)
         self.sock.settimeout(60)
         env = dict(os.environ, NOTIFY_SOCKET=sock_path, **(extra_env or {}))
+        if prepare is not None:
+            prepare(self.testbed.get_root_dir())
+        if not any(a.startswith("--transition-record") for a in extra_args):
+            extra_args = ["--transition-record", os.path.join(self.tmp.name, "transition"),
+                          *extra_args]
         if self.testbed is not None:
             env = umockdev_env(self.testbed, {"NOTIFY_SOCKET": sock_path, **(extra_env or {})})
         self.log = open(os.path.join(self.tmp.name, "log"), "w+")

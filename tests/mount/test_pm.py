@@ -8,11 +8,10 @@ import errno
 import os
 import stat
 import tempfile
-import threading
 
 import pytest
 
-from harness import Daemon
+from harness import Daemon, in_background
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
@@ -226,17 +225,7 @@ def test_busy_while_a_transition_runs(env):
     os.mkfifo(gate)
     started = os.path.join(env.log, "started")
     os.mkfifo(started)
-    result = {}
-
-    def suspend():
-        try:
-            env.power(NIC, "suspend")
-            result["r"] = 0
-        except OSError as e:
-            result["r"] = e.errno
-
-    t = threading.Thread(target=suspend)
-    t.start()
+    t, result = in_background(env.power, NIC, "suspend")
     with open(started) as f:  # the hook is running now
         assert f.read().strip() == "started"
     with pytest.raises(OSError) as e:
@@ -246,7 +235,7 @@ def test_busy_while_a_transition_runs(env):
     with open(gate, "w") as f:
         f.write("go\n")
     t.join(30)
-    assert result.get("r") == 0
+    assert result.get("errno") == 0
     assert env.read("root", NIC, "power") == "suspended\n"
 
 

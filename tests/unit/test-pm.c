@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "core/model.h"
 #include "pm/pm.h"
+#include "pm/record.h"
 #include "tree-util.h"
 
 struct recorder {
@@ -554,6 +556,77 @@ static void test_removed_during_the_walk(void **state)
 	fixture_teardown(&f);
 }
 
+static void read_file(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, size - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/* The record's file: "+" before a suspend, "-" after a resume, gone with
+ * the last device; a file left behind is read back without its cut line,
+ * and a long one is compacted. */
+static void test_transition_record(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/driverfs-record-XXXXXX", path[128], buf[4096];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/run/transition", dir);
+	struct dm_pm_record *record;
+	assert_int_equal(dm_pm_record_new(path, &record), 0);
+	assert_int_equal(access(path, F_OK), -1); /* nothing written yet */
+	assert_int_equal(dm_pm_record_suspending(record, "/devices/a"), 0);
+	assert_int_equal(dm_pm_record_suspending(record, "/devices/a/b"), 0);
+	assert_int_equal(dm_pm_record_suspending(record, "/devices/a"), 0); /* once */
+	dm_pm_record_resumed(record, "/devices/a");
+	dm_pm_record_resumed(record, "/devices/unknown");
+	assert_int_equal(dm_pm_record_sync(record), 0);
+	read_file(path, buf, sizeof(buf));
+	assert_string_equal(buf, "+/devices/a\n+/devices/a/b\n-/devices/a\n");
+	dm_pm_record_resumed(record, "/devices/a/b");
+	assert_int_equal(access(path, F_OK), -1); /* the last one took it */
+
+	/* a file a killed run left: a cut last line is skipped */
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("+/devices/x\n+/devices/y\n-/devices/x\n+/devices/z\n+/dev", f);
+	fclose(f);
+	char **list;
+	size_t n;
+	assert_int_equal(dm_pm_record_load(record, &list, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(list[0], "/devices/y");
+	assert_string_equal(list[1], "/devices/z");
+	assert_null(list[2]);
+	for (size_t i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+	assert_int_equal(dm_pm_record_clear(record), 0);
+	assert_int_equal(dm_pm_record_load(record, &list, &n), -ENOENT);
+
+	/* many transitions of one device while another stays: compacted */
+	assert_int_equal(dm_pm_record_suspending(record, "/devices/stays"), 0);
+	for (int i = 0; i < 3000; i++) {
+		assert_int_equal(dm_pm_record_suspending(record, "/devices/toggles"), 0);
+		dm_pm_record_resumed(record, "/devices/toggles");
+		assert_int_equal(dm_pm_record_sync(record), 0);
+	}
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size < 3000 * 20); /* 6000 lines unless compacted */
+	assert_int_equal(dm_pm_record_load(record, &list, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(list[0], "/devices/stays");
+	free(list[0]);
+	free(list);
+	dm_pm_record_free(record);
+	assert_int_equal(access(path, F_OK), 0); /* it lists a device: kept */
+	test_rm_rf(dir);
+	assert_int_equal(dm_pm_record_new("relative", &record), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +638,7 @@ int main(void)
 		cmocka_unit_test(test_busy_during_a_transition),
 		cmocka_unit_test(test_log_read_during_the_walk),
 		cmocka_unit_test(test_removed_during_the_walk),
+		cmocka_unit_test(test_transition_record),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""soak - a bounded stress run of driverfsd on the server testbed: readers
+walking the mount, a hotplug storm (umockdev uevents removing and adding a
+PCI subtree), and PM transitions on root/power and on subtrees, all at once
+for a given time. Prints the operations done, the errors by kind, and the
+daemon's RSS at start and end; exits 1 when the daemon died, a sanitizer
+reported something, or an error of an unexpected kind came.
+
+  umockdev-wrapper /usr/bin/python3 bench/soak.py [SECONDS] [READERS]
+
+(umockdev-wrapper: the uevents are injected from this process.) DRIVERFSD
+names the daemon (default: build/driverfsd beside this script's tree).
+"""
+import collections
+import errno
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "mount"))
+os.environ.setdefault("DRIVERFSD", os.path.join(HERE, "..", "build", "driverfsd"))
+from harness import Daemon  # noqa: E402
+
+TESTBED = os.path.join(HERE, "..", "tests", "testbeds", "server-2dom.umockdev")
+# unplugged and plugged back, children first on removal
+STORM = ["pci0000:00/0000:00:02.0/0000:01:00.0/0000:02:10.0",
+         "pci0000:00/0000:00:02.0/0000:01:00.0/0000:02:10.0/0000:04:00.0",
+         "pci0000:00/0000:00:02.0/0000:01:00.0/0000:02:10.0/0000:04:00.1"]
+PM_PLACES = ["", "pci0000:00", "pci0000:00/0000:00:02.0", "pci0001:00",
+             "pci0000:00/0000:00:02.0/0000:01:00.0/0000:02:10.0/0000:04:00.0"]
+# what readers and PM writers may meet while devices come and go, and
+# while another transition runs; anything else is a finding
+EXPECTED = {"ENOENT", "ENODEV", "EBUSY", "ESTALE"}
+
+
+class Counts:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.ops = collections.Counter()
+        self.errors = collections.Counter()
+
+    def op(self, kind, n=1):
+        with self.lock:
+            self.ops[kind] += n
+
+    def error(self, kind, e):
+        name = errno.errorcode.get(e.errno, str(e.errno)) if isinstance(e, OSError) else repr(e)
+        with self.lock:
+            self.errors[(kind, name)] += 1
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def reader(d, stop, counts):
+    while not stop.is_set():
+        for top, dirs, files in os.walk(d.path("root"), onerror=lambda e: counts.error("walk", e)):
+            counts.op("readdir")
+            for name in files:
+                if os.path.islink(os.path.join(top, name)):
+                    continue  # its target may come and go: not ours to read
+                try:
+                    with open(os.path.join(top, name), "rb") as f:
+                        f.read()
+                    counts.op("read")
+                except OSError as e:
+                    counts.error("read", e)
+            if stop.is_set():
+                break
+
+
+def storm(d, stop, counts):
+    sysroot = "/sys/devices/"
+    while not stop.is_set():
+        for p in reversed(STORM):
+            d.testbed.uevent(sysroot + p, "remove")
+        for p in STORM:
+            d.testbed.uevent(sysroot + p, "add")
+        counts.op("uevent", 2 * len(STORM))
+        # each event is seen through before the next round: a flood the
+        # monitor's socket cannot hold is the hotplug suite's subject
+        try:
+            d.wait_status(lambda line: line.startswith(f"STATUS=hotplug add /devices/{STORM[-1]} "),
+                          timeout=60)
+        except AssertionError as e:
+            counts.error("hotplug", e)
+            return
+
+
+def write_power(d, place, word):
+    fd = os.open(d.path("root", place, "power"), os.O_WRONLY)
+    try:
+        os.write(fd, word.encode())
+    finally:
+        os.close(fd)
+
+
+def pm(d, stop, counts, seed):
+    rnd = random.Random(seed)
+    while not stop.is_set():
+        place = rnd.choice(PM_PLACES)
+        for word in ("suspend", "resume"):
+            try:
+                write_power(d, place, word)
+                counts.op(word)
+            except OSError as e:
+                counts.error(word, e)
+
+
+def main():
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 60
+    n_readers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    tmp = tempfile.TemporaryDirectory(prefix="driverfs-soak-")
+    os.makedirs(os.path.join(tmp.name, "drivers.d"))
+    with open(os.path.join(tmp.name, "drivers.d", "10-nic.conf"), "w") as f:
+        f.write("[Driver]\nName=nic\nBus=pci\n[Match]\nvendor=0x15b3\n[Hooks]\n"
+                "Suspend=/bin/true suspend\nResume=/bin/true resume\nTimeout=10\n")
+    config = os.path.join(tmp.name, "driverfsd.conf")
+    with open(config, "w") as f:
+        f.write("[Daemon]\nLogLevel=warning\n")
+    d = Daemon(TESTBED, ["--config", config])
+    counts = Counts()
+    failed = False
+    try:
+        # warm: every inode and the walk's buffers exist once
+        for _ in os.walk(d.path("root")):
+            pass
+        rss_start = rss_kib(d.proc.pid)
+        stop = threading.Event()
+        threads = [threading.Thread(target=reader, args=(d, stop, counts))
+                   for _ in range(n_readers)]
+        threads.append(threading.Thread(target=storm, args=(d, stop, counts)))
+        threads += [threading.Thread(target=pm, args=(d, stop, counts, s)) for s in range(2)]
+        start = time.monotonic()
+        for t in threads:
+            t.start()
+        rss_peak = rss_start
+        samples = []  # (seconds, KiB) every minute: a plateau, or growth
+        next_sample = 60
+        while time.monotonic() - start < seconds and d.proc.poll() is None:
+            stop.wait(min(5, seconds))
+            rss = rss_kib(d.proc.pid)
+            rss_peak = max(rss_peak, rss)
+            if time.monotonic() - start >= next_sample:
+                samples.append((next_sample, rss))
+                next_sample += 60
+        stop.set()
+        for t in threads:
+            t.join(120)
+        elapsed = time.monotonic() - start
+        alive = d.proc.poll() is None
+        if alive:
+            # everything back on, so that the end is measured like the start
+            write_power(d, "", "resume")
+            for _ in os.walk(d.path("root")):
+                pass
+        rss_end = rss_kib(d.proc.pid) if alive else -1
+        print(f"soak: {elapsed:.0f} s, {n_readers} readers, 1 hotplug storm, 2 PM writers")
+        for kind, n in sorted(counts.ops.items()):
+            print(f"  {kind:10s} {n:10d}  ({n / elapsed:.0f}/s)")
+        print("errors:" if counts.errors else "errors: none")
+        for (kind, name), n in sorted(counts.errors.items()):
+            mark = "" if name in EXPECTED else "   <- unexpected"
+            print(f"  {kind:10s} {name:10s} {n:8d}{mark}")
+            failed |= name not in EXPECTED
+        print(f"daemon: {'alive' if alive else 'DEAD, exit %s' % d.proc.returncode}; "
+              f"RSS start {rss_start} KiB, peak {rss_peak} KiB, end {rss_end} KiB")
+        if samples:
+            print("RSS by minute: " + ", ".join(f"{t // 60}m {k}" for t, k in samples))
+        failed |= not alive
+    finally:
+        try:
+            d.stop()
+        except AssertionError as e:
+            print(e)
+            failed = True
+        tmp.cleanup()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

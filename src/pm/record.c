@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* record.c - the transition record file (record.h). */
+#include "pm/record.h"
+
+#include "core/hashmap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A file longer than this is not one we wrote: it is not read. */
+#define RECORD_MAX_BYTES (64u << 20)
+/* Compact once the file has this many lines more than twice the devices
+ * it lists. */
+#define RECORD_SLACK 1024
+
+struct dm_pm_record {
+	char *path;
+	pthread_mutex_t lock;
+	int fd; /* -1 while there is no file of ours */
+	struct dm_hashmap set; /* devpath -> its own copy (the key) */
+	atomic_size_t n; /* entries in @set, for a look without the lock */
+	size_t lines; /* in the file */
+};
+
+/* Creates the directories above @path that are missing. */
+static int make_parents(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	int r = 0;
+	for (char *p = strchr(copy + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
+			r = -errno;
+			break;
+		}
+		*p = '/';
+	}
+	free(copy);
+	return r;
+}
+
+int dm_pm_record_new(const char *path, struct dm_pm_record **ret)
+{
+	if (!path || path[0] != '/' || path[strlen(path) - 1] == '/')
+		return -EINVAL;
+	int r = make_parents(path);
+	if (r < 0)
+		return r;
+	struct dm_pm_record *rec = calloc(1, sizeof(*rec));
+	if (!rec)
+		return -ENOMEM;
+	rec->path = strdup(path);
+	if (!rec->path) {
+		free(rec);
+		return -ENOMEM;
+	}
+	rec->fd = -1;
+	pthread_mutex_init(&rec->lock, NULL);
+	dm_hashmap_init(&rec->set, dm_hash_string, dm_cmp_string);
+	*ret = rec;
+	return 0;
+}
+
+static int free_value(void *value, void *data)
+{
+	(void)data;
+	free(value);
+	return 0;
+}
+
+static void set_clear_locked(struct dm_pm_record *rec)
+{
+	/* the keys are the values */
+	dm_hashmap_for_each(&rec->set, free_value, NULL);
+	dm_hashmap_done(&rec->set);
+	dm_hashmap_init(&rec->set, dm_hash_string, dm_cmp_string);
+	atomic_store(&rec->n, 0);
+}
+
+void dm_pm_record_free(struct dm_pm_record *rec)
+{
+	if (!rec)
+		return;
+	if (rec->fd >= 0)
+		close(rec->fd);
+	set_clear_locked(rec);
+	dm_hashmap_done(&rec->set);
+	pthread_mutex_destroy(&rec->lock);
+	free(rec->path);
+	free(rec);
+}
+
+const char *dm_pm_record_path(const struct dm_pm_record *rec)
+{
+	return rec->path;
+}
+
+/* One whole line in one write(2), so that a line is in the file or not. */
+static int write_line(int fd, char sign, const char *devpath)
+{
+	size_t len = strlen(devpath);
+	char buf[4096 + 2];
+	if (len + 2 > sizeof(buf))
+		return -ENAMETOOLONG;
+	buf[0] = sign;
+	memcpy(buf + 1, devpath, len);
+	buf[len + 1] = '\n';
+	ssize_t n;
+	while ((n = write(fd, buf, len + 2)) < 0 && errno == EINTR)
+		;
+	return n < 0 ? -errno : (size_t)n != len + 2 ? -EIO : 0;
+}
+
+/* The file, created empty when this record has none open. */
+static int open_locked(struct dm_pm_record *rec)
+{
+	if (rec->fd >= 0)
+		return 0;
+	rec->fd = open(rec->path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	if (rec->fd < 0)
+		return -errno;
+	rec->lines = 0;
+	return 0;
+}
+
+static void remove_locked(struct dm_pm_record *rec)
+{
+	if (rec->fd >= 0) {
+		close(rec->fd);
+		rec->fd = -1;
+	}
+	unlink(rec->path);
+	rec->lines = 0;
+}
+
+int dm_pm_record_suspending(struct dm_pm_record *rec, const char *devpath)
+{
+	char *key = NULL;
+	int r = 0;
+	pthread_mutex_lock(&rec->lock);
+	if (dm_hashmap_get(&rec->set, devpath))
+		goto out; /* listed already */
+	key = strdup(devpath);
+	r = key ? open_locked(rec) : -ENOMEM;
+	if (r == 0)
+		r = write_line(rec->fd, '+', devpath);
+	if (r == 0)
+		r = dm_hashmap_put(&rec->set, key, key);
+	if (r < 0) {
+		free(key);
+		goto out;
+	}
+	rec->lines++;
+	atomic_store(&rec->n, dm_hashmap_size(&rec->set));
+out:
+	pthread_mutex_unlock(&rec->lock);
+	return r;
+}
+
+void dm_pm_record_resumed(struct dm_pm_record *rec, const char *devpath)
+{
+	if (atomic_load_explicit(&rec->n, memory_order_relaxed) == 0)
+		return;
+	pthread_mutex_lock(&rec->lock);
+	char *key = dm_hashmap_remove(&rec->set, devpath);
+	if (key) {
+		atomic_store(&rec->n, dm_hashmap_size(&rec->set));
+		if (dm_hashmap_size(&rec->set) == 0) {
+			remove_locked(rec);
+		} else if (rec->fd >= 0 && write_line(rec->fd, '-', devpath) == 0) {
+			rec->lines++;
+		}
+		/* a "-" that could not be written leaves a device listed that
+		 * is on: the next start resumes it once more, which is safe */
+		free(key);
+	}
+	pthread_mutex_unlock(&rec->lock);
+}
+
+static int write_plus(void *value, void *data)
+{
+	return write_line(*(int *)data, '+', value);
+}
+
+/* Rewrites the file with one "+" line per listed device. */
+static int compact_locked(struct dm_pm_record *rec)
+{
+	char *tmp;
+	if (asprintf(&tmp, "%s.new", rec->path) < 0)
+		return -ENOMEM;
+	size_t lines = dm_hashmap_size(&rec->set);
+	int r = 0;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		r = -errno;
+		goto out_free;
+	}
+	r = dm_hashmap_for_each(&rec->set, write_plus, &fd);
+	if (r == 0 && fdatasync(fd) < 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, rec->path) < 0)
+		r = -errno;
+	if (r < 0) {
+		close(fd);
+		unlink(tmp);
+		goto out_free;
+	}
+	close(rec->fd);
+	rec->fd = fd;
+	rec->lines = lines;
+out_free:
+	free(tmp);
+	return r;
+}
+
+int dm_pm_record_sync(struct dm_pm_record *rec)
+{
+	pthread_mutex_lock(&rec->lock);
+	int r = 0;
+	if (rec->fd >= 0) {
+		if (rec->lines > 2 * dm_hashmap_size(&rec->set) + RECORD_SLACK)
+			r = compact_locked(rec);
+		if (r == 0 && fdatasync(rec->fd) < 0)
+			r = -errno;
+	}
+	pthread_mutex_unlock(&rec->lock);
+	return r;
+}
+
+int dm_pm_record_clear(struct dm_pm_record *rec)
+{
+	pthread_mutex_lock(&rec->lock);
+	set_clear_locked(rec);
+	remove_locked(rec);
+	pthread_mutex_unlock(&rec->lock);
+	return 0;
+}
+
+/* Reads the whole file at @path (at most RECORD_MAX_BYTES). */
+static int read_all(const char *path, char **ret, size_t *ret_len)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int r = 0;
+	for (;;) {
+		if (cap - len < 4096) {
+			cap = cap ? 2 * cap : 8192;
+			char *p = cap <= RECORD_MAX_BYTES + 8192 ? realloc(buf, cap + 1) : NULL;
+			if (!p) {
+				r = cap > RECORD_MAX_BYTES + 8192 ? -EFBIG : -ENOMEM;
+				break;
+			}
+			buf = p;
+		}
+		size_t n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0) {
+			if (ferror(f))
+				r = -EIO;
+			break;
+		}
+	}
+	fclose(f);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int r = read_all(rec->path, &text, &len);
+	if (r < 0)
+		return r;
+	/* a last line without its newline was cut short: not taken */
+	char *end = strrchr(text, '\n');
+	*(end ? end + 1 : text) = '\0';
+	/* the listed devpaths in order of their "+" lines; a "-" drops one
+	 * (its slot becomes NULL), a later "+" lists it anew at the end */
+	struct dm_hashmap index; /* devpath -> its slot + 1 */
+	dm_hashmap_init(&index, dm_hash_string, dm_cmp_string);
+	char **list = NULL;
+	size_t n = 0, cap = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line && r == 0;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if ((line[0] != '+' && line[0] != '-') || line[1] != '/')
+			continue;
+		char *devpath = line + 1;
+		uintptr_t slot = (uintptr_t)dm_hashmap_remove(&index, devpath);
+		if (slot) {
+			free(list[slot - 1]);
+			list[slot - 1] = NULL;
+		}
+		if (line[0] == '-')
+			continue;
+		if (n + 2 > cap) {
+			cap = cap ? 2 * cap : 16;
+			char **p = realloc(list, cap * sizeof(*list));
+			if (!p) {
+				r = -ENOMEM;
+				break;
+			}
+			list = p;
+		}
+		list[n] = strdup(devpath);
+		if (!list[n] || dm_hashmap_put(&index, list[n], (void *)(uintptr_t)(n + 1)) < 0) {
+			free(list[n]);
+			r = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	dm_hashmap_done(&index);
+	free(text);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (list[i])
+			list[k++] = list[i];
+	if (r < 0 || !list) {
+		for (size_t i = 0; i < k; i++)
+			free(list[i]);
+		free(list);
+		if (r < 0)
+			return r;
+		list = calloc(1, sizeof(*list));
+		if (!list)
+			return -ENOMEM;
+	}
+	list[k] = NULL;
+	*ret = list;
+	*ret_n = k;
+	return 0;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * record.h - the transition record: the devices suspend hooks were called
+ * for and that have not been resumed since, kept in a file (by default
+ * /run/driverfsd/transition) so that a daemon killed in the middle of a
+ * transition, or stopped with devices suspended, resumes them at its next
+ * start.
+ *
+ * The file is a log of lines "+DEVPATH" (a suspend hook is about to run)
+ * and "-DEVPATH" (the device was resumed); a devpath counts when its last
+ * line is a "+". A "+" line is written before the hook runs, with one
+ * write(2), which is what survives a SIGKILL; the file is fdatasync()ed
+ * once a suspend walk is over (dm_pm_record_sync()), which is what
+ * survives the machine's sleep. When the last device is resumed the file
+ * is removed; a file that grows with many transitions is compacted.
+ *
+ * Thread-safe: hooks run on many threads. Only devices with a devpath (the
+ * record names them by it, so that the next run finds them) and whose
+ * driver has the hook are recorded; when nothing is recorded, a resume
+ * costs one atomic load.
+ */
+#ifndef DM_PM_RECORD_H
+#define DM_PM_RECORD_H
+
+#include <stddef.h>
+
+struct dm_pm_record;
+
+/* A record at @path (an absolute path); its directory is created now (mode
+ * 0755) when missing, so that an unusable place is told at start: -errno.
+ * Nothing is written until a device is suspended. */
+int dm_pm_record_new(const char *path, struct dm_pm_record **ret);
+/* Closes the file, which stays when it lists devices. */
+void dm_pm_record_free(struct dm_pm_record *rec);
+const char *dm_pm_record_path(const struct dm_pm_record *rec);
+
+/* Before @devpath's suspend hook runs: 0, or -errno when the line could
+ * not be written (the hook must then not run). */
+int dm_pm_record_suspending(struct dm_pm_record *rec, const char *devpath);
+/* After @devpath's resume hook ran (whatever its result: a device whose
+ * resume failed counts as on). Removes the file with the last device. */
+void dm_pm_record_resumed(struct dm_pm_record *rec, const char *devpath);
+/* After a suspend walk: the lines on stable storage; a file much longer
+ * than what it lists is rewritten. 0 or -errno. */
+int dm_pm_record_sync(struct dm_pm_record *rec);
+
+/* The devpaths a file left by an earlier run lists (before this record
+ * wrote anything), in the order of their "+" lines; NULL-terminated array
+ * of strings, all freed with free() one by one and then the array.
+ * -ENOENT when there is no file. Lines that are neither "+/..." nor
+ * "-/...", and a last line without its newline (cut short), are skipped. */
+int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n);
+/* Forgets every device and removes the file. */
+int dm_pm_record_clear(struct dm_pm_record *rec);
+
+#endif

@@ -1,0 +1,393 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Faults, through the mount on the server testbed: exec hooks that hang,
+crash or print megabytes; a device removed while a suspend walk waits on a
+hook; sysfs writes the kernel refuses; libpci failing at start; the daemon
+killed (no dead mount, a restart serves again) also in the middle of a
+suspend, after which the restart resumes what the transition record lists.
+
+Runs under umockdev-wrapper: uevents are injected from this process."""
+import errno
+import os
+import re
+import select
+import shutil
+import signal
+import tempfile
+import time
+
+import pytest
+
+from harness import Daemon, in_background
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
+SWITCH = "pci0000:00/0000:00:02.0"
+NIC_PARENT = SWITCH + "/0000:01:00.0/0000:02:10.0"
+NIC = NIC_PARENT + "/0000:04:00.0"
+NIC1 = NIC_PARENT + "/0000:04:00.1"
+
+# $1: the log directory, $2: the action. What it does for a device is
+# chosen by files in the log directory named <what>.<action>.<device>.
+HOOK = """#!/bin/sh
+dev=$(basename "$DEVPATH")
+echo "$2 $DRIVERFS_PATH" >> "$1/order"
+if [ -e "$1/hang.$2.$dev" ]; then
+    echo $$ > "$1/pid.$dev"
+    trap '' TERM
+    exec sleep 600
+fi
+if [ -e "$1/crash.$2.$dev" ]; then
+    kill -SEGV $$
+fi
+if [ -e "$1/chatty.$2.$dev" ]; then
+    head -c 20000000 /dev/zero | tr '\\0' x
+    exit "$(cat "$1/chatty.$2.$dev")"
+fi
+if [ -p "$1/gate.$2.$dev" ]; then
+    echo $$ > "$1/pid.$dev"
+    echo started > "$1/started"
+    read _ < "$1/gate.$2.$dev"
+fi
+exit 0
+"""
+
+
+def wait_started(path, timeout=60):
+    """Waits until a hook writes "started" into the FIFO @path."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        assert poller.poll(timeout * 1000), f"no hook started within {timeout} s"
+        assert os.read(fd, 64).strip() == b"started"
+    finally:
+        os.close(fd)
+
+
+class Env:
+    """A daemon with an exec driver (Timeout=1) on the PCI devices of
+    @vendor ('' for all of them), hooking suspend and resume."""
+
+    def __init__(self, vendor="0x15b3", record=None, testbed=None, mnt=None, tmp=None,
+                 timeout=1):
+        self.own_tmp = tmp is None
+        self.tmp = tmp or tempfile.mkdtemp(prefix="driverfs-faults-")
+        self.log = os.path.join(self.tmp, "log")
+        self.record = record or os.path.join(self.tmp, "run", "transition")
+        self.config = os.path.join(self.tmp, "driverfsd.conf")
+        if not os.path.exists(self.config):
+            self._write_config(vendor, timeout)
+        self.d = Daemon(TESTBED, ["--config", self.config, "--transition-record", self.record],
+                        testbed=testbed, mnt=mnt)
+        self.sys = os.path.join(self.d.testbed.get_root_dir(), "sys", "devices")
+
+    def _write_config(self, vendor, timeout):
+        os.makedirs(os.path.join(self.tmp, "drivers.d"))
+        os.mkdir(self.log)
+        hook = os.path.join(self.tmp, "hook.sh")
+        with open(hook, "w") as f:
+            f.write(HOOK)
+        os.chmod(hook, 0o755)
+        match = f"[Match]\nvendor={vendor}\n" if vendor else ""
+        with open(os.path.join(self.tmp, "drivers.d", "10-faults.conf"), "w") as f:
+            f.write(f"[Driver]\nName=faults\nBus=pci\n{match}[Hooks]\n"
+                    f"Suspend={hook} {self.log} suspend\nResume={hook} {self.log} resume\n"
+                    f"Timeout={timeout}\n")
+        with open(self.config, "w") as f:
+            f.write("[PM]\nHookTimeout=1\n")
+
+    def mark(self, what, action, place):
+        open(os.path.join(self.log, f"{what}.{action}.{os.path.basename(place)}"), "w").close()
+
+    def read(self, *parts):
+        with open(self.d.path(*parts)) as f:
+            return f.read()
+
+    def power(self, place, word):
+        # one write(2): a buffered file would write again when closed
+        fd = os.open(self.d.path("root", place or "", "power"), os.O_WRONLY)
+        try:
+            os.write(fd, word.encode())
+        finally:
+            os.close(fd)
+
+    def order(self):
+        p = os.path.join(self.log, "order")
+        if not os.path.exists(p):
+            return []
+        with open(p) as f:
+            return [tuple(line.split()) for line in f.read().splitlines()]
+
+    def log_entries(self):
+        return [line.split() for line in self.read("root", "power_log").splitlines()]
+
+    def all_power(self):
+        out = {}
+        for top, dirs, files in os.walk(self.d.path("root")):
+            if "power" in files:
+                with open(os.path.join(top, "power")) as f:
+                    out[os.path.relpath(top, self.d.path("root"))] = f.read().strip()
+        return out
+
+    def stop(self):
+        self.d.stop()
+        if self.own_tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def env():
+    e = Env()
+    yield e
+    e.stop()
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def assert_rolled_back(env, place, errname):
+    assert set(env.all_power().values()) == {"on"}, env.all_power()
+    err = env.read("root", place, "power_error")
+    assert err.startswith(f"suspend {errname} "), f"power_error of {place}: {err!r}"
+    log = env.log_entries()
+    failed = [e for e in log if e[2] == place and e[1] == "suspend"]
+    assert failed and failed[0][3] == errname, f"power_log, {place}: {log}"
+    suspended = sorted(e[2] for e in log if e[1] == "suspend" and e[3] == "ok")
+    resumed = sorted(e[2] for e in log if e[1] == "resume")
+    assert resumed == suspended, "the rollback resumed exactly what was suspended"
+
+
+def test_hanging_hook_times_out_and_the_transition_rolls_back(env):
+    env.mark("hang", "suspend", NIC1)
+    start = time.monotonic()
+    with pytest.raises(OSError) as e:
+        env.power(None, "suspend")
+    took = time.monotonic() - start
+    assert e.value.errno == errno.EIO
+    # Timeout=1, then SIGTERM (ignored by the hook), 1 s, SIGKILL
+    assert 1.0 <= took < 10, f"the suspend took {took:.1f} s"
+    assert_rolled_back(env, NIC1, "ETIMEDOUT")
+    with open(os.path.join(env.log, "pid.0000:04:00.1")) as f:
+        pid = int(f.read())
+    assert not os.path.exists(f"/proc/{pid}"), "the hung hook outlived its timeout"
+    assert "timed out after 1000 ms" in env.d.output()
+    # the daemon goes on: the next transition works
+    os.unlink(os.path.join(env.log, "hang.suspend.0000:04:00.1"))
+    env.power(None, "suspend")
+    env.power(None, "resume")
+    assert set(env.all_power().values()) == {"on"}
+
+
+def test_crashing_hook_fails_the_transition_cleanly(env):
+    env.mark("crash", "suspend", NIC)
+    with pytest.raises(OSError) as e:
+        env.power(SWITCH, "suspend")
+    assert e.value.errno == errno.EIO
+    assert_rolled_back(env, NIC, "EINTR")
+    assert "killed by signal 11" in env.d.output()
+
+
+@pytest.mark.parametrize("status", [0, 1])
+def test_hook_printing_megabytes_is_bounded(env, status):
+    with open(os.path.join(env.log, "chatty.suspend.0000:04:00.0"), "w") as f:
+        f.write(str(status))
+    before = rss_kib(env.d.proc.pid)
+    if status == 0:
+        env.power(NIC, "suspend")
+        assert env.read("root", NIC, "power") == "suspended\n"
+    else:
+        with pytest.raises(OSError) as e:
+            env.power(NIC, "suspend")
+        assert e.value.errno == errno.EIO
+        assert env.read("root", NIC, "power_error").startswith("suspend EIO ")
+        warning = [line for line in env.d.output().splitlines() if "exit status 1" in line]
+        assert warning and all(len(line) < 400 for line in warning), warning
+    after = rss_kib(env.d.proc.pid)
+    # 20 MB went through the pipe; at most DM_RUN_OUTPUT_MAX (64 KiB) is kept
+    assert after - before < 8 * 1024, f"RSS grew from {before} to {after} KiB"
+    assert env.read("root", "name")  # still serving
+
+
+def wait_hotplug(env, action, place):
+    env.d.wait_status(lambda line: line.startswith(f"STATUS=hotplug {action} /devices/{place} "))
+
+
+@pytest.fixture
+def slow_env():
+    """Env with hooks that may block for 30 s (on a gate)."""
+    e = Env(timeout=30)
+    yield e
+    e.stop()
+
+
+def test_device_removed_in_the_middle_of_a_suspend_walk(slow_env):
+    env = slow_env
+    gate = os.path.join(env.log, "gate.suspend.0000:04:00.0")
+    os.mkfifo(gate)
+    started = os.path.join(env.log, "started")
+    os.mkfifo(started)
+    t, result = in_background(env.power, None, "suspend")
+    wait_started(started)  # the NIC's hook runs; its ancestors wait on it
+    # the NIC's parent goes, children first, with the walk holding them
+    for place in (NIC, NIC1, NIC_PARENT):
+        env.d.testbed.uevent("/sys/devices/" + place, "remove")
+    with open(gate, "w") as f:
+        f.write("go\n")
+    t.join(60)
+    assert not t.is_alive(), "the suspend never returned"
+    for place in (NIC, NIC1, NIC_PARENT):
+        wait_hotplug(env, "remove", place)
+    assert result.get("errno") == 0, result
+    assert not os.path.exists(env.d.path("root", NIC_PARENT))
+    power = env.all_power()
+    assert power and set(power.values()) == {"suspended"}, power
+    log = env.log_entries()
+    assert all(e[3] == "ok" for e in log), log
+    env.power(None, "resume")
+    assert set(env.all_power().values()) == {"on"}
+
+
+def test_sysfs_write_refused_fails_and_rolls_back(env):
+    # The kernel refuses writes to a read-only sysfs file, root or not
+    # (EACCES from kernfs): the testbed's power/control of the switch's
+    # root port made such a file.
+    control = os.path.join(env.sys, SWITCH, "power", "control")
+    os.unlink(control)
+    os.symlink("/sys/kernel/uevent_seqnum", control)
+    with pytest.raises(OSError) as e:
+        env.power(SWITCH, "suspend")
+    assert e.value.errno == errno.EIO
+    assert_rolled_back(env, SWITCH, "EACCES")
+    # the NIC below it was suspended first, then resumed by the rollback
+    assert ("suspend", NIC) in env.order() and ("resume", NIC) in env.order()
+
+
+def test_libpci_failing_at_start_serves_the_rest_and_says_why():
+    def no_pci_list(root):
+        shutil.rmtree(os.path.join(root, "sys", "bus", "pci", "devices"))
+
+    d = Daemon(TESTBED, prepare=no_pci_list)
+    try:
+        out = d.output()
+        assert "libpci: Cannot open /sys/bus/pci/devices" in out, out
+        assert "source pci: " in out and "serving what the others found" in out, out
+        # udev's records are served: the PCI devices, without libpci's files
+        with open(d.path("root", NIC, "devpath")) as f:
+            assert f.read() == "/devices/" + NIC + "\n"
+        with open(d.path("root", NIC, "uevent")) as f:
+            assert "PCI_ID=15B3:" in f.read()
+        assert not os.path.exists(d.path("root", NIC, "vendor"))
+        assert len(os.listdir(d.path("bus", "pci", "devices"))) > 10
+    finally:
+        d.stop()
+
+
+def wait_unmounted(mnt, timeout=30):
+    """Waits, on mountinfo's change notifications, until @mnt is no mount."""
+    def mounted():
+        with open("/proc/self/mountinfo") as f:
+            return any(line.split()[4] == mnt for line in f)
+    with open("/proc/self/mountinfo") as f:
+        poller = select.poll()
+        poller.register(f, select.POLLPRI | select.POLLERR)
+        deadline = time.monotonic() + timeout
+        while mounted():
+            left = deadline - time.monotonic()
+            assert left > 0, f"{mnt} is still mounted {timeout} s after the daemon died"
+            poller.poll(left * 1000)
+            f.seek(0)
+            f.read()
+
+
+def test_sigkill_leaves_no_dead_mount_and_a_restart_serves_again(env):
+    names = sorted(os.listdir(env.d.path("root", SWITCH)))
+    assert env.d.terminate(signal.SIGKILL) == -signal.SIGKILL
+    wait_unmounted(env.d.mnt)
+    assert os.listdir(env.d.mnt) == []  # a plain directory again, not ENOTCONN
+    again = Env(tmp=env.tmp, testbed=env.d.testbed, mnt=env.d.mnt)
+    try:
+        assert sorted(os.listdir(again.d.path("root", SWITCH))) == names
+        assert again.read("root", NIC, "power") == "on\n"
+    finally:
+        again.d.stop()
+
+
+def test_sigkill_in_a_suspend_walk_resumes_at_restart():
+    first = Env(vendor="", timeout=60)  # every PCI function hooked
+    again = None
+    pid = None
+    try:
+        gate = os.path.join(first.log, "gate.suspend.0000:00:02.0")
+        os.mkfifo(gate)
+        started = os.path.join(first.log, "started")
+        os.mkfifo(started)
+        t, _ = in_background(first.power, None, "suspend")
+        wait_started(started)  # the root port's hook: all below it are done
+        assert first.d.terminate(signal.SIGKILL) == -signal.SIGKILL
+        t.join(60)
+        with open(os.path.join(first.log, "pid.0000:00:02.0")) as f:
+            pid = int(f.read())
+        with open(first.record) as f:  # nothing writes it any more
+            listed = set()
+            for line in f.read().split():
+                (listed.add if line[0] == "+" else listed.discard)(line[len("+/devices/"):])
+        assert SWITCH in listed and NIC in listed, listed
+        wait_unmounted(first.d.mnt)
+
+        again = Env(tmp=first.tmp, testbed=first.d.testbed, mnt=first.d.mnt)
+        resumed = [p for a, p in again.order() if a == "resume"]
+        # a hook started just before the kill may log itself after it,
+        # but it was listed before it started
+        suspended = [p for a, p in again.order() if a == "suspend"]
+        assert SWITCH in suspended and NIC in suspended
+        # the exec driver has every PCI function; kernel proxies (listed
+        # too) leave no trace in the hook's log
+        hooked = {p for p in listed if re.search(r"/[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", p)}
+        assert set(resumed) == hooked, "resumed at restart: what the record listed"
+        assert set(suspended) <= set(resumed), "a device suspended was not resumed"
+        assert len(resumed) == len(set(resumed)), "a device resumed twice"
+        for p in resumed:  # parents first
+            parent = os.path.dirname(p)
+            while parent:
+                if parent in resumed:
+                    assert resumed.index(parent) < resumed.index(p), f"{p} before {parent}"
+                parent = os.path.dirname(parent)
+        assert not os.path.exists(first.record), "the record was not removed"
+        out = again.d.output()
+        assert f"/devices/{SWITCH}: left suspended by a transition that did not end" in out
+        assert f"resumed {len(listed)} devices an earlier run left suspended" in out
+        assert set(again.all_power().values()) == {"on"}
+    finally:
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if again:
+            again.d.stop()
+        first.stop()
+
+
+def test_record_lists_only_what_stays_suspended(env):
+    env.power(NIC, "suspend")
+    with open(env.record) as f:
+        assert f.read().split() == ["+/devices/" + NIC]
+    env.power(NIC1, "suspend")
+    env.power(NIC, "resume")
+    with open(env.record) as f:
+        lines = f.read().split()
+    assert lines == ["+/devices/" + NIC, "+/devices/" + NIC1, "-/devices/" + NIC], lines
+    env.power(None, "resume")
+    assert not os.path.exists(env.record), "the record outlived the resume"
+    # a device with no hook is not recorded: a transition of it alone
+    # leaves no file
+    env.power("pci0000:00", "suspend")
+    with open(env.record) as f:
+        assert "+/devices/pci0000:00\n" not in f.read()
+    env.power(None, "resume")
+    assert not os.path.exists(env.record)
