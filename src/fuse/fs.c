@@ -1299,10 +1299,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
 		fs->no_open = true;
 	}
-	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
-		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
-		fs->no_opendir = true;
-	}
+	/* Not FUSE_CAP_NO_OPENDIR_SUPPORT, though it saves two requests per
+	 * directory: fusermount3's auto_unmount tells a dead mount by
+	 * open(mountpoint) failing with ENOTCONN, and without opendir that
+	 * open succeeds on a dead connection, so a killed daemon left its
+	 * mount behind (test_small_pci, test_faults). */
 	if (conn->capable & FUSE_CAP_READDIRPLUS) {
 		conn->want |= FUSE_CAP_READDIRPLUS;
 		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
