@@ -95,7 +95,6 @@ struct dm_fs {
 	struct timespec start;
 	bool mounted;
 	bool no_open; /* the kernel skips open/release of files (set at init) */
-	bool no_opendir; /* ... and opendir/releasedir of directories */
 	pthread_mutex_t dirs_lock;
 	struct dir_snapshot *dirs; /* listings being read, one per directory */
 
@@ -846,14 +845,9 @@ static void snapshot_done(struct dm_fs *fs, struct dir_snapshot *s, off_t off)
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dm_fs *fs = req_fs(req, FS_OP_OPENDIR);
-	if (fs->no_opendir) {
-		/* once: the kernel then lists directories without opening
-		 * them, keeping each listing until it is invalidated */
-		fuse_reply_err(req, ENOSYS);
-		return;
-	}
-	/* the kernel may keep the listing: what changes the tree invalidates it */
+	req_fs(req, FS_OP_OPENDIR); /* counts it */
+	/* answered, not ENOSYS: see op_init. The kernel may keep the listing:
+	 * what changes the tree invalidates it */
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
