@@ -8,6 +8,11 @@
  * the critical path is the longest chain of hook time along parent links,
  * and the dispatcher floor the time one thread needs to call the quick
  * hooks (from the no-op run), which no schedule with one dispatcher beats.
+ * The slow hooks' sleeps are also timed alone, with no engine: as many
+ * threads, released at once, each sleeping 1 ms; the work is the quick
+ * hooks' serial time plus the CPU those sleeps took, and no schedule on C
+ * cores beats max(critical path, the sleeps alone, work / C), the lower
+ * bound printed.
  *
  *   pm-bench [N] [ROUNDS] [noop|slow]
  *
@@ -17,17 +22,35 @@
 #include "pm/pm.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double now(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
+}
+
+/* The CPUs this process may run on. */
+static int cores(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return (int)sysconf(_SC_NPROCESSORS_ONLN);
+	return CPU_COUNT(&set);
 }
 
 static int noop(struct dm_device *dev, void *data)
@@ -135,19 +158,88 @@ static double critical_path(const struct tree *t, double slow_s)
 	return best;
 }
 
-static double timed(struct tree *t, unsigned flags, int rounds)
+/* The best wall time of one transition over @rounds suspend+resume
+ * pairs, and in *@cpu (if not NULL) the process's CPU time in that pair. */
+static double timed_cpu(struct tree *t, unsigned flags, int rounds, double *cpu)
 {
 	double best = 1e9;
 	for (int r = 0; r < rounds; r++) {
-		double t0 = now();
+		double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), t0 = now();
 		if (dm_pm_suspend(t->pm, NULL, flags) < 0 || dm_pm_resume(t->pm, NULL, flags) < 0) {
 			fprintf(stderr, "transition failed\n");
 			exit(1);
 		}
 		double dt = (now() - t0) / 2; /* one transition */
-		if (dt < best)
+		if (dt < best) {
 			best = dt;
+			if (cpu)
+				*cpu = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / 2;
+		}
 	}
+	return best;
+}
+
+static double timed(struct tree *t, unsigned flags, int rounds)
+{
+	return timed_cpu(t, flags, rounds, NULL);
+}
+
+/* The machine's own cost of @k 1-ms sleeps at once, each on a thread
+ * started beforehand and released together: the best wall time of
+ * @rounds, and in *@cpu the CPU time of that round. */
+struct sleeps {
+	pthread_barrier_t start;
+	atomic_size_t left; /* sleeping this round */
+	sem_t end; /* posted by the last to wake */
+	int rounds;
+};
+
+static void *sleeper(void *data)
+{
+	struct sleeps *s = data;
+	for (int r = 0; r < s->rounds; r++) {
+		pthread_barrier_wait(&s->start);
+		slow(NULL, NULL);
+		if (atomic_fetch_sub(&s->left, 1) == 1)
+			sem_post(&s->end);
+	}
+	return NULL;
+}
+
+static double sleeps_alone(size_t k, int rounds, double *cpu)
+{
+	struct sleeps s = { .rounds = rounds };
+	pthread_t *th = calloc(k, sizeof(*th));
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_barrier_init(&s.start, NULL, (unsigned)k + 1);
+	sem_init(&s.end, 0, 0);
+	for (size_t i = 0; i < k; i++)
+		if (pthread_create(&th[i], &attr, sleeper, &s) != 0) {
+			fprintf(stderr, "pthread_create failed\n");
+			exit(1);
+		}
+	double best = 1e9;
+	*cpu = 0;
+	for (int r = 0; r < rounds; r++) {
+		atomic_store(&s.left, k);
+		double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), t0 = now();
+		pthread_barrier_wait(&s.start);
+		while (sem_wait(&s.end) < 0)
+			;
+		double dt = now() - t0;
+		if (dt < best) {
+			best = dt;
+			*cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+		}
+	}
+	for (size_t i = 0; i < k; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&s.start);
+	sem_destroy(&s.end);
+	pthread_attr_destroy(&attr);
+	free(th);
 	return best;
 }
 
@@ -187,19 +279,33 @@ static void run_slow(size_t n, int rounds, double noop_serial)
 	timed(&t, 0, 1);
 	double cp = critical_path(&t, 1e-3);
 	int slow_rounds = rounds > 2 ? 2 : rounds;
-	double serial = timed(&t, DM_PM_SERIAL, 1), parallel = timed(&t, 0, slow_rounds);
+	double used, sleep_cpu;
+	double serial = timed(&t, DM_PM_SERIAL, 1);
+	double parallel = timed_cpu(&t, 0, slow_rounds, &used);
+	double sleeps = sleeps_alone(slow_n, rounds, &sleep_cpu);
 	printf("1%% slow hooks (%zu devices of %zu take 1 ms):\n", slow_n, n);
 	printf("  serial        %8.2f ms\n", serial * 1e3);
-	printf("  parallel      %8.2f ms\n", parallel * 1e3);
+	printf("  parallel      %8.2f ms (CPU %.2f ms)\n", parallel * 1e3, used * 1e3);
 	printf("  critical path %8.2f ms (hook time only)\n", cp * 1e3);
 	printf("  parallel/critical path = %.2f (target <= 1.25)\n", parallel / cp);
 	printf("  serial/parallel = %.1f (target >= 5)\n", serial / parallel);
+	printf("  sleeps alone  %8.2f ms (CPU %.2f ms): %zu threads sleeping 1 ms at once, no engine\n",
+	       sleeps * 1e3, sleep_cpu * 1e3, slow_n);
 	if (noop_serial > 0) {
-		/* one dispatcher calls every quick hook: no schedule beats that */
+		/* one dispatcher calls every quick hook: no schedule with one
+		 * dispatcher beats that; no schedule at all beats the work
+		 * spread over every core */
 		double floor = noop_serial * (double)(n - slow_n) / (double)n;
-		double bound = floor > cp ? floor : cp;
+		double fbound = floor > cp ? floor : cp;
+		int c = cores();
+		double work = floor + sleep_cpu, bound = work / c;
+		bound = bound > cp ? bound : cp;
+		bound = bound > sleeps ? bound : sleeps;
 		printf("  dispatcher floor %5.2f ms (the quick hooks' serial time)\n", floor * 1e3);
-		printf("  parallel/max(critical path, floor) = %.2f\n", parallel / bound);
+		printf("  parallel/max(critical path, floor) = %.2f\n", parallel / fbound);
+		printf("  lower bound   %8.2f ms = max(critical path, sleeps alone, work %.2f ms / %d cores)\n",
+		       bound * 1e3, work * 1e3, c);
+		printf("  parallel/lower bound = %.2f\n", parallel / bound);
 	}
 	destroy(&t);
 }
