@@ -21,6 +21,7 @@
  */
 #include "pm.h"
 
+#include "pm/pool.h"
 #include "pm/record.h"
 
 #include <errno.h>
@@ -63,13 +64,9 @@ struct pm_item {
 	bool done; /* this transition suspended it */
 };
 
-struct pm_done {
-	int item, result;
-};
-
 /* One walk in progress. The graph (items, ready, remaining, in_flight) is
- * the dispatcher's alone; the pool takes jobs from @jobs and hands results
- * back through @done, both under pm->lock. */
+ * the dispatcher's alone; the pool runs jobs (item indices) and hands
+ * results back (pool.h). */
 struct walk {
 	struct dm_pm *pm;
 	const struct dm_snapshot_node *nodes;
@@ -83,11 +80,6 @@ struct walk {
 	size_t in_flight; /* on the pool */
 	size_t remaining; /* not completed yet */
 	int error; /* the first suspend failure */
-	int *jobs; /* queued for the pool */
-	size_t n_jobs;
-	struct pm_done *done; /* finished on the pool, not taken in yet */
-	size_t n_done;
-	atomic_bool has_done; /* n_done > 0, for a look without the lock */
 	/* runs_inline()'s answer for the last driver it was asked about */
 	const struct dm_driver *last_driver;
 	bool last_known, last_inline;
@@ -99,9 +91,7 @@ struct dm_pm {
 	struct dm_pm_record *record; /* NULL: none; set before any transition */
 	pthread_mutex_t transition; /* held for a whole transition */
 
-	pthread_mutex_t lock; /* the journal's storage, the pool, the walk's queues */
-	pthread_cond_t work; /* pool: a job was queued, or quit */
-	pthread_cond_t progress; /* dispatcher: a pool job completed */
+	pthread_mutex_t lock; /* the journal's storage */
 	/* the journal of the last transition: its storage changes only while
 	 * no hook runs; entries are added without the lock */
 	struct pm_entry *log;
@@ -116,13 +106,9 @@ struct dm_pm {
 	/* the walk's buffers, kept for the next one (a fresh 10^5-device
 	 * walk spends more on page faults than on hooks) */
 	struct pm_item *items;
-	int *ready, *jobs;
-	struct pm_done *done;
+	int *ready;
 	size_t cap_walk;
-	pthread_t threads[POOL_MAX];
-	size_t n_threads, n_idle;
-	struct walk *walk;
-	bool quit;
+	struct dm_pool *pool;
 };
 
 /* ---- the journal ---- */
@@ -320,75 +306,24 @@ static bool runs_inline(struct walk *w, int i)
 	return w->last_inline;
 }
 
-static void *pool_thread(void *data)
+static int pool_job(void *data, int i)
 {
-	struct dm_pm *pm = data;
-	pthread_mutex_lock(&pm->lock);
-	for (;;) {
-		pm->n_idle++;
-		while (!pm->quit && !(pm->walk && pm->walk->n_jobs))
-			pthread_cond_wait(&pm->work, &pm->lock);
-		pm->n_idle--;
-		if (pm->quit)
-			break;
-		struct walk *w = pm->walk;
-		int i = w->jobs[--w->n_jobs];
-		pthread_mutex_unlock(&pm->lock);
-		int r = run_hook_now(pm, w->nodes[i].dev, w->nodes[i].driver, w->suspend, w->flags);
-		pthread_mutex_lock(&pm->lock);
-		w->done[w->n_done++] = (struct pm_done){ i, r };
-		atomic_store_explicit(&w->has_done, true, memory_order_relaxed);
-		pthread_cond_signal(&pm->progress);
-	}
-	pthread_mutex_unlock(&pm->lock);
-	return NULL;
+	struct walk *w = data;
+	return run_hook_now(w->pm, w->nodes[i].dev, w->nodes[i].driver, w->suspend, w->flags);
 }
 
-/* Adds a thread when none is idle. */
-static void pool_grow_locked(struct dm_pm *pm, const struct walk *w)
+static void pool_done(void *data, int i, int r)
 {
-	if (pm->n_idle > w->n_jobs || pm->n_threads == POOL_MAX)
-		return;
-	pthread_attr_t attr;
-	if (pthread_attr_init(&attr) != 0)
-		return;
-	pthread_attr_setstacksize(&attr, POOL_STACK);
-	if (pthread_create(&pm->threads[pm->n_threads], &attr, pool_thread, pm) == 0)
-		pm->n_threads++;
-	pthread_attr_destroy(&attr);
-}
-
-/* Hands item @i to the pool; false when there is no pool (no thread could
- * be started), and the dispatcher runs the hook itself. */
-static bool queue_job(struct walk *w, int i)
-{
-	struct dm_pm *pm = w->pm;
-	pthread_mutex_lock(&pm->lock);
-	pool_grow_locked(pm, w);
-	bool queued = pm->n_threads > 0;
-	if (queued) {
-		w->jobs[w->n_jobs++] = i;
-		pthread_cond_signal(&pm->work);
-	}
-	pthread_mutex_unlock(&pm->lock);
-	return queued;
+	struct walk *w = data;
+	w->in_flight--;
+	complete(w, i, r);
 }
 
 /* Waits until the pool has finished something, and takes it in. */
 static void take_done(struct walk *w)
 {
-	struct dm_pm *pm = w->pm;
-	pthread_mutex_lock(&pm->lock);
-	while (w->n_done == 0)
-		pthread_cond_wait(&pm->progress, &pm->lock);
-	for (size_t k = 0; k < w->n_done; k++) {
-		w->in_flight--;
-		complete(w, w->done[k].item, w->done[k].result);
-	}
-	w->n_done = 0;
-	atomic_store_explicit(&w->has_done, false, memory_order_relaxed);
+	dm_pool_take(w->pm->pool, pool_done, w);
 	w->last_known = false; /* the estimates moved */
-	pthread_mutex_unlock(&pm->lock);
 }
 
 /* Runs the walk to its end (or, on suspend, to its first failure and the
@@ -397,7 +332,7 @@ static void dispatch(struct walk *w)
 {
 	uint64_t clock = dm_clock_now();
 	while (w->remaining > 0 && !(w->suspend && w->error)) {
-		if (w->n_ready == 0 || atomic_load_explicit(&w->has_done, memory_order_relaxed)) {
+		if (w->n_ready == 0 || dm_pool_has_done(w->pm->pool)) {
 			if (w->in_flight == 0)
 				break; /* cannot happen: the graph is a forest */
 			take_done(w);
@@ -414,7 +349,7 @@ static void dispatch(struct walk *w)
 			w->items[i].done = false; /* not this transition's to undo */
 			continue;
 		}
-		if (!runs_inline(w, i) && queue_job(w, i)) {
+		if (!runs_inline(w, i) && dm_pool_submit(w->pm->pool, i)) {
 			w->in_flight++;
 			continue;
 		}
@@ -475,15 +410,9 @@ static int walk_buffers(struct dm_pm *pm, size_t n)
 	if (items)
 		pm->items = items;
 	int *ready = items ? realloc(pm->ready, n * sizeof(*ready)) : NULL;
-	if (ready)
-		pm->ready = ready;
-	int *jobs = ready ? realloc(pm->jobs, n * sizeof(*jobs)) : NULL;
-	if (jobs)
-		pm->jobs = jobs;
-	struct pm_done *done = jobs ? realloc(pm->done, n * sizeof(*done)) : NULL;
-	if (!done)
+	if (!ready)
 		return -ENOMEM;
-	pm->done = done;
+	pm->ready = ready;
 	pm->cap_walk = n;
 	return 0;
 }
@@ -499,21 +428,17 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 	pthread_mutex_lock(&pm->lock);
 	r = log_reserve_locked(pm, 2 * n); /* the walk, and a suspend's rollback */
 	pthread_mutex_unlock(&pm->lock);
-	if (r < 0 || walk_buffers(pm, n) < 0)
-		return -ENOMEM;
 	struct walk w = { .pm = pm, .nodes = pm->snap.nodes, .n = n, .suspend = suspend,
 			  .which = suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, .flags = flags,
-			  .remaining = n, .items = pm->items, .ready = pm->ready, .jobs = pm->jobs,
-			  .done = pm->done, .slow_ticks = dm_clock_ticks(POOL_USEC) };
+			  .remaining = n, .items = pm->items, .ready = pm->ready,
+			  .slow_ticks = dm_clock_ticks(POOL_USEC) };
+	if (r < 0 || walk_buffers(pm, n) < 0 || dm_pool_begin(pm->pool, pool_job, &w, n) < 0)
+		return -ENOMEM;
+	w.items = pm->items;
+	w.ready = pm->ready;
 	walk_graph(&w);
-
-	pthread_mutex_lock(&pm->lock);
-	pm->walk = &w;
-	pthread_mutex_unlock(&pm->lock);
 	dispatch(&w);
-	pthread_mutex_lock(&pm->lock);
-	pm->walk = NULL;
-	pthread_mutex_unlock(&pm->lock);
+	dm_pool_end(pm->pool);
 
 	if (!suspend)
 		return 0;
@@ -653,11 +578,13 @@ int dm_pm_new(struct dm_model *m, struct dm_pm **ret)
 	if (!pm)
 		return -ENOMEM;
 	pm->model = m;
+	if (dm_pool_new(POOL_MAX, POOL_STACK, &pm->pool) < 0) {
+		free(pm);
+		return -ENOMEM;
+	}
 	dm_clock_now(); /* calibrates it now rather than in the first hook's time */
 	pthread_mutex_init(&pm->transition, NULL);
 	pthread_mutex_init(&pm->lock, NULL);
-	pthread_cond_init(&pm->work, NULL);
-	pthread_cond_init(&pm->progress, NULL);
 	dm_model_set_pm_handler(m, &pm_handler, pm);
 	*ret = pm;
 	return 0;
@@ -669,12 +596,7 @@ void dm_pm_free(struct dm_pm *pm)
 		return;
 	dm_model_set_pm_handler(pm->model, NULL, NULL);
 	dm_pm_record_free(pm->record);
-	pthread_mutex_lock(&pm->lock);
-	pm->quit = true;
-	pthread_cond_broadcast(&pm->work);
-	pthread_mutex_unlock(&pm->lock);
-	for (size_t i = 0; i < pm->n_threads; i++)
-		pthread_join(pm->threads[i], NULL);
+	dm_pool_free(pm->pool);
 	pthread_mutex_lock(&pm->lock);
 	log_clear_locked(pm);
 	pthread_mutex_unlock(&pm->lock);
@@ -682,10 +604,6 @@ void dm_pm_free(struct dm_pm *pm)
 	free(pm->log);
 	free(pm->items);
 	free(pm->ready);
-	free(pm->jobs);
-	free(pm->done);
-	pthread_cond_destroy(&pm->work);
-	pthread_cond_destroy(&pm->progress);
 	pthread_mutex_destroy(&pm->transition);
 	pthread_mutex_destroy(&pm->lock);
 	free(pm);

@@ -18,6 +18,7 @@
 
 #include "core/model.h"
 #include "pm/pm.h"
+#include "pm/pool.h"
 #include "pm/record.h"
 #include "tree-util.h"
 
@@ -367,6 +368,62 @@ static void test_pool_failure_rolls_back_exactly(void **state)
 	}
 }
 
+/* The pool alone: more jobs than threads (they wait in the pool for one),
+ * each run once, on at most the pool's threads, results handed back. */
+struct pool_check {
+	atomic_int runs[64], running, max_running;
+	int taken[64];
+};
+
+static int pool_check_job(void *ctx, int job)
+{
+	struct pool_check *c = ctx;
+	int now = atomic_fetch_add(&c->running, 1) + 1;
+	int max = atomic_load(&c->max_running);
+	while (now > max && !atomic_compare_exchange_weak(&c->max_running, &max, now))
+		;
+	atomic_fetch_add(&c->runs[job], 1);
+	if (job % 4 == 0)
+		usleep(200);
+	atomic_fetch_sub(&c->running, 1);
+	return -job;
+}
+
+static void pool_check_done(void *data, int job, int result)
+{
+	struct pool_check *c = data;
+	assert_int_equal(result, -job);
+	c->taken[job]++;
+}
+
+static void test_pool_more_jobs_than_threads(void **state)
+{
+	(void)state;
+	struct dm_pool *p;
+	assert_int_equal(dm_pool_new(3, 64 * 1024, &p), 0);
+	for (int round = 0; round < 3; round++) {
+		static struct pool_check c;
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(dm_pool_begin(p, pool_check_job, &c, 64), 0);
+		for (int j = 0; j < 64; j++)
+			assert_true(dm_pool_submit(p, j));
+		int taken = 0;
+		while (taken < 64) {
+			dm_pool_take(p, pool_check_done, &c);
+			taken = 0;
+			for (int j = 0; j < 64; j++)
+				taken += c.taken[j];
+		}
+		dm_pool_end(p);
+		for (int j = 0; j < 64; j++) {
+			assert_int_equal(atomic_load(&c.runs[j]), 1);
+			assert_int_equal(c.taken[j], 1);
+		}
+		assert_true(atomic_load(&c.max_running) <= 3);
+	}
+	dm_pool_free(p);
+}
+
 /* a transition blocked in a hook: a second one gets EBUSY */
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
@@ -635,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_subtree_and_ancestors_and_log),
 		cmocka_unit_test(test_pool_keeps_the_order),
 		cmocka_unit_test(test_pool_failure_rolls_back_exactly),
+		cmocka_unit_test(test_pool_more_jobs_than_threads),
 		cmocka_unit_test(test_busy_during_a_transition),
 		cmocka_unit_test(test_log_read_during_the_walk),
 		cmocka_unit_test(test_removed_during_the_walk),
