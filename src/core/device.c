@@ -101,7 +101,7 @@ bool dm_device_is_dead(const struct dm_device *dev)
 
 enum dm_power_state dm_device_get_power(const struct dm_device *dev)
 {
-	return atomic_load(&dev->power);
+	return (enum dm_power_state)atomic_load(&dev->power);
 }
 
 void dm_device_set_driver_data(struct dm_device *dev, void *data)
@@ -489,9 +489,12 @@ static void power_changed(struct dm_device *dev)
 		m->listener->power_changed(dev, m->listener_data);
 }
 
+_Static_assert(offsetof(struct dm_device, model) + sizeof(struct dm_model *) <= DM_CACHE_LINE,
+	       "what a PM walk touches is on the device's first cache line");
+
 void dm_device_set_power(struct dm_device *dev, enum dm_power_state st)
 {
-	if (atomic_exchange(&dev->power, st) != st)
+	if (atomic_exchange(&dev->power, (uint8_t)st) != st)
 		power_changed(dev);
 }
 

@@ -296,11 +296,14 @@ int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_
 		s->nodes = v;
 		s->cap = n;
 	}
-	/* from the arrays only: no device is touched */
+	/* from the arrays only: no device is touched; a run of nodes with
+	 * the same driver holds one reference to it (see release) */
 	for (size_t k = 0; k < n; k++) {
 		int p = m->order_parent[start + k];
-		s->nodes[k] = (struct dm_snapshot_node){ m->order[start + k],
-							 dm_driver_ref(m->order_driver[start + k]),
+		struct dm_driver *drv = m->order_driver[start + k];
+		if (k == 0 || drv != s->nodes[k - 1].driver)
+			dm_driver_ref(drv);
+		s->nodes[k] = (struct dm_snapshot_node){ m->order[start + k], drv,
 							 k == 0 ? -1 : p - (int)start };
 	}
 	s->n = n;
@@ -317,7 +320,8 @@ void dm_snapshot_release(struct dm_snapshot *s)
 	if (!m)
 		return;
 	for (size_t i = 0; i < s->n; i++)
-		dm_driver_unref(s->nodes[i].driver);
+		if (i == 0 || s->nodes[i].driver != s->nodes[i - 1].driver)
+			dm_driver_unref(s->nodes[i].driver);
 	s->n = 0;
 	s->pinned = NULL;
 	/* the last snapshot out releases what was removed meanwhile; under

@@ -111,7 +111,7 @@ void dm_device_array_free(struct dm_device **devs, size_t n);
  * from a zeroed one, release it, and free it with dm_snapshot_done(). */
 struct dm_snapshot_node {
 	struct dm_device *dev; /* kept by the snapshot */
-	struct dm_driver *driver; /* referenced, or NULL */
+	struct dm_driver *driver; /* kept by the snapshot (one reference per run), or NULL */
 	int parent;
 };
 struct dm_snapshot {
