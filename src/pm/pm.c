@@ -42,7 +42,7 @@
  * keep a large pool cheap. */
 #define POOL_STACK (256 * 1024)
 /* How many devices ahead a walk fetches into the cache. */
-#define PREFETCH 4
+#define PREFETCH 8
 /* The most ancestors a resume wakes before its walk. */
 #define MAX_DEPTH 256
 
@@ -340,10 +340,12 @@ static void dispatch(struct walk *w)
 			continue;
 		}
 		int i = w->ready[--w->n_ready];
-		/* a device popped soon: its first line is all a quick hook
-		 * touches, and fetching it is most of its cost */
-		if (w->n_ready >= PREFETCH)
-			__builtin_prefetch(w->nodes[w->ready[w->n_ready - PREFETCH]].dev, 1);
+		/* the device the walk reaches soon: the walk follows the list
+		 * (backwards on suspend), the first line of a device is all a
+		 * quick hook touches, and fetching it is most of its cost */
+		size_t ahead = w->suspend ? (size_t)i - PREFETCH : (size_t)i + PREFETCH;
+		if (ahead < w->n)
+			__builtin_prefetch(w->nodes[ahead].dev, 1);
 		if (item_skip(w, i)) {
 			complete(w, i, 0);
 			w->items[i].done = false; /* not this transition's to undo */
