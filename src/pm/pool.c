@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -150,9 +151,10 @@ static struct worker *start(struct dm_pool *p, int job)
 
 int dm_pool_new(size_t max_threads, size_t stack_size, struct dm_pool **ret)
 {
-	struct dm_pool *p = calloc(1, sizeof(*p));
+	struct dm_pool *p = aligned_alloc(CACHE_LINE, sizeof(*p)); /* its lines apart */
 	if (!p)
 		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
 	p->workers = aligned_alloc(CACHE_LINE, max_threads * sizeof(*p->workers));
 	if (!p->workers) {
 		free(p);
