@@ -36,7 +36,9 @@
 #define POOL_USEC 50
 /* Hooks mostly wait (for a program, a sysfs write, a device), so the pool
  * grows past the CPU count: a thread is added whenever a job finds none
- * idle, up to this many. */
+ * idle, up to this many; past it jobs wait for a thread. More threads do
+ * not make 10^3 1-ms hooks faster on 2 cores: their sleeps' own CPU cost
+ * bounds the walk (bench/RESULTS.md). */
 #define POOL_MAX 256
 /* Hooks run in these threads, programs are started from them: small stacks
  * keep a large pool cheap. */
