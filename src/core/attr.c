@@ -56,14 +56,14 @@ static const char *value_bytes(const struct dm_device *dev, const struct dm_valu
 	return dev->value_data + v->off;
 }
 
-/* Room for @more entries and @bytes more bytes, doubling what is kept (a
- * device's values are mostly set one by one before it is added; then
- * dm_device_values_pack() gives back the rest). */
-static int values_reserve(struct dm_device *dev, size_t more, size_t bytes)
+/* Room for @more entries and @bytes more bytes, doubling what is kept
+ * unless @exact (a device's values are mostly set one by one before it is
+ * added; then dm_device_values_pack() gives back the rest). */
+static int values_reserve(struct dm_device *dev, size_t more, size_t bytes, bool exact)
 {
 	if (dev->n_values + more > dev->cap_values) {
-		size_t cap = dev->cap_values ? dev->cap_values * 2 : 4;
-		if (cap < dev->n_values + more)
+		size_t cap = dev->cap_values && !exact ? dev->cap_values * 2 : 4;
+		if (cap < dev->n_values + more || exact)
 			cap = dev->n_values + more;
 		struct dm_value *v = cap > UINT32_MAX ? NULL : realloc(dev->values, cap * sizeof(*v));
 		if (!v)
@@ -72,8 +72,8 @@ static int values_reserve(struct dm_device *dev, size_t more, size_t bytes)
 		dev->cap_values = (uint32_t)cap;
 	}
 	if (dev->data_len + bytes > dev->data_cap) {
-		size_t cap = dev->data_cap ? dev->data_cap * 2 : 64;
-		if (cap < dev->data_len + bytes)
+		size_t cap = dev->data_cap && !exact ? dev->data_cap * 2 : 64;
+		if (cap < dev->data_len + bytes || exact)
 			cap = dev->data_len + bytes;
 		char *d = cap > UINT32_MAX ? NULL : realloc(dev->value_data, cap);
 		if (!d)
@@ -101,7 +101,7 @@ static int value_set(struct dm_device *dev, const char *name, const char *value)
 	struct dm_value *e = value_find(dev, name, &pos);
 	if (e)
 		pos = (size_t)(e - dev->values);
-	int r = values_reserve(dev, e ? 0 : 1, len + 1);
+	int r = values_reserve(dev, e ? 0 : 1, len + 1, false);
 	if (r < 0)
 		return r;
 	if (e) {
@@ -135,6 +135,13 @@ int dm_device_set_value(struct dm_device *dev, const char *name, const char *val
 		dm_model_notify_changed_locked(dev->model, dev);
 	dm_model_unlock(dev->model);
 	return r;
+}
+
+int dm_device_reserve_values(struct dm_device *dev, size_t n, size_t bytes)
+{
+	if (atomic_load(&dev->state) != DM_DEV_INIT)
+		return -EBUSY;
+	return values_reserve(dev, n, bytes, true);
 }
 
 int dm_device_get_value(struct dm_device *dev, const char *name, char *buf, size_t size)

@@ -179,6 +179,20 @@ size_t dm_model_count_devices(struct dm_model *m)
 	return n;
 }
 
+int dm_model_reserve_devices(struct dm_model *m, size_t n)
+{
+	dm_model_write_lock(m);
+	int r = dm_idset_reserve(&m->by_id, n);
+	if (r == 0)
+		r = dm_idset_reserve(&m->by_devpath, n);
+	if (r == 0)
+		r = dm_idset_reserve(&m->by_child, n);
+	if (r == 0)
+		r = dm_idset_reserve(&m->by_sysname, n);
+	dm_model_unlock(m);
+	return r;
+}
+
 int dm_model_for_each_device_locked(struct dm_model *m, int (*fn)(struct dm_device *, void *),
 				    void *data)
 {
