@@ -15,6 +15,8 @@
 #                    the FUSE requests the server answered per entry walked.
 # Prints the medians and the ratios driverfs/tmpfs and driverfs/minfs, the
 # daemon's load time and memory, and /sys/devices on the host per entry.
+# LOAD_ONLY=1: only the load time and memory (after load, after one walk).
+# SNAPDIR=DIR: keep the snapshots in DIR (snap-N.json) and reuse them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -72,17 +74,32 @@ start_minfs() {
 	wait_mount "$min" "$mpid"
 }
 ratio() { echo "$1 / $2" | bc -l; }
+# the load time ($t0..$t1) and the daemon's RSS after load and after a walk
+print_load() {
+	printf "%-8s %-24s %9.3fs   (%.0f devices/s)\n" "$n" "load (mount ready)" \
+		"$(echo "$t1 - $t0" | bc -l)" "$(echo "$n / ($t1 - $t0)" | bc -l)"
+	printf "%-8s %-24s %8.2f KiB/device after load, %.2f after a walk (RSS %d, %d KiB)\n" \
+		"$n" "daemon memory" "$(ratio "$rss_load" "$n")" "$(ratio "$rss_walk" "$n")" \
+		"$rss_load" "$rss_walk"
+}
 
 echo "fs-bench $(date -u +%F) on $(nproc) cores; $(uptime)"
 printf "%-8s %-24s %10s %10s %10s %8s %8s\n" devices measure driverfs tmpfs minfs d/tmpfs d/minfs
 for n in "${sizes[@]}"; do
-	snap=$work/snap-$n.json
-	$py "$here/bench/gen-snapshot.py" "$n" "$snap"
+	snap=${SNAPDIR:-$work}/snap-$n.json
+	[ -f "$snap" ] || $py "$here/bench/gen-snapshot.py" "$n" "$snap"
 	t0=$(date +%s.%N)
 	"$build/driverfsd" --snapshot "$snap" "$mnt" 2>/dev/null
 	t1=$(date +%s.%N)
 	pid=$(pgrep -nf "driverfsd --snapshot $snap")
 	rss_load=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+	if [ -n "${LOAD_ONLY:-}" ]; then
+		line=$(walk "$mnt")
+		rss_walk=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+		print_load
+		fusermount3 -u "$mnt"
+		continue
+	fi
 	mount -t tmpfs -o size=16g driverfs-bench "$tmp"
 	cp -a "$mnt/." "$tmp/"
 	line=$("$build/walk" "$mnt")
@@ -134,17 +151,14 @@ for n in "${sizes[@]}"; do
 	printf "%-8s %-24s %10d %10s %10d   per entry: driverfs %.2f, minfs %.2f (%d entries)\n" \
 		"$n" "cold FUSE requests" "$rd" - "$rm_" "$(ratio "$rd" "$entries")" \
 		"$(ratio "$rm_" "$entries")" "$entries"
-	printf "%-8s %-24s %9.3fs   (%.0f devices/s)\n" "$n" "load (mount ready)" \
-		"$(echo "$t1 - $t0" | bc -l)" "$(echo "$n / ($t1 - $t0)" | bc -l)"
-	printf "%-8s %-24s %8.2f KiB/device after load, %.2f after a walk (RSS %d, %d KiB)\n" \
-		"$n" "daemon memory" "$(ratio "$rss_load" "$n")" "$(ratio "$rss_walk" "$n")" \
-		"$rss_load" "$rss_walk"
+	print_load
 	fusermount3 -u "$mnt"
 	fusermount3 -u "$min"
 	umount "$tmp"
-	rm -f "$snap"
+	[ -n "${SNAPDIR:-}" ] || rm -f "$snap"
 	unset res
 done
+[ -z "${LOAD_ONLY:-}" ] || exit 0
 # the host's sysfs, per entry (its size is the host's)
 line=$("$build/walk" /sys/devices)
 sys_entries=$(( $(echo "$line" | field 1) + $(echo "$line" | field 2) + $(echo "$line" | field 3) ))

@@ -6,6 +6,7 @@
 #include "snapshot-format.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <malloc.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,11 +112,10 @@ int dm_snapshot_save(struct dm_model *m, const char *path)
 /* ---- load ---- */
 
 /* Bound in the snapshot: a driver matches the devices recorded as bound
- * to it (the device's bus data holds that driver's name). */
+ * to it (the device's bus data holds that driver). */
 static int snapshot_match(struct dm_device *dev, struct dm_driver *drv)
 {
-	const char *bound = dm_device_get_bus_data(dev);
-	return bound && strcmp(bound, dm_driver_get_name(drv)) == 0;
+	return dm_device_get_bus_data(dev) == drv; /* a reference, or NULL */
 }
 
 static const struct dm_bus_type snapshot_bus_type = {
@@ -211,6 +212,14 @@ static int load_classes(struct dm_model *m, json_object *classes, char *err, siz
 
 static int set_values(struct dm_device *dev, json_object *values)
 {
+	size_t n = 0, bytes = 0;
+	json_object_object_foreach(values, k, v) {
+		(void)k;
+		n++;
+		bytes += json_object_get_string_len(v) + 1;
+	}
+	if (dm_device_reserve_values(dev, n, bytes) == -ENOMEM) /* -EBUSY for root */
+		return -ENOMEM;
 	json_object_object_foreach(values, key, val) {
 		if (!json_object_is_type(val, json_type_string))
 			return -EINVAL;
@@ -221,15 +230,63 @@ static int set_values(struct dm_device *dev, json_object *values)
 	return 0;
 }
 
-struct path_entry {
-	char *path;
-	struct dm_device *dev;
+/* The device at @path (under root/), or NULL when none. */
+static struct dm_device *find_path(struct dm_model *m, const char *path, size_t len)
+{
+	char name[256];
+	dm_model_read_lock(m);
+	struct dm_device *dev = dm_model_get_root(m);
+	for (size_t i = 0; dev && i < len;) {
+		const char *slash = memchr(path + i, '/', len - i);
+		size_t n = (slash ? (size_t)(slash - path) : len) - i;
+		if (n >= sizeof(name)) {
+			dev = NULL;
+			break;
+		}
+		memcpy(name, path + i, n);
+		name[n] = '\0';
+		dev = dm_device_find_child_locked(dev, name);
+		i += n + 1;
+	}
+	dm_model_unlock(m);
+	return dev; /* the model keeps it: nothing is removed while loading */
+}
+
+static void driver_put(void *drv)
+{
+	dm_driver_unref(drv);
+}
+
+/* The device added last, and its path: a file in global-list order names
+ * as each device's parent the device before it or one of its ancestors. */
+struct last_added {
+	struct dm_device *dev; /* NULL: none yet */
+	char path[PATH_MAX];
 };
 
-/* Adds the device described by @o; *ret is its path entry (NULL for root),
- * which @paths holds and the caller frees. */
-static int load_device(struct dm_model *m, struct dm_hashmap *paths, json_object *o, size_t i,
-		       char *err, size_t size, struct path_entry **ret)
+/* The device at the first @len bytes of @path, found up from the last one
+ * added, else down from root. */
+static struct dm_device *find_parent(struct dm_model *m, const struct last_added *last,
+				     const char *path, size_t len)
+{
+	struct dm_device *dev = last->dev;
+	size_t at = dev ? strlen(last->path) : 0;
+	dm_model_read_lock(m);
+	while (dev && at > len) {
+		dev = dm_device_get_parent_locked(dev);
+		while (at > 0 && last->path[at - 1] != '/')
+			at--;
+		at = at > 0 ? at - 1 : 0;
+	}
+	dm_model_unlock(m);
+	if (dev && at == len && memcmp(last->path, path, len) == 0)
+		return dev;
+	return find_path(m, path, len);
+}
+
+/* Adds the device described by @o, the @i-th of the array. */
+static int load_device(struct dm_model *m, struct last_added *last, json_object *o, size_t i,
+		       char *err, size_t size)
 {
 	bool bad = false;
 	const char *path = get_string(o, "path", &bad);
@@ -247,17 +304,14 @@ static int load_device(struct dm_model *m, struct dm_hashmap *paths, json_object
 	    !json_object_is_type(values, json_type_object))
 		return fail(err, size, "devices[%zu]: needs a string path, an object of values, "
 				       "strings elsewhere, power on|suspended", i);
-	*ret = NULL;
 	if (!*path) { /* root */
 		if (set_values(dm_model_get_root(m), values) < 0)
 			return fail(err, size, "devices[%zu] (root): bad values", i);
 		return 0;
 	}
 	const char *slash = strrchr(path, '/');
-	char parent_path[PATH_MAX];
-	snprintf(parent_path, sizeof(parent_path), "%.*s", slash ? (int)(slash - path) : 0, path);
-	struct path_entry *pe = *parent_path ? dm_hashmap_get(paths, parent_path) : NULL;
-	if (*parent_path && !pe)
+	struct dm_device *parent = find_parent(m, last, path, slash ? (size_t)(slash - path) : 0);
+	if (!parent)
 		return fail(err, size, "devices[%zu] %s: its parent is not listed before it", i, path);
 	struct dm_device *dev;
 	int r = dm_device_new(m, slash ? slash + 1 : path, &dev);
@@ -276,13 +330,11 @@ static int load_device(struct dm_model *m, struct dm_hashmap *paths, json_object
 		r = dm_bus_get(m, busname, &snapshot_bus_type, &bus);
 		if (r >= 0)
 			dm_device_set_bus(dev, bus);
-		if (r >= 0 && driver) {
-			char *d = strdup(driver);
-			if (!d)
-				r = -ENOMEM;
-			else
-				dm_device_set_bus_data(dev, d, free);
-		}
+		/* the bound driver, which the buses listed (else it stays
+		 * unbound): snapshot_match() knows it by its pointer */
+		struct dm_driver *drv = r >= 0 && driver ? dm_bus_find_driver(bus, driver) : NULL;
+		if (drv)
+			dm_device_set_bus_data(dev, drv, driver_put);
 	}
 	if (r >= 0 && clsname) {
 		struct dm_class *cls;
@@ -294,88 +346,294 @@ static int load_device(struct dm_model *m, struct dm_hashmap *paths, json_object
 			dm_device_set_class(dev, cls, iface);
 	}
 	if (r >= 0)
-		r = dm_device_add(dev, pe ? pe->dev : NULL);
-	if (r < 0) {
-		dm_device_unref(dev);
-		return fail(err, size, "devices[%zu] %s: %s", i, path, strerror(-r));
-	}
-	if (power && strcmp(power, "suspended") == 0)
+		r = dm_device_add(dev, parent);
+	if (r >= 0 && power && strcmp(power, "suspended") == 0)
 		dm_device_set_power(dev, DM_POWER_SUSPENDED);
-	struct path_entry *e = malloc(sizeof(*e));
-	if (!e || !(e->path = strdup(path))) {
-		free(e);
-		dm_device_unref(dev);
-		return -ENOMEM;
+	if (r >= 0 && strlen(path) < sizeof(last->path)) {
+		last->dev = dev;
+		strcpy(last->path, path);
 	}
-	e->dev = dev; /* the reference from dm_device_new, dropped at the end */
-	if (dm_hashmap_put(paths, e->path, e) < 0) {
-		free(e->path);
-		free(e);
-		dm_device_unref(dev);
-		return fail(err, size, "devices[%zu] %s: listed twice", i, path);
-	}
-	*ret = e;
+	dm_device_unref(dev); /* added, the model keeps it */
+	if (r == -EEXIST)
+		return fail(err, size, "devices[%zu] %s: listed twice (path or devpath)", i, path);
+	if (r < 0)
+		return fail(err, size, "devices[%zu] %s: %s", i, path, strerror(-r));
 	return 0;
 }
 
-static int load_devices(struct dm_model *m, json_object *devices, char *err, size_t size)
+/*
+ * The file is read as it is parsed, one top-level member or one device at
+ * a time (json-c's tokener parses one value from a buffer and tells where
+ * it stopped): json-c's tree of the whole document would take several
+ * times the model's memory and most of the load time. Only the structure
+ * around the values (braces, brackets, commas, colons) is walked here.
+ */
+struct reader {
+	const char *buf;
+	size_t len, pos;
+	const char *file;
+	json_tokener *tok;
+	char *err;
+	size_t err_size;
+};
+
+static char peek(struct reader *r)
 {
-	struct dm_hashmap paths;
-	int r = 0;
-	dm_hashmap_init(&paths, dm_hash_string, dm_cmp_string);
-	size_t n = json_object_array_length(devices), n_all = 0;
-	struct path_entry **all = calloc(n + 1, sizeof(*all));
-	if (!all && r == 0)
-		r = -ENOMEM;
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		json_object *o = json_object_array_get_idx(devices, i);
-		struct path_entry *e;
-		if (!json_object_is_type(o, json_type_object)) {
-			r = fail(err, size, "devices[%zu]: not an object", i);
+	while (r->pos < r->len && strchr(" \t\r\n", r->buf[r->pos]))
+		r->pos++;
+	return r->pos < r->len ? r->buf[r->pos] : '\0';
+}
+
+static int expect(struct reader *r, char c)
+{
+	if (peek(r) != c)
+		return fail(r->err, r->err_size, "%s: not JSON ('%c' expected at byte %zu)", r->file,
+			    c, r->pos);
+	r->pos++;
+	return 0;
+}
+
+/* The next value, whole; NULL (with the error written) when it is not JSON. */
+static json_object *read_value(struct reader *r)
+{
+	peek(r);
+	json_tokener_reset(r->tok);
+	size_t left = r->len - r->pos;
+	json_object *o = json_tokener_parse_ex(r->tok, r->buf + r->pos, left > INT_MAX ? INT_MAX
+											: (int)left);
+	if (!o) {
+		enum json_tokener_error e = json_tokener_get_error(r->tok);
+		fail(r->err, r->err_size, "%s: not JSON (%s at byte %zu)", r->file,
+		     e == json_tokener_continue ? "unexpected end" : json_tokener_error_desc(e),
+		     r->pos + json_tokener_get_parse_end(r->tok));
+		return NULL;
+	}
+	r->pos += json_tokener_get_parse_end(r->tok);
+	return o;
+}
+
+/*
+ * Walks the array at the reader's position, element by element: each is
+ * loaded as a device when @m is not NULL, else only parsed (to find the
+ * array's end).
+ */
+/* How many devices the array at the reader's position may have, at most:
+ * its "path" keys (a string value "path" also counts). */
+static size_t count_paths(const struct reader *r)
+{
+	static const char key[] = "\"path\"";
+	size_t n = 0;
+	for (const char *p = r->buf + r->pos, *end = r->buf + r->len;
+	     (p = memmem(p, (size_t)(end - p), key, sizeof(key) - 1)); p += sizeof(key) - 1)
+		n++;
+	return n;
+}
+
+static int read_devices(struct reader *r, struct dm_model *m)
+{
+	struct last_added last = { .dev = NULL };
+	/* a hint, worth a scan of the file: the model's indexes would
+	 * otherwise grow step by step, each step a pass of cache misses */
+	if (m)
+		(void)dm_model_reserve_devices(m, count_paths(r)); /* else they grow */
+	int ret = expect(r, '[');
+	if (ret == 0 && peek(r) == ']') {
+		r->pos++;
+		return 0;
+	}
+	for (size_t i = 0; ret == 0; i++) {
+		json_object *o = read_value(r);
+		if (!o)
+			return -EINVAL;
+		if (!json_object_is_type(o, json_type_object))
+			ret = fail(r->err, r->err_size, "devices[%zu]: not an object", i);
+		else if (m)
+			ret = load_device(m, &last, o, i, r->err, r->err_size);
+		json_object_put(o);
+		if (ret == 0 && peek(r) == ']') {
+			r->pos++;
 			break;
 		}
-		r = load_device(m, &paths, o, i, err, size, &e);
-		if (r == 0 && e)
-			all[n_all++] = e;
+		if (ret == 0)
+			ret = expect(r, ',');
 	}
-	for (size_t i = 0; i < n_all; i++) {
-		dm_hashmap_remove(&paths, all[i]->path);
-		dm_device_unref(all[i]->dev);
-		free(all[i]->path);
-		free(all[i]);
+	return ret;
+}
+
+enum { M_FORMAT, M_VERSION, M_BUSES, M_CLASSES, N_MEMBERS };
+static const char *const member_names[N_MEMBERS] = { "format", "version", "buses", "classes" };
+
+/* Checks the members other than devices and loads buses and classes;
+ * @have_devices: whether the document has devices. */
+static int load_head(struct dm_model *m, json_object *const *mem, bool have_devices,
+		     struct reader *r)
+{
+	json_object *format = mem[M_FORMAT], *version = mem[M_VERSION];
+	if (!have_devices || !format || !json_object_is_type(format, json_type_string) ||
+	    strcmp(json_object_get_string(format), FORMAT) || !version ||
+	    !json_object_is_type(version, json_type_int) || json_object_get_int(version) != VERSION ||
+	    !json_object_is_type(mem[M_BUSES], json_type_array) ||
+	    !json_object_is_type(mem[M_CLASSES], json_type_array))
+		return fail(r->err, r->err_size, "%s: not a %s version %d file (format, version, "
+						 "buses, classes and devices needed)", r->file, FORMAT, VERSION);
+	int ret = load_buses(m, mem[M_BUSES], r->err, r->err_size);
+	return ret < 0 ? ret : load_classes(m, mem[M_CLASSES], r->err, r->err_size);
+}
+
+struct doc {
+	json_object *mem[N_MEMBERS]; /* the members other than devices */
+	bool have_devices;
+	size_t devices_at; /* where the devices array starts */
+	bool loaded; /* the devices were loaded as they were read */
+};
+
+/* Reads the member at the reader's position ("key": value). */
+static int read_member(struct dm_model *m, struct reader *r, struct doc *d)
+{
+	json_object *key = read_value(r);
+	if (!key)
+		return -EINVAL;
+	char name[16]; /* longer than any member's name: then none */
+	bool is_key = json_object_is_type(key, json_type_string);
+	snprintf(name, sizeof(name), "%s", is_key ? json_object_get_string(key) : "");
+	json_object_put(key);
+	if (!is_key || peek(r) != ':')
+		return fail(r->err, r->err_size, "%s: not JSON (a member expected at byte %zu)",
+			    r->file, r->pos);
+	r->pos++;
+	size_t k = 0;
+	while (k < N_MEMBERS && strcmp(name, member_names[k]))
+		k++;
+	bool devices = strcmp(name, "devices") == 0;
+	if ((k < N_MEMBERS && d->mem[k]) || (devices && d->have_devices))
+		return fail(r->err, r->err_size, "%s: \"%s\" given twice", r->file, name);
+	if (devices) {
+		d->have_devices = true;
+		d->devices_at = r->pos;
+		d->loaded = d->mem[M_FORMAT] && d->mem[M_VERSION] && d->mem[M_BUSES] &&
+			    d->mem[M_CLASSES];
+		int ret = d->loaded ? load_head(m, d->mem, true, r) : 0;
+		return ret < 0 ? ret : read_devices(r, d->loaded ? m : NULL);
 	}
-	free(all);
-	dm_hashmap_done(&paths);
-	return r;
+	json_object *v = read_value(r);
+	if (!v)
+		return -EINVAL;
+	if (k < N_MEMBERS)
+		d->mem[k] = v;
+	else
+		json_object_put(v); /* unknown members are ignored */
+	return 0;
+}
+
+/*
+ * The document: its devices are loaded as they are read when the other
+ * members came before them (as driverfsd writes them), else the array is
+ * only parsed then and read again at the end.
+ */
+static int load_document(struct dm_model *m, struct reader *r)
+{
+	struct doc d = { .loaded = false };
+	int ret = expect(r, '{');
+	if (ret == 0 && peek(r) == '}')
+		r->pos++; /* no member: the error comes from load_head() */
+	else
+		while (ret == 0 && (ret = read_member(m, r, &d)) == 0) {
+			if (peek(r) == '}') {
+				r->pos++;
+				break;
+			}
+			ret = expect(r, ',');
+		}
+	if (ret == 0 && peek(r) != '\0')
+		ret = fail(r->err, r->err_size, "%s: not JSON (more after the end, at byte %zu)",
+			   r->file, r->pos);
+	if (ret == 0 && !d.loaded) {
+		ret = load_head(m, d.mem, d.have_devices, r);
+		r->pos = d.devices_at;
+		if (ret == 0)
+			ret = read_devices(r, m);
+	}
+	for (size_t k = 0; k < N_MEMBERS; k++)
+		json_object_put(d.mem[k]);
+	return ret;
+}
+
+/* The file's bytes: mapped when it is a regular file, else read (a pipe);
+ * *ret_map tells which, for unmap_file(). */
+static int map_file(const char *path, char **ret, size_t *ret_len, bool *ret_map)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int r = fstat(fd, &st) < 0 ? -errno : 0;
+	if (r == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED) {
+			r = -errno;
+		} else {
+			madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+			*ret = p;
+			*ret_len = (size_t)st.st_size;
+			*ret_map = true;
+		}
+		close(fd);
+		return r;
+	}
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	while (r == 0) {
+		if (len == cap) {
+			char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap ? cap * 2 : 65536) : NULL;
+			if (!nb) {
+				r = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 65536;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno != EINTR)
+			r = -errno;
+		else if (n == 0)
+			break;
+		else if (n > 0)
+			len += (size_t)n;
+	}
+	close(fd);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	*ret = buf;
+	*ret_len = len;
+	*ret_map = false;
+	return 0;
+}
+
+static void unmap_file(char *buf, size_t len, bool map)
+{
+	if (map)
+		munmap(buf, len);
+	else
+		free(buf);
 }
 
 int dm_snapshot_load(struct dm_model *m, const char *path, char *err, size_t size)
 {
-	json_object *doc = json_object_from_file(path);
-	if (!doc)
-		return fail(err, size, "%s: %s", path, json_util_get_last_err() ?: "not JSON");
-	int r;
-	bool bad = false;
-	const char *format = get_string(doc, "format", &bad);
-	json_object *version, *buses = get_array(doc, "buses"), *classes = get_array(doc, "classes"),
-			      *devices = get_array(doc, "devices");
-	if (!format || strcmp(format, FORMAT) ||
-	    !json_object_object_get_ex(doc, "version", &version) ||
-	    json_object_get_int(version) != VERSION || !buses || !classes || !devices) {
-		r = fail(err, size, "%s: not a %s version %d file (format, version, buses, "
-				    "classes and devices needed)", path, FORMAT, VERSION);
-		goto out_doc;
-	}
-	r = load_buses(m, buses, err, size);
-	if (r == 0)
-		r = load_classes(m, classes, err, size);
-	if (r == 0)
-		r = load_devices(m, devices, err, size);
-out_doc:
-	json_object_put(doc);
-	/* The parsed document, several times the model's size, was freed as a
-	 * whole: give its pages back rather than keep them for a daemon's
-	 * life. */
+	struct reader r = { .file = path, .err = err, .err_size = size };
+	char *buf = NULL;
+	bool map = false;
+	int ret = map_file(path, &buf, &r.len, &map);
+	if (ret < 0)
+		return fail(err, size, "%s: %s", path, strerror(-ret));
+	r.buf = buf;
+	r.tok = json_tokener_new();
+	ret = r.tok ? load_document(m, &r) : -ENOMEM;
+	json_tokener_free(r.tok);
+	unmap_file(buf, r.len, map);
+	/* what parsing freed, given back rather than kept for a daemon's
+	 * life */
 	malloc_trim(0);
-	return r;
+	return ret;
 }

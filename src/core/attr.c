@@ -38,7 +38,7 @@ static struct dm_value *value_find(const struct dm_device *dev, const char *name
 	size_t lo = 0, hi = dev->n_values;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		int c = strcmp(dev->values[mid].attr.name, name);
+		int c = strcmp(dev->values[mid].name, name);
 		if (c == 0)
 			return &dev->values[mid];
 		if (c < 0)
@@ -51,29 +51,75 @@ static struct dm_value *value_find(const struct dm_device *dev, const char *name
 	return NULL;
 }
 
+static const char *value_bytes(const struct dm_device *dev, const struct dm_value *v)
+{
+	return dev->value_data + v->off;
+}
+
+/* Room for @more entries and @bytes more bytes, doubling what is kept
+ * unless @exact (a device's values are mostly set one by one before it is
+ * added; then dm_device_values_pack() gives back the rest). */
+static int values_reserve(struct dm_device *dev, size_t more, size_t bytes, bool exact)
+{
+	if (dev->n_values + more > dev->cap_values) {
+		size_t cap = dev->cap_values && !exact ? dev->cap_values * 2 : 4;
+		if (cap < dev->n_values + more || exact)
+			cap = dev->n_values + more;
+		struct dm_value *v = cap > UINT32_MAX ? NULL : realloc(dev->values, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		dev->values = v;
+		dev->cap_values = (uint32_t)cap;
+	}
+	if (dev->data_len + bytes > dev->data_cap) {
+		size_t cap = dev->data_cap && !exact ? dev->data_cap * 2 : 64;
+		if (cap < dev->data_len + bytes || exact)
+			cap = dev->data_len + bytes;
+		char *d = cap > UINT32_MAX ? NULL : realloc(dev->value_data, cap);
+		if (!d)
+			return -ENOMEM;
+		dev->value_data = d;
+		dev->data_cap = (uint32_t)cap;
+	}
+	return 0;
+}
+
+/* Drops the bytes of @e from the buffer (a value being replaced). */
+static void value_cut(struct dm_device *dev, const struct dm_value *e)
+{
+	uint32_t off = e->off, gone = e->len + 1;
+	memmove(dev->value_data + off, dev->value_data + off + gone, dev->data_len - off - gone);
+	dev->data_len -= gone;
+	for (size_t i = 0; i < dev->n_values; i++)
+		if (dev->values[i].off > off)
+			dev->values[i].off -= gone;
+}
+
 static int value_set(struct dm_device *dev, const char *name, const char *value)
 {
-	char *v = strdup(value);
-	if (!v)
-		return -ENOMEM;
-	size_t pos;
+	size_t len = strlen(value), pos;
 	struct dm_value *e = value_find(dev, name, &pos);
+	if (e)
+		pos = (size_t)(e - dev->values);
+	int r = values_reserve(dev, e ? 0 : 1, len + 1, false);
+	if (r < 0)
+		return r;
 	if (e) {
-		free(e->value);
-		e->value = v;
-		return 0;
+		e = &dev->values[pos]; /* the array may have moved */
+		value_cut(dev, e);
+	} else {
+		const char *n = dm_strpool_intern(&dev->model->names, name);
+		if (!n)
+			return -ENOMEM;
+		e = &dev->values[pos];
+		memmove(e + 1, e, (dev->n_values - pos) * sizeof(*e));
+		e->name = n;
+		dev->n_values++;
 	}
-	char *n = strdup(name);
-	struct dm_value *nv = n ? realloc(dev->values, (dev->n_values + 1) * sizeof(*nv)) : NULL;
-	if (!nv) {
-		free(n);
-		free(v);
-		return -ENOMEM;
-	}
-	dev->values = nv;
-	memmove(&nv[pos + 1], &nv[pos], (dev->n_values - pos) * sizeof(*nv));
-	nv[pos] = (struct dm_value){ .attr = { .name = n, .mode = 0444 }, .value = v };
-	dev->n_values++;
+	e->off = dev->data_len;
+	e->len = (uint32_t)len;
+	memcpy(dev->value_data + dev->data_len, value, len + 1);
+	dev->data_len += (uint32_t)len + 1;
 	return 0;
 }
 
@@ -91,6 +137,13 @@ int dm_device_set_value(struct dm_device *dev, const char *name, const char *val
 	return r;
 }
 
+int dm_device_reserve_values(struct dm_device *dev, size_t n, size_t bytes)
+{
+	if (atomic_load(&dev->state) != DM_DEV_INIT)
+		return -EBUSY;
+	return values_reserve(dev, n, bytes, true);
+}
+
 int dm_device_get_value(struct dm_device *dev, const char *name, char *buf, size_t size)
 {
 	dm_model_read_lock(dev->model);
@@ -98,10 +151,12 @@ int dm_device_get_value(struct dm_device *dev, const char *name, char *buf, size
 	int r;
 	if (!e)
 		r = -ENOENT;
-	else if (strlen(e->value) >= size)
+	else if (e->len >= size)
 		r = -ENOBUFS;
-	else
-		r = (int)strlen(strcpy(buf, e->value));
+	else {
+		memcpy(buf, value_bytes(dev, e), e->len + 1);
+		r = (int)e->len;
+	}
 	dm_model_unlock(dev->model);
 	return r;
 }
@@ -110,22 +165,39 @@ int dm_device_for_each_value_locked(struct dm_device *dev,
 				    int (*fn)(const char *name, const char *value, void *), void *data)
 {
 	for (size_t i = 0; i < dev->n_values; i++) {
-		int r = fn(dev->values[i].attr.name, dev->values[i].value, data);
+		int r = fn(dev->values[i].name, value_bytes(dev, &dev->values[i]), data);
 		if (r)
 			return r;
 	}
 	return 0;
 }
 
+void dm_device_values_pack(struct dm_device *dev)
+{
+	/* shrinking in place: a failure keeps the larger block */
+	if (dev->cap_values > dev->n_values && dev->n_values) {
+		struct dm_value *v = realloc(dev->values, dev->n_values * sizeof(*v));
+		if (v) {
+			dev->values = v;
+			dev->cap_values = dev->n_values;
+		}
+	}
+	if (dev->data_cap > dev->data_len && dev->data_len) {
+		char *d = realloc(dev->value_data, dev->data_len);
+		if (d) {
+			dev->value_data = d;
+			dev->data_cap = dev->data_len;
+		}
+	}
+}
+
 void dm_device_values_free(struct dm_device *dev)
 {
-	for (size_t i = 0; i < dev->n_values; i++) {
-		free((char *)dev->values[i].attr.name);
-		free(dev->values[i].value);
-	}
 	free(dev->values);
+	free(dev->value_data);
 	dev->values = NULL;
-	dev->n_values = 0;
+	dev->value_data = NULL;
+	dev->n_values = dev->cap_values = dev->data_len = dev->data_cap = 0;
 }
 
 /* ---- the core attributes every device has ---- */
@@ -301,6 +373,9 @@ static int find_in_group(const struct dm_attribute_group *g, void *data)
 	return 0;
 }
 
+/* What a static value is, as a file: its name is the value's. */
+static const struct dm_attribute value_attr = { .mode = 0444 };
+
 /* The table attribute @name of @group, or a static value when @group is
  * NULL; NULL when there is none. */
 static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const char *group,
@@ -314,7 +389,7 @@ static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const 
 		const struct dm_value *v = value_find(dev, name, NULL);
 		if (v) {
 			*ret_value = v;
-			return &v->attr;
+			return &value_attr;
 		}
 	}
 	return NULL;
@@ -352,10 +427,10 @@ int dm_device_for_each_file_locked(struct dm_device *dev, const char *group,
 		return r;
 	for (size_t i = 0; i < dev->n_values; i++) {
 		const struct dm_value *v;
-		const struct dm_attribute *a = attr_find_locked(dev, NULL, dev->values[i].attr.name, &v);
-		if (a != &dev->values[i].attr)
+		const struct dm_attribute *a = attr_find_locked(dev, NULL, dev->values[i].name, &v);
+		if (v != &dev->values[i])
 			continue; /* shadowed by a table attribute */
-		struct dm_file_info fi = { .name = a->name, .mode = a->mode };
+		struct dm_file_info fi = { .name = v->name, .mode = a->mode };
 		r = fn(&fi, data);
 		if (r)
 			return r;
@@ -410,7 +485,8 @@ int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const c
 	const struct dm_attribute *a = attr_find_locked(dev, group, name, &v);
 	if (!a)
 		return -ENOENT;
-	*ret = (struct dm_file_info){ .name = a->name, .mode = a->mode, .flags = a->flags };
+	*ret = (struct dm_file_info){ .name = v ? v->name : a->name, .mode = a->mode,
+				      .flags = a->flags };
 	return 0;
 }
 
@@ -435,7 +511,7 @@ static int attr_resolve(struct dm_device *dev, const char *group, const char *na
 	else if (!a)
 		r = -ENOENT;
 	else if (v && buf)
-		r = dm_emit(buf, size, "%s\n", v->value);
+		r = dm_emit(buf, size, "%s\n", value_bytes(dev, v));
 	dm_model_unlock(m);
 	*ret = v ? NULL : a;
 	return r;

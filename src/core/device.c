@@ -12,15 +12,15 @@ int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret)
 {
 	if (!dm_name_is_valid(name))
 		return -EINVAL;
-	struct dm_device *dev = aligned_alloc(DM_CACHE_LINE, DM_ALIGN_UP(sizeof(*dev), DM_CACHE_LINE));
+	/* the name after the struct, in the room the alignment leaves or
+	 * more: one allocation */
+	size_t len = strlen(name) + 1;
+	struct dm_device *dev =
+		aligned_alloc(DM_CACHE_LINE, DM_ALIGN_UP(sizeof(*dev) + len, DM_CACHE_LINE));
 	if (!dev)
 		return -ENOMEM;
 	memset(dev, 0, sizeof(*dev));
-	dev->name = strdup(name);
-	if (!dev->name) {
-		free(dev);
-		return -ENOMEM;
-	}
+	dev->name = memcpy((char *)(dev + 1), name, len);
 	atomic_init(&dev->refcount, 1);
 	atomic_init(&dev->state, DM_DEV_INIT);
 	atomic_init(&dev->power, DM_POWER_ON);
@@ -52,11 +52,8 @@ static void device_free(struct dm_device *dev)
 	dm_device_values_free(dev);
 	pthread_mutex_destroy(&dev->mutex);
 	free(dev->power_error);
-	free(dev->child_key);
-	free(dev->kernel_driver);
 	free(dev->sysname);
 	free(dev->devpath);
-	free(dev->name);
 	free(dev);
 }
 
@@ -133,19 +130,26 @@ int dm_device_set_devpath(struct dm_device *dev, const char *devpath)
 
 int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver)
 {
-	if (atomic_load(&dev->state) == DM_DEV_INIT)
-		return set_string(&dev->kernel_driver, driver);
+	/* a few names for all devices: interned, so the old one stays valid
+	 * for whoever still reads it */
+	const char *name = driver ? dm_strpool_intern(&dev->model->names, driver) : NULL;
+	if (driver && !name)
+		return -ENOMEM;
+	if (atomic_load(&dev->state) == DM_DEV_INIT) {
+		dev->kernel_driver = name;
+		return 0;
+	}
 	/* hotplug's bind/unbind: matching and probing read it under the
 	 * device mutex, other readers under the model lock */
 	pthread_mutex_lock(&dev->mutex);
 	dm_model_write_lock(dev->model);
-	int r = set_string(&dev->kernel_driver, driver);
+	dev->kernel_driver = name;
 	/* its kernel_driver file comes, goes or changes */
-	if (r == 0 && !dm_device_is_dead(dev))
+	if (!dm_device_is_dead(dev))
 		dm_model_notify_changed_locked(dev->model, dev);
 	dm_model_unlock(dev->model);
 	pthread_mutex_unlock(&dev->mutex);
-	return r;
+	return 0;
 }
 
 int dm_device_set_sysname(struct dm_device *dev, const char *sysname)
@@ -201,18 +205,79 @@ struct dm_device *dm_device_get_parent_locked(const struct dm_device *dev)
 	return dev->parent;
 }
 
-struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const char *name)
+/* ---- the model's indexes of devices (struct dm_idset) ---- */
+
+static uint64_t child_hash(uint64_t parent_id, const char *name)
 {
-	char key[300];
-	if (snprintf(key, sizeof(key), "%" PRIx64 "/%s", dev->id, name) >= (int)sizeof(key))
-		return NULL;
-	return dm_hashmap_get(&dev->model->by_child, key);
+	uint64_t h = dm_hash_u64(&parent_id);
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	return h;
+}
+
+uint64_t dm_device_hash_child(uintptr_t item, void *ctx)
+{
+	(void)ctx;
+	const struct dm_device *dev = (const struct dm_device *)item;
+	return child_hash(dev->parent->id, dev->name);
+}
+
+uint64_t dm_device_hash_id(uintptr_t item, void *ctx)
+{
+	(void)ctx;
+	return dm_hash_u64(&((const struct dm_device *)item)->id);
+}
+
+uint64_t dm_device_hash_devpath(uintptr_t item, void *ctx)
+{
+	(void)ctx;
+	return dm_hash_string(((const struct dm_device *)item)->devpath);
 }
 
 uint64_t dm_device_hash_sysname(uintptr_t item, void *ctx)
 {
 	(void)ctx;
 	return dm_hash_string(dm_device_get_sysname((const struct dm_device *)item));
+}
+
+struct child_key {
+	const struct dm_device *parent;
+	const char *name;
+};
+
+static bool child_match(uintptr_t item, void *data)
+{
+	const struct dm_device *dev = (const struct dm_device *)item;
+	const struct child_key *k = data;
+	return dev->parent == k->parent && strcmp(dev->name, k->name) == 0;
+}
+
+struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const char *name)
+{
+	struct child_key k = { .parent = dev, .name = name };
+	return (struct dm_device *)dm_idset_find(&dev->model->by_child, child_hash(dev->id, name),
+						 child_match, &k);
+}
+
+static bool id_match(uintptr_t item, void *data)
+{
+	return ((const struct dm_device *)item)->id == *(const uint64_t *)data;
+}
+
+struct dm_device *dm_model_find_id_locked(struct dm_model *m, uint64_t id)
+{
+	return (struct dm_device *)dm_idset_find(&m->by_id, dm_hash_u64(&id), id_match, &id);
+}
+
+static bool devpath_match(uintptr_t item, void *data)
+{
+	return strcmp(((const struct dm_device *)item)->devpath, data) == 0;
+}
+
+struct dm_device *dm_model_find_devpath_locked(struct dm_model *m, const char *devpath)
+{
+	return (struct dm_device *)dm_idset_find(&m->by_devpath, dm_hash_string(devpath),
+						 devpath_match, (void *)devpath);
 }
 
 struct listed_match {
@@ -337,30 +402,32 @@ int dm_device_add(struct dm_device *dev, struct dm_device *parent)
 		r = -ENODEV;
 		goto out_unlock;
 	}
+	if ((parent && dm_device_find_child_locked(parent, dev->name)) ||
+	    (dev->devpath && dm_model_find_devpath_locked(m, dev->devpath))) {
+		r = -EEXIST;
+		goto out_unlock;
+	}
 	dev->id = m->next_id++;
+	dev->parent = parent; /* by_child's hash reads it */
 	if (parent) {
-		if (asprintf(&dev->child_key, "%" PRIx64 "/%s", parent->id, dev->name) < 0) {
-			dev->child_key = NULL;
-			r = -ENOMEM;
-			goto out_unlock;
-		}
-		r = dm_hashmap_put(&m->by_child, dev->child_key, dev);
+		r = dm_idset_add(&m->by_child, (uintptr_t)dev);
 		if (r < 0)
-			goto out_key;
+			goto out_parent;
 	}
 	if (dev->devpath) {
-		r = dm_hashmap_put(&m->by_devpath, dev->devpath, dev);
+		r = dm_idset_add(&m->by_devpath, (uintptr_t)dev);
 		if (r < 0)
 			goto out_child;
 	}
-	r = dm_hashmap_put(&m->by_id, &dev->id, dev);
+	r = dm_idset_add(&m->by_id, (uintptr_t)dev);
 	if (r < 0)
 		goto out_devpath;
 	r = dm_idset_add(&m->by_sysname, (uintptr_t)dev);
 	if (r < 0)
 		goto out_id;
 
-	dev->parent = dm_device_ref(parent);
+	dm_device_values_pack(dev);
+	dm_device_ref(parent);
 	tree_link_locked(dev, parent);
 	if (dev->bus)
 		dm_list_append(&dev->bus->devices, &dev->bus_node);
@@ -381,16 +448,15 @@ int dm_device_add(struct dm_device *dev, struct dm_device *parent)
 	return 0;
 
 out_id:
-	dm_hashmap_remove(&m->by_id, &dev->id);
+	dm_idset_remove(&m->by_id, (uintptr_t)dev);
 out_devpath:
 	if (dev->devpath)
-		dm_hashmap_remove(&m->by_devpath, dev->devpath);
+		dm_idset_remove(&m->by_devpath, (uintptr_t)dev);
 out_child:
-	if (dev->child_key)
-		dm_hashmap_remove(&m->by_child, dev->child_key);
-out_key:
-	free(dev->child_key);
-	dev->child_key = NULL;
+	if (parent)
+		dm_idset_remove(&m->by_child, (uintptr_t)dev);
+out_parent:
+	dev->parent = NULL;
 out_unlock:
 	dm_model_unlock(m);
 	return r;
@@ -427,12 +493,12 @@ static void device_del_one(struct dm_device *dev)
 	dm_model_write_lock(m);
 	if (m->listener && m->listener->device_removed)
 		m->listener->device_removed(dev, m->listener_data);
-	dm_hashmap_remove(&m->by_id, &dev->id);
+	dm_idset_remove(&m->by_id, (uintptr_t)dev);
 	dm_idset_remove(&m->by_sysname, (uintptr_t)dev);
-	if (dev->devpath && dm_hashmap_get(&m->by_devpath, dev->devpath) == dev)
-		dm_hashmap_remove(&m->by_devpath, dev->devpath);
-	if (dev->child_key)
-		dm_hashmap_remove(&m->by_child, dev->child_key);
+	if (dev->devpath)
+		dm_idset_remove(&m->by_devpath, (uintptr_t)dev);
+	if (dev->parent)
+		dm_idset_remove(&m->by_child, (uintptr_t)dev);
 	dm_list_remove(&dev->sibling);
 	dm_list_remove(&dev->global);
 	m->order_valid = false;

@@ -29,20 +29,30 @@ static void insert(struct dm_idset *s, uintptr_t item)
 	s->slots[i] = item;
 }
 
+int dm_idset_reserve(struct dm_idset *s, size_t n)
+{
+	if ((s->n + n) * 2 <= s->cap)
+		return 0;
+	struct dm_idset bigger = *s;
+	bigger.cap = s->cap ? s->cap * 2 : 64;
+	while (bigger.cap < (s->n + n) * 2)
+		bigger.cap *= 2;
+	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
+	if (!bigger.slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->slots[i])
+			insert(&bigger, s->slots[i]);
+	free(s->slots);
+	*s = bigger;
+	return 0;
+}
+
 int dm_idset_add(struct dm_idset *s, uintptr_t item)
 {
-	if ((s->n + 1) * 2 > s->cap) {
-		struct dm_idset bigger = *s;
-		bigger.cap = s->cap ? s->cap * 2 : 64;
-		bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
-		if (!bigger.slots)
-			return -ENOMEM;
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->slots[i])
-				insert(&bigger, s->slots[i]);
-		free(s->slots);
-		*s = bigger;
-	}
+	int r = dm_idset_reserve(s, 1);
+	if (r < 0)
+		return r;
 	insert(s, item);
 	s->n++;
 	return 0;

@@ -7,6 +7,7 @@
 #include "list.h"
 #include "idset.h"
 #include "model.h"
+#include "strpool.h"
 
 #include <stdatomic.h>
 
@@ -26,10 +27,13 @@ struct dm_model {
 	struct dm_list buses;
 	struct dm_list classes;
 	struct dm_device *root;
-	struct dm_hashmap by_id; /* uint64_t id -> device */
-	struct dm_hashmap by_devpath; /* devpath -> device */
-	struct dm_hashmap by_child; /* "<parent id>/<name>" -> device */
-	struct dm_idset by_sysname; /* devices by the name listings give them */
+	/* Devices indexed by what they hold, one word per entry: */
+	struct dm_idset by_id;
+	struct dm_idset by_devpath;
+	struct dm_idset by_child; /* by (parent id, name) */
+	struct dm_idset by_sysname; /* by the name listings give them */
+	/* names repeated across devices: value names, kernel drivers */
+	struct dm_strpool names;
 	uint64_t next_id;
 	size_t n_devices;
 	/* The global list as an array, rebuilt on demand after it changed: a
@@ -54,9 +58,11 @@ struct dm_model {
 	void *pm_data;
 };
 
+/* A static value: its name is interned (model->names), its bytes, with a
+ * NUL after them, are at @off in the device's value_data. */
 struct dm_value {
-	struct dm_attribute attr; /* attr.name points to the owned name */
-	char *value;
+	const char *name;
+	uint32_t off, len;
 };
 
 enum dm_device_state {
@@ -86,11 +92,10 @@ struct dm_device {
 	size_t order_index; /* in model->order, while it is valid */
 	uint64_t add_seq; /* model->add_seq when added */
 
-	char *name;
+	const char *name; /* stored after the struct, in the same allocation */
 	char *devpath;
-	char *kernel_driver;
+	const char *kernel_driver; /* interned (model->names) */
 	char *sysname; /* NULL: the same as name */
-	char *child_key; /* key in model->by_child */
 	uint64_t id;
 	char *power_error;
 
@@ -106,8 +111,12 @@ struct dm_device {
 	struct dm_list driver_node;
 	void *driver_data;
 
-	struct dm_value *values; /* sorted by name */
-	size_t n_values;
+	/* Static values, packed: one array of entries sorted by name, one
+	 * buffer of their bytes (two allocations whatever their number). */
+	struct dm_value *values;
+	char *value_data;
+	uint32_t n_values, cap_values;
+	uint32_t data_len, data_cap;
 	const struct dm_attribute_group *groups[DM_DEVICE_MAX_GROUPS];
 	size_t n_groups;
 
@@ -177,8 +186,16 @@ int dm_walk_devices(struct dm_list *head, size_t off, dm_device_fn fn, void *dat
 void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev);
 void dm_model_notify_driver_locked(struct dm_model *m, struct dm_driver *drv);
 const struct dm_attribute_group *dm_core_device_group(void);
-/* by_sysname's hash: of the device's kernel name. */
-uint64_t dm_device_hash_sysname(uintptr_t item, void *ctx);
+/* The hashes of the model's device indexes (what each is keyed by) and
+ * their lookups, dead devices included; lock held. */
+uint64_t dm_device_hash_id(uintptr_t item, void *ctx);
+uint64_t dm_device_hash_devpath(uintptr_t item, void *ctx);
+uint64_t dm_device_hash_child(uintptr_t item, void *ctx); /* (parent id, name) */
+uint64_t dm_device_hash_sysname(uintptr_t item, void *ctx); /* the kernel name */
+struct dm_device *dm_model_find_id_locked(struct dm_model *m, uint64_t id);
+struct dm_device *dm_model_find_devpath_locked(struct dm_model *m, const char *devpath);
 void dm_device_values_free(struct dm_device *dev);
+/* Gives back the room kept for more values; before the device is added. */
+void dm_device_values_pack(struct dm_device *dev);
 
 #endif

@@ -21,10 +21,11 @@ int dm_model_new(struct dm_model **ret)
 	dm_list_init(&m->deferred);
 	dm_list_init(&m->buses);
 	dm_list_init(&m->classes);
-	dm_hashmap_init(&m->by_id, dm_hash_u64, dm_cmp_u64);
-	dm_hashmap_init(&m->by_devpath, dm_hash_string, dm_cmp_string);
-	dm_hashmap_init(&m->by_child, dm_hash_string, dm_cmp_string);
+	dm_idset_init(&m->by_id, dm_device_hash_id, NULL);
+	dm_idset_init(&m->by_devpath, dm_device_hash_devpath, NULL);
+	dm_idset_init(&m->by_child, dm_device_hash_child, NULL);
 	dm_idset_init(&m->by_sysname, dm_device_hash_sysname, NULL);
+	dm_strpool_init(&m->names);
 	m->next_id = 1;
 
 	struct dm_device *root;
@@ -42,10 +43,11 @@ int dm_model_new(struct dm_model **ret)
 	return 0;
 
 out_free:
-	dm_hashmap_done(&m->by_id);
-	dm_hashmap_done(&m->by_devpath);
-	dm_hashmap_done(&m->by_child);
+	dm_idset_done(&m->by_id);
+	dm_idset_done(&m->by_devpath);
+	dm_idset_done(&m->by_child);
 	dm_idset_done(&m->by_sysname);
+	dm_strpool_done(&m->names);
 	pthread_rwlock_destroy(&m->lock);
 	pthread_mutex_destroy(&m->order_lock);
 	free(m->order);
@@ -85,10 +87,11 @@ void dm_model_free(struct dm_model *m)
 		free(c->name);
 		free(c);
 	}
-	dm_hashmap_done(&m->by_id);
-	dm_hashmap_done(&m->by_devpath);
-	dm_hashmap_done(&m->by_child);
+	dm_idset_done(&m->by_id);
+	dm_idset_done(&m->by_devpath);
+	dm_idset_done(&m->by_child);
 	dm_idset_done(&m->by_sysname);
+	dm_strpool_done(&m->names);
 	pthread_rwlock_destroy(&m->lock);
 	pthread_mutex_destroy(&m->order_lock);
 	free(m->order);
@@ -149,7 +152,7 @@ void dm_model_notify_driver_locked(struct dm_model *m, struct dm_driver *drv)
 struct dm_device *dm_model_find_devpath(struct dm_model *m, const char *devpath)
 {
 	dm_model_read_lock(m);
-	struct dm_device *dev = dm_hashmap_get(&m->by_devpath, devpath);
+	struct dm_device *dev = dm_model_find_devpath_locked(m, devpath);
 	if (dev && dm_device_is_dead(dev))
 		dev = NULL;
 	dm_device_ref(dev);
@@ -160,7 +163,7 @@ struct dm_device *dm_model_find_devpath(struct dm_model *m, const char *devpath)
 struct dm_device *dm_model_find_id(struct dm_model *m, uint64_t id)
 {
 	dm_model_read_lock(m);
-	struct dm_device *dev = dm_hashmap_get(&m->by_id, &id);
+	struct dm_device *dev = dm_model_find_id_locked(m, id);
 	if (dev && dm_device_is_dead(dev))
 		dev = NULL;
 	dm_device_ref(dev);
@@ -174,6 +177,20 @@ size_t dm_model_count_devices(struct dm_model *m)
 	size_t n = m->n_devices;
 	dm_model_unlock(m);
 	return n;
+}
+
+int dm_model_reserve_devices(struct dm_model *m, size_t n)
+{
+	dm_model_write_lock(m);
+	int r = dm_idset_reserve(&m->by_id, n);
+	if (r == 0)
+		r = dm_idset_reserve(&m->by_devpath, n);
+	if (r == 0)
+		r = dm_idset_reserve(&m->by_child, n);
+	if (r == 0)
+		r = dm_idset_reserve(&m->by_sysname, n);
+	dm_model_unlock(m);
+	return r;
 }
 
 int dm_model_for_each_device_locked(struct dm_model *m, int (*fn)(struct dm_device *, void *),

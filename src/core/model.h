@@ -90,6 +90,9 @@ void dm_model_unlock(struct dm_model *m);
 struct dm_device *dm_model_find_devpath(struct dm_model *m, const char *devpath);
 struct dm_device *dm_model_find_id(struct dm_model *m, uint64_t id);
 size_t dm_model_count_devices(struct dm_model *m);
+/* A hint: room in the model's indexes for @n more devices, so that adding
+ * that many does not grow them step by step. 0 or -ENOMEM. */
+int dm_model_reserve_devices(struct dm_model *m, size_t n);
 
 /* Global list walk under the lock: for_each calls @fn on every live device
  * in depth-first order until it returns non-zero, which it returns. */
@@ -176,6 +179,10 @@ void *dm_device_get_bus_data(const struct dm_device *dev);
 /* A static value file: set before add, or later (takes the write lock and
  * announces device_changed). Values are shown with a trailing newline. */
 int dm_device_set_value(struct dm_device *dev, const char *name, const char *value);
+/* Before add: room for @n more values of @bytes bytes in all (each value's
+ * length plus one), so that setting them allocates nothing more. 0,
+ * -ENOMEM, or -EBUSY once added. */
+int dm_device_reserve_values(struct dm_device *dev, size_t n, size_t bytes);
 
 int dm_device_add(struct dm_device *dev, struct dm_device *parent);
 void dm_device_del(struct dm_device *dev);

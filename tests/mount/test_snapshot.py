@@ -43,6 +43,39 @@ def test_save_load_save_is_identical(saved):
         assert a.read() == b.read()
 
 
+def test_members_in_any_order_load_the_same(saved):
+    """The loader reads devices as it parses them when the other members came
+    first (as driverfsd writes them), else it comes back to them at the end:
+    a file with "devices" first, spaced and indented differently, loads into
+    the same model. Read from a pipe, which cannot be mapped, too."""
+    import json
+    import threading
+    tmp, first = saved
+    with open(first) as f:
+        expected = f.read()
+    doc = json.loads(expected)
+    reordered = os.path.join(tmp, "reordered.json")
+    with open(reordered, "w") as f:
+        json.dump({"devices": doc["devices"], "classes": doc["classes"], "extra": [1, {"a": 2}],
+                   "version": 1, "buses": doc["buses"], "format": doc["format"]}, f, indent=3)
+    again = os.path.join(tmp, "again.json")
+    r = subprocess.run([DAEMON, "--snapshot", reordered, "--save", again], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    with open(again) as f:
+        assert f.read() == expected
+    fifo = os.path.join(tmp, "in-pipe")
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: open(fifo, "w").write(expected), daemon=True)
+    writer.start()
+    r = subprocess.run([DAEMON, "--snapshot", fifo, "--save", again], capture_output=True,
+                       text=True, timeout=60)
+    writer.join(60)
+    assert r.returncode == 0, r.stderr
+    with open(again) as f:
+        assert f.read() == expected
+
+
 def test_save_writes_into_what_is_not_a_regular_file(saved):
     """--save to a fifo (like /dev/null or a terminal) writes into it and leaves
     it a fifo; to a symlink, replaces the file it points to and keeps the link.
@@ -137,6 +170,20 @@ def test_snapshot_mount_is_read_only(saved):
      '{"path": "a/b", "values": {}}]}', "devices[0] a/b: its parent is not listed before it"),
     ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": [], "devices": ['
      '{"path": "a", "values": {}, "power": "sleeping"}]}', "devices[0]"),
+    ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": [], "devices": ['
+     '{"path": "a", "values": {}}, {"path": "a", "values": {}}]}', "devices[1] a: listed twice"),
+    ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": [], "devices": ['
+     '{"path": "a", "values": {}}, 7]}', "devices[1]: not an object"),
+    ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": [], "devices": ['
+     '{"path": "a", "values": {}} {"path": "b", "values": {}}]}', "not JSON (',' expected"),
+    ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": [], "devices": [], '
+     '"buses": []}', '"buses" given twice'),
+    ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": [], "devices": []} x',
+     "more after the end"),
+    ('{"devices": [{"path": "a", "values": {}}], "format": "driverfs-snapshot", "version": 1, '
+     '"buses": [], "classes": []', "not JSON"),
+    ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": []}',
+     "not a driverfs-snapshot version 1 file"),
 ])
 def test_bad_snapshot_is_refused_with_a_clear_message(saved, text, message):
     tmp, _ = saved

@@ -484,6 +484,111 @@ static void test_lookups_and_refcounts(void **state)
 	assert_int_equal(freed, 20);
 }
 
+/* Static values are packed per device: any order of sets and
+ * replacements, before and after add, reads back in name order with the
+ * last value of each; names repeated across devices are shared. */
+struct values_seen {
+	char text[512];
+};
+
+static int append_value(const char *name, const char *value, void *data)
+{
+	struct values_seen *v = data;
+	size_t l = strlen(v->text);
+	snprintf(v->text + l, sizeof(v->text) - l, "%s=%s;", name, value);
+	return 0;
+}
+
+static void assert_values(struct dm_device *dev, const char *want)
+{
+	struct values_seen v = { "" };
+	dm_model_read_lock(dm_device_get_model(dev));
+	dm_device_for_each_value_locked(dev, append_value, &v);
+	dm_model_unlock(dm_device_get_model(dev));
+	if (strcmp(v.text, want))
+		fail_msg("values of %s: expected '%s', got '%s'", dm_device_get_name(dev), want,
+			 v.text);
+}
+
+static void test_values_packed_and_indexes(void **state)
+{
+	(void)state;
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	assert_int_equal(dm_model_reserve_devices(m, 1000), 0);
+	struct dm_device *a, *b;
+	assert_int_equal(dm_device_new(m, "a", &a), 0);
+	assert_int_equal(dm_device_reserve_values(a, 2, 8), 0); /* then more than reserved */
+	assert_int_equal(dm_device_set_value(a, "vendor", "0x8086"), 0);
+	assert_int_equal(dm_device_set_value(a, "class", "0x0c0330"), 0);
+	assert_int_equal(dm_device_set_value(a, "vendor", "0x1af4-longer-than-before"), 0);
+	assert_int_equal(dm_device_set_value(a, "irq", ""), 0);
+	assert_int_equal(dm_device_set_value(a, "class", "1"), 0);
+	assert_values(a, "class=1;irq=;vendor=0x1af4-longer-than-before;");
+	assert_int_equal(dm_device_set_devpath(a, "/devices/a"), 0);
+	assert_int_equal(dm_device_set_kernel_driver(a, "xhci_hcd"), 0);
+	assert_int_equal(dm_device_add(a, NULL), 0);
+	assert_int_equal(dm_device_reserve_values(a, 1, 1), -EBUSY);
+	/* after add: replaced under the lock, the others unmoved */
+	assert_int_equal(dm_device_set_value(a, "irq", "17"), 0);
+	assert_int_equal(dm_device_set_value(a, "zz", "last"), 0);
+	assert_values(a, "class=1;irq=17;vendor=0x1af4-longer-than-before;zz=last;");
+	char buf[64];
+	assert_int_equal(dm_device_get_value(a, "vendor", buf, sizeof(buf)), 25);
+	assert_string_equal(buf, "0x1af4-longer-than-before");
+	assert_int_equal(dm_device_get_value(a, "vendor", buf, 25), -ENOBUFS);
+	assert_int_equal(dm_device_get_value(a, "none", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(dm_device_show(a, NULL, "irq", buf, sizeof(buf)), 3);
+	assert_memory_equal(buf, "17\n", 3);
+
+	/* a repeated kernel driver name is one string, which outlives a
+	 * change of the device's driver */
+	assert_int_equal(dm_device_new(m, "b", &b), 0);
+	assert_int_equal(dm_device_set_kernel_driver(b, "xhci_hcd"), 0);
+	assert_int_equal(dm_device_set_devpath(b, "/devices/a"), 0);
+	assert_int_equal(dm_device_add(b, a), -EEXIST); /* the devpath is a's */
+	assert_int_equal(dm_device_set_devpath(b, "/devices/a/b"), 0);
+	assert_int_equal(dm_device_add(b, a), 0);
+	const char *kd = dm_device_get_kernel_driver(a);
+	assert_ptr_equal(dm_device_get_kernel_driver(b), kd);
+	assert_int_equal(dm_device_set_kernel_driver(a, NULL), 0);
+	assert_null(dm_device_get_kernel_driver(a));
+	assert_string_equal(kd, "xhci_hcd");
+
+	/* the indexes: by (parent, name), by devpath and id, after growing */
+	struct dm_device *kids[300];
+	for (int i = 0; i < 300; i++) {
+		char name[16], devpath[64];
+		snprintf(name, sizeof(name), "k%d", i);
+		snprintf(devpath, sizeof(devpath), "/devices/a/b/k%d", i);
+		assert_int_equal(dm_device_new(m, name, &kids[i]), 0);
+		assert_int_equal(dm_device_set_devpath(kids[i], devpath), 0);
+		assert_int_equal(dm_device_add(kids[i], i % 2 ? b : a), 0);
+	}
+	dm_device_del(kids[10]);
+	dm_model_read_lock(m);
+	assert_null(dm_device_find_child_locked(a, "k1")); /* b's */
+	assert_ptr_equal(dm_device_find_child_locked(b, "k1"), kids[1]);
+	assert_ptr_equal(dm_device_find_child_locked(a, "k298"), kids[298]);
+	assert_null(dm_device_find_child_locked(a, "k10")); /* removed */
+	assert_ptr_equal(dm_device_find_child_locked(dm_model_get_root(m), "a"), a);
+	dm_model_unlock(m);
+	for (int i = 0; i < 300; i++) {
+		char devpath[64];
+		snprintf(devpath, sizeof(devpath), "/devices/a/b/k%d", i);
+		struct dm_device *f = dm_model_find_devpath(m, devpath);
+		struct dm_device *g = dm_model_find_id(m, dm_device_get_id(kids[i]));
+		assert_ptr_equal(f, i == 10 ? NULL : kids[i]);
+		assert_ptr_equal(g, i == 10 ? NULL : kids[i]);
+		dm_device_unref(f);
+		dm_device_unref(g);
+		dm_device_unref(kids[i]);
+	}
+	dm_device_unref(a);
+	dm_device_unref(b);
+	dm_model_free(m);
+}
+
 /* The PM cost estimate: nothing to call without the hook; one slow call
  * (preempted) is not enough to count as slow, two in a row are, and one
  * quick call makes it quick again. */
@@ -602,6 +707,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_proxy_and_match_rules),
 		cmocka_unit_test(test_attribute_store_rejects_bad_input),
 		cmocka_unit_test(test_lookups_and_refcounts),
+		cmocka_unit_test(test_values_packed_and_indexes),
 		cmocka_unit_test(test_clock_agrees_with_monotonic),
 		cmocka_unit_test(test_pm_cost_estimate),
 		cmocka_unit_test(test_listed_lookup_by_sysname),
