@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* libusb's errors as -errno, in one place */
@@ -289,12 +290,23 @@ static int fill_device(struct dm_scan *s, struct udev *udev, struct udev_hwdb *h
 	return r;
 }
 
+/* Logs why libusb's @call failed, in libusb's words (its own messages are
+ * off unless LIBUSB_DEBUG asks for them), and returns it as -errno. */
+static int usb_fail(const char *call, int e)
+{
+	log_err("usb: %s: %s (%s); USB devices have only what sysfs shows%s", call,
+		libusb_strerror(e), libusb_error_name(e),
+		getenv("LIBUSB_DEBUG") ? "" : " (LIBUSB_DEBUG=1 prints libusb's own reasons)");
+	return usb_errno(e);
+}
+
 static int usb_scan(struct dm_scan *s)
 {
 	libusb_context *ctx;
-	int r = usb_errno(libusb_init(&ctx));
-	if (r < 0)
-		return r;
+	int e = libusb_init(&ctx);
+	if (e < 0)
+		return usb_fail("libusb_init", e);
+	int r = 0;
 	libusb_set_option(ctx, LIBUSB_OPTION_LOG_LEVEL, LIBUSB_LOG_LEVEL_NONE);
 	struct udev *udev = udev_new();
 	struct udev_hwdb *hwdb = udev ? udev_hwdb_new(udev) : NULL;
@@ -304,7 +316,7 @@ static int usb_scan(struct dm_scan *s)
 	libusb_device **list;
 	ssize_t n = libusb_get_device_list(ctx, &list);
 	if (n < 0) {
-		r = usb_errno((int)n);
+		r = usb_fail("libusb_get_device_list", (int)n);
 		goto out;
 	}
 	for (ssize_t i = 0; i < n; i++) {

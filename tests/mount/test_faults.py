@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Faults, through the mount on the server testbed: exec hooks that hang,
 crash or print megabytes; a device removed while a suspend walk waits on a
-hook; sysfs writes the kernel refuses; libpci failing at start; the daemon
+hook; sysfs writes the kernel refuses; libpci or libusb failing at start; the daemon
 killed (no dead mount, a restart serves again) also in the middle of a
 suspend, after which the restart resumes what the transition record lists.
 
@@ -283,6 +283,35 @@ def test_libpci_failing_at_start_serves_the_rest_and_says_why():
             assert "PCI_ID=15B3:" in f.read()
         assert not os.path.exists(d.path("root", NIC, "vendor"))
         assert len(os.listdir(d.path("bus", "pci", "devices"))) > 10
+    finally:
+        d.stop()
+
+
+def test_libusb_failing_at_start_serves_the_rest_and_says_why():
+    # libusb_init fails where its udev monitor cannot listen (a sandbox
+    # without netlink). Under umockdev a monitor listens on the testbed's
+    # socket "event<fd>": directories in the way make its bind fail. The
+    # daemon's own monitor, opened first (fd 3), is left its socket.
+    def no_libusb_monitor(root):
+        for fd in range(4, 256):
+            os.mkdir(os.path.join(root, f"event{fd}"))
+
+    d = Daemon(os.path.join(HERE, "..", "testbeds", "usb-tree.umockdev"),
+               prepare=no_libusb_monitor)
+    try:
+        out = d.output()
+        assert "usb: libusb_init: Other error (LIBUSB_ERROR_OTHER)" in out, out
+        assert "LIBUSB_DEBUG=1" in out, out
+        assert "source usb: " in out and "serving what the others found" in out, out
+        assert "no hotplug" not in out, "the daemon's own monitor was broken too:\n" + out
+        # udev's records are served: the USB devices, without libusb's files
+        hub = d.path("bus", "usb", "devices", "1-1")
+        with open(os.path.join(hub, "devpath")) as f:
+            assert f.read() == "/devices/pci0000:00/0000:00:14.0/usb1/1-1\n"
+        with open(os.path.join(hub, "uevent")) as f:
+            assert "PRODUCT=5e3/608/" in f.read()
+        assert not os.path.exists(os.path.join(hub, "idVendor"))
+        assert len(os.listdir(d.path("bus", "usb", "devices"))) > 10
     finally:
         d.stop()
 
