@@ -7,6 +7,7 @@
  * them).
  */
 #include "scan.h"
+#include "uevent.h"
 
 #include "log.h"
 
@@ -111,6 +112,15 @@ static const char *speed_string(int speed)
 	}
 }
 
+/* A string the device reports, whichever way it came (sysfs or libusb):
+ * one line, cut to fit (uevent.h). */
+static int set_string(struct dm_record *rec, const char *name, const char *value)
+{
+	char buf[DM_ATTR_MAX];
+	dm_uevent_device_string(buf, sizeof(buf), value);
+	return dm_record_set(rec, name, buf);
+}
+
 /* Values only sysfs has without opening the device (the hub's port count,
  * the configuration's string), and, with @strings, the string descriptors
  * the kernel read. */
@@ -129,10 +139,7 @@ static int set_from_sysfs(struct dm_record *rec, struct udev *udev, bool strings
 			const char *v = udev_device_get_sysattr_value(d, *k);
 			if (!v)
 				continue;
-			char buf[DM_ATTR_MAX];
-			snprintf(buf, sizeof(buf), "%s", v);
-			buf[strcspn(buf, "\n")] = '\0';
-			r |= dm_record_set(rec, *k, buf);
+			r |= set_string(rec, *k, v);
 		}
 	udev_device_unref(d);
 	return r ? -ENOMEM : 0;
@@ -169,7 +176,7 @@ static int set_strings(struct dm_record *rec, struct udev *udev, libusb_device *
 			continue;
 		int n = libusb_get_string_descriptor_ascii(h, strings[i].index, buf, sizeof(buf));
 		if (n > 0)
-			r |= dm_record_set(rec, strings[i].name, (const char *)buf);
+			r |= set_string(rec, strings[i].name, (const char *)buf);
 	}
 	libusb_close(h);
 	return r ? -ENOMEM : 0;
