@@ -42,6 +42,7 @@ class Counts:
         self.lock = threading.Lock()
         self.ops = collections.Counter()
         self.errors = collections.Counter()
+        self.first = {}  # (kind, name) -> the path of its first unexpected error
 
     def op(self, kind, n=1):
         with self.lock:
@@ -51,6 +52,8 @@ class Counts:
         name = errno.errorcode.get(e.errno, str(e.errno)) if isinstance(e, OSError) else repr(e)
         with self.lock:
             self.errors[(kind, name)] += 1
+            if name not in EXPECTED and isinstance(e, OSError):
+                self.first.setdefault((kind, name), e.filename)
 
 
 def rss_kib(pid):
@@ -61,19 +64,43 @@ def rss_kib(pid):
     return -1
 
 
+def regular_files(top, counts):
+    """Walks @top, yielding the paths its listings give as regular files.
+    The type is the listing's (d_type), never a stat of the path: os.walk
+    stats symlinks, so a "driver" link whose device was unplugged at that
+    moment passed for a file, and was opened as the directory it pointed
+    to once the device was back (EISDIR, bench/RESULTS.md, Soak)."""
+    stack = [top]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                entries = list(it)
+        except OSError as e:
+            counts.error("walk", e)
+            continue
+        counts.op("readdir")
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                stack.append(e.path)
+            elif e.is_file(follow_symlinks=False):
+                yield e.path
+
+
 def reader(d, stop, counts):
     while not stop.is_set():
-        for top, dirs, files in os.walk(d.path("root"), onerror=lambda e: counts.error("walk", e)):
-            counts.op("readdir")
-            for name in files:
-                if os.path.islink(os.path.join(top, name)):
-                    continue  # its target may come and go: not ours to read
+        for path in regular_files(d.path("root"), counts):
+            try:
+                # what was listed as a file is opened as one: a directory
+                # (EISDIR) or a link (ELOOP) there now is a finding
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
                 try:
-                    with open(os.path.join(top, name), "rb") as f:
-                        f.read()
-                    counts.op("read")
-                except OSError as e:
-                    counts.error("read", e)
+                    while os.read(fd, 65536):
+                        pass
+                finally:
+                    os.close(fd)
+                counts.op("read")
+            except OSError as e:
+                counts.error("read", e)
             if stop.is_set():
                 break
 
@@ -170,6 +197,8 @@ def main():
         print("errors:" if counts.errors else "errors: none")
         for (kind, name), n in sorted(counts.errors.items()):
             mark = "" if name in EXPECTED else "   <- unexpected"
+            if (kind, name) in counts.first:
+                mark += f", first on {os.path.relpath(counts.first[kind, name], d.mnt)}"
             print(f"  {kind:10s} {name:10s} {n:8d}{mark}")
             failed |= name not in EXPECTED
         print(f"daemon: {'alive' if alive else 'DEAD, exit %s' % d.proc.returncode}; "

@@ -449,10 +449,12 @@ int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
 	for (size_t i = 0; i < n; i++)
 		if (selves[i])
 			selves[i]->known = false;
-	for (const struct dm_source_ops *const *src = fillers; *src; src++)
-		if (records_need(&s, (*src)->fills) && (*src)->scan(&s) < 0)
-			log_warn("hotplug: source %s failed; devices have what the others found",
-				 (*src)->name);
+	for (const struct dm_source_ops *const *src = fillers; *src; src++) {
+		int r = records_need(&s, (*src)->fills) ? (*src)->scan(&s) : 0;
+		if (r < 0)
+			log_warn("hotplug: source %s: %s; devices have what the others found",
+				 (*src)->name, strerror(-r));
+	}
 	records_apply(m, &s, &rep);
 	dm_scan_done(&s);
 	free(selves);

@@ -15,6 +15,14 @@ void dm_uevent_trim(char *buf, size_t size, const char *value)
 		buf[--len] = '\0';
 }
 
+void dm_uevent_device_string(char *buf, size_t size, const char *value)
+{
+	if (size == 0)
+		return;
+	size_t len = strcspn(value, "\n");
+	snprintf(buf, size, "%.*s", len < size ? (int)len : (int)size - 1, value);
+}
+
 bool dm_uevent_append(char *buf, size_t size, size_t *len, const char *key, const char *value)
 {
 	if (*len >= size)

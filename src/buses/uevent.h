@@ -15,6 +15,15 @@
 void dm_uevent_trim(char *buf, size_t size, const char *value);
 
 /*
+ * A string a device reports (a USB manufacturer, product or serial, from
+ * sysfs or read from the device through libusb) as a value: its first line
+ * only, cut to fit @size bytes, into @buf. One value per file: nothing after
+ * a newline can pose as another line of a file or of a hook's environment.
+ * Other bytes are kept as the device gave them.
+ */
+void dm_uevent_device_string(char *buf, size_t size, const char *value);
+
+/*
  * Appends "KEY=VALUE" (after a newline unless *@len is 0) to the uevent
  * text in @buf (@size bytes, NUL-terminated, *@len long). Returns false,
  * with @buf unchanged, when it does not fit: the text stays whole lines.

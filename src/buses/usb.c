@@ -7,6 +7,7 @@
  * them).
  */
 #include "scan.h"
+#include "uevent.h"
 
 #include "log.h"
 
@@ -16,6 +17,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* libusb's errors as -errno, in one place */
@@ -110,6 +112,15 @@ static const char *speed_string(int speed)
 	}
 }
 
+/* A string the device reports, whichever way it came (sysfs or libusb):
+ * one line, cut to fit (uevent.h). */
+static int set_string(struct dm_record *rec, const char *name, const char *value)
+{
+	char buf[DM_ATTR_MAX];
+	dm_uevent_device_string(buf, sizeof(buf), value);
+	return dm_record_set(rec, name, buf);
+}
+
 /* Values only sysfs has without opening the device (the hub's port count,
  * the configuration's string), and, with @strings, the string descriptors
  * the kernel read. */
@@ -128,10 +139,7 @@ static int set_from_sysfs(struct dm_record *rec, struct udev *udev, bool strings
 			const char *v = udev_device_get_sysattr_value(d, *k);
 			if (!v)
 				continue;
-			char buf[DM_ATTR_MAX];
-			snprintf(buf, sizeof(buf), "%s", v);
-			buf[strcspn(buf, "\n")] = '\0';
-			r |= dm_record_set(rec, *k, buf);
+			r |= set_string(rec, *k, v);
 		}
 	udev_device_unref(d);
 	return r ? -ENOMEM : 0;
@@ -168,7 +176,7 @@ static int set_strings(struct dm_record *rec, struct udev *udev, libusb_device *
 			continue;
 		int n = libusb_get_string_descriptor_ascii(h, strings[i].index, buf, sizeof(buf));
 		if (n > 0)
-			r |= dm_record_set(rec, strings[i].name, (const char *)buf);
+			r |= set_string(rec, strings[i].name, (const char *)buf);
 	}
 	libusb_close(h);
 	return r ? -ENOMEM : 0;
@@ -289,12 +297,23 @@ static int fill_device(struct dm_scan *s, struct udev *udev, struct udev_hwdb *h
 	return r;
 }
 
+/* Logs why libusb's @call failed, in libusb's words (its own messages are
+ * off unless LIBUSB_DEBUG asks for them), and returns it as -errno. */
+static int usb_fail(const char *call, int e)
+{
+	log_err("usb: %s: %s (%s); USB devices have only what sysfs shows%s", call,
+		libusb_strerror(e), libusb_error_name(e),
+		getenv("LIBUSB_DEBUG") ? "" : " (LIBUSB_DEBUG=1 prints libusb's own reasons)");
+	return usb_errno(e);
+}
+
 static int usb_scan(struct dm_scan *s)
 {
 	libusb_context *ctx;
-	int r = usb_errno(libusb_init(&ctx));
-	if (r < 0)
-		return r;
+	int e = libusb_init(&ctx);
+	if (e < 0)
+		return usb_fail("libusb_init", e);
+	int r = 0;
 	libusb_set_option(ctx, LIBUSB_OPTION_LOG_LEVEL, LIBUSB_LOG_LEVEL_NONE);
 	struct udev *udev = udev_new();
 	struct udev_hwdb *hwdb = udev ? udev_hwdb_new(udev) : NULL;
@@ -304,7 +323,7 @@ static int usb_scan(struct dm_scan *s)
 	libusb_device **list;
 	ssize_t n = libusb_get_device_list(ctx, &list);
 	if (n < 0) {
-		r = usb_errno((int)n);
+		r = usb_fail("libusb_get_device_list", (int)n);
 		goto out;
 	}
 	for (ssize_t i = 0; i < n; i++) {

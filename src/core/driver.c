@@ -237,6 +237,43 @@ int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock)
 	return r;
 }
 
+bool dm_pm_state_is_valid(const char *state)
+{
+	size_t len = strlen(state);
+	if (len == 0 || len >= DM_PM_STATE_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (state[i] <= ' ' || state[i] > '~')
+			return false;
+	return true;
+}
+
+/* The PM handler, taken under the lock (it changes only at start and end). */
+static const struct dm_pm_handler *pm_handler(struct dm_device *dev, void **data)
+{
+	dm_model_read_lock(dev->model);
+	const struct dm_pm_handler *h = dev->model->pm_handler;
+	*data = dev->model->pm_data;
+	dm_model_unlock(dev->model);
+	return h;
+}
+
+int dm_device_keep_pm_state(struct dm_device *dev, const char *state)
+{
+	if (!dm_pm_state_is_valid(state))
+		return -EINVAL;
+	void *data;
+	const struct dm_pm_handler *h = pm_handler(dev, &data);
+	return h && h->keep_state ? h->keep_state(dev, state, data) : 0;
+}
+
+int dm_device_get_kept_pm_state(struct dm_device *dev, char *buf, size_t size)
+{
+	void *data;
+	const struct dm_pm_handler *h = pm_handler(dev, &data);
+	return h && h->kept_state ? h->kept_state(dev, buf, size, data) : -ENOENT;
+}
+
 int dm_driver_pm_cost(const struct dm_driver *drv, int which)
 {
 	bool has = drv && drv->ops &&

@@ -72,6 +72,10 @@ struct dm_pm_handler {
 	int (*request)(struct dm_device *dev, enum dm_pm_request req, void *data);
 	/* root/power_log: the journal of the last transition, malloc()ed */
 	int (*show_log)(char **ret, size_t *ret_len, void *data);
+	/* dm_device_keep_pm_state() and dm_device_get_kept_pm_state(); may
+	 * be NULL (nothing kept beyond the daemon's life) */
+	int (*keep_state)(struct dm_device *dev, const char *state, void *data);
+	int (*kept_state)(struct dm_device *dev, char *buf, size_t size, void *data);
 };
 
 /* ---- model ---- */
@@ -234,6 +238,26 @@ int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size);
  * updated. */
 int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock);
 enum { DM_CALL_SUSPEND, DM_CALL_RESUME };
+/* What a driver's suspend hook changed, to put back on resume, as it keeps
+ * it beyond the daemon's life: one word of printable ASCII without blanks,
+ * shorter than DM_PM_STATE_MAX. */
+#define DM_PM_STATE_MAX 128
+bool dm_pm_state_is_valid(const char *state);
+/*
+ * From @dev's suspend hook, before it changes anything: @state is what its
+ * resume needs to put @dev back. The PM engine writes it to the transition
+ * record (pm/record.h) before this returns, so that when the daemon is
+ * killed before the resume, the resume its next start calls finds it with
+ * dm_device_get_kept_pm_state(). 0 when kept, or when nothing is kept
+ * beyond the daemon (no record, no devpath); -EINVAL for a state that is
+ * not one word; another -errno when it could not be written, and the hook
+ * must then fail without changing anything. Call without the model lock.
+ */
+int dm_device_keep_pm_state(struct dm_device *dev, const char *state);
+/* From @dev's resume hook, when it holds no state of its own for @dev
+ * (the daemon was restarted since the suspend): the state an earlier run
+ * kept, into @buf; -ENOENT when there is none. Call without the lock. */
+int dm_device_get_kept_pm_state(struct dm_device *dev, char *buf, size_t size);
 /* A cheap monotonic clock for timing hooks (clock.c): ticks, and the
  * microseconds a number of them lasts. */
 uint64_t dm_clock_now(void);

@@ -14,6 +14,31 @@ struct saved_pm {
 	char delay[32]; /* "" when the device has no autosuspend delay */
 };
 
+/* As the transition record keeps it (dm_device_keep_pm_state()):
+ * "control=on" or "control=on,delay=2000". */
+static int saved_format(const struct saved_pm *saved, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "control=%s%s%s", saved->control, saved->delay[0] ? ",delay=" : "",
+			 saved->delay);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static int saved_parse(const char *state, struct saved_pm *saved)
+{
+	*saved = (struct saved_pm){ 0 };
+	const char *comma = strchr(state, ',');
+	size_t len = comma ? (size_t)(comma - state) : strlen(state);
+	if (strncmp(state, "control=", 8) != 0 || len == 8 || len - 8 >= sizeof(saved->control))
+		return -EINVAL;
+	memcpy(saved->control, state + 8, len - 8);
+	if (!comma)
+		return 0;
+	if (strncmp(comma, ",delay=", 7) != 0 || !comma[7] || strlen(comma + 7) >= sizeof(saved->delay))
+		return -EINVAL;
+	strcpy(saved->delay, comma + 7);
+	return 0;
+}
+
 static int pm_path(struct dm_device *dev, const char *file, char *buf, size_t size)
 {
 	const char *devpath = dm_device_get_devpath(dev);
@@ -26,7 +51,7 @@ static int pm_path(struct dm_device *dev, const char *file, char *buf, size_t si
 static int kernel_suspend(struct dm_device *dev, void *data)
 {
 	(void)data;
-	char control[4096], delay[4096], label[300];
+	char control[4096], delay[4096], label[300], state[DM_PM_STATE_MAX];
 	struct saved_pm saved = { 0 };
 	int r;
 
@@ -37,6 +62,13 @@ static int kernel_suspend(struct dm_device *dev, void *data)
 	    dm_run_read(delay, saved.delay, sizeof(saved.delay)) < 0)
 		saved.delay[0] = '\0';
 
+	/* in the transition record first: a daemon killed from now on
+	 * leaves the restart what to put back */
+	r = saved_format(&saved, state, sizeof(state));
+	if (r == 0)
+		r = dm_device_keep_pm_state(dev, state);
+	if (r < 0)
+		return r;
 	struct saved_pm *keep = malloc(sizeof(*keep));
 	if (!keep)
 		return -ENOMEM;
@@ -65,9 +97,18 @@ out_free:
 static int kernel_resume(struct dm_device *dev, void *data)
 {
 	(void)data;
-	struct saved_pm *saved = dm_device_get_driver_data(dev);
-	char path[4096], label[300];
+	struct saved_pm *saved = dm_device_get_driver_data(dev), kept;
+	char path[4096], label[300], state[DM_PM_STATE_MAX];
 	int r = 0, r2;
+	/* not suspended by this run: by an earlier one, killed since, that
+	 * kept what it saved in the transition record? */
+	if (!saved && dm_device_get_kept_pm_state(dev, state, sizeof(state)) == 0 &&
+	    saved_parse(state, &kept) == 0) {
+		saved = malloc(sizeof(*saved));
+		if (!saved)
+			return -ENOMEM;
+		*saved = kept;
+	}
 	if (!saved)
 		return 0; /* this driver did not suspend it */
 	snprintf(label, sizeof(label), "resume %s", dm_device_get_name(dev));

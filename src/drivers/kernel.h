@@ -4,8 +4,10 @@
  * driver is bound, in the model, to a "kernel" driver object of the same
  * name. Its suspend lets the kernel runtime-suspend the device: it writes
  * "auto" to the device's power/control (and 0 to power/autosuspend_delay_ms
- * where there is one), after saving both; its resume writes back what it
- * saved, control last. Devices without runtime-PM files need nothing.
+ * where there is one), after saving both, in memory and in the transition
+ * record (dm_device_keep_pm_state()); its resume writes back what it saved,
+ * control last, or, after a restart, what the record kept. Devices without
+ * runtime-PM files need nothing.
  * Every sysfs access goes through the runner (timed, logged, bounded).
  */
 #ifndef DM_KERNEL_DRIVER_H

@@ -4,7 +4,8 @@
  *
  * A program is started with posix_spawn() (vfork-like, so cheap even from a
  * large daemon) into its own process group, with a clean environment, stdin
- * from /dev/null and stdout+stderr on one pipe. The caller then polls the
+ * from /dev/null, stdout+stderr on one pipe, no other descriptor of ours and
+ * "/" as its working directory. The caller then polls the
  * pipe and a pidfd of the child: no signal handler, no SIGCHLD, no sleeping.
  * On timeout the group gets SIGTERM and, after a grace period, SIGKILL.
  */
@@ -141,6 +142,10 @@ static int spawn_child(const char *const *argv, const char *const *envp, int out
 	if (!r)
 		r = posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
 #endif
+	/* The daemon's working directory is no business of a hook's (and
+	 * would keep a filesystem busy while the hook runs). */
+	if (!r)
+		r = posix_spawn_file_actions_addchdir_np(&fa, "/");
 	/* Own process group, so a timeout can kill everything the hook
 	 * started; no blocked or ignored signals inherited from the daemon. */
 	if (!r)

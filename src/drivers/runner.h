@@ -4,9 +4,10 @@
  * file: every call is timed, logged, and bounded by a timeout.
  *
  * Programs run without a shell (argv is split by the caller), with exactly
- * the environment given (no inherited variables), stdin from /dev/null, no
- * other inherited descriptors, default signal dispositions and an empty
- * signal mask, their own process group, and stdout+stderr captured up to a
+ * the environment given (no inherited variables), "/" as working directory,
+ * stdin from /dev/null, no other inherited descriptors, default signal
+ * dispositions and an empty signal mask, their own process group, and
+ * stdout+stderr captured up to a
  * bound (the rest is read and dropped, so a chatty hook cannot block or
  * exhaust memory). On timeout the whole process group gets SIGTERM, then
  * SIGKILL after a grace period of 1 s. Each call logs one line (debug on

@@ -571,9 +571,31 @@ static int pm_show_log(char **ret, size_t *ret_len, void *data)
 	return dm_pm_show_log(data, ret, ret_len);
 }
 
+/* A driver's state for a device, kept in the transition record under its
+ * devpath: without either, nothing outlives the daemon. */
+static int pm_keep_state(struct dm_device *dev, const char *state, void *data)
+{
+	struct dm_pm *pm = data;
+	const char *devpath = dm_device_get_devpath(dev);
+	if (!pm->record || !devpath)
+		return 0;
+	return dm_pm_record_keep_state(pm->record, devpath, state);
+}
+
+static int pm_kept_state(struct dm_device *dev, char *buf, size_t size, void *data)
+{
+	struct dm_pm *pm = data;
+	const char *devpath = dm_device_get_devpath(dev);
+	if (!pm->record || !devpath)
+		return -ENOENT;
+	return dm_pm_record_kept_state(pm->record, devpath, buf, size);
+}
+
 static const struct dm_pm_handler pm_handler = {
 	.request = pm_request,
 	.show_log = pm_show_log,
+	.keep_state = pm_keep_state,
+	.kept_state = pm_kept_state,
 };
 
 int dm_pm_new(struct dm_model *m, struct dm_pm **ret)

@@ -37,8 +37,9 @@ void dm_pm_free(struct dm_pm *pm);
 int dm_pm_set_record(struct dm_pm *pm, const char *path);
 /* At start, before any transition: when the record's file exists (an
  * earlier run was killed, or stopped with devices suspended), resumes,
- * parents first, every device it lists that the model holds, then removes
- * it. @note (may be NULL) is told each listed devpath and whether it is
+ * parents first, every device it lists that the model holds (their
+ * resume hooks find what their drivers kept there with
+ * dm_device_get_kept_pm_state()), then removes it. @note (may be NULL) is told each listed devpath and whether it is
  * present. Returns how many devices it resumed, -EIO when some resume hook
  * failed (the walk still completed), or another -errno. */
 int dm_pm_recover(struct dm_pm *pm, void (*note)(const char *devpath, bool present, void *data),

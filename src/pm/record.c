@@ -3,6 +3,7 @@
 #include "pm/record.h"
 
 #include "core/hashmap.h"
+#include "core/model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,14 +23,42 @@
  * it lists. */
 #define RECORD_SLACK 1024
 
+/* A listed device, and the state its driver keeps to resume it. */
+struct entry {
+	char *state; /* NULL: none */
+	char devpath[]; /* the key */
+};
+
 struct dm_pm_record {
 	char *path;
 	pthread_mutex_t lock;
 	int fd; /* -1 while there is no file of ours */
-	struct dm_hashmap set; /* devpath -> its own copy (the key) */
+	struct dm_hashmap set; /* devpath -> struct entry */
 	atomic_size_t n; /* entries in @set, for a look without the lock */
 	size_t lines; /* in the file */
+	/* what dm_pm_record_load() found: devpath -> struct entry with a
+	 * state, until dm_pm_record_clear() */
+	struct dm_hashmap kept;
 };
+
+static struct entry *entry_new(const char *devpath)
+{
+	size_t len = strlen(devpath);
+	struct entry *e = malloc(sizeof(*e) + len + 1);
+	if (!e)
+		return NULL;
+	e->state = NULL;
+	memcpy(e->devpath, devpath, len + 1);
+	return e;
+}
+
+static void entry_free(struct entry *e)
+{
+	if (!e)
+		return;
+	free(e->state);
+	free(e);
+}
 
 /* Creates the directories above @path that are missing. */
 static int make_parents(const char *path)
@@ -68,6 +97,7 @@ int dm_pm_record_new(const char *path, struct dm_pm_record **ret)
 	rec->fd = -1;
 	pthread_mutex_init(&rec->lock, NULL);
 	dm_hashmap_init(&rec->set, dm_hash_string, dm_cmp_string);
+	dm_hashmap_init(&rec->kept, dm_hash_string, dm_cmp_string);
 	*ret = rec;
 	return 0;
 }
@@ -75,16 +105,22 @@ int dm_pm_record_new(const char *path, struct dm_pm_record **ret)
 static int free_value(void *value, void *data)
 {
 	(void)data;
-	free(value);
+	entry_free(value);
 	return 0;
+}
+
+/* Empties @map of entries (the keys are theirs). */
+static void map_clear(struct dm_hashmap *map)
+{
+	dm_hashmap_for_each(map, free_value, NULL);
+	dm_hashmap_done(map);
+	dm_hashmap_init(map, dm_hash_string, dm_cmp_string);
 }
 
 static void set_clear_locked(struct dm_pm_record *rec)
 {
-	/* the keys are the values */
-	dm_hashmap_for_each(&rec->set, free_value, NULL);
-	dm_hashmap_done(&rec->set);
-	dm_hashmap_init(&rec->set, dm_hash_string, dm_cmp_string);
+	map_clear(&rec->set);
+	map_clear(&rec->kept);
 	atomic_store(&rec->n, 0);
 }
 
@@ -96,6 +132,7 @@ void dm_pm_record_free(struct dm_pm_record *rec)
 		close(rec->fd);
 	set_clear_locked(rec);
 	dm_hashmap_done(&rec->set);
+	dm_hashmap_done(&rec->kept);
 	pthread_mutex_destroy(&rec->lock);
 	free(rec->path);
 	free(rec);
@@ -106,20 +143,19 @@ const char *dm_pm_record_path(const struct dm_pm_record *rec)
 	return rec->path;
 }
 
-/* One whole line in one write(2), so that a line is in the file or not. */
-static int write_line(int fd, char sign, const char *devpath)
+/* One whole line "<sign>DEVPATH" or, with @state, "=STATE DEVPATH" in one
+ * write(2), so that a line is in the file or not. */
+static int write_line(int fd, char sign, const char *state, const char *devpath)
 {
-	size_t len = strlen(devpath);
-	char buf[4096 + 2];
-	if (len + 2 > sizeof(buf))
+	char buf[4096 + DM_PM_STATE_MAX + 2];
+	int len = snprintf(buf, sizeof(buf), "%c%s%s%s\n", sign, state ? state : "",
+			   state ? " " : "", devpath);
+	if (len < 0 || (size_t)len >= sizeof(buf))
 		return -ENAMETOOLONG;
-	buf[0] = sign;
-	memcpy(buf + 1, devpath, len);
-	buf[len + 1] = '\n';
 	ssize_t n;
-	while ((n = write(fd, buf, len + 2)) < 0 && errno == EINTR)
+	while ((n = write(fd, buf, (size_t)len)) < 0 && errno == EINTR)
 		;
-	return n < 0 ? -errno : (size_t)n != len + 2 ? -EIO : 0;
+	return n < 0 ? -errno : n != len ? -EIO : 0;
 }
 
 /* The file, created empty when this record has none open. */
@@ -146,19 +182,19 @@ static void remove_locked(struct dm_pm_record *rec)
 
 int dm_pm_record_suspending(struct dm_pm_record *rec, const char *devpath)
 {
-	char *key = NULL;
+	struct entry *e = NULL;
 	int r = 0;
 	pthread_mutex_lock(&rec->lock);
 	if (dm_hashmap_get(&rec->set, devpath))
 		goto out; /* listed already */
-	key = strdup(devpath);
-	r = key ? open_locked(rec) : -ENOMEM;
+	e = entry_new(devpath);
+	r = e ? open_locked(rec) : -ENOMEM;
 	if (r == 0)
-		r = write_line(rec->fd, '+', devpath);
+		r = write_line(rec->fd, '+', NULL, devpath);
 	if (r == 0)
-		r = dm_hashmap_put(&rec->set, key, key);
+		r = dm_hashmap_put(&rec->set, e->devpath, e);
 	if (r < 0) {
-		free(key);
+		entry_free(e);
 		goto out;
 	}
 	rec->lines++;
@@ -173,40 +209,85 @@ void dm_pm_record_resumed(struct dm_pm_record *rec, const char *devpath)
 	if (atomic_load_explicit(&rec->n, memory_order_relaxed) == 0)
 		return;
 	pthread_mutex_lock(&rec->lock);
-	char *key = dm_hashmap_remove(&rec->set, devpath);
-	if (key) {
+	struct entry *e = dm_hashmap_remove(&rec->set, devpath);
+	if (e) {
 		atomic_store(&rec->n, dm_hashmap_size(&rec->set));
 		if (dm_hashmap_size(&rec->set) == 0) {
 			remove_locked(rec);
-		} else if (rec->fd >= 0 && write_line(rec->fd, '-', devpath) == 0) {
+		} else if (rec->fd >= 0 && write_line(rec->fd, '-', NULL, devpath) == 0) {
 			rec->lines++;
 		}
 		/* a "-" that could not be written leaves a device listed that
 		 * is on: the next start resumes it once more, which is safe */
-		free(key);
+		entry_free(e);
 	}
 	pthread_mutex_unlock(&rec->lock);
 }
 
-static int write_plus(void *value, void *data)
+int dm_pm_record_keep_state(struct dm_pm_record *rec, const char *devpath, const char *state)
 {
-	return write_line(*(int *)data, '+', value);
+	if (!dm_pm_state_is_valid(state))
+		return -EINVAL;
+	char *copy = strdup(state);
+	if (!copy)
+		return -ENOMEM;
+	int r = 0;
+	pthread_mutex_lock(&rec->lock);
+	struct entry *e = dm_hashmap_get(&rec->set, devpath);
+	if (e && rec->fd >= 0) {
+		r = write_line(rec->fd, '=', state, devpath);
+		if (r == 0) {
+			free(e->state);
+			e->state = copy;
+			copy = NULL;
+			rec->lines++;
+		}
+	}
+	pthread_mutex_unlock(&rec->lock);
+	free(copy);
+	return r;
 }
 
-/* Rewrites the file with one "+" line per listed device. */
+int dm_pm_record_kept_state(struct dm_pm_record *rec, const char *devpath, char *buf,
+			    size_t size)
+{
+	int r = -ENOENT;
+	pthread_mutex_lock(&rec->lock);
+	const struct entry *e = dm_hashmap_get(&rec->kept, devpath);
+	if (e) {
+		int n = snprintf(buf, size, "%s", e->state);
+		r = n >= 0 && (size_t)n < size ? 0 : -ENOBUFS;
+	}
+	pthread_mutex_unlock(&rec->lock);
+	return r;
+}
+
+/* A listed device's lines, as compaction writes them. */
+static int write_entry(void *value, void *data)
+{
+	const struct entry *e = value;
+	int fd = *(int *)data;
+	int r = write_line(fd, '+', NULL, e->devpath);
+	if (r == 0 && e->state)
+		r = write_line(fd, '=', e->state, e->devpath);
+	return r;
+}
+
+/* Rewrites the file with one "+" line per listed device, and its "=" line
+ * where its driver kept a state. */
 static int compact_locked(struct dm_pm_record *rec)
 {
 	char *tmp;
 	if (asprintf(&tmp, "%s.new", rec->path) < 0)
 		return -ENOMEM;
-	size_t lines = dm_hashmap_size(&rec->set);
+	size_t lines = 2 * dm_hashmap_size(&rec->set);
 	int r = 0;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		r = -errno;
 		goto out_free;
 	}
-	r = dm_hashmap_for_each(&rec->set, write_plus, &fd);
+	r = dm_hashmap_for_each(&rec->set, write_entry, &fd);
 	if (r == 0 && fdatasync(fd) < 0)
 		r = -errno;
 	if (r == 0 && rename(tmp, rec->path) < 0)
@@ -285,6 +366,18 @@ static int read_all(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
+/* Of a line "=STATE DEVPATH": the state, cut off in place, and *@devpath;
+ * NULL when the line is not one. */
+static char *parse_state_line(char *line, char **devpath)
+{
+	char *sp = strchr(line, ' ');
+	if (line[0] != '=' || !sp || sp[1] != '/')
+		return NULL;
+	*sp = '\0';
+	*devpath = sp + 1;
+	return dm_pm_state_is_valid(line + 1) ? line + 1 : NULL;
+}
+
 int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n)
 {
 	char *text = NULL;
@@ -295,37 +388,51 @@ int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n)
 	/* a last line without its newline was cut short: not taken */
 	char *end = strrchr(text, '\n');
 	*(end ? end + 1 : text) = '\0';
-	/* the listed devpaths in order of their "+" lines; a "-" drops one
-	 * (its slot becomes NULL), a later "+" lists it anew at the end */
+	/* the listed devices in order of their "+" lines; a "-" drops one
+	 * (its slot becomes NULL), a later "+" lists it anew at the end, a
+	 * "=" gives a listed one its state */
 	struct dm_hashmap index; /* devpath -> its slot + 1 */
 	dm_hashmap_init(&index, dm_hash_string, dm_cmp_string);
-	char **list = NULL;
+	struct entry **list = NULL;
 	size_t n = 0, cap = 0;
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line && r == 0;
 	     line = strtok_r(NULL, "\n", &save)) {
+		char *devpath, *state = parse_state_line(line, &devpath);
+		if (state) {
+			uintptr_t slot = (uintptr_t)dm_hashmap_get(&index, devpath);
+			char *copy = slot ? strdup(state) : NULL;
+			if (slot && !copy)
+				r = -ENOMEM;
+			if (copy) {
+				free(list[slot - 1]->state);
+				list[slot - 1]->state = copy;
+			}
+			continue;
+		}
 		if ((line[0] != '+' && line[0] != '-') || line[1] != '/')
 			continue;
-		char *devpath = line + 1;
+		devpath = line + 1;
 		uintptr_t slot = (uintptr_t)dm_hashmap_remove(&index, devpath);
 		if (slot) {
-			free(list[slot - 1]);
+			entry_free(list[slot - 1]);
 			list[slot - 1] = NULL;
 		}
 		if (line[0] == '-')
 			continue;
-		if (n + 2 > cap) {
+		if (n + 1 > cap) {
 			cap = cap ? 2 * cap : 16;
-			char **p = realloc(list, cap * sizeof(*list));
+			struct entry **p = realloc(list, cap * sizeof(*list));
 			if (!p) {
 				r = -ENOMEM;
 				break;
 			}
 			list = p;
 		}
-		list[n] = strdup(devpath);
-		if (!list[n] || dm_hashmap_put(&index, list[n], (void *)(uintptr_t)(n + 1)) < 0) {
-			free(list[n]);
+		list[n] = entry_new(devpath);
+		if (!list[n] ||
+		    dm_hashmap_put(&index, list[n]->devpath, (void *)(uintptr_t)(n + 1)) < 0) {
+			entry_free(list[n]);
 			r = -ENOMEM;
 			break;
 		}
@@ -333,22 +440,36 @@ int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n)
 	}
 	dm_hashmap_done(&index);
 	free(text);
+	/* the devpaths to the caller, the states kept here */
+	char **paths = r == 0 ? calloc(n + 1, sizeof(*paths)) : NULL;
 	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (list[i])
-			list[k++] = list[i];
-	if (r < 0 || !list) {
-		for (size_t i = 0; i < k; i++)
-			free(list[i]);
-		free(list);
-		if (r < 0)
-			return r;
-		list = calloc(1, sizeof(*list));
-		if (!list)
-			return -ENOMEM;
+	if (r == 0 && !paths)
+		r = -ENOMEM;
+	pthread_mutex_lock(&rec->lock);
+	map_clear(&rec->kept);
+	for (size_t i = 0; i < n; i++) {
+		struct entry *e = list[i];
+		if (!e)
+			continue;
+		if (r == 0)
+			paths[k] = strdup(e->devpath);
+		if (r == 0 && !paths[k])
+			r = -ENOMEM;
+		if (r == 0)
+			k++;
+		if (r == 0 && e->state && dm_hashmap_put(&rec->kept, e->devpath, e) == 0)
+			continue;
+		entry_free(e);
 	}
-	list[k] = NULL;
-	*ret = list;
+	pthread_mutex_unlock(&rec->lock);
+	free(list);
+	if (r < 0) {
+		for (size_t i = 0; i < k; i++)
+			free(paths[i]);
+		free(paths);
+		return r;
+	}
+	*ret = paths;
 	*ret_n = k;
 	return 0;
 }

@@ -6,9 +6,11 @@
  * transition, or stopped with devices suspended, resumes them at its next
  * start.
  *
- * The file is a log of lines "+DEVPATH" (a suspend hook is about to run)
- * and "-DEVPATH" (the device was resumed); a devpath counts when its last
- * line is a "+". A "+" line is written before the hook runs, with one
+ * The file is a log of lines "+DEVPATH" (a suspend hook is about to run),
+ * "=STATE DEVPATH" (what the hook's driver needs to resume the device: a
+ * kernel proxy's saved power/control) and "-DEVPATH" (the device was
+ * resumed); a devpath counts when its last "+"/"-" line is a "+", with the
+ * state of the last "=" line after that "+". A "+" line is written before the hook runs, with one
  * write(2), which is what survives a SIGKILL; the file is fdatasync()ed
  * once a suspend walk is over (dm_pm_record_sync()), which is what
  * survives the machine's sleep. When the last device is resumed the file
@@ -40,17 +42,29 @@ int dm_pm_record_suspending(struct dm_pm_record *rec, const char *devpath);
 /* After @devpath's resume hook ran (whatever its result: a device whose
  * resume failed counts as on). Removes the file with the last device. */
 void dm_pm_record_resumed(struct dm_pm_record *rec, const char *devpath);
+/* From @devpath's suspend hook (dm_device_keep_pm_state()): a line
+ * "=STATE DEVPATH" with what its resume needs, written before its driver
+ * changes anything. 0 when written or when @devpath is not listed; -EINVAL
+ * for a state that is not one word (dm_pm_state_is_valid()). */
+int dm_pm_record_keep_state(struct dm_pm_record *rec, const char *devpath, const char *state);
+/* The state a file left by an earlier run keeps for @devpath (read by
+ * dm_pm_record_load(), forgotten by dm_pm_record_clear()) into @buf:
+ * 0, or -ENOENT. */
+int dm_pm_record_kept_state(struct dm_pm_record *rec, const char *devpath, char *buf,
+			    size_t size);
 /* After a suspend walk: the lines on stable storage; a file much longer
  * than what it lists is rewritten. 0 or -errno. */
 int dm_pm_record_sync(struct dm_pm_record *rec);
 
 /* The devpaths a file left by an earlier run lists (before this record
  * wrote anything), in the order of their "+" lines; NULL-terminated array
- * of strings, all freed with free() one by one and then the array.
- * -ENOENT when there is no file. Lines that are neither "+/..." nor
- * "-/...", and a last line without its newline (cut short), are skipped. */
+ * of strings, all freed with free() one by one and then the array; the
+ * states kept for them stay in the record (dm_pm_record_kept_state()).
+ * -ENOENT when there is no file. Lines that are neither "+/...", "-/..."
+ * nor "=STATE /...", and a last line without its newline (cut short), are
+ * skipped. */
 int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n);
-/* Forgets every device and removes the file. */
+/* Forgets every device and kept state, and removes the file. */
 int dm_pm_record_clear(struct dm_pm_record *rec);
 
 #endif

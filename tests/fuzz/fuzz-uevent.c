@@ -3,11 +3,12 @@
  * fuzz-uevent.c - what a device reports, on its way to the model and to
  * hook environments: udev properties ("KEY=VALUE" lines, the input) joined
  * into the uevent value and trimmed as the udev source does
- * (src/buses/uevent.c), the interface named from DEVTYPE/DEVNAME, the
- * values set on a device, and the environment of a hook for it
- * (src/drivers/hookenv.c). Checked: values fit a file; an interface name
- * is one directory name; the environment is KEY=VALUE strings with valid
- * names, no newline, each name once, and the runner's own variables
+ * (src/buses/uevent.c), the whole input as a USB device string, the
+ * interface named from DEVTYPE/DEVNAME, the values set on a device, and the
+ * environment of a hook for it (src/drivers/hookenv.c). Checked: values fit
+ * a file; a device string is one line, a prefix of the input; an interface
+ * name is one directory name; the environment is KEY=VALUE strings with
+ * valid names, no newline, each name once, and the runner's own variables
  * (ACTION, DRIVER, PATH, ...) are never the device's.
  */
 #include "fuzz-util.h"
@@ -60,6 +61,20 @@ static void check_env(char **env, const char *devname_value)
 	}
 }
 
+/* The whole input as a string a USB device reports (sysfs or libusb):
+ * one line, a prefix of it, that fits. */
+static void check_device_string(const char *text)
+{
+	char buf[DM_ATTR_MAX];
+	dm_uevent_device_string(buf, sizeof(buf), text);
+	size_t len = strlen(buf);
+	FUZZ_CHECK(len < sizeof(buf), "device string of %zu bytes", len);
+	FUZZ_CHECK(!strchr(buf, '\n'), "a newline in device string '%s'", buf);
+	FUZZ_CHECK(strncmp(buf, text, len) == 0, "device string '%s' is not the input's", buf);
+	FUZZ_CHECK(text[len] == '\0' || text[len] == '\n' || len == sizeof(buf) - 1,
+		   "device string cut short at %zu", len);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = strndup((const char *)data, size); /* a NUL ends udev's strings */
@@ -67,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = 0;
 	if (!text)
 		abort();
+	check_device_string(text);
 
 	/* libudev's properties: one per line, the name up to the first '=' */
 	for (char *line = text, *next; line && n < MAX_PROPS; line = next) {

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Faults, through the mount on the server testbed: exec hooks that hang,
 crash or print megabytes; a device removed while a suspend walk waits on a
-hook; sysfs writes the kernel refuses; libpci failing at start; the daemon
+hook; sysfs writes the kernel refuses; libpci or libusb failing at start; the daemon
 killed (no dead mount, a restart serves again) also in the middle of a
 suspend, after which the restart resumes what the transition record lists.
 
@@ -287,6 +287,35 @@ def test_libpci_failing_at_start_serves_the_rest_and_says_why():
         d.stop()
 
 
+def test_libusb_failing_at_start_serves_the_rest_and_says_why():
+    # libusb_init fails where its udev monitor cannot listen (a sandbox
+    # without netlink). Under umockdev a monitor listens on the testbed's
+    # socket "event<fd>": directories in the way make its bind fail. The
+    # daemon's own monitor, opened first (fd 3), is left its socket.
+    def no_libusb_monitor(root):
+        for fd in range(4, 256):
+            os.mkdir(os.path.join(root, f"event{fd}"))
+
+    d = Daemon(os.path.join(HERE, "..", "testbeds", "usb-tree.umockdev"),
+               prepare=no_libusb_monitor)
+    try:
+        out = d.output()
+        assert "usb: libusb_init: Other error (LIBUSB_ERROR_OTHER)" in out, out
+        assert "LIBUSB_DEBUG=1" in out, out
+        assert "source usb: " in out and "serving what the others found" in out, out
+        assert "no hotplug" not in out, "the daemon's own monitor was broken too:\n" + out
+        # udev's records are served: the USB devices, without libusb's files
+        hub = d.path("bus", "usb", "devices", "1-1")
+        with open(os.path.join(hub, "devpath")) as f:
+            assert f.read() == "/devices/pci0000:00/0000:00:14.0/usb1/1-1\n"
+        with open(os.path.join(hub, "uevent")) as f:
+            assert "PRODUCT=5e3/608/" in f.read()
+        assert not os.path.exists(os.path.join(hub, "idVendor"))
+        assert len(os.listdir(d.path("bus", "usb", "devices"))) > 10
+    finally:
+        d.stop()
+
+
 def wait_unmounted(mnt, timeout=30):
     """Waits, on mountinfo's change notifications, until @mnt is no mount."""
     def mounted():
@@ -317,25 +346,44 @@ def test_sigkill_leaves_no_dead_mount_and_a_restart_serves_again(env):
         again.d.stop()
 
 
+def kill_in_the_root_ports_suspend(first):
+    """Suspends the whole tree on @first, whose driver hooks the root port
+    0000:00:02.0, and SIGKILLs the daemon while that hook blocks (all below
+    it are done); returns the hook's pid, which the caller kills."""
+    gate = os.path.join(first.log, "gate.suspend.0000:00:02.0")
+    os.mkfifo(gate)
+    started = os.path.join(first.log, "started")
+    os.mkfifo(started)
+    t, _ = in_background(first.power, None, "suspend")
+    wait_started(started)
+    assert first.d.terminate(signal.SIGKILL) == -signal.SIGKILL
+    t.join(60)
+    with open(os.path.join(first.log, "pid.0000:00:02.0")) as f:
+        return int(f.read())
+
+
+def stop_all(hook_pid, *envs):
+    if hook_pid:
+        try:
+            os.kill(hook_pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for e in envs:
+        if e:
+            e.stop()
+
+
 def test_sigkill_in_a_suspend_walk_resumes_at_restart():
     first = Env(vendor="", timeout=60)  # every PCI function hooked
     again = None
     pid = None
     try:
-        gate = os.path.join(first.log, "gate.suspend.0000:00:02.0")
-        os.mkfifo(gate)
-        started = os.path.join(first.log, "started")
-        os.mkfifo(started)
-        t, _ = in_background(first.power, None, "suspend")
-        wait_started(started)  # the root port's hook: all below it are done
-        assert first.d.terminate(signal.SIGKILL) == -signal.SIGKILL
-        t.join(60)
-        with open(os.path.join(first.log, "pid.0000:00:02.0")) as f:
-            pid = int(f.read())
+        pid = kill_in_the_root_ports_suspend(first)
         with open(first.record) as f:  # nothing writes it any more
             listed = set()
-            for line in f.read().split():
-                (listed.add if line[0] == "+" else listed.discard)(line[len("+/devices/"):])
+            for line in f.read().splitlines():
+                if line[0] in "+-":
+                    (listed.add if line[0] == "+" else listed.discard)(line[len("+/devices/"):])
         assert SWITCH in listed and NIC in listed, listed
         wait_unmounted(first.d.mnt)
 
@@ -363,14 +411,52 @@ def test_sigkill_in_a_suspend_walk_resumes_at_restart():
         assert f"resumed {len(listed)} devices an earlier run left suspended" in out
         assert set(again.all_power().values()) == {"on"}
     finally:
-        if pid:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if again:
-            again.d.stop()
-        first.stop()
+        stop_all(pid, again, first)
+
+
+def test_sigkill_in_a_suspend_walk_restores_kernel_proxies_power_control():
+    # the root port's hook (an exec driver on Intel functions) blocks;
+    # below it, kernel drivers' proxies (pcieport, nvme, mlx5_core) have
+    # already let the kernel runtime-suspend their devices
+    first = Env(vendor="0x8086", timeout=60)
+    again = None
+    pid = None
+    try:
+        nic_power = os.path.join(first.sys, NIC, "power")
+        with open(os.path.join(nic_power, "control"), "w") as f:
+            f.write("on\n")
+        with open(os.path.join(nic_power, "autosuspend_delay_ms"), "w") as f:
+            f.write("2000\n")
+
+        def sysfs(place):
+            out = {}
+            for name in ("control", "autosuspend_delay_ms"):
+                p = os.path.join(first.sys, place, "power", name)
+                if os.path.exists(p):
+                    with open(p) as f:
+                        out[name] = f.read().strip()
+            return out
+        switch_before = sysfs(NIC_PARENT)
+        assert switch_before == {"control": "auto"}, switch_before
+
+        pid = kill_in_the_root_ports_suspend(first)
+        # the proxy let the kernel suspend the NIC: what it changed is in
+        # the record, written before it changed it
+        assert sysfs(NIC) == {"control": "auto", "autosuspend_delay_ms": "0"}, sysfs(NIC)
+        with open(first.record) as f:
+            lines = f.read().splitlines()
+        assert f"=control=on,delay=2000 /devices/{NIC}" in lines, lines
+        assert f"=control=auto /devices/{NIC_PARENT}" in lines, lines
+        wait_unmounted(first.d.mnt)
+
+        again = Env(tmp=first.tmp, testbed=first.d.testbed, mnt=first.d.mnt)
+        assert sysfs(NIC) == {"control": "on", "autosuspend_delay_ms": "2000"}, (
+            "the restart did not put back the NIC's power/control: " + repr(sysfs(NIC)))
+        assert sysfs(NIC_PARENT) == switch_before
+        assert not os.path.exists(first.record), "the record was not removed"
+        assert set(again.all_power().values()) == {"on"}
+    finally:
+        stop_all(pid, again, first)
 
 
 def test_record_lists_only_what_stays_suspended(env):

@@ -291,6 +291,7 @@ def test_device_strings_stay_in_their_file():
             assert env.get("HID_NAME") == "Evil"
             assert env.get("ACTION") == "probe" and env.get("DRIVER") == "record", env
             assert env.get("PATH") == "/usr/sbin:/usr/bin:/sbin:/bin", env
+            assert env.get("PWD") == "/", f"the hook ran in {env.get('PWD')}, not in /"
             for k in ("LD_PRELOAD", "BASH_ENV", "HOME"):
                 assert k not in env, f"{k} reached the hook: {env}"
             documented = {"ACTION", "DRIVERFS_PATH", "DEVPATH", "BUS", "CLASS", "DRIVER",

@@ -645,26 +645,58 @@ static void test_transition_record(void **state)
 	dm_pm_record_resumed(record, "/devices/a/b");
 	assert_int_equal(access(path, F_OK), -1); /* the last one took it */
 
-	/* a file a killed run left: a cut last line is skipped */
+	/* a driver's state: "=STATE DEVPATH" after the device's "+" line,
+	 * only for a listed device, only one word */
+	assert_int_equal(dm_pm_record_suspending(record, "/devices/k"), 0);
+	assert_int_equal(dm_pm_record_keep_state(record, "/devices/k", "control=on,delay=2000"), 0);
+	assert_int_equal(dm_pm_record_keep_state(record, "/devices/unlisted", "control=on"), 0);
+	assert_int_equal(dm_pm_record_keep_state(record, "/devices/k", "two words"), -EINVAL);
+	assert_int_equal(dm_pm_record_keep_state(record, "/devices/k", "line\n+/devices/x"),
+			 -EINVAL);
+	assert_int_equal(dm_pm_record_keep_state(record, "/devices/k", ""), -EINVAL);
+	read_file(path, buf, sizeof(buf));
+	assert_string_equal(buf, "+/devices/k\n=control=on,delay=2000 /devices/k\n");
+	/* this run's own states are not what an earlier run kept */
+	assert_int_equal(dm_pm_record_kept_state(record, "/devices/k", buf, sizeof(buf)), -ENOENT);
+	dm_pm_record_resumed(record, "/devices/k");
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* a file a killed run left: a cut last line is skipped; a state
+	 * belongs to the device's last "+", a "-" drops it */
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
-	fputs("+/devices/x\n+/devices/y\n-/devices/x\n+/devices/z\n+/dev", f);
+	fputs("+/devices/x\n=control=on /devices/x\n+/devices/y\n-/devices/x\n"
+	      "+/devices/z\n=control=on,delay=2000 /devices/z\n=control=auto /devices/z\n"
+	      "=control=on /devices/unlisted\n=control=on\n=bad word /devices/y\n"
+	      "+/devices/x\n=control=on,delay=5 /dev",
+	      f);
 	fclose(f);
 	char **list;
 	size_t n;
 	assert_int_equal(dm_pm_record_load(record, &list, &n), 0);
-	assert_int_equal(n, 2);
+	assert_int_equal(n, 3);
 	assert_string_equal(list[0], "/devices/y");
 	assert_string_equal(list[1], "/devices/z");
-	assert_null(list[2]);
+	assert_string_equal(list[2], "/devices/x");
+	assert_null(list[3]);
 	for (size_t i = 0; i < n; i++)
 		free(list[i]);
 	free(list);
+	assert_int_equal(dm_pm_record_kept_state(record, "/devices/z", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "control=auto");
+	assert_int_equal(dm_pm_record_kept_state(record, "/devices/z", buf, 5), -ENOBUFS);
+	assert_int_equal(dm_pm_record_kept_state(record, "/devices/x", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(dm_pm_record_kept_state(record, "/devices/y", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(dm_pm_record_kept_state(record, "/devices/unlisted", buf, sizeof(buf)),
+			 -ENOENT);
 	assert_int_equal(dm_pm_record_clear(record), 0);
+	assert_int_equal(dm_pm_record_kept_state(record, "/devices/z", buf, sizeof(buf)), -ENOENT);
 	assert_int_equal(dm_pm_record_load(record, &list, &n), -ENOENT);
 
-	/* many transitions of one device while another stays: compacted */
+	/* many transitions of one device while another stays: compacted,
+	 * with the state kept */
 	assert_int_equal(dm_pm_record_suspending(record, "/devices/stays"), 0);
+	assert_int_equal(dm_pm_record_keep_state(record, "/devices/stays", "control=on"), 0);
 	for (int i = 0; i < 3000; i++) {
 		assert_int_equal(dm_pm_record_suspending(record, "/devices/toggles"), 0);
 		dm_pm_record_resumed(record, "/devices/toggles");
@@ -678,6 +710,8 @@ static void test_transition_record(void **state)
 	assert_string_equal(list[0], "/devices/stays");
 	free(list[0]);
 	free(list);
+	assert_int_equal(dm_pm_record_kept_state(record, "/devices/stays", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "control=on");
 	dm_pm_record_free(record);
 	assert_int_equal(access(path, F_OK), 0); /* it lists a device: kept */
 	test_rm_rf(dir);

@@ -303,6 +303,24 @@ static void test_stdin_fds_and_group(void **state)
 	dm_run_result_done(&res);
 }
 
+static void test_working_directory_is_root(void **state)
+{
+	struct fixture *f = *state;
+	char hook[256], cwd[4096];
+	struct dm_run_result res;
+
+	/* ours is somewhere a hook has no business in */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(f->dir), 0);
+	write_script(f, "cwd", "pwd\nreadlink /proc/$$/cwd\n", hook, sizeof(hook));
+	run_ok((const char *const[]){ hook, NULL }, tool_env, 5000, &res);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(res.status, 0);
+	if (strcmp(res.output, "/\n/\n") != 0)
+		fail_msg("expected the hook to run in /, it ran in:\n%s", res.output);
+	dm_run_result_done(&res);
+}
+
 static void test_signal_dispositions_reset(void **state)
 {
 	struct fixture *f = *state;
@@ -594,6 +612,7 @@ int main(void)
 		cmocka_unit_test(test_environment_is_exactly_the_given_one),
 		cmocka_unit_test(test_script_environment),
 		cmocka_unit_test(test_stdin_fds_and_group),
+		cmocka_unit_test(test_working_directory_is_root),
 		cmocka_unit_test(test_signal_dispositions_reset),
 		cmocka_unit_test(test_cannot_start),
 		cmocka_unit_test(test_crash_reports_signal),
