@@ -11,6 +11,7 @@
 #include "drivers/vfio-pci.h"
 #include "core/model.h"
 #include "fuse/fs.h"
+#include "fuse/unmount-watch.h"
 #include "log.h"
 #include "pm/logind.h"
 #include "pm/pm.h"
@@ -564,6 +565,12 @@ int main(int argc, char **argv)
 		r = -ECHILD;
 		goto out_model;
 	}
+	/* after daemonizing, so that the watcher's pipe is held by the
+	 * process that serves the mount */
+	r = dm_unmount_watch_start(mountpoint);
+	if (r < 0)
+		log_warn("no unmount watcher (%s): a killed daemon's mount is left to "
+			 "fusermount3's auto_unmount", strerror(-r));
 	r = dm_fs_start_notifier(fs);
 	if (r < 0)
 		goto out_err;

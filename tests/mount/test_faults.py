@@ -12,6 +12,7 @@ import re
 import select
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 
@@ -344,6 +345,54 @@ def test_sigkill_leaves_no_dead_mount_and_a_restart_serves_again(env):
         assert again.read("root", NIC, "power") == "on\n"
     finally:
         again.d.stop()
+
+
+def auto_unmount_helpers(mnt):
+    """The pids of the fusermount3 processes that wait to unmount @mnt."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if os.path.basename(args[0]) == b"fusermount3" and mnt.encode() in args:
+            pids.append(int(pid))
+    return pids
+
+
+def unmount_watcher(daemon_pid):
+    """The pid of the daemon's unmount watcher (its child driverfsd-watch)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        except OSError:
+            continue
+        if status.get("Name") == "driverfsd-watch" and status.get("PPid") == str(daemon_pid):
+            return int(pid)
+    return None
+
+
+def test_sigkill_leaves_no_dead_mount_without_fusermount3(env):
+    # fusermount3's auto_unmount can miss a dead mount (it opens the mount
+    # point and may catch the connection before it is aborted); the
+    # daemon's own watcher must detach it alone
+    helpers = auto_unmount_helpers(env.d.mnt)
+    assert helpers, "no fusermount3 waits to unmount the mount"
+    watcher = unmount_watcher(env.d.proc.pid)
+    assert watcher, "the daemon has no unmount watcher"
+    watcher_fd = os.pidfd_open(watcher)
+    for pid in helpers:
+        os.kill(pid, signal.SIGKILL)
+    try:
+        assert env.d.terminate(signal.SIGKILL) == -signal.SIGKILL
+        wait_unmounted(env.d.mnt)
+        assert select.select([watcher_fd], [], [], 30)[0], "the watcher did not end"
+        assert "the daemon died; its mount is detached" in env.d.output()
+    finally:
+        os.close(watcher_fd)
+        subprocess.run(["umount", "-l", env.d.mnt], stderr=subprocess.DEVNULL)
 
 
 def kill_in_the_root_ports_suspend(first):

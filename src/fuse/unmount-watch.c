@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The unmount watcher: a child that outlives the daemon by a moment and
+ * detaches the daemon's mount if the daemon died without unmounting it.
+ *
+ * fusermount3's auto_unmount does the same, but it decides whether the
+ * mount is dead by opening the mount point and looking for ENOTCONN. When
+ * the daemon is killed the kernel closes its descriptors in order, the
+ * socket to fusermount3 before the /dev/fuse descriptor received through
+ * it; a fusermount3 scheduled in between sends OPENDIR to a connection
+ * that is still alive, gets ECONNABORTED when the connection is aborted a
+ * moment later, and leaves the dead mount in place (seen under load).
+ * The watcher never touches the mount's files: it tells its mount by the
+ * mount ID and device number in /proc/self/mountinfo, noted right after
+ * mounting, and unmounts it with MNT_DETACH only if it is still there and
+ * still the topmost mount on its mount point.
+ *
+ * The watcher is forked from a process that may have threads, so it uses
+ * only async-signal-safe calls: read(2) on a pipe whose write end only the
+ * daemon holds (EOF = the daemon is gone), open/read of mountinfo into a
+ * fixed buffer, umount2(2), write(2) and _exit(2).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "unmount-watch.h"
+
+/* one mount as mountinfo(5) describes it: what the watcher compares */
+struct mount_line {
+	unsigned long id, parent;
+	char devno[32];	    /* "major:minor" */
+	char point[PATH_MAX]; /* unescaped */
+	bool ours;	    /* file system type fuse.driverfs */
+};
+
+/* Copies the mountinfo field at @s (ending at a space or @end) into @out
+ * with its octal escapes (\040 for a space...) undone; returns the end of
+ * the field, or NULL when it does not fit. */
+static const char *field(const char *s, const char *end, char *out, size_t size)
+{
+	size_t n = 0;
+	while (s < end && *s != ' ') {
+		char c = *s++;
+		if (c == '\\' && end - s >= 3 && s[0] >= '0' && s[0] <= '3' && s[1] >= '0' &&
+		    s[1] <= '7' && s[2] >= '0' && s[2] <= '7') {
+			c = (char)((s[0] - '0') << 6 | (s[1] - '0') << 3 | (s[2] - '0'));
+			s += 3;
+		}
+		if (n + 1 >= size)
+			return NULL;
+		out[n++] = c;
+	}
+	out[n] = '\0';
+	return s;
+}
+
+static const char *number(const char *s, const char *end, unsigned long *v)
+{
+	if (s >= end || *s < '0' || *s > '9')
+		return NULL;
+	*v = 0;
+	while (s < end && *s >= '0' && *s <= '9')
+		*v = *v * 10 + (unsigned long)(*s++ - '0');
+	return s;
+}
+
+/* Parses one line "ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - TYPE ...". */
+static bool parse_line(const char *s, const char *end, struct mount_line *l)
+{
+	static char root[PATH_MAX]; /* unused, but the field must be skipped */
+	if (!(s = number(s, end, &l->id)) || s >= end || *s++ != ' ')
+		return false;
+	if (!(s = number(s, end, &l->parent)) || s >= end || *s++ != ' ')
+		return false;
+	if (!(s = field(s, end, l->devno, sizeof(l->devno))) || s >= end || *s++ != ' ')
+		return false;
+	if (!(s = field(s, end, root, sizeof(root))) || s >= end || *s++ != ' ')
+		return false;
+	if (!(s = field(s, end, l->point, sizeof(l->point))))
+		return false;
+	/* the type follows the " - " separator */
+	l->ours = false;
+	for (; s + 3 <= end; s++) {
+		if (s[0] == ' ' && s[1] == '-' && s[2] == ' ') {
+			static const char type[] = "fuse.driverfs ";
+			s += 3;
+			l->ours = (size_t)(end - s) >= sizeof(type) - 1 &&
+				  memcmp(s, type, sizeof(type) - 1) == 0;
+			break;
+		}
+	}
+	return true;
+}
+
+/* Calls @fn for every mount in /proc/self/mountinfo, with a fixed buffer
+ * (no malloc: this also runs in the forked watcher). A line longer than
+ * the buffer is skipped. Returns -errno when mountinfo cannot be read. */
+static int each_mount(void (*fn)(const struct mount_line *l, void *data), void *data)
+{
+	static char buf[65536];
+	static struct mount_line l;
+	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t have = 0;
+	bool skipping = false;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int r = -errno;
+			close(fd);
+			return r;
+		}
+		have += (size_t)n;
+		char *start = buf, *nl;
+		while ((nl = memchr(start, '\n', have - (size_t)(start - buf)))) {
+			if (!skipping && parse_line(start, nl, &l))
+				fn(&l, data);
+			skipping = false;
+			start = nl + 1;
+		}
+		have -= (size_t)(start - buf);
+		memmove(buf, start, have);
+		if (n == 0)
+			break;
+		if (have == sizeof(buf)) { /* a line that does not fit */
+			have = 0;
+			skipping = true;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+/* what the watcher looks for, and what it finds */
+struct search {
+	const char *point;
+	unsigned long id;	/* 0: take the topmost driverfs mount on point */
+	unsigned long found_id; /* when id is 0 */
+	char devno[32];
+	bool found;
+	bool covered; /* another mount sits on top of it */
+};
+
+static void find_ours(const struct mount_line *l, void *data)
+{
+	struct search *s = data;
+	if (strcmp(l->point, s->point) != 0)
+		return;
+	if (s->id == 0) {
+		/* mounts on one point are listed bottom to top: the last one
+		 * of ours listed is the one just mounted */
+		if (l->ours) {
+			s->found = true;
+			s->covered = false;
+			memcpy(s->devno, l->devno, sizeof(s->devno));
+			s->found_id = l->id;
+		}
+		return;
+	}
+	if (l->id == s->id && l->ours && strcmp(l->devno, s->devno) == 0)
+		s->found = true;
+	else if (l->parent == s->id)
+		s->covered = true;
+}
+
+static void say(const char *a, const char *b, const char *c)
+{
+	/* write(2) only: stdio is not async-signal-safe */
+	const char *parts[] = { "driverfsd: unmount watcher: ", a, b, c, "\n" };
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (write(STDERR_FILENO, parts[i], strlen(parts[i])) < 0)
+			return;
+}
+
+static _Noreturn void watch(int fd, struct search *s)
+{
+	static const int quiet[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT };
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	for (size_t i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
+		sigaction(quiet[i], &ign, NULL); /* it must outlive the daemon */
+	prctl(PR_SET_NAME, "driverfsd-watch", 0, 0, 0);
+	if (chdir("/") < 0) {
+		/* "/" is always there; nothing of ours keeps a directory busy */
+	}
+	/* nothing of the daemon's may stay open here: not its /dev/fuse
+	 * descriptor (the connection would outlive it), nor fusermount3's
+	 * socket; stderr stays for the one line this says */
+	if (fd != 3) {
+		if (dup2(fd, 3) < 0)
+			_exit(1);
+		fd = 3;
+	}
+	close_range(4, ~0U, 0);
+	if (STDIN_FILENO != fd)
+		close(STDIN_FILENO);
+	char c;
+	ssize_t n;
+	while ((n = read(fd, &c, 1)) != 0)
+		if (n < 0 && errno != EINTR)
+			break;
+	s->found = s->covered = false;
+	if (each_mount(find_ours, s) < 0 || !s->found)
+		_exit(0); /* unmounted, as it should be */
+	if (s->covered) {
+		say(s->point, ": left mounted, another mount covers it", "");
+		_exit(1);
+	}
+	if (umount2(s->point, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL) {
+		say(s->point, ": the daemon died and its mount stays: ", strerrordesc_np(errno));
+		_exit(1);
+	}
+	say(s->point, ": the daemon died; its mount is detached", "");
+	_exit(0);
+}
+
+int dm_unmount_watch_start(const char *mountpoint)
+{
+	static char point[PATH_MAX];
+	static struct search s;
+	if (geteuid() != 0)
+		return 0; /* only root may unmount; fusermount3 alone then */
+	if (!realpath(mountpoint, point))
+		return -errno;
+	s = (struct search){ .point = point };
+	int r = each_mount(find_ours, &s);
+	if (r < 0)
+		return r;
+	if (!s.found)
+		return -ENOENT;
+	s.id = s.found_id;
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return r;
+	}
+	if (pid == 0) {
+		close(fds[1]);
+		watch(fds[0], &s);
+	}
+	close(fds[0]);
+	/* fds[1] stays open, unwritten, until this process ends */
+	log_debug("unmount watcher %d for mount %lu (%s) at %s", (int)pid, s.id, s.devno,
+		  point);
+	return 0;
+}

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef DRIVERFS_UNMOUNT_WATCH_H
+#define DRIVERFS_UNMOUNT_WATCH_H
+
+/* Forks a watcher that detaches the driverfs mount just made at
+ * @mountpoint if this process ends without unmounting it (SIGKILL, a
+ * crash). Call it once, after the mount and after daemonizing. As non-root
+ * it does nothing (fusermount3's auto_unmount stays the only cure).
+ * Returns 0, or -errno (-ENOENT: no driverfs mount there). */
+int dm_unmount_watch_start(const char *mountpoint);
+
+#endif
