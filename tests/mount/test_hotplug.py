@@ -155,9 +155,27 @@ def test_naming_policy_runs_outside_the_daemon(with_helper):
     assert os.path.lexists(links / "block" / "sda")  # the other disk stays
 
 
+def values_below(d, place):
+    """{file under root/@place: its content} for the device files of that
+    subtree (not the pm/ controls, which read the testbed live)."""
+    found = {}
+    top = d.path("root", place)
+    for dirpath, dirs, files in os.walk(top):
+        dirs[:] = [x for x in dirs if x != "pm"]
+        for f in files:
+            path = os.path.join(dirpath, f)
+            with open(path) as fh:
+                found[os.path.relpath(path, top)] = fh.read()
+    return found
+
+
 def test_unplug_and_replug_a_hub_with_devices_behind_it(full):
     d = full
     before = devpaths_in_mount(d)
+    # as the enumeration at start filled them (libusb): hotplug fills them
+    # from sysfs, with the same values
+    values = values_below(d, ROOT_HUB2)
+    assert values["1-1.2.1/idVendor"] == "05f3\n" and values["1-1.2.1/1-1.2.1:1.0/bInterfaceClass"]
     hub = [b for b in blocks(TESTBED) if under(b, HUB2)]  # file order: parents first
     assert len(hub) > 10 and HUB2 in before
     # unplug: the kernel announces children first
@@ -174,3 +192,8 @@ def test_unplug_and_replug_a_hub_with_devices_behind_it(full):
     assert devpaths_in_mount(d) == before
     assert os.path.realpath(d.path("bus", "usb", "devices", "1-1.2.3")) == \
         d.path("root", before[STICK])
+    replugged = values_below(d, ROOT_HUB2)
+    differ = {f: (v, replugged.get(f)) for f, v in values.items() if replugged.get(f) != v}
+    assert not differ and set(replugged) == set(values), \
+        f"replugged devices show what they showed at start: {differ} " \
+        f"{sorted(set(replugged) ^ set(values))}"
