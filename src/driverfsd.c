@@ -372,15 +372,40 @@ static void coldplug(struct dm_model *m, struct dm_helper *helper)
 	dm_device_array_free(devs, n);
 }
 
-/* After each hotplug event: once the kernel has been told what went stale,
- * report it (systemd status; tests wait on it). Runs on the monitor's
- * thread, never in a FUSE handler. */
-static void hotplug_done(const char *action, const char *devpath, uint64_t seqnum, void *data)
+/* After a run of hotplug events: once the kernel has been told what went
+ * stale, report each (systemd status; tests wait on it), one STATUS= line
+ * per event in as few notifications as fit in PIPE_BUF bytes, the most
+ * systemd reads of one. Runs on the monitor's thread, never in a FUSE
+ * handler. */
+static void hotplug_done(const struct dm_hotplug_event *evs, size_t n, void *data)
 {
 	struct dm_fs **fs = data;
+	char buf[PIPE_BUF];
+	size_t len = 0;
 	if (*fs)
 		dm_fs_sync_invalidations(*fs);
-	sd_notifyf(0, "STATUS=hotplug %s %s %llu", action, devpath, (unsigned long long)seqnum);
+	for (size_t i = 0; i < n; i++) {
+		char line[PIPE_BUF];
+		int l = snprintf(line, sizeof(line), "STATUS=hotplug %s %s %llu\n", evs[i].action,
+				 evs[i].devpath, (unsigned long long)evs[i].seqnum);
+		if (l < 0)
+			continue;
+		if ((size_t)l >= sizeof(line)) { /* cut: systemd would drop it whole */
+			l = sizeof(line) - 1;
+			line[l - 1] = '\n';
+		}
+		if (len + (size_t)l >= sizeof(buf)) {
+			buf[len - 1] = '\0';
+			sd_notify(0, buf);
+			len = 0;
+		}
+		memcpy(buf + len, line, (size_t)l);
+		len += (size_t)l;
+	}
+	if (len) {
+		buf[len - 1] = '\0';
+		sd_notify(0, buf);
+	}
 }
 
 static void note_recorded(const char *devpath, bool present, void *data)
