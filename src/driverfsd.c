@@ -44,6 +44,7 @@ struct options {
 	const char *snapshot; /* --snapshot FILE */
 	const char *helper; /* --hotplug-helper CMDLINE */
 	const char *record; /* --transition-record FILE */
+	struct dm_monitor_config uevents; /* --kernel-uevents, --uevent-buffer */
 	bool coldplug;
 	bool check_config;
 	bool foreground;
@@ -79,6 +80,10 @@ static void usage(FILE *f)
 		"                     arguments) for each device added, changed or removed\n"
 		"                     (instead of the configuration's HotplugHelper=)\n"
 		"      --coldplug     also run it, as \"add\", for every device present at start\n"
+		"      --kernel-uevents  follow the kernel's uevents instead of udevd's (for a\n"
+		"                     system without udevd)\n"
+		"      --uevent-buffer BYTES  the receive buffer of the uevent socket (default\n"
+		"                     128 MiB); an overrun costs a rescan of the whole tree\n"
 		"      --transition-record FILE  where to record the devices a suspend left\n"
 		"                     suspended (instead of the configuration's\n"
 		"                     TransitionRecord=, default " DM_CONFIG_TRANSITION_RECORD "); those\n"
@@ -103,6 +108,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "hotplug-helper", required_argument, NULL, 'H' },
 		{ "coldplug", no_argument, NULL, 'C' },
 		{ "transition-record", required_argument, NULL, 'T' },
+		{ "kernel-uevents", no_argument, NULL, 'k' },
+		{ "uevent-buffer", required_argument, NULL, 'B' },
 		{ "check-config", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -129,6 +136,21 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'T':
 			o->record = optarg;
 			break;
+		case 'k':
+			o->uevents.kernel = true;
+			break;
+		case 'B': {
+			char *end;
+			errno = 0;
+			long long n = strtoll(optarg, &end, 10);
+			if (errno || end == optarg || *end || n <= 0 || n > INT_MAX) {
+				fprintf(stderr, "driverfsd: --uevent-buffer needs a number of bytes "
+						"from 1 to %d, not '%s'\n", INT_MAX, optarg);
+				return -EINVAL;
+			}
+			o->uevents.buffer = (int)n;
+			break;
+		}
 		case 'K':
 			o->check_config = true;
 			break;
@@ -540,7 +562,7 @@ int main(int argc, char **argv)
 		}
 		/* listening starts before the enumeration, so that no event
 		 * falls between the two */
-		r = dm_monitor_new(m, fillers, hotplug_done, &fs, &monitor);
+		r = dm_monitor_new(m, fillers, &o.uevents, hotplug_done, &fs, &monitor);
 		if (r < 0)
 			log_warn("no hotplug (udev monitor: %s); the tree stays as enumerated",
 				 strerror(-r));

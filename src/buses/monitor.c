@@ -318,8 +318,11 @@ static void *monitor_thread(void *data)
 	return NULL;
 }
 
+#define DEFAULT_BUFFER (128 * 1024 * 1024)
+
 int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *fillers,
-		   dm_monitor_done_fn done, void *data, struct dm_monitor **ret)
+		   const struct dm_monitor_config *cfg, dm_monitor_done_fn done, void *data,
+		   struct dm_monitor **ret)
 {
 	struct dm_monitor *mon = calloc(1, sizeof(*mon));
 	if (!mon)
@@ -330,17 +333,19 @@ int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *filler
 	mon->sources[n++] = &dm_source_udev;
 	for (const struct dm_source_ops *const *f = fillers; *f && n < max; f++)
 		mon->sources[n++] = *f;
-	int r = -ENOMEM;
+	int r = -ENOMEM, size = cfg && cfg->buffer > 0 ? cfg->buffer : DEFAULT_BUFFER;
 	mon->udev = udev_new();
 	if (!mon->udev)
 		goto out_free;
-	mon->mon = udev_monitor_new_from_netlink(mon->udev, "udev");
+	mon->mon = udev_monitor_new_from_netlink(mon->udev, cfg && cfg->kernel ? "kernel" : "udev");
 	if (!mon->mon) {
 		r = -errno ?: -EIO;
 		goto out_udev;
 	}
 	/* a burst must not overflow the socket (a lost event costs a rescan) */
-	udev_monitor_set_receive_buffer_size(mon->mon, 128 * 1024 * 1024);
+	r = udev_monitor_set_receive_buffer_size(mon->mon, size);
+	if (r < 0)
+		log_warn("hotplug: receive buffer of %d bytes: %s", size, strerror(-r));
 	r = udev_monitor_enable_receiving(mon->mon);
 	if (r < 0)
 		goto out_mon;

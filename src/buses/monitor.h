@@ -34,11 +34,23 @@ struct dm_hotplug_event {
 /* Valid during the call only. */
 typedef void (*dm_monitor_done_fn)(const struct dm_hotplug_event *events, size_t n, void *data);
 
+/* Which uevents the monitor hears, on which socket. */
+struct dm_monitor_config {
+	/* the kernel's own uevents, for a system without udevd; false:
+	 * udevd's, once its rules ran */
+	bool kernel;
+	/* the socket's receive buffer in bytes (as root beyond
+	 * net.core.rmem_max; the kernel doubles it); 0: 128 MiB, so that a
+	 * burst does not overrun it */
+	int buffer;
+};
+
 /* Starts listening at once (call it before the first enumeration, so no
  * event falls between the two) and applying events once dm_monitor_run()
- * is called. */
+ * is called. @cfg may be NULL (the defaults). */
 int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *fillers,
-		   dm_monitor_done_fn done, void *data, struct dm_monitor **ret);
+		   const struct dm_monitor_config *cfg, dm_monitor_done_fn done, void *data,
+		   struct dm_monitor **ret);
 int dm_monitor_run(struct dm_monitor *mon);
 struct dm_helper;
 /* Runs @helper (which the monitor does not own) for each add, change and

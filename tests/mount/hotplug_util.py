@@ -87,7 +87,7 @@ def devpaths_in_mount(d):
 def devpaths_in_testbed(d):
     """What the tree must hold for the testbed as it is now, asked of libudev
     itself (the test process runs under umockdev, so libudev reads the
-    testbed): every device udev enumerates and every device above one, and
+    testbed; outside umockdev, this machine): every device udev enumerates and every device above one, and
     the containers /devices/system and /devices/virtual above theirs."""
     import ctypes
     lib = ctypes.CDLL("libudev.so.1")
