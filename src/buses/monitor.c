@@ -29,6 +29,9 @@ struct dm_monitor {
 	void *data;
 	struct udev *udev;
 	struct udev_monitor *mon;
+	/* mapped once for the monitor's life, not per run (a rescan maps
+	 * it again: it also catches up with an updated database) */
+	struct udev_hwdb *hwdb;
 	int wake_fd;
 	pthread_t thread;
 	bool running;
@@ -211,7 +214,7 @@ static void apply_records(struct dm_monitor *mon, struct udev_device **ds, size_
 {
 	if (*n == 0)
 		return;
-	int r = dm_scan_devices(mon->model, ds, *n, mon->fillers);
+	int r = dm_scan_devices(mon->model, ds, *n, mon->fillers, mon->hwdb);
 	if (r < 0)
 		log_warn("hotplug: %zu events not applied: %s", *n, strerror(-r));
 	for (size_t i = 0; i < *n; i++) {
@@ -349,6 +352,7 @@ int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *filler
 	r = udev_monitor_enable_receiving(mon->mon);
 	if (r < 0)
 		goto out_mon;
+	mon->hwdb = udev_hwdb_new(mon->udev); /* NULL: the sources open their own */
 	mon->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (mon->wake_fd < 0) {
 		r = -errno;
@@ -358,6 +362,7 @@ int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *filler
 	return 0;
 
 out_mon:
+	udev_hwdb_unref(mon->hwdb);
 	udev_monitor_unref(mon->mon);
 out_udev:
 	udev_unref(mon->udev);
@@ -385,6 +390,7 @@ void dm_monitor_free(struct dm_monitor *mon)
 		pthread_join(mon->thread, NULL);
 	}
 	close(mon->wake_fd);
+	udev_hwdb_unref(mon->hwdb);
 	udev_monitor_unref(mon->mon);
 	udev_unref(mon->udev);
 	free(mon);

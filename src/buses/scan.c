@@ -428,7 +428,7 @@ static bool records_need(const struct dm_scan *s, const char *subsystem)
 }
 
 int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
-		    const struct dm_source_ops *const *fillers)
+		    const struct dm_source_ops *const *fillers, struct udev_hwdb *hwdb)
 {
 	struct dm_scan s;
 	struct dm_scan_report rep = { 0 };
@@ -438,6 +438,7 @@ int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
 	dm_scan_init(&s);
 	s.partial = true;
 	s.model = m;
+	s.hwdb = hwdb;
 	for (size_t i = 0; i < n; i++)
 		dm_udev_record(&s, ds[i], &selves[i]); /* a device it misses is skipped */
 	/* the events' devices are refreshed; their ancestors the model has, kept */

@@ -552,8 +552,8 @@ static int scan_sysfs(struct dm_scan *s, struct udev_hwdb *hwdb)
 
 static int usb_scan(struct dm_scan *s)
 {
-	struct udev *udev = udev_new();
-	struct udev_hwdb *hwdb = udev ? udev_hwdb_new(udev) : NULL;
+	struct udev *udev = s->hwdb ? NULL : udev_new();
+	struct udev_hwdb *hwdb = s->hwdb ? udev_hwdb_ref(s->hwdb) : udev ? udev_hwdb_new(udev) : NULL;
 	if (!hwdb && !s->partial)
 		log_warn("usb: no udev hwdb: devices are named by their ids");
 	int r = s->partial ? scan_sysfs(s, hwdb) : scan_libusb(s, hwdb);
