@@ -11,8 +11,6 @@
 
 #include "log.h"
 
-#include "drivers/runner.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <libudev.h>
@@ -125,17 +123,50 @@ static enum libusb_speed speed_parse(const char *text)
 	return LIBUSB_SPEED_UNKNOWN;
 }
 
-/* The sysfs attribute @name of the device @devpath, its first line, into
- * @buf; -errno when it cannot be read. */
-static int read_attr(const char *devpath, const char *name, char *buf, size_t size)
+/* The first @size bytes (or fewer) of the sysfs file @name of the device
+ * @devpath into @buf; their count in *@ret_len. A longer file is cut, as a
+ * value of the tree is. */
+static int read_file(const char *devpath, const char *name, void *buf, size_t size,
+		     size_t *ret_len)
 {
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof(path), "/sys%s/%s", devpath, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	int r = dm_run_read(path, buf, size);
-	if (r >= 0)
-		buf[strcspn(buf, "\n")] = '\0';
+	/* O_NONBLOCK: a FIFO put where a sysfs file was expected must not
+	 * hang the monitor */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	size_t len = 0;
+	int r = 0;
+	while (len < size) {
+		ssize_t n = read(fd, (char *)buf + len, size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = -errno;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (r == 0)
+		*ret_len = len;
 	return r;
+}
+
+/* The sysfs attribute @name of the device @devpath, its first line, into
+ * @buf (cut to @size - 1 bytes); its length, or -errno when it cannot be
+ * read. */
+static int read_attr(const char *devpath, const char *name, char *buf, size_t size)
+{
+	size_t len;
+	int r = read_file(devpath, name, buf, size - 1, &len);
+	if (r < 0)
+		return r;
+	buf[len] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return (int)strlen(buf);
 }
 
 /* Values only sysfs has without opening the device (the hub's port count,
@@ -355,32 +386,6 @@ static uint16_t le16(const uint8_t *p)
 	return (uint16_t)(p[0] | p[1] << 8);
 }
 
-static int read_descriptors(const char *devpath, uint8_t *buf, size_t size, size_t *ret_len)
-{
-	char path[PATH_MAX];
-	if (snprintf(path, sizeof(path), "/sys%s/descriptors", devpath) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	size_t len = 0;
-	int r = 0;
-	while (len < size) {
-		ssize_t n = read(fd, buf + len, size - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			r = -errno;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	if (r == 0)
-		*ret_len = len;
-	return r;
-}
-
 static int parse_device_descriptor(const uint8_t *p, size_t len,
 				   struct libusb_device_descriptor *dd)
 {
@@ -472,7 +477,7 @@ static int fill_device_sysfs(struct dm_scan *s, struct udev_hwdb *hwdb, const ch
 {
 	size_t len = 0;
 	struct libusb_device_descriptor dd;
-	int r = read_descriptors(devpath, buf, DESCRIPTORS_MAX, &len);
+	int r = read_file(devpath, "descriptors", buf, DESCRIPTORS_MAX, &len);
 	if (r == 0)
 		r = parse_device_descriptor(buf, len, &dd);
 	if (r < 0)
