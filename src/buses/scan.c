@@ -363,8 +363,10 @@ static void report_remove(struct dm_scan_report *rep, struct dm_device *dev)
  */
 static void records_apply(struct dm_model *m, struct dm_scan *s, struct dm_scan_report *rep)
 {
-	/* a parent's devpath is a prefix of its children's: sorting puts it first */
-	qsort(s->recs, s->n, sizeof(*s->recs), by_devpath);
+	/* a parent's devpath is a prefix of its children's: sorting puts it first
+	 * (no records, no array: every device of a run left sysfs meanwhile) */
+	if (s->n)
+		qsort(s->recs, s->n, sizeof(*s->recs), by_devpath);
 	for (size_t i = 0; i < s->n; i++) {
 		struct dm_record *rec = s->recs[i];
 		if (rec->known)
