@@ -255,9 +255,12 @@ static int udev_scan(struct dm_scan *s)
 	int r = -ENOMEM;
 	if (!en)
 		goto out_udev;
+	/* an error in one directory (a device that went meanwhile) still
+	 * leaves the others listed: a rescan that took none would remove
+	 * them all */
 	r = udev_enumerate_scan_devices(en);
 	if (r < 0)
-		goto out_enum;
+		log_warn("udev: enumeration: %s; recording the devices it listed", strerror(-r));
 
 	struct udev_list_entry *e;
 	udev_list_entry_foreach(e, udev_enumerate_get_list_entry(en)) {
