@@ -70,11 +70,19 @@ def latency(d, sender, rounds):
     return out
 
 
+def cpu_seconds(pid):
+    """User and system time of the process so far (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def burst(d, sender, events):
     hub = [devpath(b) for b in blocks(TESTBED) if under(b, HUB2)]
     subsystems = {p: sender.subsystem(p) for p in hub}
     before = devpaths_in_mount(d)
     sent = 0
+    cpu0, own0 = cpu_seconds(d.proc.pid), time.process_time()
     t0 = time.perf_counter()
     while sent < events:
         for p in reversed(hub):
@@ -85,13 +93,14 @@ def burst(d, sender, events):
     t_sent = time.perf_counter() - t0
     reported(d, "add", hub[-1], last)
     elapsed = time.perf_counter() - t0
+    cpu, own = cpu_seconds(d.proc.pid) - cpu0, time.process_time() - own0
     after = devpaths_in_mount(d)
     ok = set(after) == devpaths_in_testbed(d) and after == before
     if not ok:
         print("missing:", sorted(set(before) - set(after))[:5], "extra:",
               sorted(set(after) - set(before))[:5], "moved:",
               [(p, before[p], after[p]) for p in before if p in after and before[p] != after[p]][:5])
-    return sent, t_sent, elapsed, ok
+    return sent, t_sent, elapsed, cpu, own, ok
 
 
 def main():
@@ -109,9 +118,11 @@ def main():
                   f"p99 {p(0.99):.3f} ms  max {lat[-1] * 1e3:.3f} ms  "
                   f"mean {statistics.mean(lat) * 1e3:.3f} ms")
         if args.burst:
-            sent, t_sent, elapsed, ok = burst(d, sender, args.burst)
+            sent, t_sent, elapsed, cpu, own, ok = burst(d, sender, args.burst)
             print(f"burst    {sent} events in {elapsed:.3f} s: {sent / elapsed:.0f} events/s "
-                  f"(sender done after {t_sent:.3f} s); final tree "
+                  f"(sender done after {t_sent:.3f} s; CPU per event: daemon {cpu * 1e6 / sent:.0f} us, "
+                  f"sender {own * 1e6 / sent:.0f} us); "
+                  "final tree "
                   f"{'equals the testbed' if ok else 'DIFFERS from the testbed'}")
     finally:
         d.stop()

@@ -45,6 +45,7 @@ struct options {
 	const char *snapshot; /* --snapshot FILE */
 	const char *helper; /* --hotplug-helper CMDLINE */
 	const char *record; /* --transition-record FILE */
+	struct dm_monitor_config uevents; /* --kernel-uevents, --uevent-buffer */
 	bool coldplug;
 	bool check_config;
 	bool foreground;
@@ -80,6 +81,10 @@ static void usage(FILE *f)
 		"                     arguments) for each device added, changed or removed\n"
 		"                     (instead of the configuration's HotplugHelper=)\n"
 		"      --coldplug     also run it, as \"add\", for every device present at start\n"
+		"      --kernel-uevents  follow the kernel's uevents instead of udevd's (for a\n"
+		"                     system without udevd)\n"
+		"      --uevent-buffer BYTES  the receive buffer of the uevent socket (default\n"
+		"                     128 MiB); an overrun costs a rescan of the whole tree\n"
 		"      --transition-record FILE  where to record the devices a suspend left\n"
 		"                     suspended (instead of the configuration's\n"
 		"                     TransitionRecord=, default " DM_CONFIG_TRANSITION_RECORD "); those\n"
@@ -104,6 +109,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "hotplug-helper", required_argument, NULL, 'H' },
 		{ "coldplug", no_argument, NULL, 'C' },
 		{ "transition-record", required_argument, NULL, 'T' },
+		{ "kernel-uevents", no_argument, NULL, 'k' },
+		{ "uevent-buffer", required_argument, NULL, 'B' },
 		{ "check-config", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -130,6 +137,21 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'T':
 			o->record = optarg;
 			break;
+		case 'k':
+			o->uevents.kernel = true;
+			break;
+		case 'B': {
+			char *end;
+			errno = 0;
+			long long n = strtoll(optarg, &end, 10);
+			if (errno || end == optarg || *end || n <= 0 || n > INT_MAX) {
+				fprintf(stderr, "driverfsd: --uevent-buffer needs a number of bytes "
+						"from 1 to %d, not '%s'\n", INT_MAX, optarg);
+				return -EINVAL;
+			}
+			o->uevents.buffer = (int)n;
+			break;
+		}
 		case 'K':
 			o->check_config = true;
 			break;
@@ -373,15 +395,40 @@ static void coldplug(struct dm_model *m, struct dm_helper *helper)
 	dm_device_array_free(devs, n);
 }
 
-/* After each hotplug event: once the kernel has been told what went stale,
- * report it (systemd status; tests wait on it). Runs on the monitor's
- * thread, never in a FUSE handler. */
-static void hotplug_done(const char *action, const char *devpath, uint64_t seqnum, void *data)
+/* After a run of hotplug events: once the kernel has been told what went
+ * stale, report each (systemd status; tests wait on it), one STATUS= line
+ * per event in as few notifications as fit in PIPE_BUF bytes, the most
+ * systemd reads of one. Runs on the monitor's thread, never in a FUSE
+ * handler. */
+static void hotplug_done(const struct dm_hotplug_event *evs, size_t n, void *data)
 {
 	struct dm_fs **fs = data;
+	char buf[PIPE_BUF];
+	size_t len = 0;
 	if (*fs)
 		dm_fs_sync_invalidations(*fs);
-	sd_notifyf(0, "STATUS=hotplug %s %s %llu", action, devpath, (unsigned long long)seqnum);
+	for (size_t i = 0; i < n; i++) {
+		char line[PIPE_BUF];
+		int l = snprintf(line, sizeof(line), "STATUS=hotplug %s %s %llu\n", evs[i].action,
+				 evs[i].devpath, (unsigned long long)evs[i].seqnum);
+		if (l < 0)
+			continue;
+		if ((size_t)l >= sizeof(line)) { /* cut: systemd would drop it whole */
+			l = sizeof(line) - 1;
+			line[l - 1] = '\n';
+		}
+		if (len + (size_t)l >= sizeof(buf)) {
+			buf[len - 1] = '\0';
+			sd_notify(0, buf);
+			len = 0;
+		}
+		memcpy(buf + len, line, (size_t)l);
+		len += (size_t)l;
+	}
+	if (len) {
+		buf[len - 1] = '\0';
+		sd_notify(0, buf);
+	}
 }
 
 static void note_recorded(const char *devpath, bool present, void *data)
@@ -516,7 +563,7 @@ int main(int argc, char **argv)
 		}
 		/* listening starts before the enumeration, so that no event
 		 * falls between the two */
-		r = dm_monitor_new(m, fillers, hotplug_done, &fs, &monitor);
+		r = dm_monitor_new(m, fillers, &o.uevents, hotplug_done, &fs, &monitor);
 		if (r < 0)
 			log_warn("no hotplug (udev monitor: %s); the tree stays as enumerated",
 				 strerror(-r));

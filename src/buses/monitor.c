@@ -29,6 +29,9 @@ struct dm_monitor {
 	void *data;
 	struct udev *udev;
 	struct udev_monitor *mon;
+	/* mapped once for the monitor's life, not per run (a rescan maps
+	 * it again: it also catches up with an updated database) */
+	struct udev_hwdb *hwdb;
 	int wake_fd;
 	pthread_t thread;
 	bool running;
@@ -45,6 +48,11 @@ struct dm_monitor {
 	bool lost; /* rescan without waiting */
 	uint64_t gap_deadline_ms; /* when the missing ones are given up */
 	uint64_t first_missing; /* for the report */
+	/* events applied and not reported yet, with their references: a run
+	 * of events is reported at once (one wait for the mount, one
+	 * notification) */
+	struct udev_device *pending[RUN_MAX];
+	size_t n_pending;
 };
 
 void dm_monitor_set_helper(struct dm_monitor *mon, struct dm_helper *helper)
@@ -156,8 +164,9 @@ static void rescan(struct dm_monitor *mon, const char *why)
 		 rep.removed, rep.changed);
 	log_info("hotplug: rescan: %zu added, %zu removed, %zu changed", rep.added, rep.removed,
 		 rep.changed);
+	struct dm_hotplug_event ev = { "rescan", what, mon->last_seqnum };
 	if (mon->done)
-		mon->done("rescan", what, mon->last_seqnum, mon->data);
+		mon->done(&ev, 1, mon->data);
 }
 
 /* remove, bind and unbind are applied one by one; the rest is recorded
@@ -168,25 +177,44 @@ static bool is_recorded(const char *action)
 	       strcmp(action, "unbind") != 0;
 }
 
+/* Reports the events applied so far, in their order, and drops them. */
+static void report_pending(struct dm_monitor *mon)
+{
+	struct dm_hotplug_event evs[RUN_MAX];
+	for (size_t i = 0; i < mon->n_pending; i++) {
+		struct udev_device *d = mon->pending[i];
+		evs[i] = (struct dm_hotplug_event){ udev_device_get_action(d),
+						    udev_device_get_devpath(d),
+						    udev_device_get_seqnum(d) };
+		log_debug("hotplug: %s %s", evs[i].action, evs[i].devpath);
+	}
+	if (mon->done && mon->n_pending)
+		mon->done(evs, mon->n_pending, mon->data);
+	for (size_t i = 0; i < mon->n_pending; i++)
+		udev_device_unref(mon->pending[i]);
+	mon->n_pending = 0;
+}
+
+/* @d was applied: it is reported with the rest of its run. Takes the
+ * reference. */
 static void report(struct dm_monitor *mon, struct udev_device *d)
 {
-	const char *action = udev_device_get_action(d), *devpath = udev_device_get_devpath(d);
-	log_debug("hotplug: %s %s", action, devpath);
-	if (mon->done)
-		mon->done(action, devpath, udev_device_get_seqnum(d), mon->data);
+	if (mon->n_pending == RUN_MAX)
+		report_pending(mon);
+	mon->pending[mon->n_pending++] = d;
 }
 
 /*
  * add, change, move, online, offline: the devices are recorded again, all
  * of a run of such events at once (a burst costs one pass of each source,
- * not one per event), then each event is reported in its order. Drops the
- * references.
+ * not one per event), then each event is queued for the report in its
+ * order. Takes the references.
  */
 static void apply_records(struct dm_monitor *mon, struct udev_device **ds, size_t *n)
 {
 	if (*n == 0)
 		return;
-	int r = dm_scan_devices(mon->model, ds, *n, mon->fillers);
+	int r = dm_scan_devices(mon->model, ds, *n, mon->fillers, mon->hwdb);
 	if (r < 0)
 		log_warn("hotplug: %zu events not applied: %s", *n, strerror(-r));
 	for (size_t i = 0; i < *n; i++) {
@@ -201,12 +229,11 @@ static void apply_records(struct dm_monitor *mon, struct udev_device **ds, size_
 			dm_device_unref(dev);
 		}
 		report(mon, ds[i]);
-		udev_device_unref(ds[i]);
 	}
 	*n = 0;
 }
 
-/* remove, bind, unbind */
+/* remove, bind, unbind. Takes the reference. */
 static void apply(struct dm_monitor *mon, struct udev_device *d)
 {
 	const char *action = udev_device_get_action(d);
@@ -218,8 +245,8 @@ static void apply(struct dm_monitor *mon, struct udev_device *d)
 	report(mon, d);
 }
 
-/* Applies what the socket holds, in order, until it is empty. Returns
- * -ENOBUFS when it overran. */
+/* Applies what the socket holds, in order, until it is empty, and reports
+ * it. Returns -ENOBUFS when it overran. */
 static int receive_all(struct dm_monitor *mon)
 {
 	struct udev_device *run[RUN_MAX];
@@ -249,10 +276,10 @@ static int receive_all(struct dm_monitor *mon)
 		}
 		apply_records(mon, run, &n);
 		apply(mon, d);
-		udev_device_unref(d);
 	}
 	int r = errno == ENOBUFS ? -ENOBUFS : 0;
 	apply_records(mon, run, &n);
+	report_pending(mon);
 	return r;
 }
 
@@ -294,8 +321,11 @@ static void *monitor_thread(void *data)
 	return NULL;
 }
 
+#define DEFAULT_BUFFER (128 * 1024 * 1024)
+
 int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *fillers,
-		   dm_monitor_done_fn done, void *data, struct dm_monitor **ret)
+		   const struct dm_monitor_config *cfg, dm_monitor_done_fn done, void *data,
+		   struct dm_monitor **ret)
 {
 	struct dm_monitor *mon = calloc(1, sizeof(*mon));
 	if (!mon)
@@ -306,20 +336,23 @@ int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *filler
 	mon->sources[n++] = &dm_source_udev;
 	for (const struct dm_source_ops *const *f = fillers; *f && n < max; f++)
 		mon->sources[n++] = *f;
-	int r = -ENOMEM;
+	int r = -ENOMEM, size = cfg && cfg->buffer > 0 ? cfg->buffer : DEFAULT_BUFFER;
 	mon->udev = udev_new();
 	if (!mon->udev)
 		goto out_free;
-	mon->mon = udev_monitor_new_from_netlink(mon->udev, "udev");
+	mon->mon = udev_monitor_new_from_netlink(mon->udev, cfg && cfg->kernel ? "kernel" : "udev");
 	if (!mon->mon) {
 		r = -errno ?: -EIO;
 		goto out_udev;
 	}
 	/* a burst must not overflow the socket (a lost event costs a rescan) */
-	udev_monitor_set_receive_buffer_size(mon->mon, 128 * 1024 * 1024);
+	r = udev_monitor_set_receive_buffer_size(mon->mon, size);
+	if (r < 0)
+		log_warn("hotplug: receive buffer of %d bytes: %s", size, strerror(-r));
 	r = udev_monitor_enable_receiving(mon->mon);
 	if (r < 0)
 		goto out_mon;
+	mon->hwdb = udev_hwdb_new(mon->udev); /* NULL: the sources open their own */
 	mon->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (mon->wake_fd < 0) {
 		r = -errno;
@@ -329,6 +362,7 @@ int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *filler
 	return 0;
 
 out_mon:
+	udev_hwdb_unref(mon->hwdb);
 	udev_monitor_unref(mon->mon);
 out_udev:
 	udev_unref(mon->udev);
@@ -356,6 +390,7 @@ void dm_monitor_free(struct dm_monitor *mon)
 		pthread_join(mon->thread, NULL);
 	}
 	close(mon->wake_fd);
+	udev_hwdb_unref(mon->hwdb);
 	udev_monitor_unref(mon->mon);
 	udev_unref(mon->udev);
 	free(mon);

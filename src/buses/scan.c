@@ -363,8 +363,10 @@ static void report_remove(struct dm_scan_report *rep, struct dm_device *dev)
  */
 static void records_apply(struct dm_model *m, struct dm_scan *s, struct dm_scan_report *rep)
 {
-	/* a parent's devpath is a prefix of its children's: sorting puts it first */
-	qsort(s->recs, s->n, sizeof(*s->recs), by_devpath);
+	/* a parent's devpath is a prefix of its children's: sorting puts it first
+	 * (no records, no array: every device of a run left sysfs meanwhile) */
+	if (s->n)
+		qsort(s->recs, s->n, sizeof(*s->recs), by_devpath);
 	for (size_t i = 0; i < s->n; i++) {
 		struct dm_record *rec = s->recs[i];
 		if (rec->known)
@@ -428,7 +430,7 @@ static bool records_need(const struct dm_scan *s, const char *subsystem)
 }
 
 int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
-		    const struct dm_source_ops *const *fillers)
+		    const struct dm_source_ops *const *fillers, struct udev_hwdb *hwdb)
 {
 	struct dm_scan s;
 	struct dm_scan_report rep = { 0 };
@@ -438,6 +440,7 @@ int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
 	dm_scan_init(&s);
 	s.partial = true;
 	s.model = m;
+	s.hwdb = hwdb;
 	for (size_t i = 0; i < n; i++)
 		dm_udev_record(&s, ds[i], &selves[i]); /* a device it misses is skipped */
 	/* the events' devices are refreshed; their ancestors the model has, kept */

@@ -45,6 +45,9 @@ struct dm_scan {
 	size_t n_indexed; /* records when by_name was built; rebuilt when n moves on */
 	bool partial; /* one device's records (hotplug): sources skip the rest quietly */
 	struct dm_model *model; /* with partial: ancestors it has are not climbed past */
+	/* the udev hwdb a caller keeps across scans (hotplug), or NULL: a
+	 * source that names devices from it opens its own */
+	struct udev_hwdb *hwdb;
 };
 
 struct dm_source_ops {
@@ -112,9 +115,10 @@ int dm_udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **
  * the udev source, completes the records with @fillers (pci, usb: each run
  * once for all), then adds what the model lacks (parents first) and
  * refreshes the values of what it has. A device gone from sysfs meanwhile
- * is skipped (its remove event follows).
+ * is skipped (its remove event follows). @hwdb (may be NULL) is the
+ * caller's, for the sources that name devices from it.
  */
 int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
-		    const struct dm_source_ops *const *fillers);
+		    const struct dm_source_ops *const *fillers, struct udev_hwdb *hwdb);
 
 #endif

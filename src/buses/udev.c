@@ -92,7 +92,8 @@ static int container_parent(struct dm_scan *s, struct dm_record *rec)
 /* Whether another device below @parent (directly, or through one glue
  * directory such as scsi_device/) has the name @name: sysfs itself says, so
  * a device added by hotplug is named as the same device found by a full
- * scan would be. */
+ * scan would be. @self is the device's own path relative to @parent. Paths
+ * below @parent are looked up from its directory, not from the root. */
 static bool sibling_has_name(const char *parent, const char *name, const char *self)
 {
 	DIR *dir = opendir(parent);
@@ -104,26 +105,57 @@ static bool sibling_has_name(const char *parent, const char *name, const char *s
 	while (!clash && (e = readdir(dir))) {
 		if (e->d_name[0] == '.' || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
 			continue;
-		/* a device directly below, or one below a glue directory */
+		/* a device directly below, or one below a glue directory (a
+		 * directory that is no device itself) */
 		if (strcmp(e->d_name, name) == 0)
-			snprintf(path, sizeof(path), "%s/%s", parent, name);
-		else if (snprintf(path, sizeof(path), "%s/%s/uevent", parent, e->d_name) > 0 &&
-			 access(path, F_OK) != 0)
-			snprintf(path, sizeof(path), "%s/%s/%s", parent, e->d_name, name);
+			snprintf(path, sizeof(path), "%s/uevent", name);
+		else if (snprintf(path, sizeof(path), "%s/%s/uevent", e->d_name, name) > 0 &&
+			 faccessat(dirfd(dir), path, F_OK, 0) == 0 &&
+			 snprintf(path, sizeof(path), "%s/uevent", e->d_name) > 0 &&
+			 faccessat(dirfd(dir), path, F_OK, 0) != 0)
+			snprintf(path, sizeof(path), "%s/%s/uevent", e->d_name, name);
 		else
 			continue;
-		char uevent[PATH_MAX + 8];
-		snprintf(uevent, sizeof(uevent), "%s/uevent", path);
-		clash = strcmp(path, self) != 0 && access(uevent, F_OK) == 0;
+		size_t len = strlen(self);
+		clash = !(strncmp(path, self, len) == 0 && strcmp(path + len, "/uevent") == 0) &&
+			faccessat(dirfd(dir), path, F_OK, 0) == 0;
 	}
 	closedir(dir);
 	return clash;
 }
 
-static bool same_devtype(struct udev_device *d, const char *devtype)
+/*
+ * One device's scan: the parent of @devpath when it is a device the model
+ * has or the scan recorded already (an earlier event of the run), into
+ * @buf; false when it is not (then libudev finds it). The parent is the
+ * nearest ancestor directory with a uevent file, as for libudev; asking
+ * the model first spares libudev's lookup, which resolves every component
+ * of the path again (a third of an event's cost). A container the model
+ * has (/devices/virtual) counts as the parent, as container_parent() makes
+ * it.
+ */
+static bool known_parent(struct dm_scan *s, const char *devpath, char *buf, size_t size)
 {
-	const char *t = udev_device_get_devtype(d);
-	return t && strcmp(t, devtype) == 0;
+	if (snprintf(buf, size, "%s", devpath) >= (int)size)
+		return false;
+	for (;;) {
+		char *slash = strrchr(buf, '/');
+		if (!slash || slash == buf)
+			return false;
+		*slash = '\0';
+		if (strcmp(buf, "/devices") == 0)
+			return false;
+		if (dm_scan_find(s, buf))
+			return true;
+		struct dm_device *dev = dm_model_find_devpath(s->model, buf);
+		dm_device_unref(dev);
+		if (dev)
+			return true;
+		char uevent[PATH_MAX + 16];
+		snprintf(uevent, sizeof(uevent), "/sys%s/uevent", buf);
+		if (access(uevent, F_OK) == 0)
+			return false; /* a device the model lacks: it is recorded too */
+	}
 }
 
 static int record_device(struct dm_scan *s, struct udev_device *d)
@@ -138,8 +170,11 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	int r = dm_scan_get(s, devpath, &rec);
 	if (r < 0)
 		return r;
-	struct udev_device *parent = udev_device_get_parent(d);
-	const char *ppath = parent ? udev_device_get_devpath(parent) : NULL;
+	/* one device's scan climbs only up to the first ancestor the model has */
+	char known[PATH_MAX];
+	bool climb = !(s->model && known_parent(s, devpath, known, sizeof(known)));
+	struct udev_device *parent = climb ? udev_device_get_parent(d) : NULL;
+	const char *ppath = climb ? (parent ? udev_device_get_devpath(parent) : NULL) : known;
 	if (ppath)
 		r |= dm_record_set_string(&rec->parent, ppath);
 	else if (container_parent(s, rec) < 0)
@@ -156,9 +191,12 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	 * name with a sibling is named "<class>:<name>". A full scan applies it
 	 * over all its records at commit; one device's scan (hotplug) has not
 	 * the siblings among its records, so sysfs says. */
-	if (s->partial && rec->class_name && parent &&
-	    sibling_has_name(udev_device_get_syspath(parent), udev_device_get_sysname(d),
-			     udev_device_get_syspath(d))) {
+	const char *above = rec->parent; /* a container too, as the full scan groups them */
+	size_t alen = above ? strlen(above) : 0;
+	char psys[PATH_MAX];
+	if (s->partial && rec->class_name && above && strncmp(devpath, above, alen) == 0 &&
+	    devpath[alen] == '/' && snprintf(psys, sizeof(psys), "/sys%s", above) < (int)sizeof(psys) &&
+	    sibling_has_name(psys, udev_device_get_sysname(d), devpath + alen + 1)) {
 		char *name;
 		if (asprintf(&name, "%s:%s", rec->class_name, rec->name) < 0)
 			return -ENOMEM;
@@ -205,17 +243,7 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	if (r)
 		return -ENOMEM;
 
-	if (!parent)
-		return 0;
-	/* One device's scan climbs only up to the first ancestor the model
-	 * has, which a USB interface takes along: it is filled from it. */
-	if (s->model && !same_devtype(d, "usb_interface")) {
-		struct dm_device *known = dm_model_find_devpath(s->model, ppath);
-		dm_device_unref(known);
-		if (known)
-			return 0;
-	}
-	return record_device(s, parent);
+	return parent ? record_device(s, parent) : 0;
 }
 
 static int udev_scan(struct dm_scan *s)
@@ -227,9 +255,12 @@ static int udev_scan(struct dm_scan *s)
 	int r = -ENOMEM;
 	if (!en)
 		goto out_udev;
+	/* an error in one directory (a device that went meanwhile) still
+	 * leaves the others listed: a rescan that took none would remove
+	 * them all */
 	r = udev_enumerate_scan_devices(en);
 	if (r < 0)
-		goto out_enum;
+		log_warn("udev: enumeration: %s; recording the devices it listed", strerror(-r));
 
 	struct udev_list_entry *e;
 	udev_list_entry_foreach(e, udev_enumerate_get_list_entry(en)) {

@@ -2,9 +2,10 @@
 /*
  * usb.c - the USB source: libusb-1.0 completes the records of USB devices
  * and their interfaces with descriptor values, and names them from the udev
- * hwdb (the usb.ids data), as lsusb does. Strings come from the device when
- * it can be opened, else from the values sysfs showed (the udev source read
- * them).
+ * hwdb (the usb.ids data), as lsusb does. Strings come from sysfs (what the
+ * kernel read), else from the device when it can be opened. A hotplugged
+ * device's records are filled from sysfs's copy of the same descriptors
+ * (scan_sysfs()), in the same formats.
  */
 #include "scan.h"
 #include "uevent.h"
@@ -12,13 +13,16 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libudev.h>
 #include <libusb.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* libusb's errors as -errno, in one place */
 static int usb_errno(int e)
@@ -94,22 +98,76 @@ static int set_device_name(struct dm_record *rec, struct udev_hwdb *hwdb,
 	return dm_record_set(rec, "name", name);
 }
 
-static const char *speed_string(int speed)
+/* The speeds libusb knows, as sysfs's "speed" file writes them. */
+static const struct {
+	enum libusb_speed speed;
+	const char *text;
+} speeds[] = {
+	{ LIBUSB_SPEED_LOW, "1.5" },     { LIBUSB_SPEED_FULL, "12" },
+	{ LIBUSB_SPEED_HIGH, "480" },    { LIBUSB_SPEED_SUPER, "5000" },
+	{ LIBUSB_SPEED_SUPER_PLUS, "10000" },
+};
+
+static const char *speed_string(enum libusb_speed speed)
 {
-	switch (speed) {
-	case LIBUSB_SPEED_LOW:
-		return "1.5";
-	case LIBUSB_SPEED_FULL:
-		return "12";
-	case LIBUSB_SPEED_HIGH:
-		return "480";
-	case LIBUSB_SPEED_SUPER:
-		return "5000";
-	case LIBUSB_SPEED_SUPER_PLUS:
-		return "10000";
-	default:
-		return NULL;
+	for (size_t i = 0; i < sizeof(speeds) / sizeof(*speeds); i++)
+		if (speeds[i].speed == speed)
+			return speeds[i].text;
+	return NULL;
+}
+
+static enum libusb_speed speed_parse(const char *text)
+{
+	for (size_t i = 0; i < sizeof(speeds) / sizeof(*speeds); i++)
+		if (strcmp(speeds[i].text, text) == 0)
+			return speeds[i].speed;
+	return LIBUSB_SPEED_UNKNOWN;
+}
+
+/* The first @size bytes (or fewer) of the sysfs file @name of the device
+ * @devpath into @buf; their count in *@ret_len. A longer file is cut, as a
+ * value of the tree is. */
+static int read_file(const char *devpath, const char *name, void *buf, size_t size,
+		     size_t *ret_len)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "/sys%s/%s", devpath, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	/* O_NONBLOCK: a FIFO put where a sysfs file was expected must not
+	 * hang the monitor */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	size_t len = 0;
+	int r = 0;
+	while (len < size) {
+		ssize_t n = read(fd, (char *)buf + len, size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = -errno;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
 	}
+	close(fd);
+	if (r == 0)
+		*ret_len = len;
+	return r;
+}
+
+/* The sysfs attribute @name of the device @devpath, its first line, into
+ * @buf (cut to @size - 1 bytes); its length, or -errno when it cannot be
+ * read. */
+static int read_attr(const char *devpath, const char *name, char *buf, size_t size)
+{
+	size_t len;
+	int r = read_file(devpath, name, buf, size - 1, &len);
+	if (r < 0)
+		return r;
+	buf[len] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return (int)strlen(buf);
 }
 
 /* A string the device reports, whichever way it came (sysfs or libusb):
@@ -124,24 +182,17 @@ static int set_string(struct dm_record *rec, const char *name, const char *value
 /* Values only sysfs has without opening the device (the hub's port count,
  * the configuration's string), and, with @strings, the string descriptors
  * the kernel read. */
-static int set_from_sysfs(struct dm_record *rec, struct udev *udev, bool strings)
+static int set_from_sysfs(struct dm_record *rec, bool strings)
 {
 	static const char *const always[] = { "maxchild", "configuration", NULL };
 	static const char *const fallback[] = { "manufacturer", "product", "serial", NULL };
-	char syspath[4096];
-	snprintf(syspath, sizeof(syspath), "/sys%s", rec->devpath);
-	struct udev_device *d = udev ? udev_device_new_from_syspath(udev, syspath) : NULL;
-	if (!d)
-		return 0;
 	int r = 0;
 	for (int pass = 0; pass < (strings ? 2 : 1); pass++)
 		for (const char *const *k = pass ? fallback : always; *k; k++) {
-			const char *v = udev_device_get_sysattr_value(d, *k);
-			if (!v)
-				continue;
-			r |= set_string(rec, *k, v);
+			char buf[DM_ATTR_MAX];
+			if (read_attr(rec->devpath, *k, buf, sizeof(buf)) >= 0)
+				r |= set_string(rec, *k, buf);
 		}
-	udev_device_unref(d);
 	return r ? -ENOMEM : 0;
 }
 
@@ -150,10 +201,10 @@ static int set_from_sysfs(struct dm_record *rec, struct udev *udev, bool strings
  * wakes nothing. The device is opened only for a string it has and sysfs
  * does not show, since opening a device resumes it from runtime suspend.
  */
-static int set_strings(struct dm_record *rec, struct udev *udev, libusb_device *dev,
+static int set_strings(struct dm_record *rec, libusb_device *dev,
 		       const struct libusb_device_descriptor *dd)
 {
-	int r = set_from_sysfs(rec, udev, true);
+	int r = set_from_sysfs(rec, true);
 	if (r < 0)
 		return r;
 	const struct {
@@ -182,60 +233,87 @@ static int set_strings(struct dm_record *rec, struct udev *udev, libusb_device *
 	return r ? -ENOMEM : 0;
 }
 
-static int fill_interfaces(struct dm_scan *s, const char *devname, struct udev_hwdb *hwdb,
-			   const struct libusb_config_descriptor *cfg)
+/* The record of one interface of the device @devname in its configuration
+ * @config, from the interface's first altsetting @id (sysfs shows that one
+ * until a driver changes it, and so does libusb without opening the
+ * device). An interface sysfs does not have (not configured) is skipped. */
+static int fill_interface(struct dm_scan *s, const char *devname, struct udev_hwdb *hwdb,
+			  uint8_t config, const struct libusb_interface_descriptor *id)
 {
-	int r = 0;
-	for (int i = 0; i < cfg->bNumInterfaces; i++) {
-		const struct libusb_interface *intf = &cfg->interface[i];
-		if (intf->num_altsetting < 1)
-			continue;
-		/* the current altsetting; sysfs shows the first until a driver
-		 * changes it, and so does libusb without opening the device */
-		const struct libusb_interface_descriptor *id = &intf->altsetting[0];
-		/* a root hub "usbN" names its interfaces "N-0:C.I" */
-		char name[128];
-		if (strncmp(devname, "usb", 3) == 0)
-			snprintf(name, sizeof(name), "%s-0:%d.%d", devname + 3,
-				 cfg->bConfigurationValue, id->bInterfaceNumber);
-		else
-			snprintf(name, sizeof(name), "%s:%d.%d", devname, cfg->bConfigurationValue,
-				 id->bInterfaceNumber);
-		struct dm_record *rec = dm_scan_find_by_name(s, "usb", name);
-		if (!rec)
-			continue; /* not in sysfs: not configured */
-		r |= set_fmt(rec, "bInterfaceNumber", "%02x", id->bInterfaceNumber);
-		r |= set_fmt(rec, "bAlternateSetting", "%2d", id->bAlternateSetting);
-		r |= set_fmt(rec, "altsetting", "%d", id->bAlternateSetting);
-		r |= set_fmt(rec, "bInterfaceClass", "%02x", id->bInterfaceClass);
-		r |= set_fmt(rec, "bInterfaceSubClass", "%02x", id->bInterfaceSubClass);
-		r |= set_fmt(rec, "bInterfaceProtocol", "%02x", id->bInterfaceProtocol);
-		r |= set_fmt(rec, "bNumEndpoints", "%02x", id->bNumEndpoints);
-		char key[128];
-		/* the class names lsusb -v prints, from the same database */
-		char cbuf[128], pbuf[128], label[300];
-		snprintf(key, sizeof(key), "usb:v*p*d*dc%02X*", id->bInterfaceClass);
-		const char *cls = hwdb_get(hwdb, key, "ID_USB_CLASS_FROM_DATABASE", cbuf, sizeof(cbuf));
-		snprintf(key, sizeof(key), "usb:v*p*d*dc%02Xdsc%02Xdp%02X*", id->bInterfaceClass,
-			 id->bInterfaceSubClass, id->bInterfaceProtocol);
-		const char *proto =
-			hwdb_get(hwdb, key, "ID_USB_PROTOCOL_FROM_DATABASE", pbuf, sizeof(pbuf));
-		if (cls && proto)
-			snprintf(label, sizeof(label), "%s (%s)", cls, proto);
-		else if (cls)
-			snprintf(label, sizeof(label), "%s", cls);
-		else
-			snprintf(label, sizeof(label), "Interface %d class %02x",
-				 id->bInterfaceNumber, id->bInterfaceClass);
-		r |= dm_record_set(rec, "name", label);
-		if (!rec->bus)
-			r |= dm_record_set_string(&rec->bus, "usb");
-	}
+	/* a root hub "usbN" names its interfaces "N-0:C.I" */
+	char name[128];
+	if (strncmp(devname, "usb", 3) == 0)
+		snprintf(name, sizeof(name), "%s-0:%d.%d", devname + 3, config, id->bInterfaceNumber);
+	else
+		snprintf(name, sizeof(name), "%s:%d.%d", devname, config, id->bInterfaceNumber);
+	struct dm_record *rec = dm_scan_find_by_name(s, "usb", name);
+	if (!rec)
+		return 0;
+	int r = set_fmt(rec, "bInterfaceNumber", "%02x", id->bInterfaceNumber);
+	r |= set_fmt(rec, "bAlternateSetting", "%2d", id->bAlternateSetting);
+	r |= set_fmt(rec, "altsetting", "%d", id->bAlternateSetting);
+	r |= set_fmt(rec, "bInterfaceClass", "%02x", id->bInterfaceClass);
+	r |= set_fmt(rec, "bInterfaceSubClass", "%02x", id->bInterfaceSubClass);
+	r |= set_fmt(rec, "bInterfaceProtocol", "%02x", id->bInterfaceProtocol);
+	r |= set_fmt(rec, "bNumEndpoints", "%02x", id->bNumEndpoints);
+	char key[128];
+	/* the class names lsusb -v prints, from the same database */
+	char cbuf[128], pbuf[128], label[300];
+	snprintf(key, sizeof(key), "usb:v*p*d*dc%02X*", id->bInterfaceClass);
+	const char *cls = hwdb_get(hwdb, key, "ID_USB_CLASS_FROM_DATABASE", cbuf, sizeof(cbuf));
+	snprintf(key, sizeof(key), "usb:v*p*d*dc%02Xdsc%02Xdp%02X*", id->bInterfaceClass,
+		 id->bInterfaceSubClass, id->bInterfaceProtocol);
+	const char *proto = hwdb_get(hwdb, key, "ID_USB_PROTOCOL_FROM_DATABASE", pbuf, sizeof(pbuf));
+	if (cls && proto)
+		snprintf(label, sizeof(label), "%s (%s)", cls, proto);
+	else if (cls)
+		snprintf(label, sizeof(label), "%s", cls);
+	else
+		snprintf(label, sizeof(label), "Interface %d class %02x", id->bInterfaceNumber,
+			 id->bInterfaceClass);
+	r |= dm_record_set(rec, "name", label);
+	if (!rec->bus)
+		r |= dm_record_set_string(&rec->bus, "usb");
 	return r ? -ENOMEM : 0;
 }
 
-static int fill_device(struct dm_scan *s, struct udev *udev, struct udev_hwdb *hwdb,
-		       libusb_device *dev)
+/* The device's values from its descriptor, address and speed. */
+static int set_device(struct dm_record *rec, struct udev_hwdb *hwdb,
+		      const struct libusb_device_descriptor *dd, int busnum, int devnum,
+		      enum libusb_speed speed)
+{
+	int r = set_fmt(rec, "idVendor", "%04x", dd->idVendor);
+	r |= set_fmt(rec, "idProduct", "%04x", dd->idProduct);
+	r |= set_fmt(rec, "bcdDevice", "%04x", dd->bcdDevice);
+	r |= set_fmt(rec, "version", "%2x.%02x", dd->bcdUSB >> 8, dd->bcdUSB & 0xff);
+	r |= set_fmt(rec, "bDeviceClass", "%02x", dd->bDeviceClass);
+	r |= set_fmt(rec, "bDeviceSubClass", "%02x", dd->bDeviceSubClass);
+	r |= set_fmt(rec, "bDeviceProtocol", "%02x", dd->bDeviceProtocol);
+	r |= set_fmt(rec, "bMaxPacketSize0", "%d", dd->bMaxPacketSize0);
+	r |= set_fmt(rec, "bNumConfigurations", "%d", dd->bNumConfigurations);
+	r |= set_fmt(rec, "busnum", "%d", busnum);
+	r |= set_fmt(rec, "devnum", "%d", devnum);
+	if (speed_string(speed))
+		r |= dm_record_set(rec, "speed", speed_string(speed));
+	if (!rec->bus)
+		r |= dm_record_set_string(&rec->bus, "usb");
+	r |= set_device_name(rec, hwdb, dd);
+	return r ? -ENOMEM : 0;
+}
+
+/* The device's values from its active configuration's descriptor. */
+static int set_config(struct dm_record *rec, const struct libusb_config_descriptor *cfg,
+		      enum libusb_speed speed)
+{
+	int r = set_fmt(rec, "bConfigurationValue", "%d", cfg->bConfigurationValue);
+	r |= set_fmt(rec, "bNumInterfaces", "%2d", cfg->bNumInterfaces);
+	r |= set_fmt(rec, "bmAttributes", "%2x", cfg->bmAttributes);
+	/* bMaxPower counts 2 mA units, 8 mA from SuperSpeed on */
+	r |= set_fmt(rec, "bMaxPower", "%dmA", cfg->MaxPower * (speed >= LIBUSB_SPEED_SUPER ? 8 : 2));
+	return r ? -ENOMEM : 0;
+}
+
+static int fill_device(struct dm_scan *s, struct udev_hwdb *hwdb, libusb_device *dev)
 {
 	struct libusb_device_descriptor dd;
 	int r = usb_errno(libusb_get_device_descriptor(dev, &dd));
@@ -252,48 +330,24 @@ static int fill_device(struct dm_scan *s, struct udev *udev, struct udev_hwdb *h
 		len += snprintf(name + len, sizeof(name) - len, "%s%d", i ? "." : "", ports[i]);
 	struct dm_record *rec = dm_scan_find_by_name(s, "usb", name);
 	if (!rec) {
-		if (!s->partial)
-			log_warn("usb %s: no sysfs record for it; skipped", name);
+		log_warn("usb %s: no sysfs record for it; skipped", name);
 		return 0;
 	}
 
-	r = set_fmt(rec, "idVendor", "%04x", dd.idVendor);
-	r |= set_fmt(rec, "idProduct", "%04x", dd.idProduct);
-	r |= set_fmt(rec, "bcdDevice", "%04x", dd.bcdDevice);
-	r |= set_fmt(rec, "version", "%2x.%02x", dd.bcdUSB >> 8, dd.bcdUSB & 0xff);
-	r |= set_fmt(rec, "bDeviceClass", "%02x", dd.bDeviceClass);
-	r |= set_fmt(rec, "bDeviceSubClass", "%02x", dd.bDeviceSubClass);
-	r |= set_fmt(rec, "bDeviceProtocol", "%02x", dd.bDeviceProtocol);
-	r |= set_fmt(rec, "bMaxPacketSize0", "%d", dd.bMaxPacketSize0);
-	r |= set_fmt(rec, "bNumConfigurations", "%d", dd.bNumConfigurations);
-	r |= set_fmt(rec, "busnum", "%d", libusb_get_bus_number(dev));
-	r |= set_fmt(rec, "devnum", "%d", libusb_get_device_address(dev));
-	const char *speed = speed_string(libusb_get_device_speed(dev));
-	if (speed)
-		r |= dm_record_set(rec, "speed", speed);
-	if (!rec->bus)
-		r |= dm_record_set_string(&rec->bus, "usb");
-	r |= set_device_name(rec, hwdb, &dd);
-	if (r)
-		return -ENOMEM;
-	r = set_strings(rec, udev, dev, &dd);
-	if (r < 0)
-		return r;
-
+	enum libusb_speed speed = (enum libusb_speed)libusb_get_device_speed(dev);
+	r = set_device(rec, hwdb, &dd, libusb_get_bus_number(dev),
+		       libusb_get_device_address(dev), speed);
+	if (r == 0)
+		r = set_strings(rec, dev, &dd);
 	struct libusb_config_descriptor *cfg;
-	if (libusb_get_active_config_descriptor(dev, &cfg) == 0) {
-		r = set_fmt(rec, "bConfigurationValue", "%d", cfg->bConfigurationValue);
-		r |= set_fmt(rec, "bNumInterfaces", "%2d", cfg->bNumInterfaces);
-		r |= set_fmt(rec, "bmAttributes", "%2x", cfg->bmAttributes);
-		/* bMaxPower counts 2 mA units, 8 mA from SuperSpeed on */
-		r |= set_fmt(rec, "bMaxPower", "%dmA",
-			     cfg->MaxPower * (libusb_get_device_speed(dev) >= LIBUSB_SPEED_SUPER ? 8 : 2));
-		if (r == 0)
-			r = fill_interfaces(s, name, hwdb, cfg);
-		else
-			r = -ENOMEM;
-		libusb_free_config_descriptor(cfg);
-	}
+	if (r < 0 || libusb_get_active_config_descriptor(dev, &cfg) != 0)
+		return r;
+	r = set_config(rec, cfg, speed);
+	for (int i = 0; r == 0 && i < cfg->bNumInterfaces; i++)
+		if (cfg->interface[i].num_altsetting > 0)
+			r = fill_interface(s, name, hwdb, cfg->bConfigurationValue,
+					   &cfg->interface[i].altsetting[0]);
+	libusb_free_config_descriptor(cfg);
 	return r;
 }
 
@@ -307,7 +361,10 @@ static int usb_fail(const char *call, int e)
 	return usb_errno(e);
 }
 
-static int usb_scan(struct dm_scan *s)
+/* Every device libusb enumerates, in a context of this scan's own: a
+ * rescan after lost events must not ask a context that may have lost the
+ * same events. */
+static int scan_libusb(struct dm_scan *s, struct udev_hwdb *hwdb)
 {
 	libusb_context *ctx;
 	int e = libusb_init(&ctx);
@@ -315,11 +372,6 @@ static int usb_scan(struct dm_scan *s)
 		return usb_fail("libusb_init", e);
 	int r = 0;
 	libusb_set_option(ctx, LIBUSB_OPTION_LOG_LEVEL, LIBUSB_LOG_LEVEL_NONE);
-	struct udev *udev = udev_new();
-	struct udev_hwdb *hwdb = udev ? udev_hwdb_new(udev) : NULL;
-	if (!hwdb)
-		log_warn("usb: no udev hwdb: devices are named by their ids");
-
 	libusb_device **list;
 	ssize_t n = libusb_get_device_list(ctx, &list);
 	if (n < 0) {
@@ -327,7 +379,7 @@ static int usb_scan(struct dm_scan *s)
 		goto out;
 	}
 	for (ssize_t i = 0; i < n; i++) {
-		r = fill_device(s, udev, hwdb, list[i]);
+		r = fill_device(s, hwdb, list[i]);
 		if (r == -ENOMEM)
 			break;
 		if (r < 0)
@@ -337,9 +389,202 @@ static int usb_scan(struct dm_scan *s)
 	}
 	libusb_free_device_list(list, 1);
 out:
+	libusb_exit(ctx);
+	return r;
+}
+
+/*
+ * sysfs's "descriptors" file: the device descriptor, then the descriptors of
+ * each configuration (wTotalLength bytes each) as the kernel read them from
+ * the device, little-endian. libusb's Linux backend reads the same file.
+ */
+#define DESCRIPTORS_MAX 65536
+/* libusb's limit too */
+#define INTERFACES_MAX 32
+
+static uint16_t le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static int parse_device_descriptor(const uint8_t *p, size_t len,
+				   struct libusb_device_descriptor *dd)
+{
+	if (len < LIBUSB_DT_DEVICE_SIZE || p[1] != LIBUSB_DT_DEVICE)
+		return -EBADMSG;
+	*dd = (struct libusb_device_descriptor){
+		.bLength = p[0],
+		.bDescriptorType = p[1],
+		.bcdUSB = le16(p + 2),
+		.bDeviceClass = p[4],
+		.bDeviceSubClass = p[5],
+		.bDeviceProtocol = p[6],
+		.bMaxPacketSize0 = p[7],
+		.idVendor = le16(p + 8),
+		.idProduct = le16(p + 10),
+		.bcdDevice = le16(p + 12),
+		.iManufacturer = p[14],
+		.iProduct = p[15],
+		.iSerialNumber = p[16],
+		.bNumConfigurations = p[17],
+	};
+	return 0;
+}
+
+/* The descriptors of the configuration whose value is @value (its header
+ * into @cfg, with no interfaces), or NULL. */
+static const uint8_t *find_config(const uint8_t *p, size_t len, uint8_t value,
+				  struct libusb_config_descriptor *cfg, size_t *ret_len)
+{
+	for (size_t off = LIBUSB_DT_DEVICE_SIZE; off + LIBUSB_DT_CONFIG_SIZE <= len;) {
+		const uint8_t *c = p + off;
+		size_t total = le16(c + 2);
+		if (c[1] != LIBUSB_DT_CONFIG || total < LIBUSB_DT_CONFIG_SIZE || total > len - off)
+			return NULL;
+		if (c[5] == value) {
+			*cfg = (struct libusb_config_descriptor){
+				.bLength = c[0],
+				.bDescriptorType = c[1],
+				.wTotalLength = (uint16_t)total,
+				.bNumInterfaces = c[4],
+				.bConfigurationValue = c[5],
+				.iConfiguration = c[6],
+				.bmAttributes = c[7],
+				.MaxPower = c[8],
+			};
+			*ret_len = total;
+			return c;
+		}
+		off += total;
+	}
+	return NULL;
+}
+
+/* The first altsetting of each interface of a configuration, in the order
+ * libusb lists them: a run of interface descriptors with one number is one
+ * interface's altsettings. Returns how many. */
+static size_t parse_interfaces(const uint8_t *c, size_t len, size_t max,
+			       struct libusb_interface_descriptor *ids)
+{
+	size_t n = 0;
+	for (size_t off = c[0]; off + 2 <= len && c[off] >= 2 && c[off] <= len - off;
+	     off += c[off]) {
+		const uint8_t *d = c + off;
+		if (d[1] != LIBUSB_DT_INTERFACE || d[0] < LIBUSB_DT_INTERFACE_SIZE ||
+		    (n && ids[n - 1].bInterfaceNumber == d[2]))
+			continue;
+		if (n == max)
+			break;
+		ids[n++] = (struct libusb_interface_descriptor){
+			.bLength = d[0],
+			.bDescriptorType = d[1],
+			.bInterfaceNumber = d[2],
+			.bAlternateSetting = d[3],
+			.bNumEndpoints = d[4],
+			.bInterfaceClass = d[5],
+			.bInterfaceSubClass = d[6],
+			.bInterfaceProtocol = d[7],
+			.iInterface = d[8],
+		};
+	}
+	return n;
+}
+
+/* The USB device @devpath: its record @rec (NULL: the model has it, only
+ * its interfaces' records are filled) and its interfaces' records, from
+ * sysfs. */
+static int fill_device_sysfs(struct dm_scan *s, struct udev_hwdb *hwdb, const char *devpath,
+			     struct dm_record *rec, uint8_t *buf)
+{
+	size_t len = 0;
+	struct libusb_device_descriptor dd;
+	int r = read_file(devpath, "descriptors", buf, DESCRIPTORS_MAX, &len);
+	if (r == 0)
+		r = parse_device_descriptor(buf, len, &dd);
+	if (r < 0)
+		return r;
+	char speed[16], value[16];
+	enum libusb_speed sp = read_attr(devpath, "speed", speed, sizeof(speed)) >= 0
+				       ? speed_parse(speed) : LIBUSB_SPEED_UNKNOWN;
+	if (rec) {
+		char busnum[16], devnum[16];
+		if (read_attr(devpath, "busnum", busnum, sizeof(busnum)) < 0 ||
+		    read_attr(devpath, "devnum", devnum, sizeof(devnum)) < 0)
+			return -ENODATA;
+		r = set_device(rec, hwdb, &dd, atoi(busnum), atoi(devnum), sp);
+		if (r == 0)
+			r = set_from_sysfs(rec, true);
+	}
+	/* the active configuration (none: the device is not configured) */
+	struct libusb_config_descriptor cfg;
+	const uint8_t *c;
+	size_t clen;
+	if (r < 0 || read_attr(devpath, "bConfigurationValue", value, sizeof(value)) <= 0 ||
+	    !(c = find_config(buf, len, (uint8_t)atoi(value), &cfg, &clen)))
+		return r;
+	if (rec)
+		r = set_config(rec, &cfg, sp);
+	struct libusb_interface_descriptor ids[INTERFACES_MAX];
+	size_t n = parse_interfaces(c, clen, cfg.bNumInterfaces < INTERFACES_MAX
+						     ? cfg.bNumInterfaces : INTERFACES_MAX, ids);
+	const char *name = strrchr(devpath, '/') + 1;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = fill_interface(s, name, hwdb, cfg.bConfigurationValue, &ids[i]);
+	return r;
+}
+
+/*
+ * Hotplug: the devices an event brought, from sysfs alone. The kernel shows
+ * there the descriptors libusb's Linux backend reads (and busnum, devnum,
+ * speed, bConfigurationValue), so the values are the ones a full scan gets
+ * from libusb, without a libusb context per run of events, whose set-up (an
+ * enumeration of the whole bus, a udev monitor and a thread) was the main
+ * cost of a burst, and whose own monitor socket may hear an event later
+ * than the daemon's. What is lost: a string the device has and sysfs does
+ * not show is not read from the device (the full scan opens it).
+ */
+static int scan_sysfs(struct dm_scan *s, struct udev_hwdb *hwdb)
+{
+	uint8_t *buf = malloc(DESCRIPTORS_MAX);
+	if (!buf)
+		return -ENOMEM;
+	int r = 0;
+	const char *done = NULL; /* the device last read for its interfaces */
+	for (size_t i = 0; i < s->n && r != -ENOMEM; i++) {
+		struct dm_record *rec = s->recs[i];
+		if (rec->known || !rec->subsystem || strcmp(rec->subsystem, "usb") != 0)
+			continue;
+		/* sysfs names interfaces "<device>:<config>.<number>"; a new
+		 * device brings its interfaces along, a new interface of a
+		 * device the model has is read from that device */
+		const char *devpath = rec->devpath;
+		if (strchr(rec->name, ':')) {
+			struct dm_record *dev = rec->parent ? dm_scan_find(s, rec->parent) : NULL;
+			if (!rec->parent || (dev && !dev->known) || (done && strcmp(done, rec->parent) == 0))
+				continue;
+			devpath = rec->parent;
+			rec = NULL;
+		}
+		r = fill_device_sysfs(s, hwdb, devpath, rec, buf);
+		if (r < 0 && r != -ENOMEM) {
+			log_warn("usb %s: %s", devpath, strerror(-r));
+			r = 0;
+		}
+		done = devpath;
+	}
+	free(buf);
+	return r;
+}
+
+static int usb_scan(struct dm_scan *s)
+{
+	struct udev *udev = s->hwdb ? NULL : udev_new();
+	struct udev_hwdb *hwdb = s->hwdb ? udev_hwdb_ref(s->hwdb) : udev ? udev_hwdb_new(udev) : NULL;
+	if (!hwdb && !s->partial)
+		log_warn("usb: no udev hwdb: devices are named by their ids");
+	int r = s->partial ? scan_sysfs(s, hwdb) : scan_libusb(s, hwdb);
 	udev_hwdb_unref(hwdb);
 	udev_unref(udev);
-	libusb_exit(ctx);
 	return r;
 }
 

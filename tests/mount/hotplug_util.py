@@ -66,10 +66,12 @@ def event(d, action, path):
     return wait_event(d, action, path)
 
 
-def wait_rescan(d, timeout=30):
-    """The report "<why> added=N removed=N changed=N" of the next rescan."""
-    line = d.wait_status(lambda line: line.startswith("STATUS=hotplug rescan "),
-                         timeout=timeout)
+def wait_rescan(d, timeout=30, after=0):
+    """The report "<why> added=N removed=N changed=N" of the next rescan
+    that came after the daemon saw seqnum @after (its report's seqnum is the
+    highest the daemon had seen)."""
+    line = d.wait_status(lambda line: line.startswith("STATUS=hotplug rescan ") and
+                         int(line.rsplit(" ", 1)[1]) > after, timeout=timeout)
     return line[len("STATUS=hotplug rescan "):].rsplit(" ", 1)[0]
 
 
@@ -85,7 +87,7 @@ def devpaths_in_mount(d):
 def devpaths_in_testbed(d):
     """What the tree must hold for the testbed as it is now, asked of libudev
     itself (the test process runs under umockdev, so libudev reads the
-    testbed): every device udev enumerates and every device above one, and
+    testbed; outside umockdev, this machine): every device udev enumerates and every device above one, and
     the containers /devices/system and /devices/virtual above theirs."""
     import ctypes
     lib = ctypes.CDLL("libudev.so.1")
@@ -155,8 +157,9 @@ class Sender:
     sockets in the testbed, with seqnums of our choosing.
 
     The daemon's socket takes net.unix.max_dgram_qlen datagrams. When it is
-    full, blocking=False drops the event (counted in .dropped), as the kernel
-    drops a netlink message on an overrun; blocking=True waits for room, and
+    full, blocking=False drops the event (counted in .dropped, the highest
+    seqnum dropped in .last_dropped), as the kernel drops a netlink message
+    on an overrun; blocking=True waits for room, and
     meanwhile takes in the daemon's sd_notify reports (kept for wait_status),
     since the daemon may itself be waiting for room on that socket. The
     daemon must hear no other sender (umockdev's own events go elsewhere
@@ -170,6 +173,7 @@ class Sender:
         self.seqnum = first_seqnum
         self.blocking = blocking
         self.dropped = 0
+        self.last_dropped = 0
         self.socks = []
         for n in os.listdir(self.root):
             if n.startswith("event") and n[5:].isdigit():
@@ -198,7 +202,7 @@ class Sender:
         finally:
             self.d.sock.setblocking(True)
 
-    def _send_one(self, sock, msg):
+    def _send_one(self, sock, msg, seqnum):
         while True:
             try:
                 sock.send(msg)
@@ -206,6 +210,7 @@ class Sender:
             except BlockingIOError:
                 if not self.blocking:
                     self.dropped += 1
+                    self.last_dropped = max(self.last_dropped, seqnum)
                     return
             readable, writable, _ = select.select([self.d.sock], [sock], [], 60)
             if not readable and not writable:
@@ -225,7 +230,7 @@ class Sender:
         header = struct.pack("=8sIIIIIIII", b"libudev", socket.htonl(self.MAGIC), 40, 40,
                              len(body), 0, 0, 0, 0)
         for sock in self.socks:
-            self._send_one(sock, header + body)
+            self._send_one(sock, header + body, seqnum)
         return seqnum
 
     def close(self):

@@ -15,6 +15,41 @@ from hotplug_util import (HERE, HUB2, KBD, ROOT_HUB2, STICK, TESTBED, blocks, de
                           devpaths_in_mount, event, read, under, wait_event, without)
 
 
+class SocketsBound:
+    """The names of the uevent sockets bound in the testbed while in the
+    block (umockdev binds one per netlink socket a monitor opens, after
+    unlinking whatever had that name), seen with inotify."""
+
+    IN_CREATE, IN_NONBLOCK = 0x100, 0o4000
+
+    def __init__(self, d):
+        import ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.root = d.testbed.get_root_dir()
+
+    def __enter__(self):
+        self.fd = self.libc.inotify_init1(self.IN_NONBLOCK)
+        assert self.fd >= 0 and self.libc.inotify_add_watch(
+            self.fd, self.root.encode(), self.IN_CREATE) >= 0
+        return self
+
+    def __exit__(self, *exc):
+        import struct
+        self.names = []
+        try:
+            while True:
+                buf = os.read(self.fd, 65536)
+                while buf:
+                    _wd, _mask, _cookie, length = struct.unpack_from("iIII", buf)
+                    name = buf[16:16 + length].rstrip(b"\0").decode()
+                    if name.startswith("event"):
+                        self.names.append(name)
+                    buf = buf[16 + length:]
+        except BlockingIOError:
+            pass
+        os.close(self.fd)
+
+
 @pytest.fixture
 def d(tmp_path):
     # the machine without the keyboard: it is plugged in by the test
@@ -30,9 +65,14 @@ def test_plug_in_a_keyboard(d):
     assert "1-1.2.1" not in listing_before
     # one device at a time, parents first, as the kernel announces them:
     # umockdev sends the "add" uevent of each device it adds
-    for b in (b for b in blocks(TESTBED) if under(b, KBD)):
-        assert d.testbed.add_from_string(b + "\n")
-        wait_event(d, "add", devpath(b))
+    with SocketsBound(d) as bound:
+        for b in (b for b in blocks(TESTBED) if under(b, KBD)):
+            assert d.testbed.add_from_string(b + "\n")
+            wait_event(d, "add", devpath(b))
+    # no monitor of a library came and went meanwhile (a libusb context per
+    # run of events did, and umockdev's sender aborted when such a socket
+    # went between its listing and its connect)
+    assert not bound.names, f"uevent sockets bound during hotplug: {bound.names}"
     assert read(d, "root", kbd_place, "idVendor") == "05f3\n"
     assert "Kinesis" in read(d, "root", kbd_place, "name")
     # the views follow: bus listing, driver link, class interface
@@ -155,9 +195,27 @@ def test_naming_policy_runs_outside_the_daemon(with_helper):
     assert os.path.lexists(links / "block" / "sda")  # the other disk stays
 
 
+def values_below(d, place):
+    """{file under root/@place: its content} for the device files of that
+    subtree (not the pm/ controls, which read the testbed live)."""
+    found = {}
+    top = d.path("root", place)
+    for dirpath, dirs, files in os.walk(top):
+        dirs[:] = [x for x in dirs if x != "pm"]
+        for f in files:
+            path = os.path.join(dirpath, f)
+            with open(path) as fh:
+                found[os.path.relpath(path, top)] = fh.read()
+    return found
+
+
 def test_unplug_and_replug_a_hub_with_devices_behind_it(full):
     d = full
     before = devpaths_in_mount(d)
+    # as the enumeration at start filled them (libusb): hotplug fills them
+    # from sysfs, with the same values
+    values = values_below(d, ROOT_HUB2)
+    assert values["1-1.2.1/idVendor"] == "05f3\n" and values["1-1.2.1/1-1.2.1:1.0/bInterfaceClass"]
     hub = [b for b in blocks(TESTBED) if under(b, HUB2)]  # file order: parents first
     assert len(hub) > 10 and HUB2 in before
     # unplug: the kernel announces children first
@@ -174,3 +232,8 @@ def test_unplug_and_replug_a_hub_with_devices_behind_it(full):
     assert devpaths_in_mount(d) == before
     assert os.path.realpath(d.path("bus", "usb", "devices", "1-1.2.3")) == \
         d.path("root", before[STICK])
+    replugged = values_below(d, ROOT_HUB2)
+    differ = {f: (v, replugged.get(f)) for f, v in values.items() if replugged.get(f) != v}
+    assert not differ and set(replugged) == set(values), \
+        f"replugged devices show what they showed at start: {differ} " \
+        f"{sorted(set(replugged) ^ set(values))}"
