@@ -853,56 +853,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
-/* Offsets: 0 ".", 1 "..", 2 + i the i-th entry of the listing. */
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+/* One reply of the listing of @ino from offset @off (0 ".", 1 "..", 2 + i
+ * the i-th entry); with @plus each entry carries its attributes, so that
+ * `ls -l` and `find` need no lookup per entry, and counts as one lookup. */
+static void reply_listing(fuse_req_t req, struct dm_fs *fs, fuse_ino_t ino, size_t size,
+			  off_t off, bool plus)
 {
-	struct dm_fs *fs = req_fs(req, FS_OP_READDIR);
-	struct dir_snapshot *s;
-	char *buf = malloc(size);
-	int r = buf ? snapshot_get(fs, ino, off, &s) : -ENOMEM;
-	if (r < 0) {
-		free(buf);
-		fuse_reply_err(req, -r);
-		return;
-	}
-	size_t len = 0;
-	for (off_t i = off; i < (off_t)s->n + 2; i++) {
-		struct stat st = { 0 };
-		const char *name;
-		if (i < 2) {
-			name = i == 0 ? "." : "..";
-			st.st_ino = ino;
-			st.st_mode = S_IFDIR;
-		} else {
-			const struct dir_entry *e = &s->v[i - 2];
-			name = e->name;
-			st.st_mode = e->type;
-			/* the node's number when the kernel knows it; otherwise a
-			 * number outside the table's range, never 0 */
-			st.st_ino = fs_table_peek(fs->table, ino, name);
-			if (!st.st_ino)
-				st.st_ino = (1ULL << 63) | (uint64_t)i << 32 | (ino & 0xffffffff);
-		}
-		size_t need = fuse_add_direntry(req, buf + len, size - len, name, &st, i + 1);
-		if (need > size - len)
-			break;
-		len += need;
-	}
-	fuse_reply_buf(req, buf, len);
-	if (len == 0)
-		snapshot_done(fs, s, off);
-	snapshot_put(fs, s);
-	free(buf);
-}
-
-/* The same listing with each entry's attributes, so that `ls -l` and `find`
- * need no lookup per entry: each listed entry counts as one lookup. */
-static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-			   struct fuse_file_info *fi)
-{
-	struct dm_fs *fs = req_fs(req, FS_OP_READDIRPLUS);
-	struct dir_snapshot *s;
+	struct dir_snapshot *s = NULL;
 	struct fs_ref dir;
 	char *buf = malloc(size);
 	int r = buf ? fs_table_get(fs->table, ino, &dir) : -ENOMEM;
@@ -926,6 +883,15 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 			name = i == 0 ? "." : "..";
 			e.attr.st_ino = ino;
 			e.attr.st_mode = S_IFDIR;
+		} else if (!plus) {
+			const struct dir_entry *d = &s->v[i - 2];
+			name = d->name;
+			e.attr.st_mode = d->type;
+			/* the node's number when the kernel knows it; otherwise a
+			 * number outside the table's range, never 0 */
+			e.attr.st_ino = fs_table_peek(fs->table, ino, name);
+			if (!e.attr.st_ino)
+				e.attr.st_ino = (1ULL << 63) | (uint64_t)i << 32 | (ino & 0xffffffff);
 		} else {
 			const struct dir_entry *d = &s->v[i - 2];
 			name = d->name;
@@ -948,7 +914,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 			e.generation = gen;
 			e.entry_timeout = ENTRY_TIMEOUT;
 		}
-		size_t need = fuse_add_direntry_plus(req, buf + len, size - len, name, &e, i + 1);
+		size_t need = plus ? fuse_add_direntry_plus(req, buf + len, size - len, name, &e, i + 1)
+				   : fuse_add_direntry(req, buf + len, size - len, name, &e.attr, i + 1);
 		if (need > size - len) {
 			if (child)
 				fs_table_forget(fs->table, child, 1); /* not sent */
@@ -962,6 +929,20 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		snapshot_done(fs, s, off);
 	snapshot_put(fs, s);
 	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_listing(req, req_fs(req, FS_OP_READDIR), ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_listing(req, req_fs(req, FS_OP_READDIRPLUS), ino, size, off, true);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
