@@ -18,13 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Names, static values and the power files change only with the model,
- * and whatever changes the model after the mount invalidates what the
- * kernel cached (see DESIGN.md section 11); so the kernel may keep them
- * long, and a warm walk costs no request at all. Live values (pm/, passed
- * through from sysfs, which changes them unseen) are revalidated at every
- * access instead: attribute timeout 0 and an mtime that moves, with
- * FUSE_CAP_AUTO_INVAL_DATA. */
+/* Names, static values and the power files' attributes change only with
+ * the model, and whatever changes the model after the mount invalidates
+ * what the kernel cached (see DESIGN.md section 11); so the kernel may keep
+ * them long, and a warm walk costs no lookup, getattr or read. Live values
+ * (pm/, passed through from sysfs, which changes them unseen) have their
+ * attributes revalidated at every access instead: attribute timeout 0 and
+ * an mtime that moves. The contents of changing values are never cached:
+ * they are read with direct_io (op_open). */
 #define ENTRY_TIMEOUT 3600.0
 #define ATTR_TIMEOUT 3600.0
 
@@ -41,6 +42,7 @@ enum fs_op {
 	FS_OP_READDIR,
 	FS_OP_READDIRPLUS,
 	FS_OP_OPEN,
+	FS_OP_RELEASE,
 	FS_OP_READ,
 	FS_OP_WRITE,
 	FS_OP_STATFS,
@@ -66,6 +68,7 @@ static const char *const fs_op_names[FS_OP_N] = {
 	[FS_OP_READDIR] = "readdir",
 	[FS_OP_READDIRPLUS] = "readdirplus",
 	[FS_OP_OPEN] = "open",
+	[FS_OP_RELEASE] = "release",
 	[FS_OP_READ] = "read",
 	[FS_OP_WRITE] = "write",
 	[FS_OP_STATFS] = "statfs",
@@ -94,7 +97,6 @@ struct dm_fs {
 	struct fuse_session *se;
 	struct timespec start;
 	bool mounted;
-	bool no_open; /* the kernel skips open/release of files (set at init) */
 	pthread_mutex_t dirs_lock;
 	struct dir_snapshot *dirs; /* listings being read, one per directory */
 
@@ -421,9 +423,9 @@ static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st,
 				*ret_timeout = 0;
 		}
 		/* The size of a cached value is its length. A live value is read
-		 * afresh each time, so 4096 (as sysfs says) serves: a short read
-		 * ends it. An unbounded one is measured, since the kernel reads
-		 * no further than the size. */
+		 * with direct_io, which a plain read() takes past the size, so
+		 * 4096 (as sysfs says) serves; an unbounded one is measured,
+		 * since asynchronous reads (aio, io_uring) stop at the size. */
 		if ((!(fi.flags & DM_ATTR_LIVE) || (fi.flags & DM_ATTR_UNBOUNDED)) &&
 		    (fi.mode & 0444)) {
 			char *buf;
@@ -945,16 +947,39 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	reply_listing(req, req_fs(req, FS_OP_READDIRPLUS), ino, size, off, true);
 }
 
+/* A changing value as one open file reads it: taken by a read at offset 0
+ * (or the first read) and kept for the reads that follow, as sysfs does,
+ * so that reading it in pieces never mixes two values. */
+struct open_value {
+	pthread_mutex_t lock; /* reads of one open file may come in parallel */
+	char *buf;
+	size_t len;
+	bool taken;
+};
+
+static void open_value_free(struct open_value *v)
+{
+	if (!v)
+		return;
+	pthread_mutex_destroy(&v->lock);
+	free(v->buf);
+	free(v);
+}
+
+/*
+ * Every file is opened through the daemon, since only an open can ask for
+ * direct_io: the kernel asks once per connection whether open is answered
+ * (FUSE_CAP_NO_OPEN_SUPPORT), not per file. Static values keep their pages
+ * (keep_cache) and their opens stay cheap: a table look-up, no value.
+ * Changing values (power files, runtime values, the journal) are read with
+ * direct_io from a copy of their own per open: with the page cache the
+ * kernel takes a value's size (getattr) and its page (read) apart, and a
+ * value changing between the two came out torn ("sus", "on\npended\n").
+ */
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_OPEN);
 	struct fs_ref n;
-	if (fs->no_open) {
-		/* once: from then on the kernel opens and releases files by
-		 * itself, keeping pages that live files' mtimes invalidate */
-		fuse_reply_err(req, ENOSYS);
-		return;
-	}
 	int r = fs_table_get(fs->table, ino, &n);
 	if (r < 0) {
 		fuse_reply_err(req, ESTALE);
@@ -977,49 +1002,113 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
-	/* live values are read fresh each time; the others may be cached */
-	if (info.flags & DM_ATTR_LIVE || (fi->flags & O_ACCMODE) != O_RDONLY)
+	bool changing = info.flags & (DM_ATTR_LIVE | DM_ATTR_ANNOUNCED);
+	struct open_value *v = NULL;
+	if (changing && (fi->flags & O_ACCMODE) != O_WRONLY) {
+		v = calloc(1, sizeof(*v));
+		if (!v) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		pthread_mutex_init(&v->lock, NULL);
+		fi->fh = (uint64_t)(uintptr_t)v;
+	}
+	/* writes go to the store whole, one value per write */
+	if (changing || (fi->flags & O_ACCMODE) != O_RDONLY)
 		fi->direct_io = 1;
 	else
 		fi->keep_cache = 1;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		open_value_free(v); /* interrupted: no release will come */
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	req_fs(req, FS_OP_RELEASE);
+	(void)ino;
+	open_value_free((struct open_value *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+/* The whole value of the file @ino: *ret malloc()ed, of *ret_len bytes. */
+static int show_file(struct dm_fs *fs, fuse_ino_t ino, char **ret, size_t *ret_len)
+{
+	struct fs_ref n;
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0)
+		return -ESTALE;
+	if (n.t.kind == FS_DRV_ATTR) {
+		char value[64];
+		r = driver_file_show(n.t.drv, n.name, value, sizeof(value));
+		if (r >= 0 && !(*ret = strdup(value)))
+			r = -ENOMEM;
+		if (r >= 0)
+			*ret_len = (size_t)r;
+	} else {
+		r = n.t.kind == FS_ATTR ? dm_device_show_alloc(n.t.dev, n.t.group, n.name, ret, ret_len)
+					: -EISDIR;
+	}
+	fs_ref_release(&n);
+	if (r == -ENOENT)
+		r = -ENODEV; /* the file went away while open */
+	return r < 0 ? r : 0;
+}
+
+static void reply_part(fuse_req_t req, const char *buf, size_t len, size_t size, off_t off)
+{
+	if ((size_t)off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, buf + off, len - (size_t)off < size ? len - (size_t)off : size);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_READ);
-	struct fs_ref n;
+	struct open_value *v = (struct open_value *)(uintptr_t)fi->fh;
 	char *buf = NULL;
 	size_t len = 0;
-	(void)fi;
-	int r = fs_table_get(fs->table, ino, &n);
-	if (r < 0) {
-		fuse_reply_err(req, ESTALE);
+	int r = 0;
+	if (!v) {
+		/* a static value: the kernel caches its pages */
+		r = show_file(fs, ino, &buf, &len);
+		if (r < 0)
+			fuse_reply_err(req, -r);
+		else
+			reply_part(req, buf, len, size, off);
+		free(buf);
 		return;
 	}
-	if (n.t.kind == FS_DRV_ATTR) {
-		char value[64];
-		r = driver_file_show(n.t.drv, n.name, value, sizeof(value));
-		if (r >= 0 && !(buf = strdup(value)))
+	pthread_mutex_lock(&v->lock);
+	if (off == 0 || !v->taken) {
+		r = show_file(fs, ino, &buf, &len);
+		if (r == 0) {
+			free(v->buf);
+			v->buf = buf;
+			v->len = len;
+			v->taken = true;
+		}
+	}
+	/* The reply goes out after the unlock, from a copy of the part read:
+	 * once it is sent, the file may be closed and released (and @v
+	 * freed) before this thread runs on. */
+	char *part = NULL;
+	len = 0;
+	if (r == 0 && (size_t)off < v->len) {
+		len = v->len - (size_t)off < size ? v->len - (size_t)off : size;
+		part = malloc(len);
+		if (part)
+			memcpy(part, v->buf + off, len);
+		else
 			r = -ENOMEM;
-		len = r >= 0 ? (size_t)r : 0;
-	} else {
-		r = n.t.kind == FS_ATTR ? dm_device_show_alloc(n.t.dev, n.t.group, n.name, &buf, &len)
-					: -EISDIR;
 	}
-	fs_ref_release(&n);
-	if (r == -ENOENT)
-		r = -ENODEV; /* the file went away while open */
-	if (r < 0) {
+	pthread_mutex_unlock(&v->lock);
+	if (r < 0)
 		fuse_reply_err(req, -r);
-		return;
-	}
-	if ((size_t)off >= len)
-		fuse_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, buf + off, len - (size_t)off < size ? len - (size_t)off : size);
-	free(buf);
+		fuse_reply_buf(req, part, len);
+	free(part);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
@@ -1268,12 +1357,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct dm_fs *fs = userdata;
 	atomic_fetch_add_explicit(&fs->requests[FS_OP_INIT], 1, memory_order_relaxed);
-	/* DESIGN.md section 11: no open/release round trips, listings with
-	 * attributes, and page caches that follow a moving mtime */
-	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
-		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
-		fs->no_open = true;
-	}
+	/* DESIGN.md section 11: listings with attributes, and page caches
+	 * that follow a moving mtime. Not the open/release round trips saved
+	 * by answering open ENOSYS (FUSE_CAP_NO_OPEN_SUPPORT): see op_open. */
 	/* Not FUSE_CAP_NO_OPENDIR_SUPPORT, though it saves two requests per
 	 * directory: fusermount3's auto_unmount tells a dead mount by
 	 * open(mountpoint) failing with ENOTCONN, and without opendir that
@@ -1356,6 +1442,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.opendir = op_opendir,
 	.readdir = op_readdir,
 	.open = op_open,
+	.release = op_release,
 	.read = op_read,
 	.write = op_write,
 	.statfs = op_statfs,
