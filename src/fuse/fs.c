@@ -99,6 +99,8 @@ struct dm_fs {
 	bool mounted;
 	pthread_mutex_t dirs_lock;
 	struct dir_snapshot *dirs; /* listings being read, one per directory */
+	pthread_mutex_t opens_lock;
+	struct open_value *opens; /* copies of open files' changing values */
 
 	/* The notifier: invalidations are queued by the model's listener
 	 * (under the model lock, so it only queues) and sent by a thread of
@@ -955,15 +957,47 @@ struct open_value {
 	char *buf;
 	size_t len;
 	bool taken;
+	/* on dm_fs's list, under opens_lock: the session may end before
+	 * the kernel's last releases were served */
+	struct open_value *prev, *next;
 };
 
 static void open_value_free(struct open_value *v)
 {
-	if (!v)
-		return;
 	pthread_mutex_destroy(&v->lock);
 	free(v->buf);
 	free(v);
+}
+
+static struct open_value *open_value_new(struct dm_fs *fs)
+{
+	struct open_value *v = calloc(1, sizeof(*v));
+	if (!v)
+		return NULL;
+	pthread_mutex_init(&v->lock, NULL);
+	pthread_mutex_lock(&fs->opens_lock);
+	v->next = fs->opens;
+	if (fs->opens)
+		fs->opens->prev = v;
+	fs->opens = v;
+	pthread_mutex_unlock(&fs->opens_lock);
+	return v;
+}
+
+/* Drops @v (may be NULL) from the list and frees it. */
+static void open_value_release(struct dm_fs *fs, struct open_value *v)
+{
+	if (!v)
+		return;
+	pthread_mutex_lock(&fs->opens_lock);
+	if (v->prev)
+		v->prev->next = v->next;
+	else
+		fs->opens = v->next;
+	if (v->next)
+		v->next->prev = v->prev;
+	pthread_mutex_unlock(&fs->opens_lock);
+	open_value_free(v);
 }
 
 /*
@@ -1005,12 +1039,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool changing = info.flags & (DM_ATTR_LIVE | DM_ATTR_ANNOUNCED);
 	struct open_value *v = NULL;
 	if (changing && (fi->flags & O_ACCMODE) != O_WRONLY) {
-		v = calloc(1, sizeof(*v));
+		v = open_value_new(fs);
 		if (!v) {
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
-		pthread_mutex_init(&v->lock, NULL);
 		fi->fh = (uint64_t)(uintptr_t)v;
 	}
 	/* writes go to the store whole, one value per write */
@@ -1019,14 +1052,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	else
 		fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		open_value_free(v); /* interrupted: no release will come */
+		open_value_release(fs, v); /* interrupted: no release will come */
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	req_fs(req, FS_OP_RELEASE);
+	struct dm_fs *fs = req_fs(req, FS_OP_RELEASE);
 	(void)ino;
-	open_value_free((struct open_value *)(uintptr_t)fi->fh);
+	open_value_release(fs, (struct open_value *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -1458,6 +1491,7 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
 	pthread_mutex_init(&fs->inval_lock, NULL);
 	pthread_cond_init(&fs->inval_cond, NULL);
 	pthread_mutex_init(&fs->dirs_lock, NULL);
+	pthread_mutex_init(&fs->opens_lock, NULL);
 	int r = fs_table_new(&fs->table);
 	if (r < 0)
 		goto out_free;
@@ -1549,6 +1583,12 @@ void dm_fs_free(struct dm_fs *fs)
 		snapshot_free(d);
 	}
 	pthread_mutex_destroy(&fs->dirs_lock);
+	while (fs->opens) {
+		struct open_value *v = fs->opens;
+		fs->opens = v->next;
+		open_value_free(v);
+	}
+	pthread_mutex_destroy(&fs->opens_lock);
 	fuse_remove_signal_handlers(fs->se);
 	if (fs->mounted)
 		fuse_session_unmount(fs->se);
