@@ -100,7 +100,8 @@ struct dm_fs {
 	pthread_mutex_t dirs_lock;
 	struct dir_snapshot *dirs; /* listings being read, one per directory */
 	pthread_mutex_t opens_lock;
-	struct open_value *opens; /* copies of open files' changing values */
+	struct open_value **opens; /* copies of open files' changing values */
+	size_t n_opens;
 
 	/* The notifier: invalidations are queued by the model's listener
 	 * (under the model lock, so it only queues) and sent by a thread of
@@ -957,45 +958,69 @@ struct open_value {
 	char *buf;
 	size_t len;
 	bool taken;
-	/* on dm_fs's list, under opens_lock: the session may end before
-	 * the kernel's last releases were served */
-	struct open_value *prev, *next;
 };
+
+/* Open copies live in a table the file handle indexes (fh = slot + 1; 0
+ * for a file with none), never cast from the kernel's number; the session
+ * may end before the kernel's last releases were served, and the table
+ * frees what is left. */
+static int open_value_new(struct dm_fs *fs, uint64_t *ret_fh)
+{
+	struct open_value *v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_init(&v->lock, NULL);
+	pthread_mutex_lock(&fs->opens_lock);
+	size_t i = 0;
+	while (i < fs->n_opens && fs->opens[i])
+		i++;
+	if (i == fs->n_opens) {
+		size_t n = fs->n_opens ? fs->n_opens * 2 : 16;
+		struct open_value **t = realloc(fs->opens, n * sizeof(*t));
+		if (!t) {
+			pthread_mutex_unlock(&fs->opens_lock);
+			pthread_mutex_destroy(&v->lock);
+			free(v);
+			return -ENOMEM;
+		}
+		memset(t + fs->n_opens, 0, (n - fs->n_opens) * sizeof(*t));
+		fs->opens = t;
+		fs->n_opens = n;
+	}
+	fs->opens[i] = v;
+	pthread_mutex_unlock(&fs->opens_lock);
+	*ret_fh = i + 1;
+	return 0;
+}
+
+/* The copy of the open file @fh, or NULL. It stays until its release. */
+static struct open_value *open_value_get(struct dm_fs *fs, uint64_t fh)
+{
+	struct open_value *v = NULL;
+	pthread_mutex_lock(&fs->opens_lock);
+	if (fh > 0 && fh <= fs->n_opens)
+		v = fs->opens[fh - 1];
+	pthread_mutex_unlock(&fs->opens_lock);
+	return v;
+}
 
 static void open_value_free(struct open_value *v)
 {
+	if (!v)
+		return;
 	pthread_mutex_destroy(&v->lock);
 	free(v->buf);
 	free(v);
 }
 
-static struct open_value *open_value_new(struct dm_fs *fs)
+static void open_value_release(struct dm_fs *fs, uint64_t fh)
 {
-	struct open_value *v = calloc(1, sizeof(*v));
-	if (!v)
-		return NULL;
-	pthread_mutex_init(&v->lock, NULL);
+	struct open_value *v = NULL;
 	pthread_mutex_lock(&fs->opens_lock);
-	v->next = fs->opens;
-	if (fs->opens)
-		fs->opens->prev = v;
-	fs->opens = v;
-	pthread_mutex_unlock(&fs->opens_lock);
-	return v;
-}
-
-/* Drops @v (may be NULL) from the list and frees it. */
-static void open_value_release(struct dm_fs *fs, struct open_value *v)
-{
-	if (!v)
-		return;
-	pthread_mutex_lock(&fs->opens_lock);
-	if (v->prev)
-		v->prev->next = v->next;
-	else
-		fs->opens = v->next;
-	if (v->next)
-		v->next->prev = v->prev;
+	if (fh > 0 && fh <= fs->n_opens) {
+		v = fs->opens[fh - 1];
+		fs->opens[fh - 1] = NULL;
+	}
 	pthread_mutex_unlock(&fs->opens_lock);
 	open_value_free(v);
 }
@@ -1037,14 +1062,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	bool changing = info.flags & (DM_ATTR_LIVE | DM_ATTR_ANNOUNCED);
-	struct open_value *v = NULL;
 	if (changing && (fi->flags & O_ACCMODE) != O_WRONLY) {
-		v = open_value_new(fs);
-		if (!v) {
-			fuse_reply_err(req, ENOMEM);
+		r = open_value_new(fs, &fi->fh);
+		if (r < 0) {
+			fuse_reply_err(req, -r);
 			return;
 		}
-		fi->fh = (uint64_t)(uintptr_t)v;
 	}
 	/* writes go to the store whole, one value per write */
 	if (changing || (fi->flags & O_ACCMODE) != O_RDONLY)
@@ -1052,14 +1075,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	else
 		fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		open_value_release(fs, v); /* interrupted: no release will come */
+		open_value_release(fs, fi->fh); /* interrupted: no release will come */
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_RELEASE);
 	(void)ino;
-	open_value_release(fs, (struct open_value *)(uintptr_t)fi->fh);
+	open_value_release(fs, fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -1099,7 +1122,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_READ);
-	struct open_value *v = (struct open_value *)(uintptr_t)fi->fh;
+	struct open_value *v = open_value_get(fs, fi->fh);
 	char *buf = NULL;
 	size_t len = 0;
 	int r = 0;
@@ -1583,11 +1606,9 @@ void dm_fs_free(struct dm_fs *fs)
 		snapshot_free(d);
 	}
 	pthread_mutex_destroy(&fs->dirs_lock);
-	while (fs->opens) {
-		struct open_value *v = fs->opens;
-		fs->opens = v->next;
-		open_value_free(v);
-	}
+	for (size_t i = 0; i < fs->n_opens; i++)
+		open_value_free(fs->opens[i]);
+	free(fs->opens);
 	pthread_mutex_destroy(&fs->opens_lock);
 	fuse_remove_signal_handlers(fs->se);
 	if (fs->mounted)
