@@ -110,11 +110,17 @@ static const struct dm_attribute *const pm_attrs[] = {
 	&control_attr, &delay_attr, &wakeup_attr, &status_attr, NULL,
 };
 
-/* Called under the model lock: a stat of sysfs, which blocks on nothing. */
+/* Called under the model lock: a stat of sysfs, which blocks on nothing.
+ * The kernel answers EIO to reads and writes of autosuspend_delay_ms while
+ * the device's driver does not use autosuspend: a control that cannot be
+ * used is left out rather than failing every `grep -r` of the tree (its
+ * read is a field of the device, which blocks on nothing either). */
 static bool pm_visible(struct dm_device *dev, const struct dm_attribute *attr)
 {
-	char path[PATH_MAX];
-	return power_path(dev, attr->name, path, sizeof(path)) == 0 && access(path, F_OK) == 0;
+	char path[PATH_MAX], value[32];
+	if (power_path(dev, attr->name, path, sizeof(path)) < 0 || access(path, F_OK) < 0)
+		return false;
+	return attr != &delay_attr || dm_run_read(path, value, sizeof(value)) != -EIO;
 }
 
 const struct dm_attribute_group dm_sysfs_pm_group = {

@@ -18,13 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Names, static values and the power files change only with the model,
- * and whatever changes the model after the mount invalidates what the
- * kernel cached (see DESIGN.md section 11); so the kernel may keep them
- * long, and a warm walk costs no request at all. Live values (pm/, passed
- * through from sysfs, which changes them unseen) are revalidated at every
- * access instead: attribute timeout 0 and an mtime that moves, with
- * FUSE_CAP_AUTO_INVAL_DATA. */
+/* Names, static values and the power files' attributes change only with
+ * the model, and whatever changes the model after the mount invalidates
+ * what the kernel cached (see DESIGN.md section 11); so the kernel may keep
+ * them long, and a warm walk costs no lookup, getattr or read. Live values
+ * (pm/, passed through from sysfs, which changes them unseen) have their
+ * attributes revalidated at every access instead: attribute timeout 0 and
+ * an mtime that moves. The contents of changing values are never cached:
+ * they are read with direct_io (op_open). */
 #define ENTRY_TIMEOUT 3600.0
 #define ATTR_TIMEOUT 3600.0
 
@@ -41,6 +42,7 @@ enum fs_op {
 	FS_OP_READDIR,
 	FS_OP_READDIRPLUS,
 	FS_OP_OPEN,
+	FS_OP_RELEASE,
 	FS_OP_READ,
 	FS_OP_WRITE,
 	FS_OP_STATFS,
@@ -66,6 +68,7 @@ static const char *const fs_op_names[FS_OP_N] = {
 	[FS_OP_READDIR] = "readdir",
 	[FS_OP_READDIRPLUS] = "readdirplus",
 	[FS_OP_OPEN] = "open",
+	[FS_OP_RELEASE] = "release",
 	[FS_OP_READ] = "read",
 	[FS_OP_WRITE] = "write",
 	[FS_OP_STATFS] = "statfs",
@@ -94,9 +97,11 @@ struct dm_fs {
 	struct fuse_session *se;
 	struct timespec start;
 	bool mounted;
-	bool no_open; /* the kernel skips open/release of files (set at init) */
 	pthread_mutex_t dirs_lock;
 	struct dir_snapshot *dirs; /* listings being read, one per directory */
+	pthread_mutex_t opens_lock;
+	struct open_value **opens; /* copies of open files' changing values */
+	size_t n_opens;
 
 	/* The notifier: invalidations are queued by the model's listener
 	 * (under the model lock, so it only queues) and sent by a thread of
@@ -421,9 +426,9 @@ static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st,
 				*ret_timeout = 0;
 		}
 		/* The size of a cached value is its length. A live value is read
-		 * afresh each time, so 4096 (as sysfs says) serves: a short read
-		 * ends it. An unbounded one is measured, since the kernel reads
-		 * no further than the size. */
+		 * with direct_io, which a plain read() takes past the size, so
+		 * 4096 (as sysfs says) serves; an unbounded one is measured,
+		 * since asynchronous reads (aio, io_uring) stop at the size. */
 		if ((!(fi.flags & DM_ATTR_LIVE) || (fi.flags & DM_ATTR_UNBOUNDED)) &&
 		    (fi.mode & 0444)) {
 			char *buf;
@@ -853,56 +858,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
-/* Offsets: 0 ".", 1 "..", 2 + i the i-th entry of the listing. */
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+/* One reply of the listing of @ino from offset @off (0 ".", 1 "..", 2 + i
+ * the i-th entry); with @plus each entry carries its attributes, so that
+ * `ls -l` and `find` need no lookup per entry, and counts as one lookup. */
+static void reply_listing(fuse_req_t req, struct dm_fs *fs, fuse_ino_t ino, size_t size,
+			  off_t off, bool plus)
 {
-	struct dm_fs *fs = req_fs(req, FS_OP_READDIR);
-	struct dir_snapshot *s;
-	char *buf = malloc(size);
-	int r = buf ? snapshot_get(fs, ino, off, &s) : -ENOMEM;
-	if (r < 0) {
-		free(buf);
-		fuse_reply_err(req, -r);
-		return;
-	}
-	size_t len = 0;
-	for (off_t i = off; i < (off_t)s->n + 2; i++) {
-		struct stat st = { 0 };
-		const char *name;
-		if (i < 2) {
-			name = i == 0 ? "." : "..";
-			st.st_ino = ino;
-			st.st_mode = S_IFDIR;
-		} else {
-			const struct dir_entry *e = &s->v[i - 2];
-			name = e->name;
-			st.st_mode = e->type;
-			/* the node's number when the kernel knows it; otherwise a
-			 * number outside the table's range, never 0 */
-			st.st_ino = fs_table_peek(fs->table, ino, name);
-			if (!st.st_ino)
-				st.st_ino = (1ULL << 63) | (uint64_t)i << 32 | (ino & 0xffffffff);
-		}
-		size_t need = fuse_add_direntry(req, buf + len, size - len, name, &st, i + 1);
-		if (need > size - len)
-			break;
-		len += need;
-	}
-	fuse_reply_buf(req, buf, len);
-	if (len == 0)
-		snapshot_done(fs, s, off);
-	snapshot_put(fs, s);
-	free(buf);
-}
-
-/* The same listing with each entry's attributes, so that `ls -l` and `find`
- * need no lookup per entry: each listed entry counts as one lookup. */
-static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-			   struct fuse_file_info *fi)
-{
-	struct dm_fs *fs = req_fs(req, FS_OP_READDIRPLUS);
-	struct dir_snapshot *s;
+	struct dir_snapshot *s = NULL;
 	struct fs_ref dir;
 	char *buf = malloc(size);
 	int r = buf ? fs_table_get(fs->table, ino, &dir) : -ENOMEM;
@@ -926,6 +888,15 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 			name = i == 0 ? "." : "..";
 			e.attr.st_ino = ino;
 			e.attr.st_mode = S_IFDIR;
+		} else if (!plus) {
+			const struct dir_entry *d = &s->v[i - 2];
+			name = d->name;
+			e.attr.st_mode = d->type;
+			/* the node's number when the kernel knows it; otherwise a
+			 * number outside the table's range, never 0 */
+			e.attr.st_ino = fs_table_peek(fs->table, ino, name);
+			if (!e.attr.st_ino)
+				e.attr.st_ino = (1ULL << 63) | (uint64_t)i << 32 | (ino & 0xffffffff);
 		} else {
 			const struct dir_entry *d = &s->v[i - 2];
 			name = d->name;
@@ -948,7 +919,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 			e.generation = gen;
 			e.entry_timeout = ENTRY_TIMEOUT;
 		}
-		size_t need = fuse_add_direntry_plus(req, buf + len, size - len, name, &e, i + 1);
+		size_t need = plus ? fuse_add_direntry_plus(req, buf + len, size - len, name, &e, i + 1)
+				   : fuse_add_direntry(req, buf + len, size - len, name, &e.attr, i + 1);
 		if (need > size - len) {
 			if (child)
 				fs_table_forget(fs->table, child, 1); /* not sent */
@@ -964,16 +936,109 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	free(buf);
 }
 
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_listing(req, req_fs(req, FS_OP_READDIR), ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_listing(req, req_fs(req, FS_OP_READDIRPLUS), ino, size, off, true);
+}
+
+/* A changing value as one open file reads it: taken by a read at offset 0
+ * (or the first read) and kept for the reads that follow, as sysfs does,
+ * so that reading it in pieces never mixes two values. */
+struct open_value {
+	pthread_mutex_t lock; /* reads of one open file may come in parallel */
+	char *buf;
+	size_t len;
+	bool taken;
+};
+
+/* Open copies live in a table the file handle indexes (fh = slot + 1; 0
+ * for a file with none), never cast from the kernel's number; the session
+ * may end before the kernel's last releases were served, and the table
+ * frees what is left. */
+static int open_value_new(struct dm_fs *fs, uint64_t *ret_fh)
+{
+	struct open_value *v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_init(&v->lock, NULL);
+	pthread_mutex_lock(&fs->opens_lock);
+	size_t i = 0;
+	while (i < fs->n_opens && fs->opens[i])
+		i++;
+	if (i == fs->n_opens) {
+		size_t n = fs->n_opens ? fs->n_opens * 2 : 16;
+		struct open_value **t = realloc(fs->opens, n * sizeof(*t));
+		if (!t) {
+			pthread_mutex_unlock(&fs->opens_lock);
+			pthread_mutex_destroy(&v->lock);
+			free(v);
+			return -ENOMEM;
+		}
+		memset(t + fs->n_opens, 0, (n - fs->n_opens) * sizeof(*t));
+		fs->opens = t;
+		fs->n_opens = n;
+	}
+	fs->opens[i] = v;
+	pthread_mutex_unlock(&fs->opens_lock);
+	*ret_fh = i + 1;
+	return 0;
+}
+
+/* The copy of the open file @fh, or NULL. It stays until its release. */
+static struct open_value *open_value_get(struct dm_fs *fs, uint64_t fh)
+{
+	struct open_value *v = NULL;
+	pthread_mutex_lock(&fs->opens_lock);
+	if (fh > 0 && fh <= fs->n_opens)
+		v = fs->opens[fh - 1];
+	pthread_mutex_unlock(&fs->opens_lock);
+	return v;
+}
+
+static void open_value_free(struct open_value *v)
+{
+	if (!v)
+		return;
+	pthread_mutex_destroy(&v->lock);
+	free(v->buf);
+	free(v);
+}
+
+static void open_value_release(struct dm_fs *fs, uint64_t fh)
+{
+	struct open_value *v = NULL;
+	pthread_mutex_lock(&fs->opens_lock);
+	if (fh > 0 && fh <= fs->n_opens) {
+		v = fs->opens[fh - 1];
+		fs->opens[fh - 1] = NULL;
+	}
+	pthread_mutex_unlock(&fs->opens_lock);
+	open_value_free(v);
+}
+
+/*
+ * Every file is opened through the daemon, since only an open can ask for
+ * direct_io: the kernel asks once per connection whether open is answered
+ * (FUSE_CAP_NO_OPEN_SUPPORT), not per file. Static values keep their pages
+ * (keep_cache) and their opens stay cheap: a table look-up, no value.
+ * Changing values (power files, runtime values, the journal) are read with
+ * direct_io from a copy of their own per open: with the page cache the
+ * kernel takes a value's size (getattr) and its page (read) apart, and a
+ * value changing between the two came out torn ("sus", "on\npended\n").
+ */
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_OPEN);
 	struct fs_ref n;
-	if (fs->no_open) {
-		/* once: from then on the kernel opens and releases files by
-		 * itself, keeping pages that live files' mtimes invalidate */
-		fuse_reply_err(req, ENOSYS);
-		return;
-	}
 	int r = fs_table_get(fs->table, ino, &n);
 	if (r < 0) {
 		fuse_reply_err(req, ESTALE);
@@ -996,49 +1061,110 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
-	/* live values are read fresh each time; the others may be cached */
-	if (info.flags & DM_ATTR_LIVE || (fi->flags & O_ACCMODE) != O_RDONLY)
+	bool changing = info.flags & (DM_ATTR_LIVE | DM_ATTR_ANNOUNCED);
+	if (changing && (fi->flags & O_ACCMODE) != O_WRONLY) {
+		r = open_value_new(fs, &fi->fh);
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
+	}
+	/* writes go to the store whole, one value per write */
+	if (changing || (fi->flags & O_ACCMODE) != O_RDONLY)
 		fi->direct_io = 1;
 	else
 		fi->keep_cache = 1;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		open_value_release(fs, fi->fh); /* interrupted: no release will come */
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req, FS_OP_RELEASE);
+	(void)ino;
+	open_value_release(fs, fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+/* The whole value of the file @ino: *ret malloc()ed, of *ret_len bytes. */
+static int show_file(struct dm_fs *fs, fuse_ino_t ino, char **ret, size_t *ret_len)
+{
+	struct fs_ref n;
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0)
+		return -ESTALE;
+	if (n.t.kind == FS_DRV_ATTR) {
+		char value[64];
+		r = driver_file_show(n.t.drv, n.name, value, sizeof(value));
+		if (r >= 0 && !(*ret = strdup(value)))
+			r = -ENOMEM;
+		if (r >= 0)
+			*ret_len = (size_t)r;
+	} else {
+		r = n.t.kind == FS_ATTR ? dm_device_show_alloc(n.t.dev, n.t.group, n.name, ret, ret_len)
+					: -EISDIR;
+	}
+	fs_ref_release(&n);
+	if (r == -ENOENT)
+		r = -ENODEV; /* the file went away while open */
+	return r < 0 ? r : 0;
+}
+
+static void reply_part(fuse_req_t req, const char *buf, size_t len, size_t size, off_t off)
+{
+	if ((size_t)off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, buf + off, len - (size_t)off < size ? len - (size_t)off : size);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_READ);
-	struct fs_ref n;
+	struct open_value *v = open_value_get(fs, fi->fh);
 	char *buf = NULL;
 	size_t len = 0;
-	(void)fi;
-	int r = fs_table_get(fs->table, ino, &n);
-	if (r < 0) {
-		fuse_reply_err(req, ESTALE);
+	int r = 0;
+	if (!v) {
+		/* a static value: the kernel caches its pages */
+		r = show_file(fs, ino, &buf, &len);
+		if (r < 0)
+			fuse_reply_err(req, -r);
+		else
+			reply_part(req, buf, len, size, off);
+		free(buf);
 		return;
 	}
-	if (n.t.kind == FS_DRV_ATTR) {
-		char value[64];
-		r = driver_file_show(n.t.drv, n.name, value, sizeof(value));
-		if (r >= 0 && !(buf = strdup(value)))
+	pthread_mutex_lock(&v->lock);
+	if (off == 0 || !v->taken) {
+		r = show_file(fs, ino, &buf, &len);
+		if (r == 0) {
+			free(v->buf);
+			v->buf = buf;
+			v->len = len;
+			v->taken = true;
+		}
+	}
+	/* The reply goes out after the unlock, from a copy of the part read:
+	 * once it is sent, the file may be closed and released (and @v
+	 * freed) before this thread runs on. */
+	char *part = NULL;
+	len = 0;
+	if (r == 0 && (size_t)off < v->len) {
+		len = v->len - (size_t)off < size ? v->len - (size_t)off : size;
+		part = malloc(len);
+		if (part)
+			memcpy(part, v->buf + off, len);
+		else
 			r = -ENOMEM;
-		len = r >= 0 ? (size_t)r : 0;
-	} else {
-		r = n.t.kind == FS_ATTR ? dm_device_show_alloc(n.t.dev, n.t.group, n.name, &buf, &len)
-					: -EISDIR;
 	}
-	fs_ref_release(&n);
-	if (r == -ENOENT)
-		r = -ENODEV; /* the file went away while open */
-	if (r < 0) {
+	pthread_mutex_unlock(&v->lock);
+	if (r < 0)
 		fuse_reply_err(req, -r);
-		return;
-	}
-	if ((size_t)off >= len)
-		fuse_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, buf + off, len - (size_t)off < size ? len - (size_t)off : size);
-	free(buf);
+		fuse_reply_buf(req, part, len);
+	free(part);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
@@ -1287,12 +1413,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct dm_fs *fs = userdata;
 	atomic_fetch_add_explicit(&fs->requests[FS_OP_INIT], 1, memory_order_relaxed);
-	/* DESIGN.md section 11: no open/release round trips, listings with
-	 * attributes, and page caches that follow a moving mtime */
-	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
-		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
-		fs->no_open = true;
-	}
+	/* DESIGN.md section 11: listings with attributes, and page caches
+	 * that follow a moving mtime. Not the open/release round trips saved
+	 * by answering open ENOSYS (FUSE_CAP_NO_OPEN_SUPPORT): see op_open. */
 	/* Not FUSE_CAP_NO_OPENDIR_SUPPORT, though it saves two requests per
 	 * directory: fusermount3's auto_unmount tells a dead mount by
 	 * open(mountpoint) failing with ENOTCONN, and without opendir that
@@ -1375,6 +1498,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.opendir = op_opendir,
 	.readdir = op_readdir,
 	.open = op_open,
+	.release = op_release,
 	.read = op_read,
 	.write = op_write,
 	.statfs = op_statfs,
@@ -1390,6 +1514,7 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
 	pthread_mutex_init(&fs->inval_lock, NULL);
 	pthread_cond_init(&fs->inval_cond, NULL);
 	pthread_mutex_init(&fs->dirs_lock, NULL);
+	pthread_mutex_init(&fs->opens_lock, NULL);
 	int r = fs_table_new(&fs->table);
 	if (r < 0)
 		goto out_free;
@@ -1481,6 +1606,10 @@ void dm_fs_free(struct dm_fs *fs)
 		snapshot_free(d);
 	}
 	pthread_mutex_destroy(&fs->dirs_lock);
+	for (size_t i = 0; i < fs->n_opens; i++)
+		open_value_free(fs->opens[i]);
+	free(fs->opens);
+	pthread_mutex_destroy(&fs->opens_lock);
 	fuse_remove_signal_handlers(fs->se);
 	if (fs->mounted)
 		fuse_session_unmount(fs->se);

@@ -16,6 +16,10 @@ from test_small_pci import PLACES, d, read  # noqa: F401 - d is a fixture
 XHCI = PLACES["0000:00:14.0"]
 BRIDGE = PLACES["0000:00:1c.0"]
 NVME = PLACES["0000:01:00.0"]
+POWER_VALUES = ("on\n", "suspended\n")
+# suspends and resumes raced by readers: the old design's torn reads came
+# out in every run of this many (see test_power_reads_are_whole_...)
+TRANSITIONS = int(os.environ.get("DRIVERFSD_TRANSITIONS", "400"))
 
 
 def test_partial_reads_assemble_the_value(d):
@@ -125,13 +129,8 @@ def test_concurrent_readers_while_power_changes(d):
                 for p in paths:
                     v = read(p)
                     if p == nvme_power:
-                        # KNOWN BUG, not checked here: a power file read while
-                        # it changes can come out torn ('sus', 'on\npended\n'):
-                        # its size and its page are fetched apart, and with open
-                        # answered ENOSYS there is no per-open copy (or
-                        # direct_io) as sysfs has. README "Status"; issue 5.
-                        if v[:1] not in ("o", "s"):
-                            errors.append(f"{p}: not a power value {v!r}")
+                        if v not in POWER_VALUES:
+                            errors.append(f"{p}: expected a whole power value, got {v!r}")
                     elif v != statics[p]:
                         errors.append(f"{p}: expected {statics[p]!r}, got {v!r}")
         except Exception as e:  # noqa: BLE001
@@ -169,3 +168,85 @@ def test_concurrent_readers_while_power_changes(d):
         assert not t.is_alive(), "a reader hung"
     assert errors == []
     assert read(nvme_power) == "on\n"
+
+
+def test_power_reads_are_whole_while_it_changes(d):
+    """A power file read while its value changes gives one whole value,
+    never the size of one and the bytes of the other ('sus', 'on\\npended\\n'),
+    whether read at once, in pieces, by pread on a kept descriptor or by
+    cat. Many transitions, each raced by readers: with the value's size and
+    page taken apart by the kernel, this failed within some hundred."""
+    bridge_power = d.path("root", BRIDGE, "power")
+    paths = [d.path("root", NVME, "power"), bridge_power]
+    stop = threading.Event()
+    errors = []
+    counts = []
+
+    def check(how, v):
+        if v not in POWER_VALUES:
+            errors.append(f"{how}: expected a whole power value, got {v!r}")
+
+    def whole():
+        n = 0
+        while not stop.is_set():
+            for p in paths:
+                check(f"read {p}", read(p))
+                n += 1
+        counts.append(n)
+
+    def in_pieces():
+        n = 0
+        while not stop.is_set():
+            for p in paths:
+                fd = os.open(p, os.O_RDONLY)
+                try:
+                    got = b""
+                    while chunk := os.read(fd, 2):
+                        got += chunk
+                finally:
+                    os.close(fd)
+                check(f"2-byte reads of {p}", got.decode())
+                n += 1
+        counts.append(n)
+
+    def kept_open():
+        # a poller keeps its descriptor and reads from offset 0 again
+        fds = [os.open(p, os.O_RDONLY) for p in paths]
+        n = 0
+        try:
+            while not stop.is_set():
+                for p, fd in zip(paths, fds):
+                    check(f"pread of a kept {p}", os.pread(fd, 4096, 0).decode())
+                    n += 1
+        finally:
+            for fd in fds:
+                os.close(fd)
+        counts.append(n)
+
+    def cat():
+        while not stop.is_set():
+            out = subprocess.run(["cat"] + paths * 20, capture_output=True, text=True).stdout
+            # concatenated: split after each value
+            got = [v + "\n" for v in out.split("\n")[:-1]]
+            if len(got) != 40:
+                errors.append(f"cat: expected 40 values, got {out!r}")
+            for v in got:
+                check("cat", v)
+
+    threads = [threading.Thread(target=f) for f in (whole, whole, in_pieces, kept_open, cat)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(TRANSITIONS):
+            with open(bridge_power, "w") as f:
+                f.write("suspend\n" if i % 2 == 0 else "resume\n")
+            if errors:
+                break
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert not any(t.is_alive() for t in threads), "a reader hung"
+    assert errors == [], f"{len(errors)} torn reads in {TRANSITIONS} transitions, e.g. {errors[:5]}"
+    assert sum(counts) > TRANSITIONS, f"the readers read too little to race: {counts}"
+    assert read(bridge_power) == "on\n"

@@ -56,12 +56,22 @@ def test_every_lspci_function_with_its_ids(d):
             assert "/sys" + f.read().strip() == os.path.realpath(f"/sys/bus/pci/devices/{slot}")
 
 
-def test_find_walks_the_whole_mount(d):
+def test_ls_find_and_grep_run_clean(d):
+    """What every tool does to sysfs, on this machine's tree: `ls -lR` and
+    `find` with no error, no dangling link, and `grep -r` reading every
+    value with no error but the files only root may read."""
     r = subprocess.run(["find", d.mnt], capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert len(r.stdout.splitlines()) > 20
     r = subprocess.run(["find", d.mnt, "-xtype", "l"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
     assert r.stdout == "", "dangling links: " + r.stdout
+    r = subprocess.run(["ls", "-lR", d.mnt], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "", "ls -lR: " + r.stderr[:2000]
+    r = subprocess.run(["grep", "-r", ".", d.path("root")], capture_output=True, text=True)
+    errors = [line for line in r.stderr.splitlines() if "Permission denied" not in line]
+    assert errors == [], f"grep -r: {len(errors)} errors, e.g. {errors[:5]}"
+    assert r.stdout.count("\n") > 20, "grep -r read next to nothing"
 
 
 def mount_devpaths(d):
