@@ -241,7 +241,7 @@ enum { DM_CALL_SUSPEND, DM_CALL_RESUME };
 /* What a driver's suspend hook changed, to put back on resume, as it keeps
  * it beyond the daemon's life: one word of printable ASCII without blanks,
  * shorter than DM_PM_STATE_MAX. */
-#define DM_PM_STATE_MAX 128
+#define DM_PM_STATE_MAX 256 /* pci-pm keeps a 64-byte header in hex */
 bool dm_pm_state_is_valid(const char *state);
 /*
  * From @dev's suspend hook, before it changes anything: @state is what its

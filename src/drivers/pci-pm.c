@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +57,8 @@ static int probe_fn(struct pci_access *pa, void *data)
 	return find_pm_cap(d) < 0 ? -ENODEV : 0;
 }
 
-static int suspend_fn(struct pci_access *pa, void *data)
+/* What suspend saves, before it changes anything. */
+static int save_fn(struct pci_access *pa, void *data)
 {
 	struct op *op = data;
 	struct pci_dev *d = get_dev(pa, op);
@@ -65,8 +67,15 @@ static int suspend_fn(struct pci_access *pa, void *data)
 	op->saved->pm_cap = find_pm_cap(d);
 	if (op->saved->pm_cap < 0)
 		return -ENODEV;
-	if (!pci_read_block(d, 0, op->saved->header, HEADER_SIZE))
-		return -EIO;
+	return pci_read_block(d, 0, op->saved->header, HEADER_SIZE) ? 0 : -EIO;
+}
+
+static int suspend_fn(struct pci_access *pa, void *data)
+{
+	struct op *op = data;
+	struct pci_dev *d = get_dev(pa, op);
+	if (!d)
+		return -ENODEV;
 	uint16_t pmcsr = pci_read_word(d, op->saved->pm_cap + PCI_PM_CTRL);
 	pmcsr = (pmcsr & ~PCI_PM_CTRL_STATE_MASK) | 3; /* D3hot */
 	return pci_write_word(d, op->saved->pm_cap + PCI_PM_CTRL, pmcsr) ? 0 : -EIO;
@@ -115,13 +124,61 @@ static int pci_pm_probe(struct dm_device *dev, void *data)
 	return run(data, probe_fn, &op);
 }
 
+/*
+ * What suspend saved, as the transition record keeps it beyond the daemon's
+ * life (dm_device_keep_pm_state()): "pm=CAP,cfg=HEADER", the PM capability's
+ * offset and the 64-byte header in hex, so that the resume a restart runs
+ * after a SIGKILL can put the function back in D0 with its configuration.
+ */
+#define STATE_PREFIX "pm="
+static void state_encode(const struct saved_config *s, char *buf, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	int n = snprintf(buf, size, STATE_PREFIX "%x,cfg=", (unsigned)s->pm_cap);
+	for (size_t i = 0; i < HEADER_SIZE && (size_t)n + 2 < size; i++) {
+		buf[n++] = hex[s->header[i] >> 4];
+		buf[n++] = hex[s->header[i] & 15];
+	}
+	buf[n] = '\0';
+}
+
+static int nibble(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int state_decode(const char *state, struct saved_config *s)
+{
+	unsigned cap;
+	int n = 0;
+	if (sscanf(state, STATE_PREFIX "%x,cfg=%n", &cap, &n) != 1 || n == 0 || cap > 0xfc ||
+	    strlen(state + n) != 2 * HEADER_SIZE)
+		return -EINVAL;
+	for (size_t i = 0; i < HEADER_SIZE; i++) {
+		int hi = nibble(state[n + 2 * i]), lo = nibble(state[n + 2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		s->header[i] = (uint8_t)(hi << 4 | lo);
+	}
+	s->pm_cap = (int)cap;
+	return 0;
+}
+
 static int pci_pm_suspend(struct dm_device *dev, void *data)
 {
 	struct saved_config *saved = calloc(1, sizeof(*saved));
 	if (!saved)
 		return -ENOMEM;
 	struct op op = { .dev = dev, .saved = saved };
-	int r = run(data, suspend_fn, &op);
+	char state[DM_PM_STATE_MAX];
+	int r = run(data, save_fn, &op);
+	if (r == 0) {
+		/* in the record before the function leaves D0 */
+		state_encode(saved, state, sizeof(state));
+		r = dm_device_keep_pm_state(dev, state);
+	}
+	if (r == 0)
+		r = run(data, suspend_fn, &op);
 	if (r < 0) {
 		free(saved);
 		return r;
@@ -134,8 +191,20 @@ static int pci_pm_suspend(struct dm_device *dev, void *data)
 static int pci_pm_resume(struct dm_device *dev, void *data)
 {
 	struct saved_config *saved = dm_device_get_driver_data(dev);
-	if (!saved)
-		return 0; /* not suspended by this driver */
+	if (!saved) {
+		/* not suspended by this run: by an earlier one, killed since? */
+		char state[DM_PM_STATE_MAX];
+		struct saved_config kept;
+		if (dm_device_get_kept_pm_state(dev, state, sizeof(state)) < 0)
+			return 0; /* not suspended by this driver */
+		if (state_decode(state, &kept) < 0) {
+			log_warn("%s: pci-pm: the transition record's state is not ours: %s",
+				 dm_device_get_name(dev), state);
+			return -EINVAL;
+		}
+		struct op op = { .dev = dev, .saved = &kept };
+		return run(data, resume_fn, &op);
+	}
 	struct op op = { .dev = dev, .saved = saved };
 	int r = run(data, resume_fn, &op);
 	dm_device_set_driver_data(dev, NULL);

@@ -395,11 +395,11 @@ def test_sigkill_leaves_no_dead_mount_without_fusermount3(env):
         subprocess.run(["umount", "-l", env.d.mnt], stderr=subprocess.DEVNULL)
 
 
-def kill_in_the_root_ports_suspend(first):
+def kill_in_the_root_ports_suspend(first, port="0000:00:02.0"):
     """Suspends the whole tree on @first, whose driver hooks the root port
-    0000:00:02.0, and SIGKILLs the daemon while that hook blocks (all below
-    it are done); returns the hook's pid, which the caller kills."""
-    gate = os.path.join(first.log, "gate.suspend.0000:00:02.0")
+    @port, and SIGKILLs the daemon while that hook blocks (all below it are
+    done); returns the hook's pid, which the caller kills."""
+    gate = os.path.join(first.log, f"gate.suspend.{port}")
     os.mkfifo(gate)
     started = os.path.join(first.log, "started")
     os.mkfifo(started)
@@ -407,7 +407,7 @@ def kill_in_the_root_ports_suspend(first):
     wait_started(started)
     assert first.d.terminate(signal.SIGKILL) == -signal.SIGKILL
     t.join(60)
-    with open(os.path.join(first.log, "pid.0000:00:02.0")) as f:
+    with open(os.path.join(first.log, f"pid.{port}")) as f:
         return int(f.read())
 
 
@@ -502,6 +502,51 @@ def test_sigkill_in_a_suspend_walk_restores_kernel_proxies_power_control():
         assert sysfs(NIC) == {"control": "on", "autosuspend_delay_ms": "2000"}, (
             "the restart did not put back the NIC's power/control: " + repr(sysfs(NIC)))
         assert sysfs(NIC_PARENT) == switch_before
+        assert not os.path.exists(first.record), "the record was not removed"
+        assert set(again.all_power().values()) == {"on"}
+    finally:
+        stop_all(pid, again, first)
+
+
+AST_BRIDGE = "pci0000:00/0000:00:1c.0/0000:05:00.0"  # pci-pm's: PM capability at 0x50
+
+
+def test_sigkill_in_a_suspend_walk_restores_pci_pm_functions():
+    # the root port 0000:00:1c.0's hook (an exec driver on Intel functions)
+    # blocks; below it, pci-pm has put the ASPEED bridge in D3hot
+    first = Env(vendor="0x8086", timeout=60)
+    again = None
+    pid = None
+    config = os.path.join(first.sys, AST_BRIDGE, "config")
+
+    def pmcsr():
+        with open(config, "rb") as f:
+            cfg = f.read()
+        return int.from_bytes(cfg[0x54:0x56], "little"), cfg[:64]
+    try:
+        before, header = pmcsr()
+        assert before & 3 == 0
+        pid = kill_in_the_root_ports_suspend(first, "0000:00:1c.0")
+        during, _ = pmcsr()
+        assert during & 3 == 3, f"PMCSR {during:#06x}: expected D3hot"
+        with open(first.record) as f:
+            lines = f.read().splitlines()
+        kept = [ln for ln in lines if ln.startswith("=") and ln.endswith("/devices/" + AST_BRIDGE)]
+        assert kept == [f"=pm=50,cfg={header.hex()} /devices/{AST_BRIDGE}"], lines
+        wait_unmounted(first.d.mnt)
+        # what a function without No_Soft_Reset loses on its way back to
+        # D0: its command register and BARs (not its ids and capabilities)
+        with open(config, "r+b") as f:
+            f.seek(0x04)
+            f.write(bytes(2))
+            f.seek(0x10)
+            f.write(bytes(0x18))
+        assert pmcsr()[1] != header
+
+        again = Env(tmp=first.tmp, testbed=first.d.testbed, mnt=first.d.mnt)
+        after, header_after = pmcsr()
+        assert after & 3 == 0, f"PMCSR {after:#06x}: the restart left the function in D3hot"
+        assert header_after == header, "the restart did not restore the config header"
         assert not os.path.exists(first.record), "the record was not removed"
         assert set(again.all_power().values()) == {"on"}
     finally:
