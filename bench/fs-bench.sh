@@ -94,7 +94,7 @@ for n in "${sizes[@]}"; do
 	t0=$(date +%s.%N)
 	"$build/driverfsd" --snapshot "$snap" "$mnt" 2>/dev/null
 	t1=$(date +%s.%N)
-	pid=$(pgrep -nf "driverfsd --snapshot $snap")
+	pid=$(pgrep -of "driverfsd --snapshot $snap") # the oldest: not its unmount watcher
 	rss_load=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
 	if [ -n "${LOAD_ONLY:-}" ]; then
 		line=$(walk "$mnt")
@@ -134,7 +134,7 @@ for n in "${sizes[@]}"; do
 		drop; res[cold_m]+="$(walk "$min" | field 5) "
 		res[req_m]+="$(stop "$min" "$mpid" "$work/minfs.log") "
 		"$build/driverfsd" --snapshot "$snap" "$mnt" 2>/dev/null
-		pid=$(pgrep -nf "driverfsd --snapshot $snap")
+		pid=$(pgrep -of "driverfsd --snapshot $snap") # the oldest: not its unmount watcher
 		start_minfs
 	done
 	med() { echo ${res[$1]} | tr ' ' '\n' | median; }
