@@ -618,6 +618,8 @@ int main(int argc, char **argv)
 	if (r < 0)
 		log_warn("no unmount watcher (%s): a killed daemon's mount is left to "
 			 "fusermount3's auto_unmount", strerror(-r));
+	else if (r > 0)
+		dm_fs_set_unmount_watched(fs);
 	r = dm_fs_start_notifier(fs);
 	if (r < 0)
 		goto out_err;

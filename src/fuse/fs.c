@@ -97,6 +97,8 @@ struct dm_fs {
 	struct fuse_session *se;
 	struct timespec start;
 	bool mounted;
+	bool unmount_watched; /* dm_fs_set_unmount_watched() */
+	bool no_opendir; /* the kernel skips opendir/releasedir (set at init) */
 	pthread_mutex_t dirs_lock;
 	struct dir_snapshot *dirs; /* listings being read, one per directory */
 	pthread_mutex_t opens_lock;
@@ -850,9 +852,14 @@ static void snapshot_done(struct dm_fs *fs, struct dir_snapshot *s, off_t off)
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	req_fs(req, FS_OP_OPENDIR); /* counts it */
-	/* answered, not ENOSYS: see op_init. The kernel may keep the listing:
-	 * what changes the tree invalidates it */
+	struct dm_fs *fs = req_fs(req, FS_OP_OPENDIR);
+	if (fs->no_opendir) {
+		/* once: the kernel then lists directories without opening
+		 * them, keeping each listing until it is invalidated */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	/* the kernel may keep the listing: what changes the tree invalidates it */
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
@@ -1416,11 +1423,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* DESIGN.md section 11: listings with attributes, and page caches
 	 * that follow a moving mtime. Not the open/release round trips saved
 	 * by answering open ENOSYS (FUSE_CAP_NO_OPEN_SUPPORT): see op_open. */
-	/* Not FUSE_CAP_NO_OPENDIR_SUPPORT, though it saves two requests per
-	 * directory: fusermount3's auto_unmount tells a dead mount by
-	 * open(mountpoint) failing with ENOTCONN, and without opendir that
-	 * open succeeds on a dead connection, so a killed daemon left its
-	 * mount behind (test_small_pci, test_faults). */
+	/* FUSE_CAP_NO_OPENDIR_SUPPORT saves two requests per directory, but
+	 * fusermount3's auto_unmount tells a dead mount by open(mountpoint)
+	 * failing with ENOTCONN, and without opendir that open succeeds on a
+	 * dead connection: only when the daemon's own unmount watcher
+	 * (unmount-watch.h) will detach a dead mount. */
+	if (fs->unmount_watched && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+		fs->no_opendir = true;
+	}
 	if (conn->capable & FUSE_CAP_READDIRPLUS) {
 		conn->want |= FUSE_CAP_READDIRPLUS;
 		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
@@ -1553,6 +1564,11 @@ int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 		return -EIO;
 	fs->mounted = true;
 	return 0;
+}
+
+void dm_fs_set_unmount_watched(struct dm_fs *fs)
+{
+	fs->unmount_watched = true;
 }
 
 int dm_fs_start_notifier(struct dm_fs *fs)

@@ -21,6 +21,10 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret);
 /* Unmounts (if mounted) and frees. */
 void dm_fs_free(struct dm_fs *fs);
 int dm_fs_mount(struct dm_fs *fs, const char *mountpoint);
+/* Before the session starts: an unmount watcher will detach the mount if
+ * the daemon dies (unmount-watch.h), so directories need no opendir (which
+ * fusermount3's auto_unmount needs to tell a dead mount). */
+void dm_fs_set_unmount_watched(struct dm_fs *fs);
 /* Starts the thread that tells the kernel what model changes made stale
  * (after the mount): from then on the model's listener is the fs's. */
 int dm_fs_start_notifier(struct dm_fs *fs);

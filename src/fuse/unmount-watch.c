@@ -260,5 +260,5 @@ int dm_unmount_watch_start(const char *mountpoint)
 	/* fds[1] stays open, unwritten, until this process ends */
 	log_debug("unmount watcher %d for mount %lu (%s) at %s", (int)pid, s.id, s.devno,
 		  point);
-	return 0;
+	return 1;
 }

@@ -6,7 +6,8 @@
  * @mountpoint if this process ends without unmounting it (SIGKILL, a
  * crash). Call it once, after the mount and after daemonizing. As non-root
  * it does nothing (fusermount3's auto_unmount stays the only cure).
- * Returns 0, or -errno (-ENOENT: no driverfs mount there). */
+ * Returns 1 when a watcher runs, 0 when none is needed (not root), or
+ * -errno (-ENOENT: no driverfs mount there). */
 int dm_unmount_watch_start(const char *mountpoint);
 
 #endif
