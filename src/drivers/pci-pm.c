@@ -70,15 +70,19 @@ static int save_fn(struct pci_access *pa, void *data)
 	return pci_read_block(d, 0, op->saved->header, HEADER_SIZE) ? 0 : -EIO;
 }
 
+/* PMCSR's power state field to @state (0: D0, 3: D3hot), its other bits kept. */
+static int set_power_state(struct pci_dev *d, int pm_cap, uint16_t state)
+{
+	uint16_t pmcsr = pci_read_word(d, pm_cap + PCI_PM_CTRL);
+	pmcsr = (pmcsr & ~PCI_PM_CTRL_STATE_MASK) | state;
+	return pci_write_word(d, pm_cap + PCI_PM_CTRL, pmcsr) ? 0 : -EIO;
+}
+
 static int suspend_fn(struct pci_access *pa, void *data)
 {
 	struct op *op = data;
 	struct pci_dev *d = get_dev(pa, op);
-	if (!d)
-		return -ENODEV;
-	uint16_t pmcsr = pci_read_word(d, op->saved->pm_cap + PCI_PM_CTRL);
-	pmcsr = (pmcsr & ~PCI_PM_CTRL_STATE_MASK) | 3; /* D3hot */
-	return pci_write_word(d, op->saved->pm_cap + PCI_PM_CTRL, pmcsr) ? 0 : -EIO;
+	return d ? set_power_state(d, op->saved->pm_cap, 3) : -ENODEV;
 }
 
 static int resume_fn(struct pci_access *pa, void *data)
@@ -87,10 +91,9 @@ static int resume_fn(struct pci_access *pa, void *data)
 	struct pci_dev *d = get_dev(pa, op);
 	if (!d)
 		return -ENODEV;
-	uint16_t pmcsr = pci_read_word(d, op->saved->pm_cap + PCI_PM_CTRL);
-	if (!pci_write_word(d, op->saved->pm_cap + PCI_PM_CTRL,
-			    pmcsr & ~PCI_PM_CTRL_STATE_MASK)) /* D0 */
-		return -EIO;
+	int r = set_power_state(d, op->saved->pm_cap, 0);
+	if (r < 0)
+		return r;
 	/* The function may have lost its configuration in D3hot: restore the
 	 * header from the top down, the command register (offset 4) last, so
 	 * decoding is enabled only once the BARs are back. */
