@@ -45,8 +45,8 @@ struct mount_line {
 };
 
 /* Copies the mountinfo field at @s (ending at a space or @end) into @out
- * with its octal escapes (\040 for a space...) undone; returns the end of
- * the field, or NULL when it does not fit. */
+ * with its octal escapes (\040 for a space...) undone, or skips it when
+ * @out is NULL; returns the end of the field, or NULL when it does not fit. */
 static const char *field(const char *s, const char *end, char *out, size_t size)
 {
 	size_t n = 0;
@@ -57,11 +57,14 @@ static const char *field(const char *s, const char *end, char *out, size_t size)
 			c = (char)((s[0] - '0') << 6 | (s[1] - '0') << 3 | (s[2] - '0'));
 			s += 3;
 		}
+		if (!out)
+			continue;
 		if (n + 1 >= size)
 			return NULL;
 		out[n++] = c;
 	}
-	out[n] = '\0';
+	if (out)
+		out[n] = '\0';
 	return s;
 }
 
@@ -78,14 +81,13 @@ static const char *number(const char *s, const char *end, unsigned long *v)
 /* Parses one line "ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - TYPE ...". */
 static bool parse_line(const char *s, const char *end, struct mount_line *l)
 {
-	static char root[PATH_MAX]; /* unused, but the field must be skipped */
 	if (!(s = number(s, end, &l->id)) || s >= end || *s++ != ' ')
 		return false;
 	if (!(s = number(s, end, &l->parent)) || s >= end || *s++ != ' ')
 		return false;
 	if (!(s = field(s, end, l->devno, sizeof(l->devno))) || s >= end || *s++ != ' ')
 		return false;
-	if (!(s = field(s, end, root, sizeof(root))) || s >= end || *s++ != ' ')
+	if (!(s = field(s, end, NULL, 0)) || s >= end || *s++ != ' ') /* root */
 		return false;
 	if (!(s = field(s, end, l->point, sizeof(l->point))))
 		return false;
@@ -205,8 +207,7 @@ static _Noreturn void watch(int fd, struct search *s)
 		fd = 3;
 	}
 	close_range(4, ~0U, 0);
-	if (STDIN_FILENO != fd)
-		close(STDIN_FILENO);
+	close(STDIN_FILENO);
 	char c;
 	ssize_t n;
 	while ((n = read(fd, &c, 1)) != 0)
