@@ -73,6 +73,9 @@ start_minfs() {
 	mpid=$!
 	wait_mount "$min" "$mpid"
 }
+# the background daemon serving $snap: the oldest process of that command
+# line, not its unmount watcher (a fork of it)
+daemon_pid() { pgrep -of "driverfsd --snapshot $snap"; }
 ratio() { echo "$1 / $2" | bc -l; }
 # the load time ($t0..$t1) and the daemon's RSS after load and after a walk
 print_load() {
@@ -94,7 +97,7 @@ for n in "${sizes[@]}"; do
 	t0=$(date +%s.%N)
 	"$build/driverfsd" --snapshot "$snap" "$mnt" 2>/dev/null
 	t1=$(date +%s.%N)
-	pid=$(pgrep -of "driverfsd --snapshot $snap") # the oldest: not its unmount watcher
+	pid=$(daemon_pid)
 	rss_load=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
 	if [ -n "${LOAD_ONLY:-}" ]; then
 		line=$(walk "$mnt")
@@ -134,7 +137,7 @@ for n in "${sizes[@]}"; do
 		drop; res[cold_m]+="$(walk "$min" | field 5) "
 		res[req_m]+="$(stop "$min" "$mpid" "$work/minfs.log") "
 		"$build/driverfsd" --snapshot "$snap" "$mnt" 2>/dev/null
-		pid=$(pgrep -of "driverfsd --snapshot $snap") # the oldest: not its unmount watcher
+		pid=$(daemon_pid)
 		start_minfs
 	done
 	med() { echo ${res[$1]} | tr ' ' '\n' | median; }

@@ -92,6 +92,19 @@ static int read_file(int dirfd, const char *name, struct node *n, off_t size)
 	return 0;
 }
 
+/* Makes *@paths (a directory's source path per node) as long as the nodes. */
+static int paths_fit(const struct minfs *m, char ***paths, size_t *cap)
+{
+	if (m->n_nodes <= *cap)
+		return 0;
+	char **p = realloc(*paths, m->cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*paths = p;
+	*cap = m->cap;
+	return 0;
+}
+
 /* Breadth first, so that each directory's children are contiguous. */
 static int load(struct minfs *m, const char *src)
 {
@@ -104,13 +117,8 @@ static int load(struct minfs *m, const char *src)
 	m->nodes[1].mode = S_IFDIR | 0755;
 	size_t cap_paths = 0;
 	for (uint32_t i = 1; i < m->n_nodes; i++) {
-		if (m->n_nodes > cap_paths) {
-			cap_paths = m->cap;
-			char **p = realloc(paths, cap_paths * sizeof(*p));
-			if (!p)
-				return -ENOMEM;
-			paths = p;
-		}
+		if (paths_fit(m, &paths, &cap_paths) < 0)
+			return -ENOMEM;
 		if (i == 1)
 			paths[1] = strdup(src);
 		struct node *n = &m->nodes[i];
@@ -143,13 +151,8 @@ static int load(struct minfs *m, const char *src)
 			}
 			if (r < 0)
 				return r;
-			if (m->n_nodes > cap_paths) {
-				cap_paths = m->cap;
-				char **p = realloc(paths, cap_paths * sizeof(*p));
-				if (!p)
-					return -ENOMEM;
-				paths = p;
-			}
+			if (paths_fit(m, &paths, &cap_paths) < 0)
+				return -ENOMEM;
 			paths[m->n_nodes - 1] = NULL;
 			if (S_ISDIR(c->mode) &&
 			    asprintf(&paths[m->n_nodes - 1], "%s/%s", paths[i], e->d_name) < 0)
