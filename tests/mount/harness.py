@@ -70,6 +70,14 @@ def sanitizer_report(log):
     return ""
 
 
+def pci_pmcsr(sys_devices, place, cap=0x50):
+    """The PMCSR (PM capability at @cap) and the 64-byte config header of
+    the PCI function @place under the testbed's @sys_devices directory."""
+    with open(os.path.join(sys_devices, place, "config"), "rb") as f:
+        cfg = f.read()
+    return int.from_bytes(cfg[cap + 4:cap + 6], "little"), cfg[:64]
+
+
 def in_background(fn, *args):
     """Runs fn(*args) on a thread; returns it and a dict whose "errno" is 0
     once fn returned, or the errno of the OSError it raised."""

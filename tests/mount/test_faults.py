@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from harness import Daemon, in_background
+from harness import Daemon, in_background, pci_pmcsr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
@@ -520,9 +520,7 @@ def test_sigkill_in_a_suspend_walk_restores_pci_pm_functions():
     config = os.path.join(first.sys, AST_BRIDGE, "config")
 
     def pmcsr():
-        with open(config, "rb") as f:
-            cfg = f.read()
-        return int.from_bytes(cfg[0x54:0x56], "little"), cfg[:64]
+        return pci_pmcsr(first.sys, AST_BRIDGE)
     try:
         before, header = pmcsr()
         assert before & 3 == 0

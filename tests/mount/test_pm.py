@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from harness import Daemon, in_background
+from harness import Daemon, in_background, pci_pmcsr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
@@ -166,23 +166,17 @@ def test_kernel_proxy_writes_runtime_pm_controls(env):
         assert f.read().strip() == "on"
 
 
-def pmcsr(env, place, cap=0x50):
-    with open(os.path.join(env.sys, place, "config"), "rb") as f:
-        cfg = f.read()
-    return int.from_bytes(cfg[cap + 4:cap + 6], "little"), cfg[:64]
-
-
 def test_pci_pm_puts_an_unbound_function_in_d3hot_and_back(env):
     drv = env.d.path("bus", "pci", "drivers", "pci-pm")
     assert os.path.lexists(os.path.join(drv, "0000:05:00.0"))
-    before, header = pmcsr(env, AST_BRIDGE)
+    before, header = pci_pmcsr(env.sys, AST_BRIDGE)
     assert before & 3 == 0
     env.power(AST_BRIDGE, "suspend")
-    during, _ = pmcsr(env, AST_BRIDGE)
+    during, _ = pci_pmcsr(env.sys, AST_BRIDGE)
     assert during & 3 == 3, f"PMCSR {during:#06x}: expected D3hot"
     assert during & ~3 == before & ~3, "other PMCSR bits changed"
     env.power(AST_BRIDGE, "resume")
-    after, header_after = pmcsr(env, AST_BRIDGE)
+    after, header_after = pci_pmcsr(env.sys, AST_BRIDGE)
     assert after & 3 == 0
     assert header_after == header, "config header not restored"
 
