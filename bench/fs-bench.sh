@@ -17,6 +17,9 @@
 # daemon's load time and memory, and /sys/devices on the host per entry.
 # LOAD_ONLY=1: only the load time and memory (after load, after one walk).
 # SNAPDIR=DIR: keep the snapshots in DIR (snap-N.json) and reuse them.
+# Both servers take requests over io_uring where the kernel offers it (the
+# script sets the fuse module's enable_uring=Y when it has the parameter);
+# TRANSPORT=dev takes them all through /dev/fuse (--no-io-uring).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +30,13 @@ sizes=("$@")
 py=/usr/bin/python3
 work=$(mktemp -d /tmp/driverfs-bench.XXXXXX)
 mnt=$work/driverfs tmp=$work/tmpfs min=$work/minfs
+param=/sys/module/fuse/parameters/enable_uring
+transport=()
+if [ "${TRANSPORT:-}" = dev ]; then
+	transport=(--no-io-uring)
+elif [ -e "$param" ]; then
+	echo Y >"$param"
+fi
 mkdir -p "$mnt" "$tmp" "$min"
 
 cleanup() {
@@ -64,12 +74,12 @@ stop() {
 	sed -n 's/.*fuse requests: \([0-9]*\).*/\1/p' "$3" | tail -1
 }
 start_driverfs() {
-	"$build/driverfsd" -f --snapshot "$snap" "$mnt" 2>"$work/driverfs.log" &
+	"$build/driverfsd" -f --snapshot "$snap" "${transport[@]}" "$mnt" 2>"$work/driverfs.log" &
 	dpid=$!
 	wait_mount "$mnt" "$dpid"
 }
 start_minfs() {
-	"$build/minfs" -f "$tmp" "$min" 2>"$work/minfs.log" &
+	"$build/minfs" -f "${transport[@]}" "$tmp" "$min" 2>"$work/minfs.log" &
 	mpid=$!
 	wait_mount "$min" "$mpid"
 }
@@ -86,7 +96,12 @@ print_load() {
 		"$rss_load" "$rss_walk"
 }
 
-echo "fs-bench $(date -u +%F) on $(nproc) cores; $(uptime)"
+if [ "${#transport[@]}" -gt 0 ] || [ "$(cat "$param" 2>/dev/null)" != Y ]; then
+	via="/dev/fuse"
+else
+	via="io_uring"
+fi
+echo "fs-bench $(date -u +%F) on $(nproc) cores, FUSE requests over $via; $(uptime)"
 # m/tmpfs is minfs against tmpfs: what FUSE itself costs, which no server
 # can win back; d/minfs is what driverfs adds to it
 printf "%-8s %-24s %10s %10s %10s %8s %8s %8s\n" devices measure driverfs tmpfs minfs d/tmpfs \
@@ -95,7 +110,7 @@ for n in "${sizes[@]}"; do
 	snap=${SNAPDIR:-$work}/snap-$n.json
 	[ -f "$snap" ] || $py "$here/bench/gen-snapshot.py" "$n" "$snap"
 	t0=$(date +%s.%N)
-	"$build/driverfsd" --snapshot "$snap" "$mnt" 2>/dev/null
+	"$build/driverfsd" --snapshot "$snap" "${transport[@]}" "$mnt" 2>/dev/null
 	t1=$(date +%s.%N)
 	pid=$(daemon_pid)
 	rss_load=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
@@ -136,7 +151,7 @@ for n in "${sizes[@]}"; do
 		start_minfs
 		drop; res[cold_m]+="$(walk "$min" | field 5) "
 		res[req_m]+="$(stop "$min" "$mpid" "$work/minfs.log") "
-		"$build/driverfsd" --snapshot "$snap" "$mnt" 2>/dev/null
+		"$build/driverfsd" --snapshot "$snap" "${transport[@]}" "$mnt" 2>/dev/null
 		pid=$(daemon_pid)
 		start_minfs
 	done

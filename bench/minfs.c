@@ -8,11 +8,14 @@
  * driverfsd costs above it is driverfsd's own; what minfs costs above a
  * tmpfs is FUSE's.
  *
- *   minfs [-f] [--opendir] SRC MOUNTPOINT
+ *   minfs [-f] [--opendir] [--no-io-uring] SRC MOUNTPOINT
  *
  * --opendir answers opendir (with cache_readdir and keep_cache) instead of
  * letting the kernel skip it (FUSE_CAP_NO_OPENDIR_SUPPORT): two requests per
  * directory listed, warm or cold.
+ *
+ * Requests come over io_uring where the kernel offers it, as driverfsd's do
+ * (src/fuse/uring.h); --no-io-uring takes them all through /dev/fuse.
  *
  * Without -f it returns once mounted, serving in the background. At exit it
  * prints the requests it served, in driverfsd's format. Built with the
@@ -23,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include "fuse/uring.h"
 #include <inttypes.h>
 #include <limits.h>
 #include <stdatomic.h>
@@ -368,18 +372,20 @@ static const struct fuse_lowlevel_ops minfs_ops = {
 int main(int argc, char **argv)
 {
 	struct minfs m = { 0 };
-	bool foreground = false;
+	bool foreground = false, no_io_uring = false;
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-f"))
 			foreground = true;
 		else if (!strcmp(argv[i], "--opendir"))
 			m.opendir = true;
+		else if (!strcmp(argv[i], "--no-io-uring"))
+			no_io_uring = true;
 		else
 			break;
 	}
 	if (argc - i != 2) {
-		fprintf(stderr, "usage: minfs [-f] [--opendir] SRC MOUNTPOINT\n");
+		fprintf(stderr, "usage: minfs [-f] [--opendir] [--no-io-uring] SRC MOUNTPOINT\n");
 		return 2;
 	}
 	int r = load(&m, argv[i]);
@@ -398,6 +404,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "minfs: cannot mount at %s\n", argv[i + 1]);
 		return 1;
 	}
+	/* the same transport as driverfsd's: io_uring where the kernel offers it */
+	struct dm_uring *uring = NULL;
+	if (!no_io_uring && dm_uring_attach(se, DM_URING_THREADS_PER_CPU, &uring) < 0)
+		uring = NULL;
 	if (fuse_set_signal_handlers(se) != 0 || fuse_daemonize(foreground) != 0)
 		return 1;
 	/* the same loop as driverfsd's */
@@ -409,6 +419,7 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_idle_threads(cfg, 16);
 	r = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	dm_uring_free(uring);
 	fprintf(stderr, "fuse requests: %" PRIu64 "\n",
 		(uint64_t)atomic_load_explicit(&m.requests, memory_order_relaxed));
 	fuse_remove_signal_handlers(se);

@@ -16,6 +16,8 @@
 #                                       for FUZZ_SECONDS (default 20)
 #
 # Packages are installed with apt-get; when not run as root it uses sudo.
+# Both let the kernel offer FUSE over io_uring (the fuse module's
+# enable_uring parameter, Linux >= 6.14), which driverfsd then uses.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -24,12 +26,13 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
 
 # build and run dependencies, by Debian package name
 BUILD_PKGS="meson ninja-build gcc pkg-config libfuse3-dev fuse3 libpci-dev pciutils pci.ids
-	libudev-dev libusb-1.0-0-dev libsystemd-dev libinih-dev libjson-c-dev udev"
+	libudev-dev libusb-1.0-0-dev libsystemd-dev libinih-dev libjson-c-dev liburing-dev udev"
 TEST_PKGS="clang libclang-rt-dev libcmocka-dev umockdev usbutils gir1.2-umockdev-1.0 python3 python3-gi python3-pytest
 	python3-dbusmock dbus-daemon graphviz groff-base systemd"
 
 # what the ThreadSanitizer build runs: the tests with threads of their own
-TSAN_TESTS="core pm runner exec mount-pm mount-hotplug mount-hotplug-stress mount-files"
+TSAN_TESTS="core pm runner exec mount-pm mount-hotplug mount-hotplug-stress mount-files
+	mount-transport"
 # the libFuzzer targets (tests/fuzz/README.md)
 FUZZ_TARGETS="config drivers-d snapshot store uevent"
 
@@ -57,6 +60,14 @@ setup() {
 	fi
 }
 
+# FUSE servers may then ask for io_uring; a kernel without it has no such
+# parameter, and driverfsd serves through /dev/fuse there
+enable_fuse_uring() {
+	param=/sys/module/fuse/parameters/enable_uring
+	[ -e "$param" ] || $SUDO modprobe fuse 2>/dev/null || true
+	[ -e "$param" ] && echo Y | $SUDO tee "$param" >/dev/null || true
+}
+
 cmd=${1:-}
 case "$cmd" in
 mount)
@@ -68,6 +79,7 @@ mount)
 		echo "dev.sh: unmounting the driverfs already at $mnt"
 		$SUDO fusermount3 -u "$mnt"
 	fi
+	enable_fuse_uring
 	$SUDO build/driverfsd "$mnt"
 	echo
 	echo "$ ls $mnt $mnt/root $mnt/bus"
@@ -82,6 +94,7 @@ test)
 	install_missing $BUILD_PKGS $TEST_PKGS
 	setup build -Dwerror=true
 	ninja -C build
+	enable_fuse_uring
 	meson test -C build --print-errorlogs
 	# The same suite built with clang under ASan (leak checks on) and UBSan.
 	# The mount tests preload umockdev, hence verify_asan_link_order=0.
@@ -126,7 +139,7 @@ test)
 		"$(( $(skipped build) + $(skipped build-asan) + $(skipped build-tsan) )) skipped"
 	;;
 *)
-	sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

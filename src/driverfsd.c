@@ -50,6 +50,7 @@ struct options {
 	bool check_config;
 	bool foreground;
 	bool debug;
+	bool no_io_uring;
 	struct fuse_args fuse_args;
 };
 
@@ -67,6 +68,8 @@ static void usage(FILE *f)
 		"                     once in the background)\n"
 		"  -d, --debug        log debug messages and FUSE requests (implies -f)\n"
 		"  -o OPTIONS         extra FUSE mount options, comma-separated\n"
+		"      --no-io-uring  take every FUSE request through /dev/fuse, even where\n"
+		"                     the kernel offers io_uring (fuse.enable_uring=Y)\n"
 		"  -c, --config FILE  the configuration file, see driverfsd.conf(5); default\n"
 		"                     " DEFAULT_CONFIG ",\n"
 		"                     which may be missing. Drivers are read from the\n"
@@ -112,6 +115,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "kernel-uevents", no_argument, NULL, 'k' },
 		{ "uevent-buffer", required_argument, NULL, 'B' },
 		{ "check-config", no_argument, NULL, 'K' },
+		{ "no-io-uring", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -154,6 +158,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		}
 		case 'K':
 			o->check_config = true;
+			break;
+		case 'U':
+			o->no_io_uring = true;
 			break;
 		case 'f':
 			o->foreground = true;
@@ -591,6 +598,7 @@ int main(int argc, char **argv)
 		log_err("cannot set up the filesystem (bad -o option?)");
 		goto out_model;
 	}
+	dm_fs_set_io_uring(fs, !o.no_io_uring);
 	r = dm_fs_mount(fs, mountpoint);
 	if (r < 0) {
 		log_err("cannot mount at %s", mountpoint);

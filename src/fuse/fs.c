@@ -4,6 +4,7 @@
 #include "fs.h"
 
 #include "inode.h"
+#include "uring.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -99,6 +100,8 @@ struct dm_fs {
 	bool mounted;
 	bool unmount_watched; /* dm_fs_set_unmount_watched() */
 	bool no_opendir; /* the kernel skips opendir/releasedir (set at init) */
+	bool no_io_uring; /* dm_fs_set_io_uring() */
+	struct dm_uring *uring; /* FUSE over io_uring, if the kernel offers it */
 	pthread_mutex_t dirs_lock;
 	struct dir_snapshot *dirs; /* listings being read, one per directory */
 	pthread_mutex_t opens_lock;
@@ -479,6 +482,9 @@ int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size)
 		if (n[i])
 			len += snprintf(buf + len, size - (size_t)len, " %s=%" PRIu64,
 					fs_op_names[i], n[i]);
+	if (fs->uring && len >= 0 && (size_t)len < size)
+		len += snprintf(buf + len, size - (size_t)len, "; over io_uring: %" PRIu64,
+				dm_uring_served(fs->uring));
 	return len < 0 || (size_t)len >= size ? -ENOBUFS : len;
 }
 
@@ -1563,7 +1569,17 @@ int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 	if (fuse_session_mount(fs->se, mountpoint) != 0)
 		return -EIO;
 	fs->mounted = true;
+	if (fs->no_io_uring)
+		return 0;
+	/* else (no possible CPUs to read) the session reads /dev/fuse alone */
+	if (dm_uring_attach(fs->se, DM_URING_THREADS_PER_CPU, &fs->uring) < 0)
+		fs->uring = NULL;
 	return 0;
+}
+
+void dm_fs_set_io_uring(struct dm_fs *fs, bool on)
+{
+	fs->no_io_uring = !on;
 }
 
 void dm_fs_set_unmount_watched(struct dm_fs *fs)
@@ -1596,6 +1612,8 @@ int dm_fs_loop(struct dm_fs *fs)
 	fuse_loop_cfg_set_idle_threads(cfg, 16);
 	int r = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	/* the rings' threads call into the session and the tables */
+	dm_uring_stop(fs->uring);
 	return r < 0 ? r : 0;
 }
 
@@ -1603,6 +1621,7 @@ void dm_fs_free(struct dm_fs *fs)
 {
 	if (!fs)
 		return;
+	dm_uring_free(fs->uring);
 	if (fs->inval_running) {
 		dm_model_set_listener(fs->model, NULL, NULL);
 		pthread_mutex_lock(&fs->inval_lock);

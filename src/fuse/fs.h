@@ -10,6 +10,7 @@
 
 #include "core/model.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct dm_fs;
@@ -25,6 +26,9 @@ int dm_fs_mount(struct dm_fs *fs, const char *mountpoint);
  * the daemon dies (unmount-watch.h), so directories need no opendir (which
  * fusermount3's auto_unmount needs to tell a dead mount). */
 void dm_fs_set_unmount_watched(struct dm_fs *fs);
+/* Before the mount: whether to serve over io_uring where the kernel offers
+ * it (uring.h; the default) or only through /dev/fuse. */
+void dm_fs_set_io_uring(struct dm_fs *fs, bool on);
 /* Starts the thread that tells the kernel what model changes made stale
  * (after the mount): from then on the model's listener is the fs's. */
 int dm_fs_start_notifier(struct dm_fs *fs);

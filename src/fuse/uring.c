@@ -1,0 +1,619 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * uring.c - FUSE over io_uring under libfuse 3.14 (see uring.h).
+ *
+ * The wire format (Linux's Documentation/filesystems/fuse-io-uring.rst and
+ * include/uapi/linux/fuse.h, protocol 7.42): a ring entry is a header
+ * buffer and a payload buffer, registered with an IORING_OP_URING_CMD on
+ * the /dev/fuse file (128-byte SQEs). When the entry's command completes,
+ * the header holds the request's fuse_in_header and its first argument
+ * (the operation's own header, if it has one) and the payload the rest;
+ * the reply goes back the same way (fuse_out_header in the header buffer,
+ * the reply's body in the payload) with a COMMIT_AND_FETCH command, which
+ * also waits for the next request.
+ */
+#define FUSE_USE_VERSION 312
+#include "uring.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <linux/fuse.h>
+#include <liburing.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---- the io_uring part of the FUSE protocol (7.42), not in older
+ * <linux/fuse.h> ---- */
+
+#define URING_INIT_FLAG (1ULL << 41) /* FUSE_OVER_IO_URING */
+#define URING_IN_OUT_SIZE 128
+#define URING_OP_IN_SIZE 128
+
+enum uring_cmd {
+	URING_CMD_REGISTER = 1,
+	URING_CMD_COMMIT_AND_FETCH = 2,
+};
+
+struct uring_ent_in_out {
+	uint64_t flags;
+	uint64_t commit_id; /* the request's unique, given back in the commit */
+	uint32_t payload_sz; /* bytes used in the payload buffer */
+	uint32_t padding;
+	uint64_t reserved;
+};
+
+struct uring_req_header {
+	char in_out[URING_IN_OUT_SIZE]; /* fuse_in_header, then fuse_out_header */
+	char op_in[URING_OP_IN_SIZE]; /* the operation's first argument */
+	struct uring_ent_in_out ent;
+};
+
+/* in the SQE's command area */
+struct uring_cmd_req {
+	uint64_t flags;
+	uint64_t commit_id;
+	uint16_t qid;
+	uint8_t padding[6];
+};
+
+_Static_assert(sizeof(struct uring_req_header) == 288, "fuse_uring_req_header's size");
+_Static_assert(sizeof(struct uring_cmd_req) == 24, "fuse_uring_cmd_req's size");
+_Static_assert(sizeof(struct fuse_in_header) == 40, "fuse_in_header's size");
+
+/* the kernel's smallest payload buffer (FUSE_MIN_READ_BUFFER) */
+#define MIN_PAYLOAD 8192
+
+enum { TAG_ENTRY = 1, TAG_WAKE = 2 };
+
+struct ring_thread {
+	struct dm_uring *u;
+	unsigned qid; /* the CPU whose requests this thread serves */
+	pthread_t thread;
+	int wake_fd; /* an eventfd: dm_uring_stop() */
+	struct io_uring ring;
+	bool ring_ready;
+	struct iovec iov[2]; /* header, payload: read by the kernel at REGISTER */
+	struct uring_req_header *hdr;
+	char *payload;
+	char *req; /* the request made contiguous for fuse_session_process_buf() */
+	uint64_t unique; /* of the request being served */
+	bool replied;
+};
+
+enum start_state { START_NONE, START_SETUP, START_GO, START_ABORT };
+
+struct dm_uring {
+	struct fuse_session *se;
+	int fd;
+	unsigned per_cpu;
+	unsigned n_cpus;
+	size_t n_threads;
+	struct ring_thread *threads;
+
+	/* INIT: seen by the custom read, answered in the custom writev */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	enum start_state start;
+	size_t n_setup; /* threads done setting up their ring */
+	bool setup_failed;
+	bool init_pending;
+	uint64_t init_unique;
+	size_t payload_size;
+
+	atomic_uint_fast64_t served;
+};
+
+/* the ring entry whose request this thread is serving, if any */
+static __thread struct ring_thread *current_entry;
+
+/* How many queues the kernel has: one per possible CPU ("0-3,5" in sysfs).
+ * Read with raw system calls, past any preloaded library that redirects
+ * /sys (umockdev, in the tests): a queue missed would stall every request,
+ * since the kernel holds them all until each queue has an entry. */
+static int possible_cpus(unsigned *ret)
+{
+	char buf[256];
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/sys/devices/system/cpu/possible",
+			      O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	unsigned count = 0;
+	for (char *p = buf;;) {
+		char *end;
+		unsigned long first = strtoul(p, &end, 10), last = first;
+		if (end == p)
+			return -EINVAL;
+		if (*end == '-')
+			last = strtoul(end + 1, &end, 10);
+		if (last < first || last - first >= 65536)
+			return -EINVAL;
+		count += (unsigned)(last - first + 1);
+		if (*end != ',')
+			break;
+		p = end + 1;
+	}
+	*ret = count;
+	return 0;
+}
+
+static ssize_t uring_read(struct dm_uring *u, int fd, void *buf, size_t len);
+static ssize_t uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count);
+
+/* libfuse's custom I/O gets the session's userdata, which is not ours:
+ * the sessions served here are found by their /dev/fuse descriptor. */
+#define MAX_SESSIONS 8
+static struct dm_uring *_Atomic sessions[MAX_SESSIONS];
+
+static struct dm_uring *session_of(int fd)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		struct dm_uring *u = atomic_load_explicit(&sessions[i], memory_order_acquire);
+		if (u && u->fd == fd)
+			return u;
+	}
+	return NULL;
+}
+
+static void session_forget(struct dm_uring *u)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		struct dm_uring *mine = u;
+		atomic_compare_exchange_strong(&sessions[i], &mine, NULL);
+	}
+}
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	struct dm_uring *u = session_of(fd);
+	return u ? uring_read(u, fd, buf, len) : read(fd, buf, len);
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct dm_uring *u = session_of(fd);
+	return u ? uring_writev(u, fd, iov, count) : writev(fd, iov, count);
+}
+
+static const struct fuse_custom_io io = {
+	.read = io_read,
+	.writev = io_writev,
+};
+
+int dm_uring_attach(struct fuse_session *se, unsigned per_cpu, struct dm_uring **ret)
+{
+	struct dm_uring *u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->se = se;
+	u->fd = fuse_session_fd(se);
+	u->per_cpu = per_cpu ? per_cpu : 1;
+	int r = possible_cpus(&u->n_cpus);
+	if (r < 0)
+		goto out_free;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	r = -EBUSY;
+	for (int i = 0; i < MAX_SESSIONS && r < 0; i++) {
+		struct dm_uring *none = NULL;
+		if (atomic_compare_exchange_strong(&sessions[i], &none, u))
+			r = 0;
+	}
+	if (r < 0)
+		goto out_destroy;
+	/* the same descriptor: libfuse keeps it and closes it as before */
+	if (fuse_session_custom_io(se, &io, u->fd) != 0) {
+		r = -EINVAL;
+		goto out_forget;
+	}
+	*ret = u;
+	return 0;
+
+out_forget:
+	session_forget(u);
+out_destroy:
+	pthread_cond_destroy(&u->cond);
+	pthread_mutex_destroy(&u->lock);
+out_free:
+	free(u);
+	return r;
+}
+
+/* ---- ring threads ---- */
+
+static void pin_to_cpu(unsigned cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	/* an offline CPU: its queue is served from anywhere */
+	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static int ring_setup(struct ring_thread *t)
+{
+	struct io_uring_params p = {
+		.flags = IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER |
+			 IORING_SETUP_DEFER_TASKRUN,
+	};
+	int r = io_uring_queue_init_params(4, &t->ring, &p);
+	if (r == -EINVAL) {
+		/* before Linux 6.1: no deferred task work */
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_SQE128;
+		r = io_uring_queue_init_params(4, &t->ring, &p);
+	}
+	if (r < 0)
+		return r;
+	t->ring_ready = true;
+	t->wake_fd = eventfd(0, EFD_CLOEXEC);
+	return t->wake_fd < 0 ? -errno : 0;
+}
+
+static struct io_uring_sqe *cmd_sqe(struct ring_thread *t, enum uring_cmd op, uint64_t commit_id)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+	if (!sqe)
+		return NULL;
+	memset(sqe, 0, 2 * sizeof(*sqe)); /* a 128-byte SQE */
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = t->u->fd;
+	sqe->cmd_op = op;
+	sqe->user_data = TAG_ENTRY;
+	struct uring_cmd_req *c = (struct uring_cmd_req *)sqe->cmd;
+	c->commit_id = commit_id;
+	c->qid = (uint16_t)t->qid;
+	return sqe;
+}
+
+static size_t req_size(size_t payload_size)
+{
+	return sizeof(struct fuse_in_header) + URING_OP_IN_SIZE + payload_size;
+}
+
+static char *buf_map(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void buf_unmap(char *p, size_t size)
+{
+	if (p)
+		munmap(p, size);
+}
+
+static int ring_register(struct ring_thread *t)
+{
+	size_t size = t->u->payload_size;
+	/* Mapped, not allocated: the pages of these buffers of up to a
+	 * megabyte are only backed once touched, and most requests and
+	 * replies take a few hundred bytes. Zeroed, so that what the kernel
+	 * writes there does not read as undefined to valgrind. */
+	t->hdr = calloc(1, sizeof(*t->hdr));
+	t->payload = buf_map(size);
+	t->req = buf_map(req_size(size));
+	bool ok = t->hdr && t->payload && t->req;
+	if (ok) {
+		t->iov[0] = (struct iovec){ .iov_base = t->hdr, .iov_len = sizeof(*t->hdr) };
+		t->iov[1] = (struct iovec){ .iov_base = t->payload, .iov_len = size };
+	}
+
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+	io_uring_prep_poll_add(sqe, t->wake_fd, POLLIN);
+	sqe->user_data = TAG_WAKE;
+	sqe = cmd_sqe(t, URING_CMD_REGISTER, 0);
+	sqe->addr = (uintptr_t)t->iov;
+	/* The kernel holds every request until each CPU's queue has an entry;
+	 * a REGISTER it refuses (no buffers) turns io_uring off instead. */
+	sqe->len = ok ? 2 : 0;
+	int r = io_uring_submit(&t->ring);
+	return r < 0 ? r : 0;
+}
+
+/* The reply to the request in @t's entry, from the custom writev. */
+static ssize_t entry_reply(struct ring_thread *t, const struct iovec *iov, int count)
+{
+	size_t len = 0;
+	for (int i = 1; i < count; i++) {
+		if (iov[i].iov_len > t->u->payload_size - len) {
+			errno = EINVAL;
+			return -1;
+		}
+		memcpy(t->payload + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	memcpy(t->hdr->in_out, iov[0].iov_base, sizeof(struct fuse_out_header));
+	t->hdr->ent.payload_sz = (uint32_t)len;
+	t->replied = true;
+	return (ssize_t)(sizeof(struct fuse_out_header) + len);
+}
+
+static void entry_reply_error(struct ring_thread *t, int err)
+{
+	struct fuse_out_header out = {
+		.len = sizeof(out), .error = -err, .unique = t->unique,
+	};
+	struct iovec iov = { .iov_base = &out, .iov_len = sizeof(out) };
+	entry_reply(t, &iov, 1);
+}
+
+/* Serves the request in @t's entry and queues its commit. */
+static void entry_serve(struct ring_thread *t)
+{
+	const struct fuse_in_header *in = (const void *)t->hdr->in_out;
+	uint32_t psize = t->hdr->ent.payload_sz;
+	uint64_t commit_id = t->hdr->ent.commit_id;
+	t->unique = in->unique;
+	t->replied = false;
+	/* the operation's header is what the length leaves beside the payload */
+	size_t hsize = in->len - sizeof(*in) - psize;
+	if (in->len < sizeof(*in) + psize || hsize > URING_OP_IN_SIZE ||
+	    psize > t->u->payload_size) {
+		entry_reply_error(t, EIO);
+	} else {
+		memcpy(t->req, in, sizeof(*in));
+		memcpy(t->req + sizeof(*in), t->hdr->op_in, hsize);
+		memcpy(t->req + sizeof(*in) + hsize, t->payload, psize);
+		struct fuse_buf buf = { .mem = t->req, .size = in->len };
+		current_entry = t;
+		fuse_session_process_buf(t->u->se, &buf);
+		current_entry = NULL;
+		atomic_fetch_add_explicit(&t->u->served, 1, memory_order_relaxed);
+		/* every request that comes over the ring has a reply */
+		if (!t->replied)
+			entry_reply_error(t, ENOSYS);
+	}
+	cmd_sqe(t, URING_CMD_COMMIT_AND_FETCH, commit_id);
+}
+
+static void ring_loop(struct ring_thread *t)
+{
+	for (;;) {
+		int r = io_uring_submit_and_wait(&t->ring, 1);
+		if (r < 0 && r != -EINTR) {
+			log_warn("FUSE over io_uring: %s", strerror(-r));
+			return;
+		}
+		struct io_uring_cqe *cqe;
+		unsigned head, seen = 0;
+		bool serve = false, quit = false;
+		io_uring_for_each_cqe(&t->ring, head, cqe)
+		{
+			seen++;
+			if (cqe->user_data == TAG_WAKE) {
+				quit = true;
+			} else if (cqe->res < 0) {
+				/* ENOTCONN: the connection ended; anything else
+				 * is a refused REGISTER, after which the kernel
+				 * goes on over /dev/fuse */
+				if (cqe->res != -ENOTCONN && cqe->res != -ECANCELED) {
+					log_warn("FUSE over io_uring refused (%s): requests go "
+						 "through /dev/fuse",
+						 strerror(-cqe->res));
+				}
+				quit = true;
+			} else {
+				serve = true;
+			}
+		}
+		io_uring_cq_advance(&t->ring, seen);
+		if (serve)
+			entry_serve(t);
+		if (quit) {
+			/* a reply made before the stop still goes out */
+			io_uring_submit(&t->ring);
+			return;
+		}
+	}
+}
+
+/* Waits for the INIT reply; true when the rings are to be registered. */
+static bool wait_for_init(struct dm_uring *u)
+{
+	pthread_mutex_lock(&u->lock);
+	while (u->start == START_SETUP)
+		pthread_cond_wait(&u->cond, &u->lock);
+	bool go = u->start == START_GO;
+	pthread_mutex_unlock(&u->lock);
+	return go;
+}
+
+static void *ring_main(void *arg)
+{
+	struct ring_thread *t = arg;
+	struct dm_uring *u = t->u;
+	char name[16];
+	snprintf(name, sizeof(name), "fuse-ring-%u", t->qid);
+	pthread_setname_np(pthread_self(), name);
+	pin_to_cpu(t->qid);
+
+	int r = ring_setup(t);
+	pthread_mutex_lock(&u->lock);
+	u->n_setup++;
+	if (r < 0 && !u->setup_failed) {
+		u->setup_failed = true;
+		log_info("no FUSE over io_uring (%s): requests go through /dev/fuse",
+			 strerror(-r));
+	}
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+
+	if (r == 0 && wait_for_init(u)) {
+		r = ring_register(t);
+		if (r < 0)
+			log_warn("FUSE over io_uring: cannot register a ring entry: %s",
+				 strerror(-r));
+		else
+			ring_loop(t);
+	}
+	return NULL;
+}
+
+/* At the kernel's INIT, if it offers io_uring: one thread per entry, each
+ * with a ring of its own (a single issuer). True when all are set up. */
+static bool start_threads(struct dm_uring *u)
+{
+	size_t n = (size_t)u->n_cpus * u->per_cpu;
+	u->threads = calloc(n, sizeof(*u->threads));
+	if (!u->threads)
+		return false;
+	pthread_mutex_lock(&u->lock);
+	u->start = START_SETUP;
+	pthread_mutex_unlock(&u->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct ring_thread *t = &u->threads[i];
+		t->u = u;
+		t->qid = (unsigned)(i % u->n_cpus);
+		t->wake_fd = -1;
+		if (pthread_create(&t->thread, NULL, ring_main, t) != 0)
+			break;
+		u->n_threads++;
+	}
+	pthread_mutex_lock(&u->lock);
+	while (u->n_setup < u->n_threads)
+		pthread_cond_wait(&u->cond, &u->lock);
+	bool ok = u->n_threads == n && !u->setup_failed;
+	pthread_mutex_unlock(&u->lock);
+	return ok;
+}
+
+static void set_start(struct dm_uring *u, enum start_state s)
+{
+	pthread_mutex_lock(&u->lock);
+	u->start = s;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* ---- libfuse's custom I/O ---- */
+
+static ssize_t uring_read(struct dm_uring *u, int fd, void *buf, size_t len)
+{
+	ssize_t n = read(fd, buf, len);
+	const struct fuse_in_header *in = buf;
+	if (n < (ssize_t)(sizeof(*in) + sizeof(struct fuse_init_in)) ||
+	    in->opcode != FUSE_INIT)
+		return n;
+	const struct fuse_init_in *init = (const void *)(in + 1);
+	uint64_t flags = init->flags;
+	if (flags & FUSE_INIT_EXT)
+		flags |= (uint64_t)init->flags2 << 32;
+	/* libfuse's loop cancels its threads when it ends, and reads with
+	 * cancellation on: not while this one holds the lock or waits */
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	bool ok = (flags & URING_INIT_FLAG) && start_threads(u);
+	pthread_mutex_lock(&u->lock);
+	u->init_pending = ok;
+	u->init_unique = in->unique;
+	pthread_mutex_unlock(&u->lock);
+	if (!ok && u->n_threads)
+		set_start(u, START_ABORT);
+	pthread_setcancelstate(cancel, NULL);
+	return n;
+}
+
+/* The INIT reply asks for io_uring; the rings' payload buffers must hold
+ * the largest request and reply the kernel will send (its max_payload_sz). */
+static bool init_reply_ask(struct dm_uring *u, struct iovec *iov, int count)
+{
+	const struct fuse_out_header *out = iov[0].iov_base;
+	if (count < 2 || out->error != 0 ||
+	    iov[1].iov_len < offsetof(struct fuse_init_out, flags2) + sizeof(uint32_t))
+		return false;
+	struct fuse_init_out *init = iov[1].iov_base;
+	init->flags |= FUSE_INIT_EXT;
+	init->flags2 |= (uint32_t)(URING_INIT_FLAG >> 32);
+	size_t pages = (init->flags & FUSE_MAX_PAGES) && init->max_pages ? init->max_pages : 32;
+	size_t size = init->max_write > MIN_PAYLOAD ? init->max_write : MIN_PAYLOAD;
+	if (pages * 4096 > size)
+		size = pages * 4096;
+	u->payload_size = size;
+	return true;
+}
+
+static ssize_t uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count)
+{
+	const struct fuse_out_header *out = iov[0].iov_base;
+	struct ring_thread *t = current_entry;
+	if (t && out->unique == t->unique && !t->replied)
+		return entry_reply(t, iov, count);
+
+	pthread_mutex_lock(&u->lock);
+	bool init = u->init_pending && out->unique == u->init_unique;
+	if (init)
+		u->init_pending = false;
+	pthread_mutex_unlock(&u->lock);
+	if (!init)
+		return writev(fd, iov, count);
+
+	bool ask = init_reply_ask(u, iov, count);
+	ssize_t n = writev(fd, iov, count);
+	int saved = errno;
+	/* the kernel has taken the reply (and is initialized) when writev
+	 * returns: now the entries can be registered */
+	if (ask && n >= 0)
+		log_info("serving FUSE requests over io_uring: %u CPUs, %u threads each",
+			 u->n_cpus, u->per_cpu);
+	set_start(u, ask && n >= 0 ? START_GO : START_ABORT);
+	errno = saved;
+	return n;
+}
+
+uint64_t dm_uring_served(const struct dm_uring *u)
+{
+	return u ? atomic_load_explicit(&u->served, memory_order_relaxed) : 0;
+}
+
+void dm_uring_stop(struct dm_uring *u)
+{
+	if (!u)
+		return;
+	set_start(u, START_ABORT); /* threads still waiting for INIT's reply */
+	for (size_t i = 0; i < u->n_threads; i++) {
+		struct ring_thread *t = &u->threads[i];
+		if (t->wake_fd >= 0 && eventfd_write(t->wake_fd, 1) < 0)
+			log_warn("cannot stop a FUSE ring thread: %s", strerror(errno));
+	}
+	for (size_t i = 0; i < u->n_threads; i++) {
+		struct ring_thread *t = &u->threads[i];
+		pthread_join(t->thread, NULL);
+		if (t->ring_ready)
+			io_uring_queue_exit(&t->ring);
+		if (t->wake_fd >= 0)
+			close(t->wake_fd);
+		free(t->hdr);
+		buf_unmap(t->payload, u->payload_size);
+		buf_unmap(t->req, req_size(u->payload_size));
+	}
+	u->n_threads = 0;
+}
+
+void dm_uring_free(struct dm_uring *u)
+{
+	if (!u)
+		return;
+	dm_uring_stop(u);
+	session_forget(u);
+	free(u->threads);
+	pthread_cond_destroy(&u->cond);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * uring.h - FUSE over io_uring: each request served on the CPU that asked.
+ *
+ * Over /dev/fuse a request wakes a daemon thread wherever it last ran and
+ * the reply wakes the asker back; on a virtual machine each wake-up across
+ * CPUs is an IPI and a VM exit, most of what a warm open costs. Over
+ * io_uring (Linux >= 6.14, module parameter fuse.enable_uring=Y) the kernel
+ * queues each request on its asker's CPU, served here by threads pinned to
+ * that CPU: the asker sleeps, the server runs on the same CPU, no IPI.
+ *
+ * libfuse 3.14 knows nothing of it. This module sits under libfuse as its
+ * custom I/O (fuse_session_custom_io()): it sees the kernel's INIT request,
+ * asks for io_uring in the INIT reply when the kernel offers it and every
+ * ring could be set up, registers one ring entry per thread, and hands
+ * each request to fuse_session_process_buf(), catching the handler's reply
+ * in its writev. FORGETs, INTERRUPTs and notifications still travel over
+ * /dev/fuse, served by libfuse's own loop as before; so is everything when
+ * the kernel does not offer io_uring.
+ */
+#ifndef DM_FUSE_URING_H
+#define DM_FUSE_URING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct dm_uring;
+struct fuse_session;
+
+/* Threads per CPU: each holds one ring entry, so a handler that waits (a
+ * store that suspends a subtree) leaves the others to serve that CPU. */
+#define DM_URING_THREADS_PER_CPU 4
+
+/* Serves @se's requests over io_uring when the kernel offers it, with
+ * @per_cpu threads (each holding one ring entry) per possible CPU: installs
+ * this module as the session's custom I/O. Call after fuse_session_mount(),
+ * before the session loop. */
+int dm_uring_attach(struct fuse_session *se, unsigned per_cpu, struct dm_uring **ret);
+/* Requests served over io_uring so far. Any thread, any time. */
+uint64_t dm_uring_served(const struct dm_uring *u);
+/* Ends the ring threads (waiting for the requests they serve) once the
+ * session loop has ended; the session must not be destroyed before. */
+void dm_uring_stop(struct dm_uring *u);
+void dm_uring_free(struct dm_uring *u);
+
+#endif

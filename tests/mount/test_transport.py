@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""How requests reach the daemon (src/fuse/uring.h).
+
+* Where the kernel offers FUSE over io_uring (fuse.enable_uring=Y), the
+  daemon serves every request but FORGETs, INTERRUPTs and notifications
+  over it: 4 threads per possible CPU, each pinned to its CPU; the tree it
+  serves is the same as over /dev/fuse.
+* A store that waits (a suspend blocked in a hook) holds one thread of its
+  CPU; that CPU's other requests are still served.
+* --no-io-uring, or a kernel that does not offer it, and every request goes
+  through /dev/fuse.
+* SIGTERM while the first requests are on their way (INIT, the rings being
+  set up) still ends the daemon.
+"""
+import os
+import re
+import signal
+import threading
+
+import pytest
+
+from harness import Daemon
+from test_faults import NIC, Env, wait_started
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
+PARAM = "/sys/module/fuse/parameters/enable_uring"
+PER_CPU = 4
+
+
+def possible_cpus():
+    with open("/sys/devices/system/cpu/possible") as f:
+        text = f.read().strip()
+    n = 0
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        n += int(last or first) - int(first) + 1
+    return n
+
+
+def set_param(value):
+    with open(PARAM, "w") as f:
+        f.write(value)
+
+
+@pytest.fixture
+def uring():
+    """The kernel offers io_uring to the daemons started in the test."""
+    if not os.path.exists(PARAM) or os.geteuid() != 0:
+        pytest.skip("this kernel has no FUSE over io_uring, or not root")
+    with open(PARAM) as f:
+        old = f.read().strip()
+    set_param("Y")
+    yield
+    set_param(old)
+
+
+def ring_threads(pid):
+    """{tid: (comm, allowed CPUs)} of @pid's ring threads."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                allowed = re.search(r"^Cpus_allowed_list:\s*(\S+)", f.read(), re.M).group(1)
+        except FileNotFoundError:
+            continue
+        if comm.startswith("fuse-ring-"):
+            out[int(tid)] = (comm, allowed)
+    return out
+
+
+def read_tree(mnt):
+    """{relative path: content or link target} of every file and link."""
+    out = {}
+    for top, dirs, files in os.walk(mnt):
+        for name in dirs + files:
+            p = os.path.join(top, name)
+            rel = os.path.relpath(p, mnt)
+            if os.path.islink(p):
+                out[rel] = "-> " + os.readlink(p)
+            elif os.path.isfile(p):
+                try:
+                    with open(p) as f:
+                        out[rel] = f.read()
+                except OSError as e:
+                    out[rel] = f"error {e.errno}"
+    return out
+
+
+def served_over_uring(output):
+    m = re.search(r"fuse requests: (\d+) .*; over io_uring: (\d+)", output)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def pinned_reads(mnt, cpu, result):
+    """Reads the tree from a thread pinned to @cpu."""
+    os.sched_setaffinity(0, {cpu})
+    result[cpu] = read_tree(mnt)
+
+
+def test_requests_come_over_io_uring_on_each_cpu(uring):
+    d = Daemon(TESTBED)
+    try:
+        # the rings are set up at INIT, which READY does not wait for; the
+        # first request waits for them
+        os.listdir(d.mnt)
+        threads = ring_threads(d.proc.pid)
+        n = possible_cpus()
+        assert len(threads) == n * PER_CPU, threads
+        for comm, allowed in threads.values():
+            cpu = comm[len("fuse-ring-"):]
+            if os.path.exists(f"/sys/devices/system/cpu/cpu{cpu}/online") or cpu == "0":
+                assert allowed == cpu, threads
+        # readers on every CPU the test may use, each served by its queue
+        results = {}
+        readers = [threading.Thread(target=pinned_reads, args=(d.mnt, cpu, results))
+                   for cpu in sorted(os.sched_getaffinity(0))]
+        for t in readers:
+            t.start()
+        for t in readers:
+            t.join(120)
+        assert len(results) == len(readers)
+        trees = list(results.values())
+        assert all(t == trees[0] for t in trees)
+        assert len(trees[0]) > 500
+        assert d.terminate() == 0
+        out = d.output()
+        assert "serving FUSE requests over io_uring" in out
+        total, uring_served = served_over_uring(out)
+        # all but INIT (and FORGETs, none here) came over the rings
+        assert uring_served >= len(trees[0]) and uring_served >= total - 1, out
+    finally:
+        d.stop()
+    # the same tree over /dev/fuse
+    d = Daemon(TESTBED, ["--no-io-uring"])
+    try:
+        assert ring_threads(d.proc.pid) == {}
+        assert read_tree(d.mnt) == trees[0]
+        assert d.terminate() == 0
+        assert "over io_uring" not in d.output()
+    finally:
+        d.stop()
+
+
+def test_a_waiting_store_leaves_its_cpus_requests_served(uring):
+    env = Env(timeout=120)
+    gate = os.path.join(env.log, f"gate.suspend.{os.path.basename(NIC)}")
+    os.mkfifo(gate)
+    started = os.path.join(env.log, "started")
+    os.mkfifo(started)
+    old = os.sched_getaffinity(0)
+    try:
+        # the writer and the readers ask from the same CPU, so from the same
+        # ring queue
+        os.sched_setaffinity(0, {min(old)})
+        errors = []
+
+        def suspend():
+            try:
+                env.power(None, "suspend")
+            except OSError as e:
+                errors.append(e)
+
+        writer = threading.Thread(target=suspend)
+        writer.start()
+        wait_started(started)
+        # the store now waits in the hook: the other requests of this CPU
+        reads = {}
+        reader = threading.Thread(target=lambda: reads.update(read_tree(env.d.path("bus"))))
+        reader.start()
+        reader.join(30)
+        assert not reader.is_alive(), "reads stalled behind a waiting store"
+        assert len(reads) > 20
+        assert writer.is_alive()
+        with open(gate, "w") as f:
+            f.write("go\n")
+        writer.join(60)
+        assert not writer.is_alive() and not errors, errors
+        env.power(None, "resume")
+        assert set(env.all_power().values()) == {"on"}
+    finally:
+        os.sched_setaffinity(0, old)
+        env.stop()
+
+
+def test_kernel_without_io_uring_serves_through_dev_fuse(uring):
+    set_param("N")
+    d = Daemon(TESTBED)
+    try:
+        tree = read_tree(d.mnt)
+        assert len(tree) > 500
+        assert ring_threads(d.proc.pid) == {}
+        assert d.terminate() == 0
+        out = d.output()
+        assert "serving FUSE requests over io_uring" not in out
+        total, uring_served = served_over_uring(out)
+        assert uring_served == 0 and total > len(tree)
+    finally:
+        d.stop()
+
+
+def test_sigterm_while_the_rings_start_ends_the_daemon(uring):
+    # READY comes before the session reads INIT: SIGTERM right after it
+    # lands while the rings are set up (libfuse cancels its threads then)
+    for _ in range(20):
+        d = Daemon(TESTBED)
+        try:
+            assert d.terminate(signal.SIGTERM, timeout=30) == 0, d.output()
+        finally:
+            d.stop()
