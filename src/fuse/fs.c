@@ -423,17 +423,15 @@ static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st,
 			st->st_mtim.tv_nsec -= 1000000000;
 		}
 		st->st_ctim = st->st_mtim;
-		if (fi.flags & DM_ATTR_LIVE) {
-			/* a moving mtime makes the kernel drop cached pages */
-			clock_gettime(CLOCK_REALTIME, &st->st_mtim);
-			st->st_ctim = st->st_mtim;
-			if (ret_timeout)
-				*ret_timeout = 0;
-		}
 		/* The size of a cached value is its length. A live value is read
 		 * with direct_io, which a plain read() takes past the size, so
-		 * 4096 (as sysfs says) serves; an unbounded one is measured,
-		 * since asynchronous reads (aio, io_uring) stop at the size. */
+		 * 4096 (as sysfs says) serves, and its attributes are as
+		 * lasting as a cached value's (no page of it is ever cached, so
+		 * no mtime needs to move); an unbounded one is measured, since
+		 * asynchronous reads (aio, io_uring) stop at the size, and
+		 * measured again at each stat. */
+		if ((fi.flags & DM_ATTR_LIVE) && (fi.flags & DM_ATTR_UNBOUNDED) && ret_timeout)
+			*ret_timeout = 0;
 		if ((!(fi.flags & DM_ATTR_LIVE) || (fi.flags & DM_ATTR_UNBOUNDED)) &&
 		    (fi.mode & 0444)) {
 			char *buf;
