@@ -32,7 +32,8 @@ struct slot {
 	const char *name; /* shared (name_get_locked()); NULL for the root */
 	uint32_t nlookup; /* saturates: a node counted UINT32_MAX times stays */
 	uint32_t parent; /* inode of the directory holding it; next free slot when free */
-	uint32_t dev_prev, dev_next; /* the other nodes of dev (0: none) */
+	uint32_t name_next; /* the next keyed node of its name bucket (0: none) */
+	uint32_t dev_next; /* the next node of dev (0: none) */
 	uint32_t gen;
 	uint16_t depth; /* directories between the mount root and it */
 	uint8_t kind; /* enum fs_kind; 0 when the slot is free */
@@ -50,10 +51,13 @@ struct fs_table {
 	uint64_t n_slots, n_pages, cap_pages;
 	uint32_t free_head; /* 0: none */
 	size_t n_used;
-	/* Both indexes hold inode numbers and hash what the slot holds, so an
-	 * entry costs one word: by_name has the current node of each
-	 * (parent, name), by_dev the first node of each device's list. */
-	struct dm_idset by_name;
+	/* The current node of each (parent, name): chained through the
+	 * nodes' name_next from buckets (a power of two, at most one node per
+	 * bucket on average), 4 to 8 bytes a node beside the node's own 4. */
+	uint32_t *buckets;
+	size_t n_buckets, n_keyed;
+	/* The first node of each device's list, by the device's id (one
+	 * word, hashed from what the slot holds). */
 	struct dm_idset by_dev;
 	struct dm_idset names; /* the shared names (struct name *), by content */
 };
@@ -75,10 +79,9 @@ static uint64_t hash_name(uint64_t parent, const char *name)
 	return hash_str(dm_hash_u64(&parent), name);
 }
 
-static uint64_t hash_node_name(uintptr_t ino, void *ctx)
+static size_t bucket_of(const struct fs_table *t, uint64_t parent, const char *name)
 {
-	const struct slot *n = slot_at(ctx, ino);
-	return hash_name(n->parent, n->name);
+	return hash_name(parent, name) & (t->n_buckets - 1);
 }
 
 static uint64_t hash_node_dev(uintptr_t ino, void *ctx)
@@ -164,7 +167,6 @@ int fs_table_new(struct fs_table **ret)
 	}
 	t->n_pages = 1;
 	pthread_mutex_init(&t->lock, NULL);
-	dm_idset_init(&t->by_name, hash_node_name, t);
 	dm_idset_init(&t->by_dev, hash_node_dev, t);
 	dm_idset_init(&t->names, hash_shared, NULL);
 	t->n_slots = 2;
@@ -218,10 +220,7 @@ static int dev_link_locked(struct fs_table *t, uint32_t ino)
 			dm_idset_add(&t->by_dev, first); /* had room a moment ago */
 		return -ENOMEM;
 	}
-	n->dev_prev = 0;
 	n->dev_next = first;
-	if (first)
-		slot_at(t, first)->dev_prev = ino;
 	return 0;
 }
 
@@ -230,10 +229,14 @@ static void dev_unlink_locked(struct fs_table *t, uint32_t ino)
 	struct slot *n = slot_at(t, ino);
 	if (!n->dev)
 		return;
-	if (n->dev_next)
-		slot_at(t, n->dev_next)->dev_prev = n->dev_prev;
-	if (n->dev_prev) {
-		slot_at(t, n->dev_prev)->dev_next = n->dev_next;
+	uint32_t first = dev_first_locked(t, n->dev);
+	if (first != ino) {
+		/* a device has a few nodes (its directory, files, links) */
+		uint32_t prev = first;
+		while (prev && slot_at(t, prev)->dev_next != ino)
+			prev = slot_at(t, prev)->dev_next;
+		if (prev)
+			slot_at(t, prev)->dev_next = n->dev_next;
 		return;
 	}
 	/* the first: its successor takes its place in the index (removing
@@ -265,13 +268,66 @@ size_t fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
 	return n;
 }
 
+/* Doubles the buckets (at least 1024), moving each keyed node. */
+static int buckets_grow_locked(struct fs_table *t)
+{
+	size_t n = t->n_buckets ? t->n_buckets * 2 : 1024;
+	uint32_t *b = calloc(n, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n_buckets; i++) {
+		uint32_t next;
+		for (uint32_t ino = t->buckets[i]; ino; ino = next) {
+			struct slot *s = slot_at(t, ino);
+			size_t h = hash_name(s->parent, s->name) & (n - 1);
+			next = s->name_next;
+			s->name_next = b[h];
+			b[h] = ino;
+		}
+	}
+	free(t->buckets);
+	t->buckets = b;
+	t->n_buckets = n;
+	return 0;
+}
+
+/* Makes @ino the current node of its (parent, name). 0 or -ENOMEM. */
+static int key_add_locked(struct fs_table *t, uint32_t ino)
+{
+	if (t->n_keyed >= t->n_buckets && buckets_grow_locked(t) < 0)
+		return -ENOMEM;
+	struct slot *s = slot_at(t, ino);
+	size_t h = bucket_of(t, s->parent, s->name);
+	s->name_next = t->buckets[h];
+	t->buckets[h] = ino;
+	s->keyed = true;
+	t->n_keyed++;
+	return 0;
+}
+
+static void key_remove_locked(struct fs_table *t, uint32_t ino)
+{
+	struct slot *s = slot_at(t, ino);
+	if (!s->keyed)
+		return;
+	for (uint32_t *p = &t->buckets[bucket_of(t, s->parent, s->name)]; *p;
+	     p = &slot_at(t, *p)->name_next) {
+		if (*p == ino) {
+			*p = s->name_next;
+			break;
+		}
+	}
+	s->name_next = 0;
+	s->keyed = false;
+	t->n_keyed--;
+}
+
 /* Drops what a used node holds, leaving the slot zeroed but its generation. */
 static void node_clear(struct fs_table *t, uint32_t ino)
 {
 	struct slot *n = slot_at(t, ino);
 	dev_unlink_locked(t, ino);
-	if (n->keyed)
-		dm_idset_remove(&t->by_name, ino);
+	key_remove_locked(t, ino);
 	struct fs_target target = slot_target(n);
 	fs_target_unref(&target);
 	name_put_locked(t, n->name);
@@ -287,7 +343,7 @@ void fs_table_free(struct fs_table *t)
 	for (uint64_t i = 2; i < t->n_slots; i++)
 		if (slot_at(t, i)->kind)
 			node_clear(t, (uint32_t)i);
-	dm_idset_done(&t->by_name);
+	free(t->buckets);
 	dm_idset_done(&t->by_dev);
 	dm_idset_done(&t->names);
 	pthread_mutex_destroy(&t->lock);
@@ -371,16 +427,15 @@ static uint32_t node_new_locked(struct fs_table *t, uint32_t parent, unsigned de
 		n->drv = target->drv;
 	}
 	n->name = name_get_locked(t, name);
-	if (!ok || !n->name || dm_idset_add(&t->by_name, ino) < 0) {
+	if (!ok || !n->name || key_add_locked(t, ino) < 0) {
 		slot_abandon_locked(t, ino);
 		return 0;
 	}
 	if (n->dev && dev_link_locked(t, ino) < 0) {
-		dm_idset_remove(&t->by_name, ino);
+		key_remove_locked(t, ino);
 		slot_abandon_locked(t, ino);
 		return 0;
 	}
-	n->keyed = true;
 	struct fs_target taken = slot_target(n);
 	fs_target_ref(&taken);
 	n->gen++;
@@ -388,24 +443,18 @@ static uint32_t node_new_locked(struct fs_table *t, uint32_t parent, unsigned de
 	return ino;
 }
 
-struct name_match {
-	struct fs_table *t;
-	uint64_t parent;
-	const char *name;
-};
-
-static bool name_match(uintptr_t ino, void *data)
-{
-	const struct name_match *m = data;
-	const struct slot *n = slot_at(m->t, ino);
-	return n->parent == m->parent && strcmp(n->name, m->name) == 0;
-}
-
 /* The current node of (@parent, @name), or 0. */
 static uint32_t find_locked(struct fs_table *t, uint64_t parent, const char *name)
 {
-	struct name_match m = { .t = t, .parent = parent, .name = name };
-	return (uint32_t)dm_idset_find(&t->by_name, hash_name(parent, name), name_match, &m);
+	if (!t->n_buckets)
+		return 0;
+	for (uint32_t ino = t->buckets[bucket_of(t, parent, name)]; ino;
+	     ino = slot_at(t, ino)->name_next) {
+		const struct slot *n = slot_at(t, ino);
+		if (n->parent == parent && strcmp(n->name, name) == 0)
+			return ino;
+	}
+	return 0;
 }
 
 int fs_table_lookup(struct fs_table *t, uint64_t parent, unsigned depth, const char *name,
@@ -425,8 +474,7 @@ int fs_table_lookup(struct fs_table *t, uint64_t parent, unsigned depth, const c
 		} else {
 			/* the name now means another object: the old node lives
 			 * on, unnamed, until the kernel forgets it */
-			dm_idset_remove(&t->by_name, ino);
-			n->keyed = false;
+			key_remove_locked(t, ino);
 			ino = 0;
 		}
 	}
