@@ -559,15 +559,16 @@ static int load_queued(struct ring *q, struct loading *l, bool *ret_parser)
 	}
 }
 
-/* Loads the array of devices with a parser thread; -EAGAIN when none
- * could be started (nothing read then). */
-static int load_pipelined(struct reader *r, struct loading *l)
+/* Loads the array of devices with a parser thread; *ret_started false
+ * when none could be started (nothing read then). */
+static int load_pipelined(struct reader *r, struct loading *l, bool *ret_started)
 {
 	struct ring *q = calloc(1, sizeof(*q));
 	char *err = q ? calloc(1, r->err_size ? r->err_size : 1) : NULL;
+	*ret_started = false;
 	if (!err) {
 		free(q);
-		return -EAGAIN;
+		return 0;
 	}
 	q->r = *r;
 	q->r.err = err;
@@ -575,8 +576,9 @@ static int load_pipelined(struct reader *r, struct loading *l)
 	pthread_cond_init(&q->parsed, NULL);
 	pthread_cond_init(&q->loaded, NULL);
 	pthread_t t;
-	int ret = pthread_create(&t, NULL, parse_thread, q) ? -EAGAIN : 0;
-	if (ret == 0) {
+	int ret = 0;
+	*ret_started = pthread_create(&t, NULL, parse_thread, q) == 0;
+	if (*ret_started) {
 		bool parser = false;
 		ret = load_queued(q, l, &parser);
 		pthread_join(t, NULL);
@@ -604,8 +606,9 @@ static int read_devices(struct reader *r, struct dm_model *m)
 	/* a hint, worth a scan of the file: the model's indexes would
 	 * otherwise grow step by step, each step a pass of cache misses */
 	(void)dm_model_reserve_devices(m, count_paths(r)); /* else they grow */
-	int ret = load_pipelined(r, &l);
-	return ret == -EAGAIN ? walk_devices(r, take_now, &l) : ret;
+	bool started;
+	int ret = load_pipelined(r, &l, &started);
+	return started ? ret : walk_devices(r, take_now, &l);
 }
 
 enum { M_FORMAT, M_VERSION, M_BUSES, M_CLASSES, N_MEMBERS };
