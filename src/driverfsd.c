@@ -22,6 +22,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +498,15 @@ int main(int argc, char **argv)
 	struct dm_service *service = NULL;
 	const char *mountpoint, *helper_cmd;
 	int r;
+
+	/* glibc gives each thread that allocates an arena of its own, up to
+	 * eight per core (the FUSE workers, the PM pool, the snapshot
+	 * parser), and each keeps its own free memory: with four, a walk of
+	 * 10^4 devices leaves 2.69 KiB/device instead of 2.84, at no cost in
+	 * load time on two cores (one or two arenas slowed the load by the
+	 * parser's and loader's contention). MALLOC_ARENA_MAX still wins. */
+	if (!getenv("MALLOC_ARENA_MAX"))
+		mallopt(M_ARENA_MAX, 4);
 
 	o.fuse_args = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
 	if (fuse_opt_add_arg(&o.fuse_args, argv[0]) < 0)

@@ -7,14 +7,39 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct slot {
-	struct fs_node node;
-	uint32_t gen;
+/* A name or group shared by every node that has it, counted. */
+struct name {
+	size_t refs;
+	char s[];
 };
+
+/* One node: 48 bytes, generation included (the table's memory after a
+ * walk is mostly these). */
+struct slot {
+	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_DEV_LINK, FS_LINK */
+	union {
+		struct dm_driver *drv;
+		struct dm_bus *bus;
+		struct dm_class *class;
+		struct dm_interface *iface;
+		const char *group; /* FS_GROUP, FS_ATTR: a shared name or NULL */
+	};
+	const char *name; /* shared (name_get_locked()); NULL for the root */
+	uint32_t nlookup; /* saturates: a node counted UINT32_MAX times stays */
+	uint32_t parent; /* inode of the directory holding it; next free slot when free */
+	uint32_t name_next; /* the next keyed node of its name bucket (0: none) */
+	uint32_t dev_next; /* the next node of dev (0: none) */
+	uint32_t gen;
+	uint16_t depth; /* directories between the mount root and it */
+	uint8_t kind; /* enum fs_kind; 0 when the slot is free */
+	bool keyed; /* the current node for (parent, name), in the name index */
+};
+_Static_assert(sizeof(struct slot) == 48, "a node stays 48 bytes");
 
 /* Slots come in pages of SLOTS_PER_PAGE that never move, so the table
  * grows without copying or doubling its memory. */
@@ -26,11 +51,15 @@ struct fs_table {
 	uint64_t n_slots, n_pages, cap_pages;
 	uint32_t free_head; /* 0: none */
 	size_t n_used;
-	/* Both indexes hold inode numbers and hash what the slot holds, so an
-	 * entry costs one word: by_name has the current node of each
-	 * (parent, name), by_dev the first node of each device's list. */
-	struct dm_idset by_name;
+	/* The current node of each (parent, name): chained through the
+	 * nodes' name_next from buckets (a power of two, at most one node per
+	 * bucket on average), 4 to 8 bytes a node beside the node's own 4. */
+	uint32_t *buckets;
+	size_t n_buckets, n_keyed;
+	/* The first node of each device's list, by the device's id (one
+	 * word, hashed from what the slot holds). */
 	struct dm_idset by_dev;
+	struct dm_idset names; /* the shared names (struct name *), by content */
 };
 
 static struct slot *slot_at(const struct fs_table *t, uint64_t ino)
@@ -38,24 +67,88 @@ static struct slot *slot_at(const struct fs_table *t, uint64_t ino)
 	return &t->pages[ino / SLOTS_PER_PAGE][ino % SLOTS_PER_PAGE];
 }
 
-static uint64_t hash_name(uint64_t parent, const char *name)
+static uint64_t hash_str(uint64_t h, const char *s)
 {
-	uint64_t h = dm_hash_u64(&parent);
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
 		h = (h ^ *p) * 0x100000001b3ULL;
 	return h;
 }
 
-static uint64_t hash_node_name(uintptr_t ino, void *ctx)
+static uint64_t hash_name(uint64_t parent, const char *name)
 {
-	const struct fs_node *n = &slot_at(((struct fs_table *)ctx), ino)->node;
-	return hash_name(n->parent, n->name);
+	return hash_str(dm_hash_u64(&parent), name);
+}
+
+static size_t bucket_of(const struct fs_table *t, uint64_t parent, const char *name)
+{
+	return hash_name(parent, name) & (t->n_buckets - 1);
 }
 
 static uint64_t hash_node_dev(uintptr_t ino, void *ctx)
 {
-	uint64_t id = dm_device_get_id(slot_at(((struct fs_table *)ctx), ino)->node.t.dev);
+	uint64_t id = dm_device_get_id(slot_at(ctx, ino)->dev);
 	return dm_hash_u64(&id);
+}
+
+static uint64_t hash_shared(uintptr_t item, void *ctx)
+{
+	(void)ctx;
+	return hash_str(0xcbf29ce484222325ULL, ((const struct name *)item)->s);
+}
+
+static bool shared_match(uintptr_t item, void *data)
+{
+	return strcmp(((const struct name *)item)->s, data) == 0;
+}
+
+/* The shared copy of @s, counted once more; NULL when out of memory. */
+static const char *name_get_locked(struct fs_table *t, const char *s)
+{
+	struct name *n = (struct name *)dm_idset_find(&t->names, hash_str(0xcbf29ce484222325ULL, s),
+						      shared_match, (void *)s);
+	if (n) {
+		n->refs++;
+		return n->s;
+	}
+	size_t len = strlen(s);
+	n = malloc(sizeof(*n) + len + 1);
+	if (!n)
+		return NULL;
+	n->refs = 1;
+	memcpy(n->s, s, len + 1);
+	if (dm_idset_add(&t->names, (uintptr_t)n) < 0) {
+		free(n);
+		return NULL;
+	}
+	return n->s;
+}
+
+/* Drops a count of the shared name @s (NULL: none). */
+static void name_put_locked(struct fs_table *t, const char *s)
+{
+	if (!s)
+		return;
+	struct name *n = (struct name *)(s - offsetof(struct name, s));
+	if (--n->refs)
+		return;
+	dm_idset_remove(&t->names, (uintptr_t)n);
+	free(n);
+}
+
+static bool has_group(uint8_t kind)
+{
+	return kind == FS_GROUP || kind == FS_ATTR;
+}
+
+/* The target a node refers to (its group is the node's shared copy). */
+static struct fs_target slot_target(const struct slot *n)
+{
+	struct fs_target t = { .kind = n->kind, .dev = n->dev };
+	if (has_group(n->kind))
+		t.group = n->group;
+	else
+		t.drv = n->drv; /* whichever object pointer the kind uses */
+	return t;
 }
 
 int fs_table_new(struct fs_table **ret)
@@ -74,11 +167,10 @@ int fs_table_new(struct fs_table **ret)
 	}
 	t->n_pages = 1;
 	pthread_mutex_init(&t->lock, NULL);
-	dm_idset_init(&t->by_name, hash_node_name, t);
 	dm_idset_init(&t->by_dev, hash_node_dev, t);
+	dm_idset_init(&t->names, hash_shared, NULL);
 	t->n_slots = 2;
-	*slot_at(t, 1) = (struct slot){ .gen = 1,
-				     .node = { .t = { .kind = FS_TOP }, .nlookup = 1, .used = true } };
+	*slot_at(t, 1) = (struct slot){ .gen = 1, .kind = FS_TOP, .nlookup = 1 };
 	t->n_used = 1;
 	*ret = t;
 	return 0;
@@ -106,7 +198,7 @@ struct dev_match {
 static bool dev_match(uintptr_t ino, void *data)
 {
 	const struct dev_match *m = data;
-	return dm_device_get_id(slot_at(m->t, ino)->node.t.dev) == m->id;
+	return dm_device_get_id(slot_at(m->t, ino)->dev) == m->id;
 }
 
 /* The first node of @dev's list, or 0. */
@@ -119,8 +211,8 @@ static uint32_t dev_first_locked(struct fs_table *t, const struct dm_device *dev
 /* Links node @ino into its device's list, as its first node. */
 static int dev_link_locked(struct fs_table *t, uint32_t ino)
 {
-	struct fs_node *n = &slot_at(t, ino)->node;
-	uint32_t first = dev_first_locked(t, n->t.dev);
+	struct slot *n = slot_at(t, ino);
+	uint32_t first = dev_first_locked(t, n->dev);
 	if (first)
 		dm_idset_remove(&t->by_dev, first);
 	if (dm_idset_add(&t->by_dev, ino) < 0) {
@@ -128,22 +220,23 @@ static int dev_link_locked(struct fs_table *t, uint32_t ino)
 			dm_idset_add(&t->by_dev, first); /* had room a moment ago */
 		return -ENOMEM;
 	}
-	n->dev_prev = 0;
 	n->dev_next = first;
-	if (first)
-		slot_at(t, first)->node.dev_prev = ino;
 	return 0;
 }
 
 static void dev_unlink_locked(struct fs_table *t, uint32_t ino)
 {
-	struct fs_node *n = &slot_at(t, ino)->node;
-	if (!n->t.dev)
+	struct slot *n = slot_at(t, ino);
+	if (!n->dev)
 		return;
-	if (n->dev_next)
-		slot_at(t, n->dev_next)->node.dev_prev = n->dev_prev;
-	if (n->dev_prev) {
-		slot_at(t, n->dev_prev)->node.dev_next = n->dev_next;
+	uint32_t first = dev_first_locked(t, n->dev);
+	if (first != ino) {
+		/* a device has a few nodes (its directory, files, links) */
+		uint32_t prev = first;
+		while (prev && slot_at(t, prev)->dev_next != ino)
+			prev = slot_at(t, prev)->dev_next;
+		if (prev)
+			slot_at(t, prev)->dev_next = n->dev_next;
 		return;
 	}
 	/* the first: its successor takes its place in the index (removing
@@ -153,17 +246,21 @@ static void dev_unlink_locked(struct fs_table *t, uint32_t ino)
 		dm_idset_add(&t->by_dev, n->dev_next);
 }
 
+static bool is_dir(uint8_t kind)
+{
+	return kind != FS_ATTR && kind != FS_DEV_LINK && kind != FS_LINK && kind != FS_DRV_ATTR;
+}
+
 size_t fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
 			      struct fs_place *out, size_t max)
 {
 	size_t n = 0;
 	pthread_mutex_lock(&t->lock);
-	for (uint32_t i = dev_first_locked(t, dev); i && n < max; i = slot_at(t, i)->node.dev_next) {
-		const struct fs_node *node = &slot_at(t, i)->node;
+	for (uint32_t i = dev_first_locked(t, dev); i && n < max; i = slot_at(t, i)->dev_next) {
+		const struct slot *node = slot_at(t, i);
 		out[n].ino = i;
 		out[n].parent = node->parent;
-		out[n].dir = node->t.kind != FS_ATTR && node->t.kind != FS_DEV_LINK &&
-			     node->t.kind != FS_LINK;
+		out[n].dir = is_dir(node->kind);
 		snprintf(out[n].name, sizeof(out[n].name), "%s", node->name ? node->name : "");
 		n++;
 	}
@@ -171,16 +268,72 @@ size_t fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
 	return n;
 }
 
+/* Doubles the buckets (at least 1024), moving each keyed node. */
+static int buckets_grow_locked(struct fs_table *t)
+{
+	size_t n = t->n_buckets ? t->n_buckets * 2 : 1024;
+	uint32_t *b = calloc(n, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n_buckets; i++) {
+		uint32_t next;
+		for (uint32_t ino = t->buckets[i]; ino; ino = next) {
+			struct slot *s = slot_at(t, ino);
+			size_t h = hash_name(s->parent, s->name) & (n - 1);
+			next = s->name_next;
+			s->name_next = b[h];
+			b[h] = ino;
+		}
+	}
+	free(t->buckets);
+	t->buckets = b;
+	t->n_buckets = n;
+	return 0;
+}
+
+/* Makes @ino the current node of its (parent, name). 0 or -ENOMEM. */
+static int key_add_locked(struct fs_table *t, uint32_t ino)
+{
+	if (t->n_keyed >= t->n_buckets && buckets_grow_locked(t) < 0)
+		return -ENOMEM;
+	struct slot *s = slot_at(t, ino);
+	size_t h = bucket_of(t, s->parent, s->name);
+	s->name_next = t->buckets[h];
+	t->buckets[h] = ino;
+	s->keyed = true;
+	t->n_keyed++;
+	return 0;
+}
+
+static void key_remove_locked(struct fs_table *t, uint32_t ino)
+{
+	struct slot *s = slot_at(t, ino);
+	if (!s->keyed)
+		return;
+	for (uint32_t *p = &t->buckets[bucket_of(t, s->parent, s->name)]; *p;
+	     p = &slot_at(t, *p)->name_next) {
+		if (*p == ino) {
+			*p = s->name_next;
+			break;
+		}
+	}
+	s->name_next = 0;
+	s->keyed = false;
+	t->n_keyed--;
+}
+
+/* Drops what a used node holds, leaving the slot zeroed but its generation. */
 static void node_clear(struct fs_table *t, uint32_t ino)
 {
-	struct fs_node *n = &slot_at(t, ino)->node;
+	struct slot *n = slot_at(t, ino);
 	dev_unlink_locked(t, ino);
-	if (n->keyed)
-		dm_idset_remove(&t->by_name, ino);
-	fs_target_unref(&n->t);
-	free(n->group);
-	free(n->name);
-	memset(n, 0, sizeof(*n));
+	key_remove_locked(t, ino);
+	struct fs_target target = slot_target(n);
+	fs_target_unref(&target);
+	name_put_locked(t, n->name);
+	if (has_group(n->kind))
+		name_put_locked(t, n->group);
+	*n = (struct slot){ .gen = n->gen };
 }
 
 void fs_table_free(struct fs_table *t)
@@ -188,10 +341,11 @@ void fs_table_free(struct fs_table *t)
 	if (!t)
 		return;
 	for (uint64_t i = 2; i < t->n_slots; i++)
-		if (slot_at(t, i)->node.used)
+		if (slot_at(t, i)->kind)
 			node_clear(t, (uint32_t)i);
-	dm_idset_done(&t->by_name);
+	free(t->buckets);
 	dm_idset_done(&t->by_dev);
+	dm_idset_done(&t->names);
 	pthread_mutex_destroy(&t->lock);
 	for (uint64_t i = 0; i < t->n_pages; i++)
 		free(t->pages[i]);
@@ -199,21 +353,23 @@ void fs_table_free(struct fs_table *t)
 	free(t);
 }
 
-static bool same_target(const struct fs_target *a, const struct fs_target *b)
+static bool same_target(const struct slot *n, const struct fs_target *b)
 {
-	if (a->kind != b->kind || a->dev != b->dev || a->drv != b->drv)
+	if (n->kind != b->kind || n->dev != b->dev)
 		return false;
-	if (!a->group || !b->group)
-		return a->group == b->group;
-	return strcmp(a->group, b->group) == 0;
+	if (!has_group(n->kind))
+		return n->drv == b->drv;
+	if (!n->group || !b->group)
+		return n->group == b->group;
+	return strcmp(n->group, b->group) == 0;
 }
 
 static uint32_t slot_alloc_locked(struct fs_table *t)
 {
 	if (t->free_head) {
 		uint32_t i = t->free_head;
-		t->free_head = slot_at(t, i)->node.parent;
-		slot_at(t, i)->node.parent = 0;
+		t->free_head = slot_at(t, i)->parent;
+		slot_at(t, i)->parent = 0;
 		return i;
 	}
 	if (t->n_slots == UINT32_MAX)
@@ -237,17 +393,19 @@ static uint32_t slot_alloc_locked(struct fs_table *t)
 /* Puts a cleared slot on the free list. */
 static void slot_free_locked(struct fs_table *t, uint32_t ino)
 {
-	slot_at(t, ino)->node.parent = t->free_head;
+	slot_at(t, ino)->parent = t->free_head;
 	t->free_head = ino;
 }
 
-/* Gives back the slot of a node that could not be completed. */
+/* Gives back the slot of a node that could not be completed (its names
+ * taken or NULL, no reference, in no index). */
 static void slot_abandon_locked(struct fs_table *t, uint32_t ino)
 {
-	struct fs_node *n = &slot_at(t, ino)->node;
-	free(n->name);
-	free(n->group);
-	memset(n, 0, sizeof(*n));
+	struct slot *n = slot_at(t, ino);
+	name_put_locked(t, n->name);
+	if (has_group(n->kind))
+		name_put_locked(t, n->group);
+	*n = (struct slot){ .gen = n->gen };
 	slot_free_locked(t, ino);
 }
 
@@ -258,48 +416,45 @@ static uint32_t node_new_locked(struct fs_table *t, uint32_t parent, unsigned de
 	uint32_t ino = slot_alloc_locked(t);
 	if (!ino)
 		return 0;
-	struct slot *s = slot_at(t, ino);
-	struct fs_node *n = &s->node;
-	*n = (struct fs_node){ .t = *target, .parent = parent, .depth = (uint16_t)depth,
-			       .nlookup = 1 };
-	n->name = strdup(name);
-	n->group = target->group ? strdup(target->group) : NULL;
-	if (!n->name || (target->group && !n->group) || dm_idset_add(&t->by_name, ino) < 0) {
+	struct slot *n = slot_at(t, ino);
+	*n = (struct slot){ .dev = target->dev, .kind = (uint8_t)target->kind, .parent = parent,
+			    .depth = (uint16_t)depth, .nlookup = 1, .gen = n->gen };
+	bool ok = true;
+	if (has_group(n->kind)) {
+		n->group = target->group ? name_get_locked(t, target->group) : NULL;
+		ok = n->group || !target->group;
+	} else {
+		n->drv = target->drv;
+	}
+	n->name = name_get_locked(t, name);
+	if (!ok || !n->name || key_add_locked(t, ino) < 0) {
 		slot_abandon_locked(t, ino);
 		return 0;
 	}
-	n->t.group = n->group;
-	if (n->t.dev && dev_link_locked(t, ino) < 0) {
-		dm_idset_remove(&t->by_name, ino);
+	if (n->dev && dev_link_locked(t, ino) < 0) {
+		key_remove_locked(t, ino);
 		slot_abandon_locked(t, ino);
 		return 0;
 	}
-	n->keyed = true;
-	n->used = true;
-	fs_target_ref(&n->t);
-	s->gen++;
+	struct fs_target taken = slot_target(n);
+	fs_target_ref(&taken);
+	n->gen++;
 	t->n_used++;
 	return ino;
-}
-
-struct name_match {
-	struct fs_table *t;
-	uint64_t parent;
-	const char *name;
-};
-
-static bool name_match(uintptr_t ino, void *data)
-{
-	const struct name_match *m = data;
-	const struct fs_node *n = &slot_at(m->t, ino)->node;
-	return n->parent == m->parent && strcmp(n->name, m->name) == 0;
 }
 
 /* The current node of (@parent, @name), or 0. */
 static uint32_t find_locked(struct fs_table *t, uint64_t parent, const char *name)
 {
-	struct name_match m = { .t = t, .parent = parent, .name = name };
-	return (uint32_t)dm_idset_find(&t->by_name, hash_name(parent, name), name_match, &m);
+	if (!t->n_buckets)
+		return 0;
+	for (uint32_t ino = t->buckets[bucket_of(t, parent, name)]; ino;
+	     ino = slot_at(t, ino)->name_next) {
+		const struct slot *n = slot_at(t, ino);
+		if (n->parent == parent && strcmp(n->name, name) == 0)
+			return ino;
+	}
+	return 0;
 }
 
 int fs_table_lookup(struct fs_table *t, uint64_t parent, unsigned depth, const char *name,
@@ -310,14 +465,16 @@ int fs_table_lookup(struct fs_table *t, uint64_t parent, unsigned depth, const c
 	pthread_mutex_lock(&t->lock);
 	uint32_t ino = find_locked(t, parent, name);
 	if (ino) {
-		struct fs_node *n = &slot_at(t, ino)->node;
-		if (same_target(&n->t, target)) {
-			n->nlookup++;
+		struct slot *n = slot_at(t, ino);
+		if (same_target(n, target)) {
+			/* at UINT32_MAX the node stays for good: a leak of one
+			 * node, never a number freed while the kernel holds it */
+			if (n->nlookup < UINT32_MAX)
+				n->nlookup++;
 		} else {
 			/* the name now means another object: the old node lives
 			 * on, unnamed, until the kernel forgets it */
-			dm_idset_remove(&t->by_name, ino);
-			n->keyed = false;
+			key_remove_locked(t, ino);
 			ino = 0;
 		}
 	}
@@ -344,9 +501,10 @@ uint64_t fs_table_peek(struct fs_table *t, uint64_t parent, const char *name)
 void fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n)
 {
 	pthread_mutex_lock(&t->lock);
-	if (ino >= 2 && ino < t->n_slots && slot_at(t, ino)->node.used) {
-		struct fs_node *node = &slot_at(t, ino)->node;
-		node->nlookup = node->nlookup > n ? node->nlookup - n : 0;
+	if (ino >= 2 && ino < t->n_slots && slot_at(t, ino)->kind) {
+		struct slot *node = slot_at(t, ino);
+		if (node->nlookup < UINT32_MAX)
+			node->nlookup = node->nlookup > n ? (uint32_t)(node->nlookup - n) : 0;
 		if (node->nlookup == 0) {
 			node_clear(t, (uint32_t)ino);
 			slot_free_locked(t, (uint32_t)ino);
@@ -359,14 +517,15 @@ void fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n)
 int fs_table_get(struct fs_table *t, uint64_t ino, struct fs_ref *ret)
 {
 	pthread_mutex_lock(&t->lock);
-	if (ino == 0 || ino >= t->n_slots || !slot_at(t, ino)->node.used) {
+	if (ino == 0 || ino >= t->n_slots || !slot_at(t, ino)->kind) {
 		pthread_mutex_unlock(&t->lock);
 		return -ESTALE;
 	}
-	const struct fs_node *n = &slot_at(t, ino)->node;
-	*ret = (struct fs_ref){ .t = n->t, .ino = ino, .parent = n->parent, .depth = n->depth };
+	const struct slot *n = slot_at(t, ino);
+	*ret = (struct fs_ref){ .t = slot_target(n), .ino = ino, .parent = n->parent,
+				.depth = n->depth };
 	snprintf(ret->name, sizeof(ret->name), "%s", n->name ? n->name : "");
-	if (n->group) {
+	if (has_group(n->kind) && n->group) {
 		snprintf(ret->group, sizeof(ret->group), "%s", n->group);
 		ret->t.group = ret->group;
 	}

@@ -12,6 +12,11 @@
  * one model reference on its device or driver for as long as it exists,
  * separate from that count. Node 1 (the mount root) is never freed.
  *
+ * Memory: after a full walk the kernel knows some twenty nodes per device,
+ * so the table is most of the daemon's memory; a node is 48 bytes with its
+ * generation, and its name (and group) is one shared, counted copy per
+ * distinct string, not one per node (device "vendor" files share one).
+ *
  * All functions take the table's own mutex; callers may hold the model's
  * read lock (the order is always model lock, then table).
  */
@@ -58,20 +63,6 @@ struct fs_target {
  * FS_DRIVER (buses, classes and interfaces live as long as the model). */
 void fs_target_ref(const struct fs_target *t);
 void fs_target_unref(const struct fs_target *t);
-
-/* One node: kept small, since the kernel may know some twenty per device
- * (the table's memory is most of the daemon's after a full walk). */
-struct fs_node {
-	struct fs_target t; /* holds references (fs_target_ref()) */
-	char *group; /* owned copy behind t.group */
-	char *name; /* entry name (an FS_ATTR's file name) */
-	uint64_t nlookup;
-	uint32_t parent; /* inode of the directory holding it; next free slot when free */
-	uint32_t dev_prev, dev_next; /* the other nodes of t.dev (0: none) */
-	uint16_t depth; /* directories between the mount root and it */
-	bool keyed; /* the current node for (parent, name), in the name index */
-	bool used;
-};
 
 struct fs_table;
 

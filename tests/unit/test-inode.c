@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Unit tests of the filesystem's node table (src/fuse/inode.c): lookup
+ * counts, generations, names that come to mean another object, and the
+ * indexes by name and by device on tables larger than their first sizes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "fuse/inode.h"
+
+struct fixture {
+	struct dm_model *m;
+	struct dm_device *a, *b;
+	struct fs_table *t;
+};
+
+static struct dm_device *add_device(struct dm_model *m, const char *name)
+{
+	struct dm_device *d = NULL;
+	assert_int_equal(dm_device_new(m, name, &d), 0);
+	assert_int_equal(dm_device_add(d, NULL), 0);
+	return d; /* the test's reference */
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	assert_int_equal(dm_model_new(&f->m), 0);
+	f->a = add_device(f->m, "a");
+	f->b = add_device(f->m, "b");
+	assert_int_equal(fs_table_new(&f->t), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	fs_table_free(f->t);
+	dm_device_unref(f->a);
+	dm_device_unref(f->b);
+	dm_model_free(f->m);
+	free(f);
+	return 0;
+}
+
+static void lookup(struct fs_table *t, uint64_t parent, const char *name,
+		   const struct fs_target *target, uint64_t *ino, uint64_t *gen)
+{
+	assert_int_equal(fs_table_lookup(t, parent, 1, name, target, ino, gen), 0);
+	assert_true(*ino >= 2);
+}
+
+/* A lookup count keeps the node; the last forget frees its number, and a
+ * number used again comes with another generation. */
+static void test_counts_and_generations(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_target dir = { .kind = FS_DEV, .dev = f->a };
+	uint64_t ino, gen, ino2, gen2;
+	lookup(f->t, 1, "a", &dir, &ino, &gen);
+	lookup(f->t, 1, "a", &dir, &ino2, &gen2);
+	assert_int_equal(ino2, ino);
+	assert_int_equal(gen2, gen);
+	assert_int_equal(fs_table_count(f->t), 2);
+
+	struct fs_ref r;
+	fs_table_forget(f->t, ino, 1);
+	assert_int_equal(fs_table_get(f->t, ino, &r), 0);
+	assert_string_equal(r.name, "a");
+	assert_int_equal(r.t.kind, FS_DEV);
+	assert_ptr_equal(r.t.dev, f->a);
+	assert_int_equal(r.parent, 1);
+	fs_ref_release(&r);
+
+	fs_table_forget(f->t, ino, 1);
+	assert_int_equal(fs_table_get(f->t, ino, &r), -ESTALE);
+	assert_int_equal(fs_table_peek(f->t, 1, "a"), 0);
+	assert_int_equal(fs_table_count(f->t), 1);
+
+	lookup(f->t, 1, "a", &dir, &ino2, &gen2);
+	assert_true(ino2 != ino || gen2 != gen);
+	/* a forget of more than was counted frees, and never the root */
+	fs_table_forget(f->t, ino2, UINT64_MAX);
+	assert_int_equal(fs_table_get(f->t, ino2, &r), -ESTALE);
+	fs_table_forget(f->t, 1, UINT64_MAX);
+	assert_int_equal(fs_table_get(f->t, 1, &r), 0);
+	assert_int_equal(r.t.kind, FS_TOP);
+	fs_ref_release(&r);
+}
+
+/* A name that comes to mean another object gets a new node; the old one
+ * lives on, unnamed, until the kernel forgets it. */
+static void test_name_meaning_another_object(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_target ta = { .kind = FS_LINK, .dev = f->a };
+	struct fs_target tb = { .kind = FS_LINK, .dev = f->b };
+	uint64_t old, new, gen;
+	lookup(f->t, 1, "x", &ta, &old, &gen);
+	lookup(f->t, 1, "x", &tb, &new, &gen);
+	assert_true(new != old);
+	assert_int_equal(fs_table_peek(f->t, 1, "x"), new);
+
+	struct fs_ref r;
+	assert_int_equal(fs_table_get(f->t, old, &r), 0);
+	assert_ptr_equal(r.t.dev, f->a);
+	assert_string_equal(r.name, "x");
+	fs_ref_release(&r);
+	fs_table_forget(f->t, old, 1);
+	assert_int_equal(fs_table_get(f->t, old, &r), -ESTALE);
+	assert_int_equal(fs_table_peek(f->t, 1, "x"), new);
+	assert_int_equal(fs_table_get(f->t, new, &r), 0);
+	assert_ptr_equal(r.t.dev, f->b);
+	fs_ref_release(&r);
+}
+
+/* Thousands of files of one device, half of them in a group: each found
+ * by name with its own name and group (copied: the caller's strings may
+ * go), listed by device, and still found after every other one was
+ * forgotten. */
+static void test_many_nodes(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 5000 };
+	static uint64_t ino[N];
+	uint64_t gen, dir;
+	struct fs_target td = { .kind = FS_DEV, .dev = f->a };
+	lookup(f->t, 1, "a", &td, &dir, &gen);
+	for (int i = 0; i < N; i++) {
+		char name[32], group[8];
+		snprintf(name, sizeof(name), "f%d", i);
+		snprintf(group, sizeof(group), "pm");
+		struct fs_target t = { .kind = FS_ATTR, .dev = f->a, .group = i % 2 ? group : NULL };
+		lookup(f->t, dir, name, &t, &ino[i], &gen);
+		memset(group, 'x', sizeof(group) - 1);
+	}
+	static struct fs_place places[N + 10];
+	assert_int_equal(fs_table_device_places(f->t, f->a, places, N + 10), N + 1);
+	assert_int_equal(fs_table_device_places(f->t, f->b, places, N + 10), 0);
+
+	for (int i = 0; i < N; i += 2)
+		fs_table_forget(f->t, ino[i], 1);
+	for (int i = 0; i < N; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "f%d", i);
+		struct fs_ref r;
+		if (i % 2 == 0) {
+			assert_int_equal(fs_table_peek(f->t, dir, name), 0);
+			assert_int_equal(fs_table_get(f->t, ino[i], &r), -ESTALE);
+			continue;
+		}
+		assert_int_equal(fs_table_peek(f->t, dir, name), ino[i]);
+		assert_int_equal(fs_table_get(f->t, ino[i], &r), 0);
+		assert_string_equal(r.name, name);
+		assert_non_null(r.t.group);
+		assert_string_equal(r.t.group, "pm");
+		assert_int_equal(r.t.kind, FS_ATTR);
+		assert_ptr_equal(r.t.dev, f->a);
+		fs_ref_release(&r);
+	}
+	size_t n = fs_table_device_places(f->t, f->a, places, N + 10);
+	assert_int_equal(n, N / 2 + 1);
+	for (size_t i = 0; i < n; i++)
+		assert_true(places[i].ino == dir || places[i].name[0] == 'f');
+	assert_int_equal(fs_table_count(f->t), N / 2 + 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_counts_and_generations, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_name_meaning_another_object, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_nodes, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
