@@ -3,10 +3,11 @@
 
 * Where the kernel offers FUSE over io_uring (fuse.enable_uring=Y), the
   daemon serves every request but FORGETs, INTERRUPTs and notifications
-  over it: 4 threads per possible CPU, each pinned to its CPU; the tree it
-  serves is the same as over /dev/fuse.
+  over it: 4 threads per possible CPU, each pinned to its CPU and waiting
+  as SCHED_IDLE; the tree it serves is the same as over /dev/fuse.
 * A store that waits (a suspend blocked in a hook) holds one thread of its
-  CPU; that CPU's other requests are still served.
+  CPU; that CPU's other requests are still served. The store, and the hook
+  it runs, are not SCHED_IDLE.
 * --no-io-uring, or a kernel that does not offer it, and every request goes
   through /dev/fuse.
 * SIGTERM while the first requests are on their way (INIT, the rings being
@@ -109,10 +110,12 @@ def test_requests_come_over_io_uring_on_each_cpu(uring):
         threads = ring_threads(d.proc.pid)
         n = possible_cpus()
         assert len(threads) == n * PER_CPU, threads
-        for comm, allowed in threads.values():
+        for tid, (comm, allowed) in threads.items():
             cpu = comm[len("fuse-ring-"):]
             if os.path.exists(f"/sys/devices/system/cpu/cpu{cpu}/online") or cpu == "0":
                 assert allowed == cpu, threads
+            # waiting as SCHED_IDLE: the asker is woken back on this CPU
+            assert os.sched_getscheduler(tid) == os.SCHED_IDLE, threads
         # readers on every CPU the test may use, each served by its queue
         results = {}
         readers = [threading.Thread(target=pinned_reads, args=(d.mnt, cpu, results))
@@ -166,6 +169,10 @@ def test_a_waiting_store_leaves_its_cpus_requests_served(uring):
         writer = threading.Thread(target=suspend)
         writer.start()
         wait_started(started)
+        # the store (and the hook it runs) is served as a normal thread
+        with open(os.path.join(env.log, f"pid.{os.path.basename(NIC)}")) as f:
+            hook = int(f.read())
+        assert os.sched_getscheduler(hook) == os.SCHED_OTHER
         # the store now waits in the hook: the other requests of this CPU
         reads = {}
         reader = threading.Thread(target=lambda: reads.update(read_tree(env.d.path("bus"))))
