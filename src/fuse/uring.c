@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -112,6 +113,7 @@ struct dm_uring {
 	bool init_pending;
 	uint64_t init_unique;
 	size_t payload_size;
+	bool idle_class; /* ring threads wait as SCHED_IDLE (set_idle()) */
 
 	atomic_uint_fast64_t served;
 };
@@ -154,6 +156,7 @@ static int possible_cpus(unsigned *ret)
 	return 0;
 }
 
+static bool may_leave_idle(void);
 static ssize_t uring_read(struct dm_uring *u, int fd, void *buf, size_t len);
 static ssize_t uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count);
 
@@ -208,6 +211,7 @@ int dm_uring_attach(struct fuse_session *se, unsigned per_cpu, struct dm_uring *
 	int r = possible_cpus(&u->n_cpus);
 	if (r < 0)
 		goto out_free;
+	u->idle_class = may_leave_idle();
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	r = -EBUSY;
@@ -372,6 +376,27 @@ static void set_idle(bool idle)
 	pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_OTHER, &sp);
 }
 
+/* Whether a SCHED_IDLE thread of this process may become normal again: the
+ * kernel takes SCHED_IDLE for nice 20, so it needs an RLIMIT_NICE that
+ * allows nice 0 or CAP_SYS_NICE (root has it, but not under a capability
+ * bounding set without it). If not, the ring threads stay normal. */
+static bool may_leave_idle(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NICE, &rl) == 0 && rl.rlim_cur >= 20)
+		return true;
+	FILE *f = fopen("/proc/self/status", "re");
+	if (!f)
+		return false;
+	char line[256];
+	unsigned long long caps = 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+			break;
+	fclose(f);
+	return caps & (1ULL << 23); /* CAP_SYS_NICE */
+}
+
 /* Serves the request in @t's entry and queues its commit. */
 static void entry_serve(struct ring_thread *t)
 {
@@ -392,10 +417,10 @@ static void entry_serve(struct ring_thread *t)
 		struct fuse_buf buf = { .mem = t->req, .size = in->len };
 		bool store = in->opcode == FUSE_WRITE || in->opcode == FUSE_SETATTR;
 		current_entry = t;
-		if (store)
+		if (store && t->u->idle_class)
 			set_idle(false);
 		fuse_session_process_buf(t->u->se, &buf);
-		if (store)
+		if (store && t->u->idle_class)
 			set_idle(true);
 		current_entry = NULL;
 		atomic_fetch_add_explicit(&t->u->served, 1, memory_order_relaxed);
@@ -485,7 +510,8 @@ static void *ring_main(void *arg)
 	pthread_mutex_unlock(&u->lock);
 
 	if (r == 0 && wait_for_init(u)) {
-		set_idle(true);
+		if (u->idle_class)
+			set_idle(true);
 		r = ring_register(t);
 		if (r < 0)
 			log_warn("FUSE over io_uring: cannot register a ring entry: %s",

@@ -100,13 +100,14 @@ class Daemon:
     """driverfsd serving a testbed at a fresh mount point."""
 
     def __init__(self, testbed_file, extra_args=(), mnt=None, extra_env=None, prepare=None,
-                 testbed=None):
+                 testbed=None, wrapper=()):
         """testbed_file None serves the live machine; mnt, a mount point to
         reuse (another daemon's, once it is gone); extra_env, variables added
         to the daemon's environment; prepare, called with the testbed's root
         directory before the daemon starts (to break it); testbed, a
         UMockdev.Testbed to serve instead of a file (another daemon's, kept
-        alive by the caller). The transition record is the test's own
+        alive by the caller); wrapper, a command line the daemon's is run
+        by (setpriv ...). The transition record is the test's own
         (tmp/transition) unless extra_args name one."""
         self.testbed = None
         if testbed is not None:
@@ -133,7 +134,7 @@ class Daemon:
         if self.testbed is not None:
             env = umockdev_env(self.testbed, {"NOTIFY_SOCKET": sock_path, **(extra_env or {})})
         self.log = open(os.path.join(self.tmp.name, "log"), "w+")
-        self.proc = subprocess.Popen([DAEMON, "-f", *extra_args, self.mnt], env=env,
+        self.proc = subprocess.Popen([*wrapper, DAEMON, "-f", *extra_args, self.mnt], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         try:
             self._wait_ready()

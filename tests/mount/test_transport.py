@@ -7,7 +7,8 @@
   as SCHED_IDLE; the tree it serves is the same as over /dev/fuse.
 * A store that waits (a suspend blocked in a hook) holds one thread of its
   CPU; that CPU's other requests are still served. The store, and the hook
-  it runs, are not SCHED_IDLE.
+  it runs, are not SCHED_IDLE; without CAP_SYS_NICE (needed to leave
+  SCHED_IDLE) the ring threads are normal ones.
 * --no-io-uring, or a kernel that does not offer it, and every request goes
   through /dev/fuse.
 * SIGTERM while the first requests are on their way (INIT, the rings being
@@ -190,6 +191,24 @@ def test_a_waiting_store_leaves_its_cpus_requests_served(uring):
     finally:
         os.sched_setaffinity(0, old)
         env.stop()
+
+
+def test_without_cap_sys_nice_the_ring_threads_stay_normal(uring):
+    # a SCHED_IDLE thread needs CAP_SYS_NICE (or RLIMIT_NICE) to become
+    # normal again for a store: without it, no thread waits as SCHED_IDLE
+    d = Daemon(TESTBED, wrapper=["setpriv", "--bounding-set", "-sys_nice"])
+    try:
+        with open(f"/proc/{d.proc.pid}/status") as f:
+            caps = int(re.search(r"^CapEff:\s*(\S+)", f.read(), re.M).group(1), 16)
+        assert not caps & (1 << 23)
+        tree = read_tree(d.mnt)
+        assert len(tree) > 500
+        threads = ring_threads(d.proc.pid)
+        assert len(threads) == possible_cpus() * PER_CPU
+        assert all(os.sched_getscheduler(tid) == os.SCHED_OTHER for tid in threads), threads
+        assert d.terminate() == 0
+    finally:
+        d.stop()
 
 
 def test_kernel_without_io_uring_serves_through_dev_fuse(uring):
