@@ -1619,7 +1619,6 @@ void dm_fs_free(struct dm_fs *fs)
 {
 	if (!fs)
 		return;
-	dm_uring_free(fs->uring);
 	if (fs->inval_running) {
 		dm_model_set_listener(fs->model, NULL, NULL);
 		pthread_mutex_lock(&fs->inval_lock);
@@ -1628,6 +1627,8 @@ void dm_fs_free(struct dm_fs *fs)
 		pthread_mutex_unlock(&fs->inval_lock);
 		pthread_join(fs->inval_thread, NULL);
 	}
+	/* after the notifier, whose invalidations go through its writev */
+	dm_uring_free(fs->uring);
 	for (size_t i = 0; i < fs->n_inval; i++)
 		inval_free(&fs->inval[i]);
 	free(fs->inval);

@@ -114,6 +114,7 @@ struct dm_uring {
 	uint64_t init_unique;
 	size_t payload_size;
 	bool idle_class; /* ring threads wait as SCHED_IDLE (set_idle()) */
+	cpu_set_t cpus; /* the CPUs the daemon may use, for stores */
 
 	atomic_uint_fast64_t served;
 };
@@ -212,6 +213,11 @@ int dm_uring_attach(struct fuse_session *se, unsigned per_cpu, struct dm_uring *
 	if (r < 0)
 		goto out_free;
 	u->idle_class = may_leave_idle();
+	if (sched_getaffinity(0, sizeof(u->cpus), &u->cpus) < 0) {
+		CPU_ZERO(&u->cpus);
+		for (unsigned i = 0; i < u->n_cpus && i < CPU_SETSIZE; i++)
+			CPU_SET(i, &u->cpus);
+	}
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	r = -EBUSY;
@@ -304,6 +310,16 @@ static void buf_unmap(char *p, size_t size)
 		munmap(p, size);
 }
 
+/* Queues a REGISTER of @t's entry (again). */
+static void entry_register(struct ring_thread *t, bool ok)
+{
+	struct io_uring_sqe *sqe = cmd_sqe(t, URING_CMD_REGISTER, 0);
+	sqe->addr = (uintptr_t)t->iov;
+	/* The kernel holds every request until each CPU's queue has an entry;
+	 * a REGISTER it refuses (no buffers) turns io_uring off instead. */
+	sqe->len = ok ? 2 : 0;
+}
+
 static int ring_register(struct ring_thread *t)
 {
 	size_t size = t->u->payload_size;
@@ -323,13 +339,9 @@ static int ring_register(struct ring_thread *t)
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
 	io_uring_prep_poll_add(sqe, t->wake_fd, POLLIN);
 	sqe->user_data = TAG_WAKE;
-	sqe = cmd_sqe(t, URING_CMD_REGISTER, 0);
-	sqe->addr = (uintptr_t)t->iov;
-	/* The kernel holds every request until each CPU's queue has an entry;
-	 * a REGISTER it refuses (no buffers) turns io_uring off instead. */
-	sqe->len = ok ? 2 : 0;
-	int r = io_uring_submit(&t->ring);
-	return r < 0 ? r : 0;
+	entry_register(t, ok);
+	/* submitted by ring_loop(), which retries what cannot be yet */
+	return 0;
 }
 
 /* The reply to the request in @t's entry, from the custom writev. */
@@ -397,6 +409,22 @@ static bool may_leave_idle(void)
 	return caps & (1ULL << 23); /* CAP_SYS_NICE */
 }
 
+/* A store may suspend a subtree: run hooks, and start the PM pool's
+ * threads, which inherit the scheduling class and the CPU affinity of the
+ * thread that starts them. It runs as a normal thread, on any CPU the
+ * daemon may use; then the thread goes back to its CPU and class. */
+static void serve_as_store(struct ring_thread *t, bool start)
+{
+	if (t->u->idle_class && start)
+		set_idle(false);
+	if (start)
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(t->u->cpus), &t->u->cpus);
+	else
+		pin_to_cpu(t->qid);
+	if (t->u->idle_class && !start)
+		set_idle(true);
+}
+
 /* Serves the request in @t's entry and queues its commit. */
 static void entry_serve(struct ring_thread *t)
 {
@@ -417,11 +445,11 @@ static void entry_serve(struct ring_thread *t)
 		struct fuse_buf buf = { .mem = t->req, .size = in->len };
 		bool store = in->opcode == FUSE_WRITE || in->opcode == FUSE_SETATTR;
 		current_entry = t;
-		if (store && t->u->idle_class)
-			set_idle(false);
+		if (store)
+			serve_as_store(t, true);
 		fuse_session_process_buf(t->u->se, &buf);
-		if (store && t->u->idle_class)
-			set_idle(true);
+		if (store)
+			serve_as_store(t, false);
 		current_entry = NULL;
 		atomic_fetch_add_explicit(&t->u->served, 1, memory_order_relaxed);
 		t->served = true;
@@ -434,42 +462,57 @@ static void entry_serve(struct ring_thread *t)
 
 static void ring_loop(struct ring_thread *t)
 {
+	unsigned refused = 0; /* commits refused in a row */
 	for (;;) {
 		int r = io_uring_submit_and_wait(&t->ring, 1);
+		if (r == -EAGAIN || r == -EBUSY || r == -ENOMEM) {
+			/* short of memory or of completion slots: the commit
+			 * still has to reach the kernel */
+			usleep(1000);
+			continue;
+		}
 		if (r < 0 && r != -EINTR) {
 			log_warn("FUSE over io_uring: %s", strerror(-r));
 			return;
 		}
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
-		bool serve = false, quit = false;
+		bool serve = false, quit = false, again = false;
 		io_uring_for_each_cqe(&t->ring, head, cqe)
 		{
 			seen++;
 			if (cqe->user_data == TAG_WAKE) {
 				quit = true;
-			} else if (cqe->res < 0) {
-				/* ENOTCONN: the connection ended. A REGISTER
-				 * refused leaves the kernel on /dev/fuse; a
-				 * commit refused, this entry's thread ends */
-				if (cqe->res == -ENOTCONN || cqe->res == -ECANCELED)
-					;
-				else if (!t->served)
-					log_warn("FUSE over io_uring refused (%s): requests "
-						 "go through /dev/fuse",
-						 strerror(-cqe->res));
-				else
-					log_warn("FUSE over io_uring: a reply was refused "
-						 "(%s); its CPU has one thread less",
-						 strerror(-cqe->res));
+			} else if (cqe->res == -ENOTCONN || cqe->res == -ECANCELED) {
+				quit = true; /* the connection ended */
+			} else if (cqe->res < 0 && !t->served) {
+				/* a refused REGISTER leaves the kernel on /dev/fuse */
+				log_warn("FUSE over io_uring refused (%s): requests go "
+					 "through /dev/fuse",
+					 strerror(-cqe->res));
 				quit = true;
+			} else if (cqe->res < 0) {
+				/* A commit refused leaves the entry out of the
+				 * queue: registered again, lest a CPU lose all
+				 * its entries (and the kernel hold its requests) */
+				log_warn("FUSE over io_uring: a reply was refused (%s)%s",
+					 strerror(-cqe->res),
+					 refused < 3 ? "; the entry is registered again"
+						     : "; this thread ends");
+				if (refused++ < 3)
+					again = true;
+				else
+					quit = true;
 			} else {
 				serve = true;
+				refused = 0;
 			}
 		}
 		io_uring_cq_advance(&t->ring, seen);
 		if (serve)
 			entry_serve(t);
+		else if (again && !quit)
+			entry_register(t, true);
 		if (quit) {
 			/* a reply made before the stop still goes out */
 			io_uring_submit(&t->ring);
@@ -599,8 +642,9 @@ static bool init_reply_ask(struct dm_uring *u, struct iovec *iov, int count)
 	init->flags2 |= (uint32_t)(URING_INIT_FLAG >> 32);
 	size_t pages = (init->flags & FUSE_MAX_PAGES) && init->max_pages ? init->max_pages : 32;
 	size_t size = init->max_write > MIN_PAYLOAD ? init->max_write : MIN_PAYLOAD;
-	if (pages * 4096 > size)
-		size = pages * 4096;
+	long page = sysconf(_SC_PAGESIZE);
+	if (page > 0 && pages * (size_t)page > size)
+		size = pages * (size_t)page;
 	u->payload_size = size;
 	return true;
 }

@@ -7,8 +7,9 @@
   as SCHED_IDLE; the tree it serves is the same as over /dev/fuse.
 * A store that waits (a suspend blocked in a hook) holds one thread of its
   CPU; that CPU's other requests are still served. The store, and the hook
-  it runs, are not SCHED_IDLE; without CAP_SYS_NICE (needed to leave
-  SCHED_IDLE) the ring threads are normal ones.
+  it runs, are neither SCHED_IDLE nor pinned to the ring thread's CPU;
+  without CAP_SYS_NICE (needed to leave SCHED_IDLE) the ring threads are
+  normal ones.
 * --no-io-uring, or a kernel that does not offer it, and every request goes
   through /dev/fuse.
 * SIGTERM while the first requests are on their way (INIT, the rings being
@@ -174,6 +175,8 @@ def test_a_waiting_store_leaves_its_cpus_requests_served(uring):
         with open(os.path.join(env.log, f"pid.{os.path.basename(NIC)}")) as f:
             hook = int(f.read())
         assert os.sched_getscheduler(hook) == os.SCHED_OTHER
+        # and on any CPU the daemon may use, not its ring thread's alone
+        assert os.sched_getaffinity(hook) == os.sched_getaffinity(env.d.proc.pid)
         # the store now waits in the hook: the other requests of this CPU
         reads = {}
         reader = threading.Thread(target=lambda: reads.update(read_tree(env.d.path("bus"))))
