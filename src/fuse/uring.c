@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,7 +321,9 @@ static void entry_register(struct ring_thread *t, bool ok)
 	sqe->len = ok ? 2 : 0;
 }
 
-static int ring_register(struct ring_thread *t)
+/* Maps @t's buffers and queues the REGISTER of its entry (submitted by
+ * ring_loop(), which retries what cannot be yet) and the wake-up poll. */
+static void ring_register(struct ring_thread *t)
 {
 	size_t size = t->u->payload_size;
 	/* Mapped, not allocated: the pages of these buffers of up to a
@@ -340,8 +343,6 @@ static int ring_register(struct ring_thread *t)
 	io_uring_prep_poll_add(sqe, t->wake_fd, POLLIN);
 	sqe->user_data = TAG_WAKE;
 	entry_register(t, ok);
-	/* submitted by ring_loop(), which retries what cannot be yet */
-	return 0;
 }
 
 /* The reply to the request in @t's entry, from the custom writev. */
@@ -555,14 +556,18 @@ static void *ring_main(void *arg)
 	if (r == 0 && wait_for_init(u)) {
 		if (u->idle_class)
 			set_idle(true);
-		r = ring_register(t);
-		if (r < 0)
-			log_warn("FUSE over io_uring: cannot register a ring entry: %s",
-				 strerror(-r));
-		else
-			ring_loop(t);
+		ring_register(t);
+		ring_loop(t);
 	}
 	return NULL;
+}
+
+static void set_start(struct dm_uring *u, enum start_state s)
+{
+	pthread_mutex_lock(&u->lock);
+	u->start = s;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
 }
 
 /* At the kernel's INIT, if it offers io_uring: one thread per entry, each
@@ -573,9 +578,7 @@ static bool start_threads(struct dm_uring *u)
 	u->threads = calloc(n, sizeof(*u->threads));
 	if (!u->threads)
 		return false;
-	pthread_mutex_lock(&u->lock);
-	u->start = START_SETUP;
-	pthread_mutex_unlock(&u->lock);
+	set_start(u, START_SETUP);
 	for (size_t i = 0; i < n; i++) {
 		struct ring_thread *t = &u->threads[i];
 		t->u = u;
@@ -593,13 +596,6 @@ static bool start_threads(struct dm_uring *u)
 	return ok;
 }
 
-static void set_start(struct dm_uring *u, enum start_state s)
-{
-	pthread_mutex_lock(&u->lock);
-	u->start = s;
-	pthread_cond_broadcast(&u->cond);
-	pthread_mutex_unlock(&u->lock);
-}
 
 /* ---- libfuse's custom I/O ---- */
 

@@ -21,11 +21,7 @@
 #ifndef DM_FUSE_URING_H
 #define DM_FUSE_URING_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
-#include <sys/uio.h>
 
 struct dm_uring;
 struct fuse_session;
