@@ -250,3 +250,38 @@ def test_power_reads_are_whole_while_it_changes(d):
     assert errors == [], f"{len(errors)} torn reads in {TRANSITIONS} transitions, e.g. {errors[:5]}"
     assert sum(counts) > TRANSITIONS, f"the readers read too little to race: {counts}"
     assert read(bridge_power) == "on\n"
+
+
+def getattrs_after_stats(rounds):
+    """(GETATTRs a daemon of the small testbed served, live files, unbounded
+    files) when every kernel_driver and power_log was lstat()ed @rounds
+    times after one walk. Counted by the daemon (its log at exit)."""
+    import re
+
+    from harness import Daemon
+    from test_small_pci import TESTBED
+    dm = Daemon(TESTBED)
+    try:
+        live, unbounded = [], []
+        for top, dirs, files in os.walk(dm.path("root")):
+            live += [os.path.join(top, f) for f in files if f == "kernel_driver"]
+            unbounded += [os.path.join(top, f) for f in files if f == "power_log"]
+        for _ in range(rounds):
+            for p in live + unbounded:
+                os.lstat(p)
+        assert dm.terminate() == 0
+        n = int(re.search(r"fuse requests: .* getattr=(\d+)", dm.output()).group(1))
+        return n, len(live), len(unbounded)
+    finally:
+        dm.stop()
+
+
+def test_warm_stats_of_live_values_ask_the_daemon_nothing():
+    # kernel_driver, a live value read fresh at each open, keeps its
+    # attributes like any value: only power_log (its size measured at each
+    # stat) is asked again. Ten more rounds of stats, ten more GETATTRs each
+    # of power_log, none of kernel_driver.
+    once, live, unbounded = getattrs_after_stats(1)
+    more, _, _ = getattrs_after_stats(11)
+    assert live and unbounded
+    assert more - once <= 10 * unbounded, (once, more, live, unbounded)
