@@ -543,6 +543,11 @@ static void *ring_main(void *arg)
 	pin_to_cpu(t->qid);
 
 	int r = ring_setup(t);
+	/* in its waiting class before INIT is answered: the kernel serves
+	 * requests once each CPU has one entry, while this thread may not yet
+	 * have come back from wait_for_init() */
+	if (r == 0 && u->idle_class)
+		set_idle(true);
 	pthread_mutex_lock(&u->lock);
 	u->n_setup++;
 	if (r < 0 && !u->setup_failed) {
@@ -554,8 +559,6 @@ static void *ring_main(void *arg)
 	pthread_mutex_unlock(&u->lock);
 
 	if (r == 0 && wait_for_init(u)) {
-		if (u->idle_class)
-			set_idle(true);
 		ring_register(t);
 		ring_loop(t);
 	}
