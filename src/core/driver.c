@@ -325,17 +325,29 @@ struct dm_driver *dm_bus_find_driver(struct dm_bus *bus, const char *name)
 int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
 {
 	struct dm_model *m = bus->model;
+	struct dm_device **devs = NULL;
+	size_t n = 0, i = 0;
+	struct dm_list *p;
+	int r = 0;
+
 	dm_model_write_lock(m);
 	if (drv->bus) {
-		dm_model_unlock(m);
-		return -EBUSY;
+		r = -EBUSY;
+		goto out_unlock;
 	}
-	struct dm_list *p;
 	dm_list_for_each(p, &bus->drivers)
 		if (strcmp(dm_list_entry(p, struct dm_driver, node)->name, drv->name) == 0) {
-			dm_model_unlock(m);
-			return -EEXIST;
+			r = -EEXIST;
+			goto out_unlock;
 		}
+	/* Room for the devices it is offered, before it is published: once
+	 * listed it cannot fail any more, so a failure registers nothing. */
+	dm_list_for_each(p, &bus->devices)
+		n++;
+	if (n && !(devs = calloc(n, sizeof(*devs)))) {
+		r = -ENOMEM;
+		goto out_unlock;
+	}
 	/* by priority, highest first; equal priorities in registration order */
 	dm_list_for_each(p, &bus->drivers)
 		if (dm_list_entry(p, struct dm_driver, node)->priority < drv->priority)
@@ -347,16 +359,11 @@ int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
 	dm_model_notify_driver_locked(m, drv);
 
 	/* Offer it the bus's unbound devices, in global-list order. */
-	size_t n = 0, i = 0;
-	dm_list_for_each(p, &bus->devices)
-		n++;
-	struct dm_device **devs = n ? calloc(n, sizeof(*devs)) : NULL;
-	if (devs)
-		dm_list_for_each(p, &bus->devices) {
-			struct dm_device *dev = dm_list_entry(p, struct dm_device, bus_node);
-			if (!dev->driver && !dm_device_is_dead(dev))
-				devs[i++] = dm_device_ref(dev);
-		}
+	dm_list_for_each(p, &bus->devices) {
+		struct dm_device *dev = dm_list_entry(p, struct dm_device, bus_node);
+		if (!dev->driver && !dm_device_is_dead(dev))
+			devs[i++] = dm_device_ref(dev);
+	}
 	dm_model_unlock(m);
 
 	for (size_t k = 0; k < i; k++) {
@@ -370,7 +377,11 @@ int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
 		dm_device_unref(devs[k]);
 	}
 	free(devs);
-	return n && !devs ? -ENOMEM : 0;
+	return 0;
+
+out_unlock:
+	dm_model_unlock(m);
+	return r;
 }
 
 int dm_model_add_driver(struct dm_model *m, const char *busname, const char *name,

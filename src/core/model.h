@@ -288,9 +288,10 @@ int dm_device_for_each_group_locked(struct dm_device *dev, int (*fn)(const char 
 /* 0 and *ret filled when the file (or, with name NULL, the group) exists. */
 int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const char *name,
 			       struct dm_file_info *ret);
-/* Reads a file's whole value into @buf (DM_ATTR_MAX bytes); returns the
- * length, -ENOENT when there is no such file, -ENODEV when the device was
- * removed. Call without the lock. */
+/* Reads a file's value into @buf of @size bytes (DM_ATTR_MAX + 1 holds any
+ * bounded value), NUL-terminated: returns its length, at most @size - 1 (a
+ * longer value, a journal, is cut), -ENOENT when there is no such file,
+ * -ENODEV when the device was removed. Call without the lock. */
 int dm_device_show(struct dm_device *dev, const char *group, const char *name, char *buf,
 		   size_t size);
 /* The same for a value of any size (a journal): *ret is malloc()ed, of
