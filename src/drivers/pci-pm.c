@@ -6,9 +6,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define HEADER_SIZE 64
 
@@ -118,10 +120,25 @@ static int run(struct pci_pm *p, int (*fn)(struct pci_access *, void *), struct 
 	return r;
 }
 
+/* Whether sysfs shows a kernel driver bound to the function now: the model
+ * learns of a bind only from its event, which may still be queued (or was
+ * lost), and PMCSR must never be written behind a live driver. */
+static bool kernel_owns(struct dm_device *dev)
+{
+	char path[4096];
+	struct stat st;
+	const char *devpath = dm_device_get_devpath(dev);
+	if (!devpath)
+		return false;
+	int n = snprintf(path, sizeof(path), "/sys%s/driver", devpath);
+	/* a path too long to check is not ours to touch */
+	return n < 0 || (size_t)n >= sizeof(path) || lstat(path, &st) == 0;
+}
+
 static int pci_pm_probe(struct dm_device *dev, void *data)
 {
 	/* only functions no kernel driver owns */
-	if (dm_device_get_kernel_driver(dev))
+	if (dm_device_get_kernel_driver(dev) || kernel_owns(dev))
 		return -ENODEV;
 	struct op op = { .dev = dev };
 	return run(data, probe_fn, &op);
@@ -169,6 +186,11 @@ static int state_decode(const char *state, struct saved_config *s)
 
 static int pci_pm_suspend(struct dm_device *dev, void *data)
 {
+	if (kernel_owns(dev)) {
+		log_warn("%s: pci-pm: a kernel driver owns it now; left alone",
+			 dm_device_get_name(dev));
+		return -DM_ECLAIM;
+	}
 	struct saved_config *saved = calloc(1, sizeof(*saved));
 	if (!saved)
 		return -ENOMEM;
