@@ -171,6 +171,37 @@ static void test_unbind_while_suspended_closes(void **state)
 	teardown_setup(&s);
 }
 
+/* The kernel bound nvme in vfio-pci's place and no event told the daemon:
+ * suspend opens nothing (no low-power entry behind nvme), and the claim
+ * ends; the bind event's re-check does the same. */
+static void test_kernel_driver_changed_ends_the_claim(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	struct setup s;
+	build(&s, &f);
+	assert_int_equal(dm_device_set_kernel_driver(s.gpu, "nvme"), 0);
+	assert_int_equal(dm_pm_suspend(s.pm, NULL, 0), 0);
+	for (size_t i = 0; i < f.n; i++)
+		if (strstr(f.log[i], "0000:03:00.0"))
+			fail_msg("VFIO touched a function nvme owns: %s", f.log[i]);
+	dm_model_read_lock(s.m);
+	assert_null(dm_device_get_driver_locked(s.gpu));
+	dm_model_unlock(s.m);
+	assert_int_equal(dm_pm_resume(s.pm, NULL, 0), 0);
+
+	/* back to vfio-pci, then away again by an event: re-checked at once */
+	assert_int_equal(dm_device_set_kernel_driver(s.gpu, "vfio-pci"), 0);
+	assert_int_equal(dm_device_attach(s.gpu), 1);
+	assert_int_equal(dm_device_recheck_claim(s.gpu), 0);
+	assert_int_equal(dm_device_set_kernel_driver(s.gpu, NULL), 0);
+	assert_int_equal(dm_device_recheck_claim(s.gpu), 1);
+	dm_model_read_lock(s.m);
+	assert_null(dm_device_get_driver_locked(s.gpu));
+	dm_model_unlock(s.m);
+	teardown_setup(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_entry_failure_rolls_back_and_closes),
 		cmocka_unit_test(test_group_held_by_a_vm_is_left_alone),
 		cmocka_unit_test(test_unbind_while_suspended_closes),
+		cmocka_unit_test(test_kernel_driver_changed_ends_the_claim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
