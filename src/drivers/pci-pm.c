@@ -121,14 +121,24 @@ static int same_function(struct op *op, struct pci_dev *d)
 	return 0;
 }
 
-/* Resume's first half: back to D0, if it is still the function suspended. */
-static int resume_d0_fn(struct pci_access *pa, void *data)
+/* The function, when it is still the one suspend saved. */
+static int get_saved_dev(struct pci_access *pa, struct op *op, struct pci_dev **ret)
 {
-	struct op *op = data;
 	struct pci_dev *d = get_dev(pa, op);
 	if (!d)
 		return -ENODEV;
 	int r = same_function(op, d);
+	if (r == 0)
+		*ret = d;
+	return r;
+}
+
+/* Resume's first half: back to D0, if it is still the function suspended. */
+static int resume_d0_fn(struct pci_access *pa, void *data)
+{
+	struct op *op = data;
+	struct pci_dev *d = NULL;
+	int r = get_saved_dev(pa, op, &d);
 	if (r < 0)
 		return r;
 	uint16_t pmcsr = pci_read_word(d, op->saved->pm_cap + PCI_PM_CTRL);
@@ -144,10 +154,8 @@ static int resume_d0_fn(struct pci_access *pa, void *data)
 static int restore_fn(struct pci_access *pa, void *data)
 {
 	struct op *op = data;
-	struct pci_dev *d = get_dev(pa, op);
-	if (!d)
-		return -ENODEV;
-	int r = same_function(op, d);
+	struct pci_dev *d = NULL;
+	int r = get_saved_dev(pa, op, &d);
 	if (r < 0)
 		return r;
 	for (int off = HEADER_SIZE - 4; off >= 4; off -= 4) {
