@@ -18,6 +18,7 @@
 struct pci_pm {
 	pthread_mutex_t lock; /* one pci_access, hooks of several devices */
 	struct pci_access *pa;
+	char *sysfs_path; /* libpci's sysfs.path: where PCI functions are */
 	void (*sleep_ms)(unsigned ms, void *ctx);
 	void *ctx;
 };
@@ -182,14 +183,12 @@ static int run(struct pci_pm *p, int (*fn)(struct pci_access *, void *), struct 
 /* Whether sysfs shows a kernel driver bound to the function now: the model
  * learns of a bind only from its event, which may still be queued (or was
  * lost), and PMCSR must never be written behind a live driver. */
-static bool kernel_owns(struct dm_device *dev)
+static bool kernel_owns(struct pci_pm *p, struct dm_device *dev)
 {
 	char path[4096];
 	struct stat st;
-	const char *devpath = dm_device_get_devpath(dev);
-	if (!devpath)
-		return false;
-	int n = snprintf(path, sizeof(path), "/sys%s/driver", devpath);
+	int n = snprintf(path, sizeof(path), "%s/devices/%s/driver", p->sysfs_path,
+			 dm_device_get_name(dev));
 	/* a path too long to check is not ours to touch */
 	return n < 0 || (size_t)n >= sizeof(path) || lstat(path, &st) == 0;
 }
@@ -210,7 +209,7 @@ static int resume_saved(struct pci_pm *p, struct dm_device *dev, struct saved_co
 static int pci_pm_probe(struct dm_device *dev, void *data)
 {
 	/* only functions no kernel driver owns */
-	if (dm_device_get_kernel_driver(dev) || kernel_owns(dev))
+	if (dm_device_get_kernel_driver(dev) || kernel_owns(data, dev))
 		return -ENODEV;
 	struct op op = { .dev = dev };
 	return run(data, probe_fn, &op);
@@ -258,7 +257,7 @@ static int state_decode(const char *state, struct saved_config *s)
 
 static int pci_pm_suspend(struct dm_device *dev, void *data)
 {
-	if (kernel_owns(dev)) {
+	if (kernel_owns(data, dev)) {
 		log_warn("%s: pci-pm: a kernel driver owns it now; left alone",
 			 dm_device_get_name(dev));
 		return -DM_ECLAIM;
@@ -325,6 +324,7 @@ static void pci_pm_free(void *data)
 {
 	struct pci_pm *p = data;
 	pci_cleanup(p->pa);
+	free(p->sysfs_path);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -348,8 +348,15 @@ int dm_pci_pm_register_env(struct dm_model *m, const struct dm_pci_pm_env *env,
 	struct pci_pm *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->pa = dm_pci_access_new_at(env ? env->sysfs_path : NULL);
+	const char *sysfs_path = env && env->sysfs_path ? env->sysfs_path : "/sys/bus/pci";
+	p->sysfs_path = strdup(sysfs_path);
+	if (!p->sysfs_path) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->pa = dm_pci_access_new_at(sysfs_path);
 	if (!p->pa) {
+		free(p->sysfs_path);
 		free(p);
 		return -EIO;
 	}

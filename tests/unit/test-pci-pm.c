@@ -286,12 +286,37 @@ static void test_recovery_checks_and_waits_too(void **state)
 	}
 }
 
+/* The kernel bound a driver and the model was not told: sysfs's driver
+ * link is enough for suspend to leave PMCSR alone and let the device go. */
+static void test_suspend_leaves_a_function_sysfs_shows_bound(void **state)
+{
+	(void)state;
+	struct setup s;
+	build(&s, false);
+	uint8_t before[256], after[256];
+	read_config(&s.cs, before);
+	char link[160];
+	snprintf(link, sizeof(link), "%s/devices/" SLOT "/driver", s.cs.dir);
+	assert_int_equal(symlink("../../drivers/nvme", link), 0);
+	assert_int_equal(dm_pm_suspend(s.pm, s.dev, 0), 0);
+	read_config(&s.cs, after);
+	if (memcmp(before, after, sizeof(after)) != 0)
+		fail_msg("suspend wrote PMCSR %#x behind a kernel driver",
+			 get32(after, PM_CAP + 4) & 0xffff);
+	dm_model_read_lock(s.m);
+	assert_null(dm_device_get_driver_locked(s.dev));
+	dm_model_unlock(s.m);
+	assert_int_equal(dm_pm_resume(s.pm, s.dev, 0), 0);
+	teardown(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resume_waits_before_restoring),
 		cmocka_unit_test(test_resume_leaves_another_function_alone),
 		cmocka_unit_test(test_recovery_checks_and_waits_too),
+		cmocka_unit_test(test_suspend_leaves_a_function_sysfs_shows_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
