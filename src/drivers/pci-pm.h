@@ -29,6 +29,9 @@ struct dm_pci_pm_env {
 	void (*sleep_ms)(unsigned ms, void *ctx);
 	void *ctx;
 };
+/* dm_pci_pm_register() with @env (copied; NULL: the machine's). @env's
+ * sleep_ms is called from resume hooks, on PM pool threads, without any
+ * lock of the driver's held. */
 int dm_pci_pm_register_env(struct dm_model *m, const struct dm_pci_pm_env *env,
 			   struct dm_driver **ret);
 

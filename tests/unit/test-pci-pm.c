@@ -129,9 +129,14 @@ struct setup {
 	char record[128];
 };
 
-static void build(struct setup *s, bool with_record)
+/* A model with pci-pm bound to the function of @cs (a new config space
+ * when NULL), and a transition record beside it when @with_record. */
+static void build_on(struct setup *s, const struct config_space *cs, bool with_record)
 {
-	config_space_new(&s->cs);
+	if (cs)
+		s->cs = *cs;
+	else
+		config_space_new(&s->cs);
 	sleeps = (struct sleeps){ .cs = &s->cs };
 	assert_int_equal(dm_model_new(&s->m), 0);
 	assert_int_equal(dm_pm_new(s->m, &s->pm), 0);
@@ -152,13 +157,24 @@ static void build(struct setup *s, bool with_record)
 	dm_model_unlock(s->m);
 }
 
-static void teardown(struct setup *s)
+static void build(struct setup *s, bool with_record)
+{
+	build_on(s, NULL, with_record);
+}
+
+/* The daemon goes: the config space and the record stay. */
+static void teardown_model(struct setup *s)
 {
 	dm_device_unref(s->dev);
 	dm_driver_unregister(s->drv);
 	dm_driver_unref(s->drv);
 	dm_pm_free(s->pm);
 	dm_model_free(s->m);
+}
+
+static void teardown(struct setup *s)
+{
+	teardown_model(s);
 	config_space_free(&s->cs);
 }
 
@@ -245,24 +261,12 @@ static void test_recovery_checks_and_waits_too(void **state)
 		fclose(f);
 		kept[n] = '\0';
 		assert_non_null(strstr(kept, "=pm=50,cfg="));
-		struct config_space cs = s.cs;
-		strcpy(s.cs.dir, "/tmp/driverfs-pcipm-XXXXXX"); /* teardown frees a fresh one */
-		teardown(&s);
+		teardown_model(&s);
 
+		/* the restart: pci-pm binds the function again, and the
+		 * recovery resumes what the record lists */
 		struct setup r;
-		build(&r, true);
-		config_space_free(&r.cs);
-		r.cs = cs;
-		sleeps.cs = &r.cs;
-		/* the new pci-pm reads the old directory: re-register on it */
-		dm_driver_unregister(r.drv);
-		dm_driver_unref(r.drv);
-		struct dm_pci_pm_env env = { .sysfs_path = r.cs.dir, .sleep_ms = fake_sleep };
-		assert_int_equal(dm_pci_pm_register_env(r.m, &env, &r.drv), 0);
-		dm_pm_free(r.pm);
-		assert_int_equal(dm_pm_new(r.m, &r.pm), 0);
-		snprintf(r.record, sizeof(r.record), "%s/transition", r.cs.dir);
-		assert_int_equal(dm_pm_set_record(r.pm, r.record), 0);
+		build_on(&r, &s.cs, true);
 
 		uint8_t swapped[256], cfg[256];
 		if (swap)
