@@ -101,6 +101,8 @@ static void apply_binding(struct dm_monitor *mon, struct udev_device *d, const c
 	int r = dm_scan_set_kernel_driver(dev, udev_device_get_driver(d));
 	if (r < 0)
 		log_warn("%s: kernel driver: %s", devpath, strerror(-r));
+	if (dm_device_recheck_claim(dev) > 0)
+		log_info("%s: the kernel's binding changed: its user driver let it go", devpath);
 	dm_device_unref(dev);
 }
 

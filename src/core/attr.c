@@ -533,32 +533,41 @@ int dm_device_show(struct dm_device *dev, const char *group, const char *name, c
 		r = a->show_alloc(dev, a, &all, &len);
 		if (r < 0)
 			return r;
-		if (len > size)
-			len = size;
+		/* cut, as dm_emit() cuts: room for the NUL */
+		if (len > size - 1)
+			len = size - 1;
 		memcpy(buf, all, len);
+		buf[len] = '\0';
 		free(all);
 		return (int)len;
 	}
 	if (!a->show || !(a->mode & 0444))
 		return -EACCES;
 	int n = a->show(dev, a, buf, size < DM_ATTR_MAX ? size : DM_ATTR_MAX);
-	return n > (int)size ? (int)size : n;
+	if (n < 0)
+		return n;
+	/* a show() that filled all of @size: its last byte gives way to the NUL */
+	if ((size_t)n > size - 1)
+		n = (int)(size - 1);
+	buf[n] = '\0';
+	return n;
 }
 
 int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *name, char **ret,
 			 size_t *ret_len)
 {
 	const struct dm_attribute *a;
-	char *buf = malloc(DM_ATTR_MAX);
+	/* a bounded value and its NUL */
+	char *buf = malloc(DM_ATTR_MAX + 1);
 	if (!buf)
 		return -ENOMEM;
-	int r = attr_resolve(dev, group, name, &a, buf, DM_ATTR_MAX);
+	int r = attr_resolve(dev, group, name, &a, buf, DM_ATTR_MAX + 1);
 	if (r >= 0 && a && a->show_alloc && (a->mode & 0444)) {
 		free(buf);
 		return a->show_alloc(dev, a, ret, ret_len);
 	}
 	if (r >= 0 && a)
-		r = dm_device_show(dev, group, name, buf, DM_ATTR_MAX);
+		r = dm_device_show(dev, group, name, buf, DM_ATTR_MAX + 1);
 	if (r < 0) {
 		free(buf);
 		return r;

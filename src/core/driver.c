@@ -121,6 +121,7 @@ static bool bind_locked(struct dm_device *dev, struct dm_driver *drv)
 	if (dm_device_is_dead(dev) || dev->driver || !drv->registered)
 		return false;
 	dev->driver = dm_driver_ref(drv);
+	dev->claimed_under = dev->kernel_driver;
 	dm_model_order_bound_locked(dev);
 	dm_list_append(&drv->devices, &dev->driver_node);
 	dm_model_notify_changed_locked(dev->model, dev);
@@ -164,21 +165,20 @@ static struct dm_driver **pin_drivers_locked(struct dm_bus *bus, size_t *ret_n)
 	return drvs;
 }
 
-int dm_device_attach(struct dm_device *dev)
+/* dm_device_attach() with the device mutex held. */
+static int attach_mutex_held(struct dm_device *dev)
 {
 	struct dm_model *m = dev->model;
-	struct dm_driver **drvs;
 	size_t n = 0;
 	int bound = 0;
 
-	pthread_mutex_lock(&dev->mutex);
 	dm_model_read_lock(m);
 	if (dev->driver || !dev->bus || dm_device_is_dead(dev)) {
 		dm_model_unlock(m);
-		goto out;
+		return 0;
 	}
 	/* Pin the candidates, then probe without the lock. */
-	drvs = pin_drivers_locked(dev->bus, &n);
+	struct dm_driver **drvs = pin_drivers_locked(dev->bus, &n);
 	dm_model_unlock(m);
 
 	for (size_t i = 0; i < n && !bound; i++)
@@ -186,45 +186,108 @@ int dm_device_attach(struct dm_device *dev)
 	for (size_t i = 0; i < n; i++)
 		dm_driver_unref(drvs[i]);
 	free(drvs);
-out:
+	return bound;
+}
+
+int dm_device_attach(struct dm_device *dev)
+{
+	pthread_mutex_lock(&dev->mutex);
+	int bound = attach_mutex_held(dev);
 	pthread_mutex_unlock(&dev->mutex);
 	return bound;
 }
 
-void dm_device_release_driver(struct dm_device *dev)
+/* dm_device_release_driver() with the device mutex held. */
+static void release_mutex_held(struct dm_device *dev)
 {
 	struct dm_model *m = dev->model;
-	pthread_mutex_lock(&dev->mutex);
 	dm_model_write_lock(m);
 	struct dm_driver *drv = dev->driver;
 	dm_model_unlock(m);
-	if (drv) {
-		if (drv->ops && drv->ops->remove)
-			drv->ops->remove(dev, drv->data);
-		dm_model_write_lock(m);
-		dev->driver = NULL;
-		dm_model_order_bound_locked(dev);
-		dev->driver_data = NULL;
-		dm_list_remove(&dev->driver_node);
-		if (!dm_device_is_dead(dev))
-			dm_model_notify_changed_locked(m, dev);
-		dm_model_unlock(m);
-		dm_driver_unref(drv);
+	if (!drv)
+		return;
+	if (drv->ops && drv->ops->remove)
+		drv->ops->remove(dev, drv->data);
+	dm_model_write_lock(m);
+	dev->driver = NULL;
+	dev->claimed_under = NULL;
+	dm_model_order_bound_locked(dev);
+	dev->driver_data = NULL;
+	dm_list_remove(&dev->driver_node);
+	if (!dm_device_is_dead(dev))
+		dm_model_notify_changed_locked(m, dev);
+	dm_model_unlock(m);
+	dm_driver_unref(drv);
+}
+
+void dm_device_release_driver(struct dm_device *dev)
+{
+	pthread_mutex_lock(&dev->mutex);
+	release_mutex_held(dev);
+	pthread_mutex_unlock(&dev->mutex);
+}
+
+static bool same_name(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Whether the driver bound to @dev may still drive it: a user driver
+ * probed a device under one kernel binding (none for pci-pm, vfio-pci for
+ * vfio-pci) and decided on that; once the kernel bound another driver, or
+ * unbound it, the decision no longer holds. Kernel proxies follow the
+ * kernel's binding themselves (dm_scan_set_kernel_driver()). Device mutex
+ * held: kernel_driver and the binding change only under it. */
+static bool claim_holds(const struct dm_device *dev)
+{
+	const struct dm_driver *drv = dev->driver;
+	return !drv || drv->kind != DM_DRIVER_USER || same_name(dev->kernel_driver, dev->claimed_under);
+}
+
+/* Drops a claim that no longer holds and offers the device to the bus's
+ * drivers again, as the kernel's binding now stands. Device mutex held. */
+static void drop_claim_mutex_held(struct dm_device *dev)
+{
+	release_mutex_held(dev);
+	attach_mutex_held(dev);
+}
+
+int dm_device_recheck_claim(struct dm_device *dev)
+{
+	int dropped = 0;
+	pthread_mutex_lock(&dev->mutex);
+	if (!claim_holds(dev)) {
+		drop_claim_mutex_held(dev);
+		dropped = 1;
 	}
 	pthread_mutex_unlock(&dev->mutex);
+	return dropped;
 }
 
 int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock)
 {
 	int r = 0;
 	pthread_mutex_lock(&dev->mutex);
+	/* A claim that no longer holds is dropped before its suspend writes
+	 * anything: a kernel driver the daemon was not told of (an event
+	 * still queued, or lost) owns the device now. */
+	if (which == DM_CALL_SUSPEND && !claim_holds(dev))
+		drop_claim_mutex_held(dev);
 	/* binding changes only under the device mutex: the driver stays */
-	struct dm_driver *drv = dev->driver;
+	struct dm_driver *drv = dev->driver, *released = NULL;
 	if (drv && drv->ops) {
-		if (which == DM_CALL_SUSPEND && drv->ops->suspend)
+		if (which == DM_CALL_SUSPEND && drv->ops->suspend) {
 			r = drv->ops->suspend(dev, drv->data);
-		else if (which == DM_CALL_RESUME && drv->ops->resume)
+			/* the driver found the device taken meanwhile, and
+			 * changed nothing */
+			if (r == -DM_ECLAIM && drv->kind == DM_DRIVER_USER) {
+				released = dm_driver_ref(drv); /* for its estimate below */
+				release_mutex_held(dev);
+				r = 0;
+			}
+		} else if (which == DM_CALL_RESUME && drv->ops->resume) {
 			r = drv->ops->resume(dev, drv->data);
+		}
 	}
 	if (clock) {
 		uint64_t t1 = dm_clock_now();
@@ -234,6 +297,7 @@ int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock)
 		*clock = t1;
 	}
 	pthread_mutex_unlock(&dev->mutex);
+	dm_driver_unref(released);
 	return r;
 }
 
@@ -325,17 +389,29 @@ struct dm_driver *dm_bus_find_driver(struct dm_bus *bus, const char *name)
 int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
 {
 	struct dm_model *m = bus->model;
+	struct dm_device **devs = NULL;
+	size_t n = 0, i = 0;
+	struct dm_list *p;
+	int r = 0;
+
 	dm_model_write_lock(m);
 	if (drv->bus) {
-		dm_model_unlock(m);
-		return -EBUSY;
+		r = -EBUSY;
+		goto out_unlock;
 	}
-	struct dm_list *p;
 	dm_list_for_each(p, &bus->drivers)
 		if (strcmp(dm_list_entry(p, struct dm_driver, node)->name, drv->name) == 0) {
-			dm_model_unlock(m);
-			return -EEXIST;
+			r = -EEXIST;
+			goto out_unlock;
 		}
+	/* Room for the devices it is offered, before it is published: once
+	 * listed it cannot fail any more, so a failure registers nothing. */
+	dm_list_for_each(p, &bus->devices)
+		n++;
+	if (n && !(devs = calloc(n, sizeof(*devs)))) {
+		r = -ENOMEM;
+		goto out_unlock;
+	}
 	/* by priority, highest first; equal priorities in registration order */
 	dm_list_for_each(p, &bus->drivers)
 		if (dm_list_entry(p, struct dm_driver, node)->priority < drv->priority)
@@ -347,16 +423,11 @@ int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
 	dm_model_notify_driver_locked(m, drv);
 
 	/* Offer it the bus's unbound devices, in global-list order. */
-	size_t n = 0, i = 0;
-	dm_list_for_each(p, &bus->devices)
-		n++;
-	struct dm_device **devs = n ? calloc(n, sizeof(*devs)) : NULL;
-	if (devs)
-		dm_list_for_each(p, &bus->devices) {
-			struct dm_device *dev = dm_list_entry(p, struct dm_device, bus_node);
-			if (!dev->driver && !dm_device_is_dead(dev))
-				devs[i++] = dm_device_ref(dev);
-		}
+	dm_list_for_each(p, &bus->devices) {
+		struct dm_device *dev = dm_list_entry(p, struct dm_device, bus_node);
+		if (!dev->driver && !dm_device_is_dead(dev))
+			devs[i++] = dm_device_ref(dev);
+	}
 	dm_model_unlock(m);
 
 	for (size_t k = 0; k < i; k++) {
@@ -370,7 +441,11 @@ int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
 		dm_device_unref(devs[k]);
 	}
 	free(devs);
-	return n && !devs ? -ENOMEM : 0;
+	return 0;
+
+out_unlock:
+	dm_model_unlock(m);
+	return r;
 }
 
 int dm_model_add_driver(struct dm_model *m, const char *busname, const char *name,

@@ -110,6 +110,9 @@ struct dm_device {
 	struct dm_list iface_node;
 	struct dm_list driver_node;
 	void *driver_data;
+	/* kernel_driver when a user driver bound it: its claim holds while
+	 * the kernel's binding stays this one (dm_device_recheck_claim()) */
+	const char *claimed_under;
 
 	/* Static values, packed: one array of entries sorted by name, one
 	 * buffer of their bytes (two allocations whatever their number). */

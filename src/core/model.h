@@ -221,6 +221,20 @@ int dm_device_path_locked(const struct dm_device *dev, char *buf, size_t size);
 int dm_device_attach(struct dm_device *dev);
 /* Calls remove() and unbinds. */
 void dm_device_release_driver(struct dm_device *dev);
+/* A user driver keeps a device only while the kernel's binding of it is
+ * the one it was bound under (probe decided on it: pci-pm takes functions
+ * no kernel driver owns, vfio-pci those vfio-pci owns). After the kernel
+ * driver changed (hotplug's bind and unbind), this drops a claim that no
+ * longer holds: remove() runs, the device is unbound and offered to the
+ * bus's drivers again. Suspend (dm_device_call_driver()) checks the same
+ * before the hook runs. Returns 1 when a claim was dropped, else 0. Call
+ * without the lock. */
+int dm_device_recheck_claim(struct dm_device *dev);
+/* What a user driver's suspend returns when it finds, before writing
+ * anything, that the device is no longer its own (the kernel bound a
+ * driver the model has not heard of yet): the model then releases the
+ * device, and its suspend counts as done. */
+#define DM_ECLAIM ESTALE
 
 /* Power state, as set by the PM engine; a change is announced to the
  * listener (power_changed). */
@@ -232,7 +246,9 @@ unsigned dm_device_get_changes(const struct dm_device *dev);
 int dm_device_set_power_error(struct dm_device *dev, const char *msg);
 int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size);
 /* Calls the bound driver's suspend or resume hook, serialised with the
- * device's other hooks (the device mutex). 0 when there is nothing to call.
+ * device's other hooks (the device mutex). 0 when there is nothing to call;
+ * before a suspend, a claim that no longer holds is dropped, and a user
+ * driver's -DM_ECLAIM releases the device (see dm_device_recheck_claim()).
  * @clock (may be NULL) holds the call's start (dm_clock_now()) and gets its
  * end; the bound driver's running estimate of its hooks' duration is then
  * updated. */
@@ -288,9 +304,10 @@ int dm_device_for_each_group_locked(struct dm_device *dev, int (*fn)(const char 
 /* 0 and *ret filled when the file (or, with name NULL, the group) exists. */
 int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const char *name,
 			       struct dm_file_info *ret);
-/* Reads a file's whole value into @buf (DM_ATTR_MAX bytes); returns the
- * length, -ENOENT when there is no such file, -ENODEV when the device was
- * removed. Call without the lock. */
+/* Reads a file's value into @buf of @size bytes (DM_ATTR_MAX + 1 holds any
+ * bounded value), NUL-terminated: returns its length, at most @size - 1 (a
+ * longer value, a journal, is cut), -ENOENT when there is no such file,
+ * -ENODEV when the device was removed. Call without the lock. */
 int dm_device_show(struct dm_device *dev, const char *group, const char *name, char *buf,
 		   size_t size);
 /* The same for a value of any size (a journal): *ret is malloc()ed, of

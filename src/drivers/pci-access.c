@@ -66,6 +66,11 @@ static int init_fn(struct pci_access *pa, void *data)
 
 struct pci_access *dm_pci_access_new(void)
 {
+	return dm_pci_access_new_at(NULL);
+}
+
+struct pci_access *dm_pci_access_new_at(const char *sysfs_path)
+{
 	struct pci_access *pa = pci_alloc();
 	if (!pa)
 		return NULL;
@@ -73,6 +78,11 @@ struct pci_access *dm_pci_access_new(void)
 	pa->warning = warning_hook;
 	pa->debug = debug_hook;
 	pa->method = PCI_ACCESS_SYS_BUS_PCI;
+	/* libpci copies the value; its parameter is not const-qualified */
+	if (sysfs_path && pci_set_param(pa, "sysfs.path", (char *)sysfs_path) < 0) {
+		pci_cleanup(pa);
+		return NULL;
+	}
 	if (dm_pci_guarded(pa, init_fn, NULL) < 0) {
 		pci_cleanup(pa);
 		return NULL;

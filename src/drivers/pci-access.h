@@ -13,6 +13,9 @@
 /* A pci_access on the sysfs method with the safe hooks; pci_init() done
  * (guarded). NULL on failure. Free with pci_cleanup(). */
 struct pci_access *dm_pci_access_new(void);
+/* The same on the sysfs PCI directory @sysfs_path ("/sys/bus/pci" when
+ * NULL): libpci's sysfs.path, for tests on a directory of their own. */
+struct pci_access *dm_pci_access_new_at(const char *sysfs_path);
 
 /* Runs @fn(@pa, @data); a libpci error inside becomes -EIO. */
 int dm_pci_guarded(struct pci_access *pa, int (*fn)(struct pci_access *, void *), void *data);

@@ -6,16 +6,26 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #define HEADER_SIZE 64
 
 struct pci_pm {
 	pthread_mutex_t lock; /* one pci_access, hooks of several devices */
 	struct pci_access *pa;
+	char *sysfs_path; /* libpci's sysfs.path: where PCI functions are */
+	void (*sleep_ms)(unsigned ms, void *ctx);
+	void *ctx;
 };
+
+/* PCI PM 1.2, 5.6.1: after D3hot -> D0 the function may not be accessed
+ * for 10 ms (its recovery time). */
+#define D3HOT_RECOVERY_MS 10
 
 /* What suspend saved, per device (its driver data). */
 struct saved_config {
@@ -26,7 +36,7 @@ struct saved_config {
 struct op {
 	struct dm_device *dev;
 	struct saved_config *saved;
-	int result;
+	bool from_d3hot; /* resume_d0_fn: the function was in D3hot */
 	/* the function's libpci handle, freed by run(): libpci's error hook
 	 * may jump out of the op past any free of its own */
 	struct pci_dev *pdev;
@@ -85,18 +95,70 @@ static int suspend_fn(struct pci_access *pa, void *data)
 	return d ? set_power_state(d, op->saved->pm_cap, 3) : -ENODEV;
 }
 
-static int resume_fn(struct pci_access *pa, void *data)
+/* Whether the function at the address is the one suspend saved: its vendor
+ * and device ID, and its PM capability where it was. A function replaced
+ * meanwhile (a hot swap, a re-enumeration) must not get another device's
+ * BARs. Config space can be read in D3hot. */
+static int same_function(struct op *op, struct pci_dev *d)
 {
-	struct op *op = data;
+	uint32_t saved_id;
+	memcpy(&saved_id, op->saved->header + PCI_VENDOR_ID, 4);
+	saved_id = le32toh(saved_id);
+	uint32_t id = pci_read_long(d, PCI_VENDOR_ID);
+	if (id != saved_id) {
+		log_warn("%s: pci-pm: not the function it suspended (ID %04x:%04x, saved %04x:%04x): "
+			 "its configuration is not restored",
+			 dm_device_get_name(op->dev), id & 0xffff, id >> 16, saved_id & 0xffff,
+			 saved_id >> 16);
+		return -ENODEV;
+	}
+	int cap = find_pm_cap(d);
+	if (cap != op->saved->pm_cap) {
+		log_warn("%s: pci-pm: not the function it suspended (PM capability at %d, saved at "
+			 "%#x): its configuration is not restored",
+			 dm_device_get_name(op->dev), cap, (unsigned)op->saved->pm_cap);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/* The function, when it is still the one suspend saved. */
+static int get_saved_dev(struct pci_access *pa, struct op *op, struct pci_dev **ret)
+{
 	struct pci_dev *d = get_dev(pa, op);
 	if (!d)
 		return -ENODEV;
-	int r = set_power_state(d, op->saved->pm_cap, 0);
+	int r = same_function(op, d);
+	if (r == 0)
+		*ret = d;
+	return r;
+}
+
+/* Resume's first half: back to D0, if it is still the function suspended. */
+static int resume_d0_fn(struct pci_access *pa, void *data)
+{
+	struct op *op = data;
+	struct pci_dev *d = NULL;
+	int r = get_saved_dev(pa, op, &d);
 	if (r < 0)
 		return r;
-	/* The function may have lost its configuration in D3hot: restore the
-	 * header from the top down, the command register (offset 4) last, so
-	 * decoding is enabled only once the BARs are back. */
+	uint16_t pmcsr = pci_read_word(d, op->saved->pm_cap + PCI_PM_CTRL);
+	op->from_d3hot = (pmcsr & PCI_PM_CTRL_STATE_MASK) == 3;
+	return set_power_state(d, op->saved->pm_cap, 0);
+}
+
+/* Resume's second half, once the function recovered: it may have lost its
+ * configuration in D3hot, so the header is restored from the top down, the
+ * command register (offset 4) last, so that decoding is enabled only once
+ * the BARs are back. The function is checked again first: this is the
+ * first access since the wait. */
+static int restore_fn(struct pci_access *pa, void *data)
+{
+	struct op *op = data;
+	struct pci_dev *d = NULL;
+	int r = get_saved_dev(pa, op, &d);
+	if (r < 0)
+		return r;
 	for (int off = HEADER_SIZE - 4; off >= 4; off -= 4) {
 		uint32_t v;
 		memcpy(&v, op->saved->header + off, 4);
@@ -118,10 +180,36 @@ static int run(struct pci_pm *p, int (*fn)(struct pci_access *, void *), struct 
 	return r;
 }
 
+/* Whether sysfs shows a kernel driver bound to the function now: the model
+ * learns of a bind only from its event, which may still be queued (or was
+ * lost), and PMCSR must never be written behind a live driver. */
+static bool kernel_owns(struct pci_pm *p, struct dm_device *dev)
+{
+	char path[4096];
+	struct stat st;
+	int n = snprintf(path, sizeof(path), "%s/devices/%s/driver", p->sysfs_path,
+			 dm_device_get_name(dev));
+	/* a path too long to check is not ours to touch */
+	return n < 0 || (size_t)n >= sizeof(path) || lstat(path, &st) == 0;
+}
+
+/* D0, the recovery wait (without the lock: other functions go on), the
+ * header. */
+static int resume_saved(struct pci_pm *p, struct dm_device *dev, struct saved_config *saved)
+{
+	struct op op = { .dev = dev, .saved = saved };
+	int r = run(p, resume_d0_fn, &op);
+	if (r < 0)
+		return r;
+	if (op.from_d3hot)
+		p->sleep_ms(D3HOT_RECOVERY_MS, p->ctx);
+	return run(p, restore_fn, &op);
+}
+
 static int pci_pm_probe(struct dm_device *dev, void *data)
 {
 	/* only functions no kernel driver owns */
-	if (dm_device_get_kernel_driver(dev))
+	if (dm_device_get_kernel_driver(dev) || kernel_owns(data, dev))
 		return -ENODEV;
 	struct op op = { .dev = dev };
 	return run(data, probe_fn, &op);
@@ -169,6 +257,11 @@ static int state_decode(const char *state, struct saved_config *s)
 
 static int pci_pm_suspend(struct dm_device *dev, void *data)
 {
+	if (kernel_owns(data, dev)) {
+		log_warn("%s: pci-pm: a kernel driver owns it now; left alone",
+			 dm_device_get_name(dev));
+		return -DM_ECLAIM;
+	}
 	struct saved_config *saved = calloc(1, sizeof(*saved));
 	if (!saved)
 		return -ENOMEM;
@@ -205,11 +298,9 @@ static int pci_pm_resume(struct dm_device *dev, void *data)
 				 dm_device_get_name(dev), state);
 			return -EINVAL;
 		}
-		struct op op = { .dev = dev, .saved = &kept };
-		return run(data, resume_fn, &op);
+		return resume_saved(data, dev, &kept);
 	}
-	struct op op = { .dev = dev, .saved = saved };
-	int r = run(data, resume_fn, &op);
+	int r = resume_saved(data, dev, saved);
 	dm_device_set_driver_data(dev, NULL);
 	free(saved);
 	return r;
@@ -233,20 +324,44 @@ static void pci_pm_free(void *data)
 {
 	struct pci_pm *p = data;
 	pci_cleanup(p->pa);
+	free(p->sysfs_path);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
 
+static void sleep_ms(unsigned ms, void *ctx)
+{
+	(void)ctx;
+	struct timespec left = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+	while (nanosleep(&left, &left) < 0 && errno == EINTR)
+		;
+}
+
 int dm_pci_pm_register(struct dm_model *m, struct dm_driver **ret)
+{
+	return dm_pci_pm_register_env(m, NULL, ret);
+}
+
+int dm_pci_pm_register_env(struct dm_model *m, const struct dm_pci_pm_env *env,
+			   struct dm_driver **ret)
 {
 	struct pci_pm *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->pa = dm_pci_access_new();
+	const char *sysfs_path = env && env->sysfs_path ? env->sysfs_path : "/sys/bus/pci";
+	p->sysfs_path = strdup(sysfs_path);
+	if (!p->sysfs_path) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->pa = dm_pci_access_new_at(sysfs_path);
 	if (!p->pa) {
+		free(p->sysfs_path);
 		free(p);
 		return -EIO;
 	}
+	p->sleep_ms = env && env->sleep_ms ? env->sleep_ms : sleep_ms;
+	p->ctx = env ? env->ctx : NULL;
 	pthread_mutex_init(&p->lock, NULL);
 	return dm_model_add_driver(m, "pci", "pci-pm", DM_DRIVER_USER, DM_PCI_PM_PRIORITY,
 				   &pci_pm_ops, p, pci_pm_free, ret);

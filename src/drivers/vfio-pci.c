@@ -112,10 +112,24 @@ static void kernel_close(void *handle, void *ctx)
 	free(h);
 }
 
+static int kernel_bound_to_vfio(const char *slot, void *ctx)
+{
+	(void)ctx;
+	char path[256], target[256];
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", slot);
+	ssize_t n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return errno == ENOENT ? 0 : -errno;
+	target[n] = '\0';
+	const char *base = strrchr(target, '/');
+	return strcmp(base ? base + 1 : target, "vfio-pci") == 0;
+}
+
 const struct dm_vfio_ops dm_vfio_kernel_ops = {
 	.open = kernel_open,
 	.set_feature = kernel_set_feature,
 	.close = kernel_close,
+	.bound_to_vfio = kernel_bound_to_vfio,
 };
 
 /* ---- the driver ---- */
@@ -131,7 +145,15 @@ static int vfio_suspend(struct dm_device *dev, void *data)
 {
 	struct vfio_pci *v = data;
 	void *h;
-	int r = v->ops->open(dm_device_get_name(dev), &h, v->ctx);
+	int r = v->ops->bound_to_vfio ? v->ops->bound_to_vfio(dm_device_get_name(dev), v->ctx) : 1;
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		log_warn("%s: vfio-pci: the kernel bound another driver to it; left alone",
+			 dm_device_get_name(dev));
+		return -DM_ECLAIM;
+	}
+	r = v->ops->open(dm_device_get_name(dev), &h, v->ctx);
 	if (r == -EBUSY) {
 		log_info("%s: its VFIO group is held by another process; left to it",
 			 dm_device_get_name(dev));

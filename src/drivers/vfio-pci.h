@@ -5,7 +5,8 @@
  * VFIO and asks for low-power entry (VFIO_DEVICE_FEATURE_LOW_POWER_ENTRY),
  * keeping it open; resume asks for low-power exit and closes it. A device
  * whose VFIO group another process holds (a VM) is its owner's to manage:
- * suspend and resume then do nothing.
+ * suspend and resume then do nothing. A function the kernel bound to
+ * another driver is let go (dm_device_recheck_claim(), DM_ECLAIM).
  *
  * The ioctls sit behind a thin seam (struct dm_vfio_ops) so that tests can
  * stand in for the kernel; dm_vfio_kernel_ops is the real one.
@@ -26,6 +27,10 @@ struct dm_vfio_ops {
 	/* VFIO_DEVICE_FEATURE_SET of @feature (LOW_POWER_ENTRY or _EXIT). */
 	int (*set_feature)(void *handle, uint32_t feature, void *ctx);
 	void (*close)(void *handle, void *ctx);
+	/* 1 when the kernel has @slot bound to vfio-pci now (sysfs's driver
+	 * link), 0 when not, -errno. Suspend asks first: the model learns of
+	 * a bind only from its event, which may still be queued. */
+	int (*bound_to_vfio)(const char *slot, void *ctx);
 };
 
 extern const struct dm_vfio_ops dm_vfio_kernel_ops;

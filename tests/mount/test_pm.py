@@ -181,6 +181,30 @@ def test_pci_pm_puts_an_unbound_function_in_d3hot_and_back(env):
     assert header_after == header, "config header not restored"
 
 
+def test_pci_pm_resume_leaves_another_function_alone(env):
+    """Between suspend and resume another function took the address (its
+    config space is the testbed's file): resume checks the vendor/device ID
+    and writes neither PMCSR nor the saved header into it."""
+    before, header = pci_pmcsr(env.sys, AST_BRIDGE)
+    env.power(AST_BRIDGE, "suspend")
+    path = os.path.join(env.sys, AST_BRIDGE, "config")
+    with open(path, "rb") as f:
+        cfg = bytearray(f.read())
+    cfg[0:4] = bytes.fromhex("86802315")  # 8086:1523, PM capability still at 0x50
+    cfg[0x10:0x18] = b"\xaa" * 8  # its own BARs
+    with open(path, "wb") as f:
+        f.write(cfg)
+    try:
+        env.power(AST_BRIDGE, "resume")
+    except OSError as e:
+        assert e.errno == errno.EIO
+    with open(path, "rb") as f:
+        after = f.read()
+    assert after[0x10:0x18] == b"\xaa" * 8, "another device's BARs written into the function"
+    assert after == bytes(cfg), "the other function's config space changed"
+    assert "not the function it suspended" in env.d.output()
+
+
 def test_bad_word_is_einval_and_changes_nothing(env):
     with pytest.raises(OSError) as e:
         env.power(NIC, "hibernate")

@@ -698,6 +698,134 @@ static void test_listed_lookup_by_sysname(void **state)
 	dm_model_free(m);
 }
 
+/* ---- allocation failures ---- */
+
+/* test-core links with --wrap=calloc: the next calloc fails when armed. */
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+static int calloc_fail_next;
+void *__wrap_calloc(size_t n, size_t size)
+{
+	if (calloc_fail_next) {
+		calloc_fail_next = 0;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
+static void test_register_failure_registers_nothing(void **state)
+{
+	(void)state;
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct dm_bus *bus;
+	assert_int_equal(dm_bus_get(m, "pci", NULL, &bus), 0);
+	struct dm_device *dev = add(m, NULL, "0000:00:03.0", bus);
+	struct dm_driver *drv;
+	assert_int_equal(dm_driver_new("accept-retry", DM_DRIVER_USER, 1, &record_ops,
+				       "accept-retry", NULL, &drv), 0);
+
+	calloc_fail_next = 1;
+	assert_int_equal(dm_driver_register(bus, drv), -ENOMEM);
+	calloc_fail_next = 0;
+	struct dm_driver *found = dm_bus_find_driver(bus, "accept-retry");
+	if (found)
+		fail_msg("a failed registration left the driver on the bus");
+	dm_model_read_lock(m);
+	assert_null(dm_device_get_driver_locked(dev));
+	dm_model_unlock(m);
+
+	/* nothing of the failed attempt stays: the retry registers and binds */
+	assert_int_equal(dm_driver_register(bus, drv), 0);
+	dm_model_read_lock(m);
+	assert_ptr_equal(dm_device_get_driver_locked(dev), drv);
+	dm_model_unlock(m);
+
+	dm_driver_unregister(drv);
+	dm_driver_unref(drv);
+	dm_device_unref(dev);
+	dm_model_free(m);
+}
+
+/* ---- values longer than the caller's buffer ---- */
+
+#define JOURNAL_LEN (2 * DM_ATTR_MAX)
+
+static int journal_show(struct dm_device *dev, const struct dm_attribute *a, char **ret,
+			size_t *ret_len)
+{
+	(void)dev;
+	(void)a;
+	char *all = malloc(JOURNAL_LEN);
+	if (!all)
+		return -ENOMEM;
+	memset(all, 'x', JOURNAL_LEN);
+	*ret = all;
+	*ret_len = JOURNAL_LEN;
+	return 0;
+}
+
+/* a show() that fills all it is given, without room for a NUL */
+static int fill_show(struct dm_device *dev, const struct dm_attribute *a, char *buf, size_t size)
+{
+	(void)dev;
+	(void)a;
+	memset(buf, 'y', size);
+	return (int)size;
+}
+
+static const struct dm_attribute journal_attr = {
+	.name = "journal", .mode = 0444, .flags = DM_ATTR_UNBOUNDED, .show_alloc = journal_show,
+};
+static const struct dm_attribute fill_attr = DM_ATTR_RO(fill, fill_show);
+static const struct dm_attribute *const long_attrs[] = { &journal_attr, &fill_attr, NULL };
+static const struct dm_attribute_group long_group = { .attrs = long_attrs };
+
+static void test_show_cuts_long_values_with_a_nul(void **state)
+{
+	(void)state;
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct dm_bus *bus;
+	assert_int_equal(dm_bus_get(m, "pci", NULL, &bus), 0);
+	struct dm_device *dev;
+	assert_int_equal(dm_device_new(m, "0000:00:04.0", &dev), 0);
+	dm_device_set_bus(dev, bus);
+	assert_int_equal(dm_device_add_group(dev, &long_group), 0);
+	assert_int_equal(dm_device_add(dev, NULL), 0);
+
+	/* a match rule reads the journal into its own buffer (of
+	 * DM_ATTR_MAX + 1 bytes, on the stack) and ends it: first, so that an
+	 * ASan build sees a byte written past that buffer */
+	struct dm_driver *drv;
+	assert_int_equal(dm_driver_new("journal-reader", DM_DRIVER_USER, 1, NULL, NULL, NULL, &drv),
+			 0);
+	assert_int_equal(dm_driver_add_match(drv, "journal", "xxx*"), 0);
+	assert_int_equal(dm_driver_register(bus, drv), 0);
+	assert_int_equal(dm_driver_default_match(dev, drv), 1);
+
+	/* on the heap, exactly sized: a byte written past it is ASan's */
+	const char *names[] = { "journal", "fill" };
+	for (size_t i = 0; i < 2; i++) {
+		for (size_t size = 1; size <= DM_ATTR_MAX + 1; size += DM_ATTR_MAX / 2) {
+			char *buf = malloc(size);
+			assert_non_null(buf);
+			int n = dm_device_show(dev, NULL, names[i], buf, size);
+			if (n < 0 || (size_t)n >= size)
+				fail_msg("%s into %zu bytes: expected at most %zu, got %d", names[i],
+					 size, size - 1, n);
+			assert_int_equal(buf[n], '\0');
+			assert_int_equal(strlen(buf), n);
+			free(buf);
+		}
+	}
+
+	dm_driver_unregister(drv);
+	dm_driver_unref(drv);
+	dm_device_unref(dev);
+	dm_model_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -711,6 +839,8 @@ int main(void)
 		cmocka_unit_test(test_clock_agrees_with_monotonic),
 		cmocka_unit_test(test_pm_cost_estimate),
 		cmocka_unit_test(test_listed_lookup_by_sysname),
+		cmocka_unit_test(test_register_failure_registers_nothing),
+		cmocka_unit_test(test_show_cuts_long_values_with_a_nul),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -718,6 +718,156 @@ static void test_transition_record(void **state)
 	assert_int_equal(dm_pm_record_new("relative", &record), -EINVAL);
 }
 
+/* ---- claims that no longer hold ---- */
+
+struct claims {
+	struct dm_device *suspended[4], *removed[4];
+	size_t n_suspended, n_removed;
+	int suspend_result;
+};
+static struct claims claims;
+
+/* pci-pm's rule: only devices no kernel driver owns */
+static int claim_probe(struct dm_device *dev, void *data)
+{
+	(void)data;
+	return dm_device_get_kernel_driver(dev) ? -ENODEV : 0;
+}
+static void claim_remove(struct dm_device *dev, void *data)
+{
+	(void)data;
+	claims.removed[claims.n_removed++] = dev;
+}
+static int claim_suspend(struct dm_device *dev, void *data)
+{
+	(void)data;
+	claims.suspended[claims.n_suspended++] = dev;
+	return claims.suspend_result;
+}
+static const struct dm_driver_ops claim_ops = {
+	.probe = claim_probe, .remove = claim_remove, .suspend = claim_suspend,
+};
+
+struct claim_fixture {
+	struct dm_model *m;
+	struct dm_bus *bus;
+	struct dm_driver *user, *kernel;
+	struct dm_pm *pm;
+	struct dm_device *taken, *free;
+};
+
+static void claim_setup(struct claim_fixture *f)
+{
+	claims = (struct claims){ 0 };
+	assert_int_equal(dm_model_new(&f->m), 0);
+	assert_int_equal(dm_bus_get(f->m, "pci", NULL, &f->bus), 0);
+	assert_int_equal(dm_driver_new("claimer", DM_DRIVER_USER, 50, &claim_ops, NULL, NULL,
+				       &f->user), 0);
+	assert_int_equal(dm_driver_register(f->bus, f->user), 0);
+	assert_int_equal(dm_driver_new("nvme", DM_DRIVER_KERNEL, 0, NULL, NULL, NULL, &f->kernel), 0);
+	assert_int_equal(dm_driver_register(f->bus, f->kernel), 0);
+	assert_int_equal(dm_pm_new(f->m, &f->pm), 0);
+	const char *names[] = { "0000:01:00.0", "0000:02:00.0" };
+	struct dm_device **devs[] = { &f->taken, &f->free };
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(dm_device_new(f->m, names[i], devs[i]), 0);
+		dm_device_set_bus(*devs[i], f->bus);
+		assert_int_equal(dm_device_add(*devs[i], NULL), 0);
+	}
+	dm_model_read_lock(f->m);
+	assert_ptr_equal(dm_device_get_driver_locked(f->taken), f->user);
+	assert_ptr_equal(dm_device_get_driver_locked(f->free), f->user);
+	dm_model_unlock(f->m);
+}
+
+static void claim_teardown(struct claim_fixture *f)
+{
+	dm_pm_free(f->pm);
+	dm_device_unref(f->taken);
+	dm_device_unref(f->free);
+	dm_driver_unregister(f->user);
+	dm_driver_unregister(f->kernel);
+	dm_driver_unref(f->user);
+	dm_driver_unref(f->kernel);
+	dm_model_free(f->m);
+}
+
+static struct dm_driver *driver_of(struct claim_fixture *f, struct dm_device *dev)
+{
+	dm_model_read_lock(f->m);
+	struct dm_driver *drv = dm_device_get_driver_locked(dev);
+	dm_model_unlock(f->m);
+	return drv;
+}
+
+/* The kernel bound a driver and no event told the daemon (it is queued, or
+ * was lost): the model's kernel driver changed, nothing re-checked the
+ * claim. Suspend must not call the user driver's hook on that device. */
+static void test_suspend_drops_a_claim_the_kernel_took(void **state)
+{
+	(void)state;
+	struct claim_fixture f;
+	claim_setup(&f);
+	assert_int_equal(dm_device_set_kernel_driver(f.taken, "nvme"), 0);
+
+	assert_int_equal(dm_pm_suspend(f.pm, NULL, DM_PM_SERIAL), 0);
+	for (size_t i = 0; i < claims.n_suspended; i++)
+		if (claims.suspended[i] == f.taken)
+			fail_msg("the user driver's suspend ran on a device nvme owns");
+	/* the other device is still the user driver's, and was suspended */
+	assert_int_equal(claims.n_suspended, 1);
+	assert_ptr_equal(claims.suspended[0], f.free);
+	/* the claim was dropped as a release does: remove(), then the kernel
+	 * driver's proxy took the device */
+	assert_int_equal(claims.n_removed, 1);
+	assert_ptr_equal(claims.removed[0], f.taken);
+	assert_ptr_equal(driver_of(&f, f.taken), f.kernel);
+	assert_ptr_equal(driver_of(&f, f.free), f.user);
+	assert_int_equal(dm_pm_resume(f.pm, NULL, DM_PM_SERIAL), 0);
+	claim_teardown(&f);
+}
+
+/* Hotplug's bind and unbind: the re-check releases at once, and gives the
+ * device back to the user driver once the kernel lets it go. */
+static void test_recheck_follows_the_kernel_binding(void **state)
+{
+	(void)state;
+	struct claim_fixture f;
+	claim_setup(&f);
+	assert_int_equal(dm_device_recheck_claim(f.taken), 0);
+	assert_int_equal(claims.n_removed, 0);
+
+	assert_int_equal(dm_device_set_kernel_driver(f.taken, "nvme"), 0);
+	assert_int_equal(dm_device_recheck_claim(f.taken), 1);
+	assert_int_equal(claims.n_removed, 1);
+	assert_ptr_equal(driver_of(&f, f.taken), f.kernel);
+	assert_int_equal(dm_device_recheck_claim(f.taken), 0); /* a kernel proxy: not a claim */
+
+	dm_device_release_driver(f.taken);
+	assert_int_equal(dm_device_set_kernel_driver(f.taken, NULL), 0);
+	dm_device_attach(f.taken);
+	assert_ptr_equal(driver_of(&f, f.taken), f.user);
+	assert_int_equal(dm_device_recheck_claim(f.taken), 0);
+	claim_teardown(&f);
+}
+
+/* A user driver that finds the device taken in the view (pci-pm reads the
+ * sysfs driver link) returns -DM_ECLAIM: released, and the walk goes on. */
+static void test_suspend_eclaim_releases(void **state)
+{
+	(void)state;
+	struct claim_fixture f;
+	claim_setup(&f);
+	claims.suspend_result = -DM_ECLAIM;
+	assert_int_equal(dm_pm_suspend(f.pm, NULL, DM_PM_SERIAL), 0);
+	assert_int_equal(claims.n_suspended, 2);
+	assert_int_equal(claims.n_removed, 2);
+	assert_null(driver_of(&f, f.taken));
+	assert_null(driver_of(&f, f.free));
+	assert_int_equal(dm_pm_resume(f.pm, NULL, DM_PM_SERIAL), 0);
+	claim_teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +881,9 @@ int main(void)
 		cmocka_unit_test(test_log_read_during_the_walk),
 		cmocka_unit_test(test_removed_during_the_walk),
 		cmocka_unit_test(test_transition_record),
+		cmocka_unit_test(test_suspend_drops_a_claim_the_kernel_took),
+		cmocka_unit_test(test_recheck_follows_the_kernel_binding),
+		cmocka_unit_test(test_suspend_eclaim_releases),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

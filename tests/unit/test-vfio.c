@@ -23,6 +23,7 @@ struct fake {
 	int open_error; /* returned by open */
 	int entry_error; /* returned by LOW_POWER_ENTRY */
 	int open_handles;
+	const char *driver; /* the function's sysfs driver link: vfio-pci when NULL */
 };
 
 static void __attribute__((format(printf, 2, 3))) note(struct fake *f, const char *fmt, ...)
@@ -70,8 +71,16 @@ static void fake_close(void *handle, void *ctx)
 	free(handle);
 }
 
+static int fake_bound_to_vfio(const char *slot, void *ctx)
+{
+	(void)slot;
+	struct fake *f = ctx;
+	return !f->driver || strcmp(f->driver, "vfio-pci") == 0;
+}
+
 static const struct dm_vfio_ops fake_ops = {
 	.open = fake_open, .set_feature = fake_set_feature, .close = fake_close,
+	.bound_to_vfio = fake_bound_to_vfio,
 };
 
 struct setup {
@@ -171,6 +180,57 @@ static void test_unbind_while_suspended_closes(void **state)
 	teardown_setup(&s);
 }
 
+/* The kernel bound nvme in vfio-pci's place and no event told the daemon:
+ * suspend opens nothing (no low-power entry behind nvme), and the claim
+ * ends; the bind event's re-check does the same. */
+static void test_kernel_driver_changed_ends_the_claim(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	struct setup s;
+	build(&s, &f);
+	assert_int_equal(dm_device_set_kernel_driver(s.gpu, "nvme"), 0);
+	assert_int_equal(dm_pm_suspend(s.pm, NULL, 0), 0);
+	for (size_t i = 0; i < f.n; i++)
+		if (strstr(f.log[i], "0000:03:00.0"))
+			fail_msg("VFIO touched a function nvme owns: %s", f.log[i]);
+	dm_model_read_lock(s.m);
+	assert_null(dm_device_get_driver_locked(s.gpu));
+	dm_model_unlock(s.m);
+	assert_int_equal(dm_pm_resume(s.pm, NULL, 0), 0);
+
+	/* back to vfio-pci, then away again by an event: re-checked at once */
+	assert_int_equal(dm_device_set_kernel_driver(s.gpu, "vfio-pci"), 0);
+	assert_int_equal(dm_device_attach(s.gpu), 1);
+	assert_int_equal(dm_device_recheck_claim(s.gpu), 0);
+	assert_int_equal(dm_device_set_kernel_driver(s.gpu, NULL), 0);
+	assert_int_equal(dm_device_recheck_claim(s.gpu), 1);
+	dm_model_read_lock(s.m);
+	assert_null(dm_device_get_driver_locked(s.gpu));
+	dm_model_unlock(s.m);
+	teardown_setup(&s);
+}
+
+/* The kernel moved the function to nvme and its event is still queued:
+ * the driver link is enough for suspend to open nothing and let go. */
+static void test_driver_link_moved_ends_the_claim(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	struct setup s;
+	build(&s, &f);
+	f.driver = "nvme";
+	assert_int_equal(dm_pm_suspend(s.pm, s.gpu, 0), 0);
+	if (f.n)
+		fail_msg("VFIO touched a function nvme owns: %s", f.log[0]);
+	dm_model_read_lock(s.m);
+	assert_null(dm_device_get_driver_locked(s.gpu));
+	dm_model_unlock(s.m);
+	assert_int_equal(dm_pm_resume(s.pm, s.gpu, 0), 0);
+	assert_int_equal(f.n, 0);
+	teardown_setup(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +238,8 @@ int main(void)
 		cmocka_unit_test(test_entry_failure_rolls_back_and_closes),
 		cmocka_unit_test(test_group_held_by_a_vm_is_left_alone),
 		cmocka_unit_test(test_unbind_while_suspended_closes),
+		cmocka_unit_test(test_kernel_driver_changed_ends_the_claim),
+		cmocka_unit_test(test_driver_link_moved_ends_the_claim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
