@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Directory listings kept between the replies of one listing (issue 14,
+item 4): a listing belongs to one node, (inode, generation), not to an inode
+number that hotplug or a reload gives to another directory; the entries of
+a driver's directory hold the driver. Also the power_log copies shared by
+open files and bounded per uid (item 7), and links deeper than 64 levels."""
+import ctypes
+import os
+import re
+import signal
+import struct
+
+from harness import Daemon
+from hotplug_util import KBD, ROOT_HUB2, STICK, TESTBED, blocks, devpath, event, under, \
+    wait_event, without
+
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_getdents64 = 217  # x86_64
+
+
+def getdents(fd, size=4096):
+    """The names of one getdents64() call on @fd ([] at the end)."""
+    buf = ctypes.create_string_buffer(size)
+    n = libc.syscall(SYS_getdents64, fd, buf, size)
+    if n < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    names, pos = [], 0
+    while pos < n:
+        _ino, _off, reclen, _type = struct.unpack_from("QqHB", buf.raw, pos)
+        names.append(buf.raw[pos + 19:pos + reclen].split(b"\0", 1)[0].decode())
+        pos += reclen
+    return names
+
+
+def names_from(path, offset):
+    """Every name of the directory @path from the directory offset @offset
+    (2: the first entry after the dots), as a seekdir() there reads them."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.lseek(fd, offset, os.SEEK_SET)
+        names = []
+        while True:
+            got = getdents(fd)
+            if not got:
+                return names
+            names += got
+    finally:
+        os.close(fd)
+
+
+def start_a_listing(path):
+    """Opens @path, reads its first entry or so, and closes it: the daemon's
+    listing was started and never read to its end."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert getdents(fd, 64), f"{path} lists something"
+    finally:
+        os.close(fd)
+
+
+def test_a_new_directory_in_a_reused_slot_lists_its_own_entries(tmp_path):
+    # the machine without the keyboard: it comes after the stick went
+    d = Daemon(without(tmp_path, KBD))
+    try:
+        stick = d.path("root", ROOT_HUB2, "1-1.2.3")
+        old_ino = os.stat(stick).st_ino
+        start_a_listing(stick)
+        gone = sorted((devpath(b) for b in blocks(TESTBED) if under(b, STICK)),
+                      key=lambda p: -p.count("/"))
+        for p in gone:
+            event(d, "remove", p)
+        for p in gone:
+            d.testbed.remove_device("/sys" + p)
+        assert not os.path.exists(stick)
+        for b in (b for b in blocks(TESTBED) if under(b, KBD)):
+            assert d.testbed.add_from_string(b + "\n")
+            wait_event(d, "add", devpath(b))
+        kbd = d.path("root", ROOT_HUB2, "1-1.2.1")
+        # the stick's directory, forgotten by the kernel, was the last node
+        # freed: the keyboard's takes its number (a new generation)
+        assert os.stat(kbd).st_ino == old_ino, \
+            "precondition: the keyboard's directory reuses the stick's inode number"
+        from_2 = names_from(kbd, 2)  # before any listing of it from 0
+        whole = [n for n in os.listdir(kbd)]
+        assert "1-1.2.1:1.0" in whole, whole  # the keyboard's interface
+        assert sorted(from_2) == sorted(whole), \
+            f"a seek into the keyboard's directory lists the keyboard's entries: {from_2}"
+    finally:
+        d.stop()  # fails on what a sanitizer reported
+
+
+def test_a_reload_frees_no_driver_a_listing_still_names(tmp_path):
+    # A driver's directory is listed in part and closed; a reload drops the
+    # driver (its node forgotten, its last reference gone) and another
+    # reload brings one of that name back, whose directory takes the old
+    # one's number. The old code kept the first listing, whose "kind" and
+    # "priority" entries named the freed driver: a seek into the new
+    # directory served them, and reading "kind" read freed memory (ASan:
+    # heap-use-after-free in driver_file_show; without it, garbage or no
+    # entry).
+    from test_config import Reloadable
+    os.mkdir(tmp_path / "drivers.d")
+    r = Reloadable(str(tmp_path))
+    try:
+        r.add_driver("10-bridge.conf", "bridge-quiesce")
+        assert r.hup() == "STATUS=reloaded"
+        drv = r.d.path("bus", "pci", "drivers", "bridge-quiesce")
+        old_ino = os.stat(drv).st_ino
+        start_a_listing(drv)
+        os.unlink(os.path.join(r.drivers, "10-bridge.conf"))
+        assert r.hup() == "STATUS=reloaded"
+        assert not os.path.exists(drv)
+        r.add_driver("10-bridge.conf", "bridge-quiesce")
+        assert r.hup() == "STATUS=reloaded"
+        assert os.stat(drv).st_ino == old_ino, \
+            "precondition: the new driver's directory reuses the old one's inode number"
+        from_2 = names_from(drv, 2)
+        assert sorted(from_2) == sorted(os.listdir(drv)), from_2
+        assert "kind" in from_2
+        with open(os.path.join(drv, "kind")) as f:
+            assert f.read() == "user\n"
+    finally:
+        r.d.stop()  # fails on what a sanitizer reported
