@@ -5,6 +5,7 @@ kind of directory, and concurrent readers while a value changes — on the
 small PCI testbed, through the mounted filesystem."""
 import errno
 import os
+import re
 import subprocess
 import threading
 
@@ -407,5 +408,37 @@ def test_what_one_user_pins_is_bounded():
         assert all(len(f.read()) == size for f in files)
         for f in files:
             f.close()
+    finally:
+        dm.stop()
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
+
+
+def test_open_journals_do_not_each_hold_a_copy(tmp_path):
+    # 3000 devices: a journal of some 100 KiB. Two hundred files hold it
+    # open, each read through: the daemon's memory grows by one copy, not
+    # two hundred (20 MiB in the old code, which copied it per open).
+    from harness import Daemon
+    bed = tmp_path / "many.umockdev"
+    bed.write_text("".join(f"P: /devices/platform/dev{i}\nE: SUBSYSTEM=platform\n\n"
+                           for i in range(3000)))
+    dm = Daemon(str(bed))
+    try:
+        with open(dm.path("root", "power"), "w") as f:
+            f.write("suspend-dry-run\n")
+        log = dm.path("root", "power_log")
+        size = len(read(log))
+        assert size > 64 * 1024, size
+        before = rss_kib(dm.proc.pid)
+        files = [open(log) for _ in range(200)]
+        assert all(len(f.read()) == size for f in files)
+        grown = rss_kib(dm.proc.pid) - before
+        for f in files:
+            f.close()
+        assert grown < 200 * size // 1024 // 4, \
+            f"the daemon grew by {grown} KiB for 200 open copies of {size} bytes"
     finally:
         dm.stop()
