@@ -122,3 +122,28 @@ def test_a_reload_frees_no_driver_a_listing_still_names(tmp_path):
             assert f.read() == "user\n"
     finally:
         r.d.stop()  # fails on what a sanitizer reported
+
+
+def test_links_deeper_than_64_levels(tmp_path):
+    # A chain of 80 devices: the "subsystem" link of the deepest climbs
+    # 80-odd levels back to the mount root. The old code stopped at 64
+    # "../" and pointed into the tree instead.
+    depth = 80
+    path = "/devices/platform"
+    records = []
+    for i in range(depth):
+        path += f"/deep{i}"
+        records.append(f"P: {path}\nE: SUBSYSTEM=platform\n")
+    bed = tmp_path / "deep.umockdev"
+    bed.write_text("\n".join(records) + "\n")
+    d = Daemon(str(bed))
+    try:
+        place = [p for p in os.listdir(d.path("root")) if p.startswith("platform")]
+        deepest = d.path("root", *place, *[f"deep{i}" for i in range(depth)])
+        assert os.path.isdir(deepest)
+        link = os.readlink(os.path.join(deepest, "subsystem"))
+        assert link.endswith("bus/platform") and link.count("../") > 64, link
+        assert os.path.realpath(os.path.join(deepest, "subsystem")) == \
+            os.path.realpath(d.path("bus", "platform"))
+    finally:
+        d.stop()
