@@ -307,7 +307,6 @@ def test_open_journals_share_one_copy_and_stat_builds_none():
     # the journal, built once for its version, serves them all (counted by
     # the daemon: "power_log built N times" in its log at exit). The old
     # code built one per open and one per stat.
-    import re
     dm = journal_daemon()
     try:
         log = dm.path("root", "power_log")

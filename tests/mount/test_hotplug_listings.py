@@ -6,12 +6,10 @@ a driver's directory hold the driver. Also the power_log copies shared by
 open files and bounded per uid (item 7), and links deeper than 64 levels."""
 import ctypes
 import os
-import re
-import signal
 import struct
 
 from harness import Daemon
-from hotplug_util import KBD, ROOT_HUB2, STICK, TESTBED, blocks, devpath, event, under, \
+from hotplug_util import KBD, ROOT_HUB2, STICK, TESTBED, blocks, devpath, pull_out, under, \
     wait_event, without
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -66,12 +64,7 @@ def test_a_new_directory_in_a_reused_slot_lists_its_own_entries(tmp_path):
         stick = d.path("root", ROOT_HUB2, "1-1.2.3")
         old_ino = os.stat(stick).st_ino
         start_a_listing(stick)
-        gone = sorted((devpath(b) for b in blocks(TESTBED) if under(b, STICK)),
-                      key=lambda p: -p.count("/"))
-        for p in gone:
-            event(d, "remove", p)
-        for p in gone:
-            d.testbed.remove_device("/sys" + p)
+        pull_out(d, STICK)
         assert not os.path.exists(stick)
         for b in (b for b in blocks(TESTBED) if under(b, KBD)):
             assert d.testbed.add_from_string(b + "\n")
