@@ -66,10 +66,11 @@ def event(d, action, path):
     return wait_event(d, action, path)
 
 
-def pull_out(d, top):
+def pull_out(d, top, records=None):
     """Removes the testbed's devices at and below @top as the kernel does:
-    children first, the last event the device itself."""
-    gone = sorted((devpath(b) for b in blocks(TESTBED) if under(b, top)),
+    children first, the last event the device itself. @records: the
+    blocks they were added from (the USB tree's by default)."""
+    gone = sorted((devpath(b) for b in records or blocks(TESTBED) if under(b, top)),
                   key=lambda p: -p.count("/"))
     for p in gone:
         event(d, "remove", p)
