@@ -246,9 +246,10 @@ static int power_log_show(struct dm_device *dev, const struct dm_attribute *attr
 	int r = dm_model_show_log(dev->model, &b);
 	if (r < 0)
 		return r;
-	*ret = malloc(b->len + 1);
+	*ret = malloc(b->len + 1); /* never malloc(0): an empty journal is no error */
 	if (*ret) {
 		memcpy(*ret, b->data, b->len);
+		(*ret)[b->len] = '\0';
 		*ret_len = b->len;
 	}
 	dm_blob_unref(b);
