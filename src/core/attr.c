@@ -235,19 +235,24 @@ static int power_store(struct dm_device *dev, const struct dm_attribute *attr, c
 	return h->request(dev, req, data);
 }
 
+/* A copy of the model's shared copy: the journal is built again only
+ * when it changed (dm_model_show_log()). dm_device_show_blob() hands out
+ * the shared copy itself. */
 static int power_log_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
 			  size_t *ret_len)
 {
 	(void)attr;
-	struct dm_model *m = dev->model;
-	dm_model_read_lock(m);
-	const struct dm_pm_handler *h = m->pm_handler;
-	void *data = m->pm_data;
-	dm_model_unlock(m);
-	if (h && h->show_log)
-		return h->show_log(ret, ret_len, data);
-	*ret = strdup("");
-	*ret_len = 0;
+	struct dm_blob *b;
+	int r = dm_model_show_log(dev->model, &b);
+	if (r < 0)
+		return r;
+	*ret = malloc(b->len + 1); /* never malloc(0): an empty journal is no error */
+	if (*ret) {
+		memcpy(*ret, b->data, b->len);
+		(*ret)[b->len] = '\0';
+		*ret_len = b->len;
+	}
+	dm_blob_unref(b);
 	return *ret ? 0 : -ENOMEM;
 }
 
@@ -575,6 +580,21 @@ int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *n
 	*ret = buf;
 	*ret_len = (size_t)r;
 	return 0;
+}
+
+int dm_device_show_blob(struct dm_device *dev, const char *group, const char *name,
+			struct dm_blob **ret)
+{
+	const struct dm_attribute *a;
+	int r = attr_resolve(dev, group, name, &a, NULL, 0);
+	if (r < 0)
+		return r;
+	if (a == &power_log_attr)
+		return dm_model_show_log(dev->model, ret);
+	char *buf;
+	size_t len;
+	r = dm_device_show_alloc(dev, group, name, &buf, &len);
+	return r < 0 ? r : dm_blob_new(buf, len, ret);
 }
 
 int dm_device_store(struct dm_device *dev, const char *group, const char *name, const char *buf,

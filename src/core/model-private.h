@@ -56,6 +56,12 @@ struct dm_model {
 	void *listener_data;
 	const struct dm_pm_handler *pm_handler;
 	void *pm_data;
+	/* dm_model_show_log(): the journal's last copy, of log_version; the
+	 * mutex also makes concurrent readers of a new version build it once */
+	pthread_mutex_t log_lock;
+	struct dm_blob *log_copy;
+	uint64_t log_copy_version;
+	_Atomic uint64_t log_builds;
 };
 
 /* A static value: its name is interned (model->names), its bytes, with a

@@ -15,8 +15,15 @@ int dm_model_new(struct dm_model **ret)
 	struct dm_model *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	pthread_rwlock_init(&m->lock, NULL);
+	/* glibc's default lets readers in while a writer waits: a stream of
+	 * readers (any user's walks) would hold off hotplug and PM for ever */
+	pthread_rwlockattr_t attr;
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&m->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
 	pthread_mutex_init(&m->order_lock, NULL);
+	pthread_mutex_init(&m->log_lock, NULL);
 	dm_list_init(&m->devices);
 	dm_list_init(&m->deferred);
 	dm_list_init(&m->buses);
@@ -50,6 +57,7 @@ out_free:
 	dm_strpool_done(&m->names);
 	pthread_rwlock_destroy(&m->lock);
 	pthread_mutex_destroy(&m->order_lock);
+	pthread_mutex_destroy(&m->log_lock);
 	free(m->order);
 	free(m->order_parent);
 	free(m->order_driver);
@@ -94,6 +102,8 @@ void dm_model_free(struct dm_model *m)
 	dm_strpool_done(&m->names);
 	pthread_rwlock_destroy(&m->lock);
 	pthread_mutex_destroy(&m->order_lock);
+	dm_blob_unref(m->log_copy);
+	pthread_mutex_destroy(&m->log_lock);
 	free(m->order);
 	free(m->order_parent);
 	free(m->order_driver);
@@ -114,6 +124,93 @@ void dm_model_set_pm_handler(struct dm_model *m, const struct dm_pm_handler *h, 
 	m->pm_handler = h;
 	m->pm_data = data;
 	dm_model_unlock(m);
+	/* another journal: its versions say nothing of the copy kept */
+	pthread_mutex_lock(&m->log_lock);
+	dm_blob_unref(m->log_copy);
+	m->log_copy = NULL;
+	pthread_mutex_unlock(&m->log_lock);
+}
+
+int dm_blob_new(char *data, size_t len, struct dm_blob **ret)
+{
+	struct dm_blob *b = malloc(sizeof(*b));
+	if (!b) {
+		free(data);
+		return -ENOMEM;
+	}
+	atomic_init(&b->refs, 1);
+	b->len = len;
+	b->data = data;
+	*ret = b;
+	return 0;
+}
+
+struct dm_blob *dm_blob_ref(struct dm_blob *b)
+{
+	if (b)
+		atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+	return b;
+}
+
+void dm_blob_unref(struct dm_blob *b)
+{
+	if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	free(b->data);
+	free(b);
+}
+
+/* A fresh copy of the journal (or an empty one without a handler). */
+static int log_build(const struct dm_pm_handler *h, void *data, struct dm_blob **ret)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int r = h && h->show_log ? h->show_log(&buf, &len, data) : 0;
+	if (r < 0)
+		return r;
+	if (!buf && !(buf = strdup("")))
+		return -ENOMEM;
+	return dm_blob_new(buf, len, ret);
+}
+
+int dm_model_show_log(struct dm_model *m, struct dm_blob **ret)
+{
+	dm_model_read_lock(m);
+	const struct dm_pm_handler *h = m->pm_handler;
+	void *data = m->pm_data;
+	dm_model_unlock(m);
+	if (!h || !h->log_version) {
+		atomic_fetch_add_explicit(&m->log_builds, 1, memory_order_relaxed);
+		return log_build(h, data, ret);
+	}
+	/* The version is read before the text is built: a copy holds at
+	 * least what its version says, and an entry added meanwhile moves
+	 * the version again, so that the next read builds anew. Built under
+	 * log_lock (taken before the handler's locks and the model's): a
+	 * crowd of readers of a new version waits for one copy instead of
+	 * each building its own. */
+	uint64_t version = h->log_version(data);
+	pthread_mutex_lock(&m->log_lock);
+	if (!m->log_copy || m->log_copy_version != version) {
+		struct dm_blob *b;
+		int r = log_build(h, data, &b);
+		if (r < 0) {
+			pthread_mutex_unlock(&m->log_lock);
+			return r;
+		}
+		atomic_fetch_add_explicit(&m->log_builds, 1, memory_order_relaxed);
+		dm_blob_unref(m->log_copy);
+		m->log_copy = b;
+		m->log_copy_version = version;
+	}
+	*ret = dm_blob_ref(m->log_copy);
+	pthread_mutex_unlock(&m->log_lock);
+	return 0;
+}
+
+uint64_t dm_model_count_log_builds(struct dm_model *m)
+{
+	return atomic_load_explicit(&m->log_builds, memory_order_relaxed);
 }
 
 struct dm_device *dm_model_get_root(struct dm_model *m)

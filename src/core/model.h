@@ -25,7 +25,10 @@
  *
  * Locking: one rwlock per model. Readers (the filesystem) take it shared;
  * changes (enumeration, hotplug, PM state) take it exclusive inside these
- * functions. No driver hook, attribute show/store or listener that could
+ * functions. A waiting writer goes before readers that come after it (any
+ * user can keep readers coming; hotplug and PM must not wait on them), so
+ * a thread never takes the read lock it already holds: a writer waiting
+ * between the two would deadlock it. No driver hook, attribute show/store or listener that could
  * block is called with the lock held: listeners are called with the write
  * lock held and must only queue work. Functions named *_locked expect the
  * caller to hold the lock (shared is enough unless said otherwise).
@@ -36,6 +39,7 @@
 #include <driverfs/driverfs.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -72,6 +76,10 @@ struct dm_pm_handler {
 	int (*request)(struct dm_device *dev, enum dm_pm_request req, void *data);
 	/* root/power_log: the journal of the last transition, malloc()ed */
 	int (*show_log)(char **ret, size_t *ret_len, void *data);
+	/* A number that changes whenever the journal's text may have (each
+	 * entry, each clearing), read before show_log(): the model keeps one
+	 * shared copy of the journal for it. NULL: every read builds one. */
+	uint64_t (*log_version)(void *data);
 	/* dm_device_keep_pm_state() and dm_device_get_kept_pm_state(); may
 	 * be NULL (nothing kept beyond the daemon's life) */
 	int (*keep_state)(struct dm_device *dev, const char *state, void *data);
@@ -85,6 +93,27 @@ void dm_model_free(struct dm_model *m);
 void dm_model_set_listener(struct dm_model *m, const struct dm_model_listener *l, void *data);
 void dm_model_set_pm_handler(struct dm_model *m, const struct dm_pm_handler *h, void *data);
 struct dm_device *dm_model_get_root(struct dm_model *m); /* no reference taken */
+
+/*
+ * An immutable value shared by reference: the journal (root/power_log) is
+ * one copy per version for every open file that reads it, not one each.
+ * dm_blob_new() takes @data (malloc()ed; freed, also on failure); ref and
+ * unref accept NULL. Any thread, no lock.
+ */
+struct dm_blob {
+	atomic_size_t refs;
+	size_t len;
+	char *data;
+};
+int dm_blob_new(char *data, size_t len, struct dm_blob **ret);
+struct dm_blob *dm_blob_ref(struct dm_blob *b);
+void dm_blob_unref(struct dm_blob *b);
+/* The journal as one shared copy, built again only when the PM handler's
+ * log_version() moved (an empty one without a handler). Call without the
+ * model lock. */
+int dm_model_show_log(struct dm_model *m, struct dm_blob **ret);
+/* How many times the journal's text was built, for the daemon's stats. */
+uint64_t dm_model_count_log_builds(struct dm_model *m);
 
 void dm_model_read_lock(struct dm_model *m);
 void dm_model_write_lock(struct dm_model *m);
@@ -314,6 +343,10 @@ int dm_device_show(struct dm_device *dev, const char *group, const char *name, c
  * *ret_len bytes; free it. */
 int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *name, char **ret,
 			 size_t *ret_len);
+/* The same as a shared copy: root/power_log's is the model's (see
+ * dm_model_show_log()), any other a copy of its own. */
+int dm_device_show_blob(struct dm_device *dev, const char *group, const char *name,
+			struct dm_blob **ret);
 /* Writes a whole value: -EACCES when read-only, -EFBIG when longer than
  * DM_ATTR_MAX, -EINVAL for an empty value, else what store() returns. Call
  * without the lock. */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -42,6 +43,7 @@ enum fs_op {
 	FS_OP_OPENDIR,
 	FS_OP_READDIR,
 	FS_OP_READDIRPLUS,
+	FS_OP_RELEASEDIR,
 	FS_OP_OPEN,
 	FS_OP_RELEASE,
 	FS_OP_READ,
@@ -68,6 +70,7 @@ static const char *const fs_op_names[FS_OP_N] = {
 	[FS_OP_OPENDIR] = "opendir",
 	[FS_OP_READDIR] = "readdir",
 	[FS_OP_READDIRPLUS] = "readdirplus",
+	[FS_OP_RELEASEDIR] = "releasedir",
 	[FS_OP_OPEN] = "open",
 	[FS_OP_RELEASE] = "release",
 	[FS_OP_READ] = "read",
@@ -107,6 +110,9 @@ struct dm_fs {
 	pthread_mutex_t opens_lock;
 	struct open_value **opens; /* copies of open files' changing values */
 	size_t n_opens;
+	struct uid_use *uses; /* what each uid other than root pins, under opens_lock */
+	size_t n_uses;
+	size_t uid_budget;
 
 	/* The notifier: invalidations are queued by the model's listener
 	 * (under the model lock, so it only queues) and sent by a thread of
@@ -314,45 +320,54 @@ static int walk_dir(struct dm_fs *fs, const struct fs_ref *dir, emit_fn emit, vo
 
 /* ---- attributes of nodes ---- */
 
-static void up_path(char *buf, size_t size, unsigned levels)
+/* "../" @levels times into @buf: the start of a link's target. Returns
+ * the length, or -ENAMETOOLONG when that and a NUL do not fit. */
+static int up_path(char *buf, size_t size, unsigned levels)
 {
-	size_t len = 0;
-	buf[0] = '\0';
-	for (unsigned i = 0; i < levels && len + 3 < size; i++)
-		len += (size_t)snprintf(buf + len, size - len, "../");
+	if ((size_t)levels * 3 >= size)
+		return -ENAMETOOLONG;
+	for (unsigned i = 0; i < levels; i++)
+		memcpy(buf + 3 * (size_t)i, "../", 3);
+	buf[3 * (size_t)levels] = '\0';
+	return (int)(3 * levels);
 }
 
 /* The target of a link node; call with the read lock held. */
 static int link_target_locked(struct dm_fs *fs, const struct fs_ref *n, char *buf, size_t size)
 {
-	char up[3 * 64 + 1], path[PATH_MAX];
+	char path[PATH_MAX];
 	struct dm_device *dev = n->t.dev;
 	(void)fs;
 	if (dm_device_is_dead(dev))
 		return -ENOENT;
-	up_path(up, sizeof(up), n->depth - 1);
+	/* as deep as the tree goes: the target climbs to the mount root */
+	int k = up_path(buf, size, n->depth - 1);
+	if (k < 0)
+		return k;
+	buf += k;
+	size -= (size_t)k;
 	int len;
 	if (n->t.kind == FS_LINK) {
 		if (dm_device_path_locked(dev, path, sizeof(path)) < 0)
 			return -ENAMETOOLONG;
-		len = snprintf(buf, size, "%sroot%s%s", up, *path ? "/" : "", path);
+		len = snprintf(buf, size, "root%s%s", *path ? "/" : "", path);
 	} else if (strcmp(n->name, "driver") == 0) {
 		struct dm_driver *drv = dm_device_get_driver_locked(dev);
 		if (!drv)
 			return -ENOENT;
-		len = snprintf(buf, size, "%sbus/%s/drivers/%s", up,
+		len = snprintf(buf, size, "bus/%s/drivers/%s",
 			       dm_bus_get_name(dm_driver_get_bus(drv)), dm_driver_get_name(drv));
 	} else {
 		struct dm_bus *bus = dm_device_get_bus_locked(dev);
 		struct dm_class *c = dm_device_get_class_locked(dev);
 		if (bus)
-			len = snprintf(buf, size, "%sbus/%s", up, dm_bus_get_name(bus));
+			len = snprintf(buf, size, "bus/%s", dm_bus_get_name(bus));
 		else if (c)
-			len = snprintf(buf, size, "%sclass/%s", up, dm_class_get_name(c));
+			len = snprintf(buf, size, "class/%s", dm_class_get_name(c));
 		else
 			return -ENOENT;
 	}
-	return len < 0 || (size_t)len >= size ? -ENAMETOOLONG : len;
+	return len < 0 || (size_t)len >= size ? -ENAMETOOLONG : k + len;
 }
 
 static bool is_dir_kind(enum fs_kind k)
@@ -434,14 +449,15 @@ static int node_stat(struct dm_fs *fs, const struct fs_ref *n, struct stat *st,
 			*ret_timeout = 0;
 		if ((!(fi.flags & DM_ATTR_LIVE) || (fi.flags & DM_ATTR_UNBOUNDED)) &&
 		    (fi.mode & 0444)) {
-			char *buf;
-			size_t len;
-			int e = dm_device_show_alloc(n->t.dev, n->t.group, n->name, &buf, &len);
+			/* the journal's shared copy: built again only when it
+			 * changed, not at each stat */
+			struct dm_blob *b;
+			int e = dm_device_show_blob(n->t.dev, n->t.group, n->name, &b);
 			if (e == -ENODEV || e == -ENOENT)
 				return -ENOENT;
 			if (e >= 0) {
-				st->st_size = (off_t)len;
-				free(buf);
+				st->st_size = (off_t)b->len;
+				dm_blob_unref(b);
 			}
 		}
 		return 0;
@@ -483,6 +499,9 @@ int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size)
 	if (fs->uring && len >= 0 && (size_t)len < size)
 		len += snprintf(buf + len, size - (size_t)len, "; over io_uring: %" PRIu64,
 				dm_uring_served(fs->uring));
+	if (len >= 0 && (size_t)len < size)
+		len += snprintf(buf + len, size - (size_t)len, "; power_log built %" PRIu64 " times",
+				dm_model_count_log_builds(fs->model));
 	return len < 0 || (size_t)len >= size ? -ENOBUFS : len;
 }
 
@@ -612,9 +631,19 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_entry(req, &e);
 }
 
+static void snapshot_drop(struct dm_fs *fs, uint64_t ino, uint64_t gen, bool any_gen);
+
+/* Drops @n lookups of @ino; a node freed takes its kept listing along (its
+ * number will name another node). */
+static void forget_node(struct dm_fs *fs, uint64_t ino, uint64_t n)
+{
+	if (fs_table_forget(fs->table, ino, n))
+		snapshot_drop(fs, ino, 0, true);
+}
+
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	fs_table_forget(req_fs(req, FS_OP_FORGET)->table, ino, nlookup);
+	forget_node(req_fs(req, FS_OP_FORGET), ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -622,7 +651,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_FORGET_MULTI);
 	for (size_t i = 0; i < count; i++)
-		fs_table_forget(fs->table, forgets[i].ino, forgets[i].nlookup);
+		forget_node(fs, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -701,8 +730,10 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 }
 
 /* A directory listing, taken whole when a listing starts (offset 0) and
- * kept until it was read to its end, so that each of the replies it takes
- * comes from the same listing. */
+ * kept until it was read to its end (or the directory closed, or its node
+ * forgotten), so that each of the replies it takes comes from the same
+ * listing. It is the listing of one node, (ino, gen): a number reused for
+ * another directory never finds it. */
 struct dir_entry {
 	char *name;
 	mode_t type;
@@ -713,7 +744,7 @@ struct dir_entry {
 struct dir_snapshot {
 	struct dir_entry *v;
 	size_t n, cap;
-	uint64_t ino;
+	uint64_t ino, gen;
 	int err;
 	unsigned refs; /* under dirs_lock: the list's and each user's */
 	/* on dm_fs's list of listings being read */
@@ -780,15 +811,46 @@ static void snapshot_put(struct dm_fs *fs, struct dir_snapshot *s)
 		snapshot_free(s);
 }
 
-/* The listing of @ino for a reply at @off: a new one at offset 0 (or when
- * none is kept), else the one kept since offset 0. Release with
- * snapshot_put(). */
-static int snapshot_get(struct dm_fs *fs, uint64_t ino, off_t off, struct dir_snapshot **ret)
+/* The kept listing of (@ino, @gen), unlinked; any generation of @ino
+ * when @any_gen. The caller drops the list's count. */
+static struct dir_snapshot *snapshot_take_locked(struct dm_fs *fs, uint64_t ino, uint64_t gen,
+						 bool any_gen)
+{
+	struct dir_snapshot *s = fs->dirs;
+	while (s && !(s->ino == ino && (any_gen || s->gen == gen)))
+		s = s->next;
+	if (s)
+		snapshot_unlink_locked(fs, s);
+	return s;
+}
+
+/* Drops the listings kept of @ino (of generation @gen, or any when
+ * @any_gen): its directory was closed, or its node forgotten. Replies in
+ * flight keep theirs until they are done. */
+static void snapshot_drop(struct dm_fs *fs, uint64_t ino, uint64_t gen, bool any_gen)
+{
+	for (;;) {
+		pthread_mutex_lock(&fs->dirs_lock);
+		struct dir_snapshot *s = snapshot_take_locked(fs, ino, gen, any_gen);
+		bool last = s && --s->refs == 0;
+		pthread_mutex_unlock(&fs->dirs_lock);
+		if (!s)
+			return;
+		if (last)
+			snapshot_free(s);
+	}
+}
+
+/* The listing of the directory @dir for a reply at @off: a new one at
+ * offset 0 (or when none is kept), else the one kept since offset 0.
+ * Release with snapshot_put(). */
+static int snapshot_get(struct dm_fs *fs, const struct fs_ref *dir, off_t off,
+			struct dir_snapshot **ret)
 {
 	struct dir_snapshot *s = NULL;
 	pthread_mutex_lock(&fs->dirs_lock);
 	if (off > 0)
-		for (s = fs->dirs; s && s->ino != ino; s = s->next)
+		for (s = fs->dirs; s && !(s->ino == dir->ino && s->gen == dir->gen); s = s->next)
 			;
 	if (s) {
 		s->refs++;
@@ -798,21 +860,15 @@ static int snapshot_get(struct dm_fs *fs, uint64_t ino, off_t off, struct dir_sn
 	}
 	pthread_mutex_unlock(&fs->dirs_lock);
 
-	struct fs_ref dir;
-	int r = fs_table_get(fs->table, ino, &dir);
-	if (r < 0)
-		return r;
 	s = calloc(1, sizeof(*s));
-	if (!s) {
-		fs_ref_release(&dir);
+	if (!s)
 		return -ENOMEM;
-	}
-	s->ino = ino;
+	s->ino = dir->ino;
+	s->gen = dir->gen;
 	s->refs = 2;
 	dm_model_read_lock(fs->model);
-	r = walk_dir(fs, &dir, snapshot_emit, s);
+	int r = walk_dir(fs, dir, snapshot_emit, s);
 	dm_model_unlock(fs->model);
-	fs_ref_release(&dir);
 	if (r == 0)
 		r = s->err;
 	if (r < 0) {
@@ -821,18 +877,12 @@ static int snapshot_get(struct dm_fs *fs, uint64_t ino, off_t off, struct dir_sn
 	}
 	pthread_mutex_lock(&fs->dirs_lock);
 	/* one listing kept per directory: the newest */
-	struct dir_snapshot *old = fs->dirs;
-	while (old && old->ino != ino)
-		old = old->next;
-	if (old) {
-		snapshot_unlink_locked(fs, old);
-		old->refs--;
-	}
+	struct dir_snapshot *old = snapshot_take_locked(fs, dir->ino, dir->gen, false);
+	bool free_old = old && --old->refs == 0;
 	s->next = fs->dirs;
 	if (fs->dirs)
 		fs->dirs->prev = s;
 	fs->dirs = s;
-	bool free_old = old && old->refs == 0;
 	pthread_mutex_unlock(&fs->dirs_lock);
 	if (free_old)
 		snapshot_free(old);
@@ -880,7 +930,7 @@ static void reply_listing(fuse_req_t req, struct dm_fs *fs, fuse_ino_t ino, size
 	char *buf = malloc(size);
 	int r = buf ? fs_table_get(fs->table, ino, &dir) : -ENOMEM;
 	if (r == 0) {
-		r = snapshot_get(fs, ino, off, &s);
+		r = snapshot_get(fs, &dir, off, &s);
 		if (r < 0)
 			fs_ref_release(&dir);
 	}
@@ -912,8 +962,8 @@ static void reply_listing(fuse_req_t req, struct dm_fs *fs, fuse_ino_t ino, size
 			const struct dir_entry *d = &s->v[i - 2];
 			name = d->name;
 			uint64_t gen;
-			if (fs_table_lookup(fs->table, ino, dir.depth + 1, name, &d->t, &child,
-					    &gen) < 0)
+			r = fs_table_lookup(fs->table, ino, dir.depth + 1, name, &d->t, &child, &gen);
+			if (r < 0)
 				break;
 			struct fs_ref n;
 			r = fs_table_get(fs->table, child, &n);
@@ -922,9 +972,13 @@ static void reply_listing(fuse_req_t req, struct dm_fs *fs, fuse_ino_t ino, size
 				fs_ref_release(&n);
 			}
 			if (r < 0) {
-				/* gone since the listing was taken: leave it out */
 				fs_table_forget(fs->table, child, 1);
-				continue;
+				/* gone since the listing was taken: leave it out */
+				if (r == -ENOENT) {
+					r = 0;
+					continue;
+				}
+				break;
 			}
 			e.ino = child;
 			e.generation = gen;
@@ -940,11 +994,32 @@ static void reply_listing(fuse_req_t req, struct dm_fs *fs, fuse_ino_t ino, size
 		len += need;
 	}
 	fs_ref_release(&dir);
-	fuse_reply_buf(req, buf, len);
-	if (len == 0)
-		snapshot_done(fs, s, off);
+	/* Any other failure is the reply's, never an empty one, which would
+	 * end the listing there: the entries before it go out, and the next
+	 * reply, from the failing entry, fails. */
+	if (r < 0 && len == 0) {
+		fuse_reply_err(req, -r);
+	} else {
+		fuse_reply_buf(req, buf, len);
+		if (len == 0)
+			snapshot_done(fs, s, off);
+	}
 	snapshot_put(fs, s);
 	free(buf);
+}
+
+/* A closed directory's kept listing goes: a listing left unfinished would
+ * otherwise stay until the node is forgotten. */
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req, FS_OP_RELEASEDIR);
+	struct fs_ref dir;
+	(void)fi;
+	if (fs_table_get(fs->table, ino, &dir) == 0) {
+		snapshot_drop(fs, ino, dir.gen, false);
+		fs_ref_release(&dir);
+	}
+	fuse_reply_err(req, 0);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -963,36 +1038,91 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 /* A changing value as one open file reads it: taken by a read at offset 0
  * (or the first read) and kept for the reads that follow, as sysfs does,
- * so that reading it in pieces never mixes two values. */
+ * so that reading it in pieces never mixes two values. The journal's copy
+ * is the one the model shares (dm_model_show_log()). */
 struct open_value {
 	pthread_mutex_t lock; /* reads of one open file may come in parallel */
-	char *buf;
-	size_t len;
-	bool taken;
+	struct dm_blob *value; /* NULL until taken */
+	uid_t uid; /* the opener's, charged for it (see struct uid_use) */
+	size_t charged; /* the bytes charged for the value */
 };
+
+/*
+ * What open files pin, per uid. Any user may open a value, and a copy of a
+ * journal of 10^5 devices is megabytes: a user other than root may pin at
+ * most fs->uid_budget bytes (-o max_open_bytes_per_uid=N), each open
+ * counted OPEN_COST and each value taken its length, in full even when the
+ * copy is shared (a user holding copies of many journals' versions pins
+ * them all). An open past it fails with EMFILE, a read that would take a
+ * copy past it with ENOMEM; root is not counted.
+ */
+struct uid_use {
+	uid_t uid;
+	size_t bytes;
+};
+#define OPEN_COST 512
+#define DEFAULT_UID_BUDGET ((size_t)64 << 20)
+
+/* Charges @bytes to @uid (0: nothing to charge). -ENOSPC past the budget. */
+static int uid_charge_locked(struct dm_fs *fs, uid_t uid, size_t bytes)
+{
+	if (uid == 0 || bytes == 0)
+		return 0;
+	size_t i = 0;
+	while (i < fs->n_uses && fs->uses[i].uid != uid)
+		i++;
+	size_t used = i < fs->n_uses ? fs->uses[i].bytes : 0;
+	if (bytes > fs->uid_budget || used > fs->uid_budget - bytes)
+		return -ENOSPC;
+	if (i == fs->n_uses) {
+		struct uid_use *u = realloc(fs->uses, (fs->n_uses + 1) * sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		fs->uses = u;
+		fs->uses[fs->n_uses++] = (struct uid_use){ .uid = uid };
+	}
+	fs->uses[i].bytes += bytes;
+	return 0;
+}
+
+static void uid_uncharge_locked(struct dm_fs *fs, uid_t uid, size_t bytes)
+{
+	if (uid == 0 || bytes == 0)
+		return;
+	for (size_t i = 0; i < fs->n_uses; i++) {
+		if (fs->uses[i].uid != uid)
+			continue;
+		fs->uses[i].bytes -= bytes < fs->uses[i].bytes ? bytes : fs->uses[i].bytes;
+		if (fs->uses[i].bytes == 0) /* a uid with nothing open holds no entry */
+			fs->uses[i] = fs->uses[--fs->n_uses];
+		return;
+	}
+}
 
 /* Open copies live in a table the file handle indexes (fh = slot + 1; 0
  * for a file with none), never cast from the kernel's number; the session
  * may end before the kernel's last releases were served, and the table
- * frees what is left. */
-static int open_value_new(struct dm_fs *fs, uint64_t *ret_fh)
+ * frees what is left. -EMFILE when @uid has pinned its budget. */
+static int open_value_new(struct dm_fs *fs, uid_t uid, uint64_t *ret_fh)
 {
 	struct open_value *v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	pthread_mutex_init(&v->lock, NULL);
-	pthread_mutex_lock(&fs->opens_lock);
+	v->uid = uid;
 	size_t i = 0;
+	pthread_mutex_lock(&fs->opens_lock);
+	int r = uid_charge_locked(fs, uid, OPEN_COST);
+	if (r < 0)
+		goto out_unlock;
 	while (i < fs->n_opens && fs->opens[i])
 		i++;
 	if (i == fs->n_opens) {
 		size_t n = fs->n_opens ? fs->n_opens * 2 : 16;
 		struct open_value **t = realloc(fs->opens, n * sizeof(*t));
 		if (!t) {
-			pthread_mutex_unlock(&fs->opens_lock);
-			pthread_mutex_destroy(&v->lock);
-			free(v);
-			return -ENOMEM;
+			r = -ENOMEM;
+			goto out_uncharge;
 		}
 		memset(t + fs->n_opens, 0, (n - fs->n_opens) * sizeof(*t));
 		fs->opens = t;
@@ -1002,6 +1132,14 @@ static int open_value_new(struct dm_fs *fs, uint64_t *ret_fh)
 	pthread_mutex_unlock(&fs->opens_lock);
 	*ret_fh = i + 1;
 	return 0;
+
+out_uncharge:
+	uid_uncharge_locked(fs, uid, OPEN_COST);
+out_unlock:
+	pthread_mutex_unlock(&fs->opens_lock);
+	pthread_mutex_destroy(&v->lock);
+	free(v);
+	return r == -ENOSPC ? -EMFILE : r;
 }
 
 /* The copy of the open file @fh, or NULL. It stays until its release. */
@@ -1020,8 +1158,29 @@ static void open_value_free(struct open_value *v)
 	if (!v)
 		return;
 	pthread_mutex_destroy(&v->lock);
-	free(v->buf);
+	dm_blob_unref(v->value);
 	free(v);
+}
+
+/* Puts @b (a reference, given) in @v for the reads that follow, charged
+ * to its opener in place of the copy it had. Call with @v's lock held.
+ * -ENOMEM past the opener's budget (the old copy stays). */
+static int open_value_set(struct dm_fs *fs, struct open_value *v, struct dm_blob *b)
+{
+	pthread_mutex_lock(&fs->opens_lock);
+	uid_uncharge_locked(fs, v->uid, v->charged);
+	int r = uid_charge_locked(fs, v->uid, b->len);
+	if (r < 0)
+		uid_charge_locked(fs, v->uid, v->charged); /* what it had: fits again */
+	pthread_mutex_unlock(&fs->opens_lock);
+	if (r < 0) {
+		dm_blob_unref(b);
+		return -ENOMEM;
+	}
+	dm_blob_unref(v->value);
+	v->value = b;
+	v->charged = b->len;
+	return 0;
 }
 
 static void open_value_release(struct dm_fs *fs, uint64_t fh)
@@ -1032,6 +1191,8 @@ static void open_value_release(struct dm_fs *fs, uint64_t fh)
 		v = fs->opens[fh - 1];
 		fs->opens[fh - 1] = NULL;
 	}
+	if (v)
+		uid_uncharge_locked(fs, v->uid, OPEN_COST + v->charged);
 	pthread_mutex_unlock(&fs->opens_lock);
 	open_value_free(v);
 }
@@ -1074,7 +1235,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	bool changing = info.flags & (DM_ATTR_LIVE | DM_ATTR_ANNOUNCED);
 	if (changing && (fi->flags & O_ACCMODE) != O_WRONLY) {
-		r = open_value_new(fs, &fi->fh);
+		r = open_value_new(fs, fuse_req_ctx(req)->uid, &fi->fh);
 		if (r < 0) {
 			fuse_reply_err(req, -r);
 			return;
@@ -1097,22 +1258,21 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
-/* The whole value of the file @ino: *ret malloc()ed, of *ret_len bytes. */
-static int show_file(struct dm_fs *fs, fuse_ino_t ino, char **ret, size_t *ret_len)
+/* The whole value of the file @ino, as a copy of its own or the one
+ * shared (the journal's). */
+static int show_file(struct dm_fs *fs, fuse_ino_t ino, struct dm_blob **ret)
 {
 	struct fs_ref n;
 	int r = fs_table_get(fs->table, ino, &n);
 	if (r < 0)
 		return -ESTALE;
 	if (n.t.kind == FS_DRV_ATTR) {
-		char value[64];
+		char value[64], *copy;
 		r = driver_file_show(n.t.drv, n.name, value, sizeof(value));
-		if (r >= 0 && !(*ret = strdup(value)))
-			r = -ENOMEM;
 		if (r >= 0)
-			*ret_len = (size_t)r;
+			r = (copy = strdup(value)) ? dm_blob_new(copy, (size_t)r, ret) : -ENOMEM;
 	} else {
-		r = n.t.kind == FS_ATTR ? dm_device_show_alloc(n.t.dev, n.t.group, n.name, ret, ret_len)
+		r = n.t.kind == FS_ATTR ? dm_device_show_blob(n.t.dev, n.t.group, n.name, ret)
 					: -EISDIR;
 	}
 	fs_ref_release(&n);
@@ -1121,12 +1281,13 @@ static int show_file(struct dm_fs *fs, fuse_ino_t ino, char **ret, size_t *ret_l
 	return r < 0 ? r : 0;
 }
 
-static void reply_part(fuse_req_t req, const char *buf, size_t len, size_t size, off_t off)
+static void reply_part(fuse_req_t req, const struct dm_blob *b, size_t size, off_t off)
 {
-	if ((size_t)off >= len)
+	if ((size_t)off >= b->len)
 		fuse_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, buf + off, len - (size_t)off < size ? len - (size_t)off : size);
+		fuse_reply_buf(req, b->data + off,
+			       b->len - (size_t)off < size ? b->len - (size_t)off : size);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -1134,48 +1295,34 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_READ);
 	struct open_value *v = open_value_get(fs, fi->fh);
-	char *buf = NULL;
-	size_t len = 0;
+	struct dm_blob *b = NULL;
 	int r = 0;
 	if (!v) {
 		/* a static value: the kernel caches its pages */
-		r = show_file(fs, ino, &buf, &len);
+		r = show_file(fs, ino, &b);
 		if (r < 0)
 			fuse_reply_err(req, -r);
 		else
-			reply_part(req, buf, len, size, off);
-		free(buf);
+			reply_part(req, b, size, off);
+		dm_blob_unref(b);
 		return;
 	}
 	pthread_mutex_lock(&v->lock);
-	if (off == 0 || !v->taken) {
-		r = show_file(fs, ino, &buf, &len);
-		if (r == 0) {
-			free(v->buf);
-			v->buf = buf;
-			v->len = len;
-			v->taken = true;
-		}
+	if (off == 0 || !v->value) {
+		r = show_file(fs, ino, &b);
+		if (r == 0)
+			r = open_value_set(fs, v, b);
 	}
-	/* The reply goes out after the unlock, from a copy of the part read:
+	/* The reply goes out after the unlock, from a reference of its own:
 	 * once it is sent, the file may be closed and released (and @v
 	 * freed) before this thread runs on. */
-	char *part = NULL;
-	len = 0;
-	if (r == 0 && (size_t)off < v->len) {
-		len = v->len - (size_t)off < size ? v->len - (size_t)off : size;
-		part = malloc(len);
-		if (part)
-			memcpy(part, v->buf + off, len);
-		else
-			r = -ENOMEM;
-	}
+	b = r == 0 ? dm_blob_ref(v->value) : NULL;
 	pthread_mutex_unlock(&v->lock);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_buf(req, part, len);
-	free(part);
+		reply_part(req, b, size, off);
+	dm_blob_unref(b);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
@@ -1333,9 +1480,22 @@ static uint64_t peek_path(struct dm_fs *fs, const char *path)
 	return ino;
 }
 
+/* Invalidates the directory listings of every node of @dev. */
+static void inval_listings_of(struct dm_fs *fs, struct dm_device *dev)
+{
+	struct fs_place *places;
+	size_t n;
+	if (fs_table_device_places(fs->table, dev, &places, &n) < 0)
+		return; /* nothing to do but let the timeouts expire them */
+	for (size_t i = 0; i < n; i++)
+		fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, 0, 0);
+	free(places);
+}
+
 static void send_inval(struct dm_fs *fs, const struct inval *v)
 {
-	struct fs_place places[64];
+	struct fs_place *places;
+	size_t n;
 	/* everything the kernel knows of the device: its directory, files,
 	 * links to it; their names and their contents */
 	if (v->entry) {
@@ -1346,13 +1506,17 @@ static void send_inval(struct dm_fs *fs, const struct inval *v)
 		}
 		return;
 	}
-	size_t n = fs_table_device_places(fs->table, v->dev, places, 64);
+	/* every node of it, however many: a device listed in many places,
+	 * or with many files, has no node left stale past a fixed count */
+	if (fs_table_device_places(fs->table, v->dev, &places, &n) < 0)
+		return; /* nothing to do but let the timeouts expire them */
 	if (v->power) {
 		/* the attributes of its power files: their mtime moved */
 		for (size_t i = 0; i < n; i++)
 			if (!places[i].dir && (strcmp(places[i].name, "power") == 0 ||
 					       strcmp(places[i].name, "power_error") == 0))
 				fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, -1, 0);
+		free(places);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -1366,6 +1530,7 @@ static void send_inval(struct dm_fs *fs, const struct inval *v)
 		if (places[i].parent)
 			fuse_lowlevel_notify_inval_inode(fs->se, places[i].parent, 0, 0);
 	}
+	free(places);
 	for (size_t i = 0; i < sizeof(v->listings) / sizeof(v->listings[0]) && v->listings[i]; i++) {
 		uint64_t ino = peek_path(fs, v->listings[i]);
 		if (ino)
@@ -1375,9 +1540,7 @@ static void send_inval(struct dm_fs *fs, const struct inval *v)
 		/* the parent's directory lists the newcomer (root is a device too) */
 		struct dm_device *parent = dm_model_find_id(fs->model, v->parent_id);
 		if (parent) {
-			n = fs_table_device_places(fs->table, parent, places, 64);
-			for (size_t i = 0; i < n; i++)
-				fuse_lowlevel_notify_inval_inode(fs->se, places[i].ino, 0, 0);
+			inval_listings_of(fs, parent);
 			dm_device_unref(parent);
 		}
 	}
@@ -1512,6 +1675,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.readlink = op_readlink,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.releasedir = op_releasedir,
 	.open = op_open,
 	.release = op_release,
 	.read = op_read,
@@ -1530,7 +1694,16 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
 	pthread_cond_init(&fs->inval_cond, NULL);
 	pthread_mutex_init(&fs->dirs_lock, NULL);
 	pthread_mutex_init(&fs->opens_lock, NULL);
-	int r = fs_table_new(&fs->table);
+	fs->uid_budget = DEFAULT_UID_BUDGET;
+	/* ours, taken out of what FUSE is given (see struct uid_use) */
+	static const struct fuse_opt opts[] = {
+		{ "max_open_bytes_per_uid=%zu", offsetof(struct dm_fs, uid_budget), 0 },
+		FUSE_OPT_END,
+	};
+	int r = fuse_opt_parse(args, fs, opts, NULL) == 0 ? 0 : -EINVAL;
+	if (r < 0)
+		goto out_free;
+	r = fs_table_new(&fs->table);
 	if (r < 0)
 		goto out_free;
 	/* Every user reads, as with sysfs; the kernel checks modes, so only
@@ -1643,6 +1816,7 @@ void dm_fs_free(struct dm_fs *fs)
 	for (size_t i = 0; i < fs->n_opens; i++)
 		open_value_free(fs->opens[i]);
 	free(fs->opens);
+	free(fs->uses);
 	pthread_mutex_destroy(&fs->opens_lock);
 	fuse_remove_signal_handlers(fs->se);
 	if (fs->mounted)

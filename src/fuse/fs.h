@@ -17,7 +17,10 @@ struct dm_fs;
 struct fuse_args;
 
 /* Creates the FUSE session for @m. @args are FUSE's own options ("-o ..."
- * and "-d"); the mount options driverfs always uses are added. */
+ * and "-d"); the mount options driverfs always uses are added. One "-o"
+ * option is driverfs's own and taken out: max_open_bytes_per_uid=BYTES,
+ * what open files of one user other than root may pin in copies of
+ * values (64 MiB by default; see struct uid_use in fs.c). */
 int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret);
 /* Unmounts (if mounted) and frees. */
 void dm_fs_free(struct dm_fs *fs);

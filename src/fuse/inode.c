@@ -179,14 +179,14 @@ int fs_table_new(struct fs_table **ret)
 void fs_target_ref(const struct fs_target *t)
 {
 	dm_device_ref(t->dev);
-	if (t->kind == FS_DRIVER)
+	if (t->kind == FS_DRIVER || t->kind == FS_DRV_ATTR)
 		dm_driver_ref(t->drv);
 }
 
 void fs_target_unref(const struct fs_target *t)
 {
 	dm_device_unref(t->dev);
-	if (t->kind == FS_DRIVER)
+	if (t->kind == FS_DRIVER || t->kind == FS_DRV_ATTR)
 		dm_driver_unref(t->drv);
 }
 
@@ -251,13 +251,26 @@ static bool is_dir(uint8_t kind)
 	return kind != FS_ATTR && kind != FS_DEV_LINK && kind != FS_LINK && kind != FS_DRV_ATTR;
 }
 
-size_t fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
-			      struct fs_place *out, size_t max)
+int fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
+			   struct fs_place **ret, size_t *ret_n)
 {
-	size_t n = 0;
+	struct fs_place *out = NULL;
+	size_t n = 0, max = 0;
 	pthread_mutex_lock(&t->lock);
-	for (uint32_t i = dev_first_locked(t, dev); i && n < max; i = slot_at(t, i)->dev_next) {
+	for (uint32_t i = dev_first_locked(t, dev); i; i = slot_at(t, i)->dev_next) {
 		const struct slot *node = slot_at(t, i);
+		/* a device has a few nodes, or as many as the links to it */
+		if (n == max) {
+			size_t cap = max ? max * 2 : 16;
+			struct fs_place *o = realloc(out, cap * sizeof(*o));
+			if (!o) {
+				pthread_mutex_unlock(&t->lock);
+				free(out);
+				return -ENOMEM;
+			}
+			out = o;
+			max = cap;
+		}
 		out[n].ino = i;
 		out[n].parent = node->parent;
 		out[n].dir = is_dir(node->kind);
@@ -265,7 +278,9 @@ size_t fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
 		n++;
 	}
 	pthread_mutex_unlock(&t->lock);
-	return n;
+	*ret = out;
+	*ret_n = n;
+	return 0;
 }
 
 /* Doubles the buckets (at least 1024), moving each keyed node. */
@@ -498,8 +513,9 @@ uint64_t fs_table_peek(struct fs_table *t, uint64_t parent, const char *name)
 	return ino;
 }
 
-void fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n)
+bool fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n)
 {
+	bool freed = false;
 	pthread_mutex_lock(&t->lock);
 	if (ino >= 2 && ino < t->n_slots && slot_at(t, ino)->kind) {
 		struct slot *node = slot_at(t, ino);
@@ -509,9 +525,11 @@ void fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n)
 			node_clear(t, (uint32_t)ino);
 			slot_free_locked(t, (uint32_t)ino);
 			t->n_used--;
+			freed = true;
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
+	return freed;
 }
 
 int fs_table_get(struct fs_table *t, uint64_t ino, struct fs_ref *ret)
@@ -522,8 +540,8 @@ int fs_table_get(struct fs_table *t, uint64_t ino, struct fs_ref *ret)
 		return -ESTALE;
 	}
 	const struct slot *n = slot_at(t, ino);
-	*ret = (struct fs_ref){ .t = slot_target(n), .ino = ino, .parent = n->parent,
-				.depth = n->depth };
+	*ret = (struct fs_ref){ .t = slot_target(n), .ino = ino, .gen = n->gen,
+				.parent = n->parent, .depth = n->depth };
 	snprintf(ret->name, sizeof(ret->name), "%s", n->name ? n->name : "");
 	if (has_group(n->kind) && n->group) {
 		snprintf(ret->group, sizeof(ret->group), "%s", n->group);

@@ -60,7 +60,10 @@ struct fs_target {
 };
 
 /* The references a target holds: on its device, and on its driver for
- * FS_DRIVER (buses, classes and interfaces live as long as the model). */
+ * FS_DRIVER and FS_DRV_ATTR (a driver's files name it as its directory
+ * does: a SIGHUP reload may unregister and free it while a node or a kept
+ * listing still does). Buses, classes and interfaces are not counted: they
+ * live as long as the model (model.h). */
 void fs_target_ref(const struct fs_target *t);
 void fs_target_unref(const struct fs_target *t);
 
@@ -78,14 +81,16 @@ int fs_table_lookup(struct fs_table *t, uint64_t parent, unsigned depth, const c
 		    const struct fs_target *target, uint64_t *ret_ino, uint64_t *ret_gen);
 /* The inode of the current node for (@parent, @name) if any, else 0. */
 uint64_t fs_table_peek(struct fs_table *t, uint64_t parent, const char *name);
-/* Drops @n lookups; frees the node at zero. */
-void fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n);
+/* Drops @n lookups; frees the node at zero and then returns true (its
+ * number may name another node from then on, under a new generation). */
+bool fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n);
 /* A caller's copy of a node, holding its own references. */
 struct fs_ref {
 	struct fs_target t;
 	char group[64];
 	char name[256];
 	uint64_t ino;
+	uint64_t gen; /* with ino, names this node and no later one */
 	uint64_t parent;
 	unsigned depth;
 };
@@ -104,8 +109,9 @@ struct fs_place {
 	char name[256];
 };
 
-/* Up to @max places of the nodes that refer to @dev; returns how many. */
-size_t fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
-			      struct fs_place *out, size_t max);
+/* The places of every node that refers to @dev: *ret malloc()ed (NULL
+ * when there is none), *ret_n of them. 0 or -ENOMEM. */
+int fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
+			   struct fs_place **ret, size_t *ret_n);
 
 #endif

@@ -100,6 +100,9 @@ struct dm_pm {
 	size_t cap_log;
 	atomic_size_t n_log;
 	unsigned gen;
+	/* moves with every entry and clearing: the model keeps one copy of
+	 * the journal's text per version (dm_pm_handler.log_version) */
+	_Atomic uint64_t log_version;
 	/* the devices the journal names, kept until it is cleared: the last
 	 * walk's snapshot and the ancestors a resume woke */
 	struct dm_snapshot snap;
@@ -119,6 +122,7 @@ static void log_clear_locked(struct dm_pm *pm)
 {
 	atomic_store(&pm->n_log, 0);
 	pm->gen = pm->gen + 1 ? pm->gen + 1 : 1; /* 0 marks a slot never written */
+	atomic_fetch_add_explicit(&pm->log_version, 1, memory_order_release);
 	dm_snapshot_release(&pm->snap);
 	for (size_t i = 0; i < pm->n_chain; i++)
 		dm_device_unref(pm->chain[i]);
@@ -152,6 +156,7 @@ static void log_add(struct dm_pm *pm, const char *phase, struct dm_device *dev, 
 	e->result = result;
 	e->usec = usec;
 	atomic_store_explicit(&e->gen, pm->gen, memory_order_release);
+	atomic_fetch_add_explicit(&pm->log_version, 1, memory_order_release);
 }
 
 int dm_pm_show_log(struct dm_pm *pm, char **ret, size_t *ret_len)
@@ -571,6 +576,12 @@ static int pm_show_log(char **ret, size_t *ret_len, void *data)
 	return dm_pm_show_log(data, ret, ret_len);
 }
 
+static uint64_t pm_log_version(void *data)
+{
+	struct dm_pm *pm = data;
+	return atomic_load_explicit(&pm->log_version, memory_order_acquire);
+}
+
 /* A driver's state for a device, kept in the transition record under its
  * devpath: without either, nothing outlives the daemon. */
 static int pm_keep_state(struct dm_device *dev, const char *state, void *data)
@@ -594,6 +605,7 @@ static int pm_kept_state(struct dm_device *dev, char *buf, size_t size, void *da
 static const struct dm_pm_handler pm_handler = {
 	.request = pm_request,
 	.show_log = pm_show_log,
+	.log_version = pm_log_version,
 	.keep_state = pm_keep_state,
 	.kept_state = pm_kept_state,
 };

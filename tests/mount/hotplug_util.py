@@ -66,6 +66,18 @@ def event(d, action, path):
     return wait_event(d, action, path)
 
 
+def pull_out(d, top, records=None):
+    """Removes the testbed's devices at and below @top as the kernel does:
+    children first, the last event the device itself. @records: the
+    blocks they were added from (the USB tree's by default)."""
+    gone = sorted((devpath(b) for b in records or blocks(TESTBED) if under(b, top)),
+                  key=lambda p: -p.count("/"))
+    for p in gone:
+        event(d, "remove", p)
+    for p in gone:
+        d.testbed.remove_device("/sys" + p)
+
+
 def wait_rescan(d, timeout=30, after=0):
     """The report "<why> added=N removed=N changed=N" of the next rescan
     that came after the daemon saw seqnum @after (its report's seqnum is the

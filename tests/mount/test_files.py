@@ -5,6 +5,7 @@ kind of directory, and concurrent readers while a value changes — on the
 small PCI testbed, through the mounted filesystem."""
 import errno
 import os
+import re
 import subprocess
 import threading
 
@@ -285,3 +286,158 @@ def test_warm_stats_of_live_values_ask_the_daemon_nothing():
     more, _, _ = getattrs_after_stats(11)
     assert live and unbounded
     assert more - once <= 10 * unbounded, (once, more, live, unbounded)
+
+
+def journal_daemon(extra_args=()):
+    """A daemon of the small testbed whose journal holds a dry run's suspend."""
+    from harness import Daemon
+    from test_small_pci import TESTBED
+    dm = Daemon(TESTBED, list(extra_args))
+    try:
+        with open(dm.path("root", "power"), "w") as f:
+            f.write("suspend-dry-run\n")
+    except Exception:
+        dm.stop()
+        raise
+    return dm
+
+
+def test_open_journals_share_one_copy_and_stat_builds_none():
+    # Twenty opens reading the journal and forty stats of it: one copy of
+    # the journal, built once for its version, serves them all (counted by
+    # the daemon: "power_log built N times" in its log at exit). The old
+    # code built one per open and one per stat.
+    dm = journal_daemon()
+    try:
+        log = dm.path("root", "power_log")
+        files = [open(log) for _ in range(20)]
+        texts = {f.read() for f in files}
+        for _ in range(40):
+            os.stat(log)
+        for f in files:
+            f.close()
+        assert len(texts) == 1 and "suspend" in texts.pop()
+        assert dm.terminate() == 0
+        m = re.search(r"power_log built (\d+) times", dm.output())
+        assert m, "the daemon counts the journal's builds"
+        # the empty journal's and the dry run's: not one per open or stat
+        assert int(m.group(1)) <= 2, m.group(0)
+    finally:
+        dm.stop()
+
+
+def in_child_as(uid, fn):
+    """fn() run in a child process as @uid; returns what it returned (an
+    int below 256) or raises with the child's failure."""
+    pid = os.fork()
+    if pid == 0:
+        code = 255
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            code = fn()
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status), status
+    return os.WEXITSTATUS(status)
+
+
+def test_what_one_user_pins_is_bounded():
+    # Each open of a changing value costs 512 bytes of the opener's budget,
+    # each copy its length; root is not counted. With a budget of two opens
+    # and one and a half journals, a user other than root reads the journal
+    # through one file, opens a second, and cannot read it (ENOMEM) until
+    # the first is closed; a third open is refused (EMFILE) while two are.
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run a child as another user")
+    dm = journal_daemon()
+    try:
+        size = len(read(dm.path("root", "power_log")))
+    finally:
+        dm.stop()
+    assert size > 0
+    budget = 2 * 512 + size + size // 2
+    dm = journal_daemon(["-o", f"max_open_bytes_per_uid={budget}"])
+    try:
+        log = dm.path("root", "power_log")
+        assert len(read(log)) == size
+
+        def as_nobody():
+            a = os.open(log, os.O_RDONLY)
+            if len(os.read(a, 1 << 20)) != size:
+                return 1
+            b = os.open(log, os.O_RDONLY)
+            try:
+                os.read(b, 1 << 20)
+                return 2  # a second copy past the budget
+            except OSError as e:
+                if e.errno != errno.ENOMEM:
+                    return 3
+            try:
+                os.open(log, os.O_RDONLY)
+                return 4  # a third open past the budget
+            except OSError as e:
+                if e.errno != errno.EMFILE:
+                    return 5
+            os.close(a)
+            # the kernel sends the release after close() returned: poll
+            import time
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    got = os.read(b, 1 << 20)
+                    break
+                except OSError as e:
+                    if e.errno != errno.ENOMEM or time.monotonic() > deadline:
+                        return 6
+                    time.sleep(0.01)
+            if len(got) != size:
+                return 7
+            os.close(b)
+            return 0
+
+        assert in_child_as(65534, as_nobody) == 0
+        # root is not counted: many opens, each read
+        files = [open(log) for _ in range(10)]
+        assert all(len(f.read()) == size for f in files)
+        for f in files:
+            f.close()
+    finally:
+        dm.stop()
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
+
+
+def test_open_journals_do_not_each_hold_a_copy(tmp_path):
+    # 3000 devices: a journal of some 100 KiB. Two hundred files hold it
+    # open, each read through: the daemon's memory grows by one copy, not
+    # two hundred (20 MiB in the old code, which copied it per open).
+    from harness import Daemon
+    bed = tmp_path / "many.umockdev"
+    bed.write_text("".join(f"P: /devices/platform/dev{i}\nE: SUBSYSTEM=platform\n\n"
+                           for i in range(3000)))
+    dm = Daemon(str(bed))
+    try:
+        with open(dm.path("root", "power"), "w") as f:
+            f.write("suspend-dry-run\n")
+        log = dm.path("root", "power_log")
+        size = len(read(log))
+        assert size > 64 * 1024, size
+        before = rss_kib(dm.proc.pid)
+        files = [open(log) for _ in range(200)]
+        assert all(len(f.read()) == size for f in files)
+        grown = rss_kib(dm.proc.pid) - before
+        for f in files:
+            f.close()
+        assert grown < 200 * size // 1024 // 4, \
+            f"the daemon grew by {grown} KiB for 200 open copies of {size} bytes"
+    finally:
+        dm.stop()

@@ -8,6 +8,10 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -826,6 +830,94 @@ static void test_show_cuts_long_values_with_a_nul(void **state)
 	dm_model_free(m);
 }
 
+/* ---- the model lock: writers are not starved by readers ---- */
+
+struct lock_race {
+	struct dm_model *m;
+	atomic_uint entries[2]; /* each reader's count of read locks taken */
+	atomic_bool stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool written;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Two readers hand the read lock to each other: each keeps it until the
+ * other has taken it anew (or half a second went by), so that with a
+ * lock that lets readers in past a waiting writer it is never free. */
+static void *reader_thread(void *data)
+{
+	struct lock_race *lr = *(struct lock_race **)data;
+	int me = (int)(((struct lock_race **)data)[1] != NULL);
+	while (!atomic_load(&lr->stop)) {
+		dm_model_read_lock(lr->m);
+		unsigned other = atomic_load(&lr->entries[!me]);
+		atomic_fetch_add(&lr->entries[me], 1);
+		double give_up = now_s() + 0.5;
+		while (atomic_load(&lr->entries[!me]) == other && !atomic_load(&lr->stop) &&
+		       now_s() < give_up)
+			sched_yield();
+		dm_model_unlock(lr->m);
+	}
+	return NULL;
+}
+
+static void *writer_thread(void *data)
+{
+	struct lock_race *lr = data;
+	dm_model_write_lock(lr->m);
+	dm_model_unlock(lr->m);
+	pthread_mutex_lock(&lr->mu);
+	lr->written = true;
+	pthread_cond_signal(&lr->cond);
+	pthread_mutex_unlock(&lr->mu);
+	return NULL;
+}
+
+/* Readers that keep the model's lock taken without a break (any user's
+ * walks can) must not hold off a writer (hotplug, PM) for ever. A liveness
+ * check: the writer gets the lock within a minute, where glibc's default
+ * rwlock, which lets readers in past it, never gives it. */
+static void test_writer_gets_the_lock_past_readers(void **state)
+{
+	struct lock_race lr = { 0 };
+	(void)state;
+	assert_int_equal(dm_model_new(&lr.m), 0);
+	pthread_mutex_init(&lr.mu, NULL);
+	pthread_cond_init(&lr.cond, NULL);
+	struct lock_race *args[2][2] = { { &lr, NULL }, { &lr, &lr } };
+	pthread_t readers[2], writer;
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&readers[i], NULL, reader_thread, args[i]), 0);
+	/* both readers handing the lock over before the writer comes */
+	while (atomic_load(&lr.entries[0]) < 100 || atomic_load(&lr.entries[1]) < 100)
+		sched_yield();
+	assert_int_equal(pthread_create(&writer, NULL, writer_thread, &lr), 0);
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 60;
+	pthread_mutex_lock(&lr.mu);
+	int r = 0;
+	while (!lr.written && r == 0)
+		r = pthread_cond_timedwait(&lr.cond, &lr.mu, &deadline);
+	bool written = lr.written;
+	pthread_mutex_unlock(&lr.mu);
+	atomic_store(&lr.stop, true); /* then the writer gets it in any case */
+	for (int i = 0; i < 2; i++)
+		pthread_join(readers[i], NULL);
+	pthread_join(writer, NULL);
+	assert_true(written); /* else: the writer waited a minute behind readers */
+	pthread_cond_destroy(&lr.cond);
+	pthread_mutex_destroy(&lr.mu);
+	dm_model_free(lr.m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -841,6 +933,7 @@ int main(void)
 		cmocka_unit_test(test_listed_lookup_by_sysname),
 		cmocka_unit_test(test_register_failure_registers_nothing),
 		cmocka_unit_test(test_show_cuts_long_values_with_a_nul),
+		cmocka_unit_test(test_writer_gets_the_lock_past_readers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

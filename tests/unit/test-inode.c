@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,21 +75,25 @@ static void test_counts_and_generations(void **state)
 	assert_int_equal(fs_table_count(f->t), 2);
 
 	struct fs_ref r;
-	fs_table_forget(f->t, ino, 1);
+	assert_false(fs_table_forget(f->t, ino, 1)); /* one lookup left */
 	assert_int_equal(fs_table_get(f->t, ino, &r), 0);
+	assert_int_equal(r.gen, gen);
 	assert_string_equal(r.name, "a");
 	assert_int_equal(r.t.kind, FS_DEV);
 	assert_ptr_equal(r.t.dev, f->a);
 	assert_int_equal(r.parent, 1);
 	fs_ref_release(&r);
 
-	fs_table_forget(f->t, ino, 1);
+	assert_true(fs_table_forget(f->t, ino, 1)); /* freed: says so */
 	assert_int_equal(fs_table_get(f->t, ino, &r), -ESTALE);
 	assert_int_equal(fs_table_peek(f->t, 1, "a"), 0);
 	assert_int_equal(fs_table_count(f->t), 1);
 
 	lookup(f->t, 1, "a", &dir, &ino2, &gen2);
 	assert_true(ino2 != ino || gen2 != gen);
+	assert_int_equal(fs_table_get(f->t, ino2, &r), 0);
+	assert_int_equal(r.gen, gen2); /* what a listing is keyed by with ino */
+	fs_ref_release(&r);
 	/* a forget of more than was counted frees, and never the root */
 	fs_table_forget(f->t, ino2, UINT64_MAX);
 	assert_int_equal(fs_table_get(f->t, ino2, &r), -ESTALE);
@@ -144,9 +149,14 @@ static void test_many_nodes(void **state)
 		lookup(f->t, dir, name, &t, &ino[i], &gen);
 		memset(group, 'x', sizeof(group) - 1);
 	}
-	static struct fs_place places[N + 10];
-	assert_int_equal(fs_table_device_places(f->t, f->a, places, N + 10), N + 1);
-	assert_int_equal(fs_table_device_places(f->t, f->b, places, N + 10), 0);
+	struct fs_place *places;
+	size_t n;
+	assert_int_equal(fs_table_device_places(f->t, f->a, &places, &n), 0);
+	assert_int_equal(n, N + 1); /* every one: none left out past a fixed count */
+	free(places);
+	assert_int_equal(fs_table_device_places(f->t, f->b, &places, &n), 0);
+	assert_int_equal(n, 0);
+	free(places);
 
 	for (int i = 0; i < N; i += 2)
 		fs_table_forget(f->t, ino[i], 1);
@@ -168,11 +178,43 @@ static void test_many_nodes(void **state)
 		assert_ptr_equal(r.t.dev, f->a);
 		fs_ref_release(&r);
 	}
-	size_t n = fs_table_device_places(f->t, f->a, places, N + 10);
+	assert_int_equal(fs_table_device_places(f->t, f->a, &places, &n), 0);
 	assert_int_equal(n, N / 2 + 1);
 	for (size_t i = 0; i < n; i++)
 		assert_true(places[i].ino == dir || places[i].name[0] == 'f');
+	free(places);
 	assert_int_equal(fs_table_count(f->t), N / 2 + 2);
+}
+
+static void note_freed(void *data)
+{
+	*(bool *)data = true;
+}
+
+/* A driver's file holds the driver as its directory does: unregistered (a
+ * SIGHUP reload) and let go of by everyone else, it stays allocated while
+ * the node does, and is freed with the node's last forget. */
+static void test_driver_file_holds_its_driver(void **state)
+{
+	struct fixture *f = *state;
+	static const struct dm_driver_ops ops = { 0 };
+	static bool freed;
+	struct dm_driver *drv;
+	freed = false;
+	assert_int_equal(dm_model_add_driver(f->m, "test", "drv", DM_DRIVER_USER, 0, &ops, &freed,
+					     note_freed, &drv), 0);
+	struct fs_target t = { .kind = FS_DRV_ATTR, .drv = drv };
+	uint64_t ino, gen;
+	lookup(f->t, 1, "kind", &t, &ino, &gen);
+	dm_driver_unregister(drv);
+	dm_driver_unref(drv);
+	assert_false(freed); /* the node's reference */
+	struct fs_ref r;
+	assert_int_equal(fs_table_get(f->t, ino, &r), 0);
+	assert_string_equal(dm_driver_get_name(r.t.drv), "drv");
+	fs_ref_release(&r);
+	assert_true(fs_table_forget(f->t, ino, 1));
+	assert_true(freed);
 }
 
 int main(void)
@@ -181,6 +223,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_counts_and_generations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_name_meaning_another_object, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_nodes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_driver_file_holds_its_driver, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
