@@ -13,7 +13,8 @@
  * The watcher never touches the mount's files: it tells its mount by the
  * mount ID and device number in /proc/self/mountinfo, noted right after
  * mounting, and unmounts it with MNT_DETACH only if it is still there and
- * still the topmost mount on its mount point.
+ * still the topmost mount on its mount point, through a descriptor of
+ * that mount (not its path: see watch()).
  *
  * The watcher is forked from a process that may have threads, so it uses
  * only async-signal-safe calls: read(2) on a pipe whose write end only the
@@ -23,14 +24,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -188,6 +192,42 @@ static void say(const char *a, const char *b, const char *c)
 			return;
 }
 
+/* @v in decimal at @out (room for 21 bytes), without stdio. */
+static void utoa(unsigned long v, char *out)
+{
+	char tmp[21];
+	size_t n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		*out++ = tmp[--n];
+	*out = '\0';
+}
+
+/* The ID of the mount @fd is on ("mnt_id:" of its fdinfo), or 0. */
+static unsigned long fd_mount_id(int fd)
+{
+	char path[64] = "/proc/self/fdinfo/", buf[1024];
+	utoa((unsigned long)fd, path + strlen(path));
+	int info = open(path, O_RDONLY | O_CLOEXEC);
+	if (info < 0)
+		return 0;
+	ssize_t n = read(info, buf, sizeof(buf) - 1);
+	close(info);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "mnt_id:");
+	if (!p)
+		return 0;
+	p += strlen("mnt_id:");
+	while (*p == ' ' || *p == '\t')
+		p++;
+	unsigned long id = 0;
+	return number(p, buf + n, &id) ? id : 0;
+}
+
 static _Noreturn void watch(int fd, struct search *s)
 {
 	static const int quiet[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT };
@@ -213,19 +253,64 @@ static _Noreturn void watch(int fd, struct search *s)
 	while ((n = read(fd, &c, 1)) != 0)
 		if (n < 0 && errno != EINTR)
 			break;
+	/* Pin the topmost mount on the mount point first, then check that it
+	 * is ours, and unmount through the descriptor: a new daemon may detach
+	 * ours and mount at the same place between the check and the unmount,
+	 * and an unmount by path would then take its mount. The descriptor
+	 * names one mount, whatever comes on top of it later; a mount already
+	 * detached gives EINVAL. Opening a mount's root with O_PATH sends
+	 * the file system no request. */
+	int root = open(s->point, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (root < 0 || fd_mount_id(root) != s->id)
+		_exit(0); /* unmounted, as it should be, or covered (below) */
 	s->found = s->covered = false;
 	if (each_mount(find_ours, s) < 0 || !s->found)
-		_exit(0); /* unmounted, as it should be */
+		_exit(0);
 	if (s->covered) {
 		say(s->point, ": left mounted, another mount covers it", "");
 		_exit(1);
 	}
-	if (umount2(s->point, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL) {
+	char via[64] = "/proc/self/fd/";
+	utoa((unsigned long)root, via + strlen(via));
+	/* no UMOUNT_NOFOLLOW: the magic link is what names our mount */
+	if (umount2(via, MNT_DETACH) < 0 && errno != EINVAL) {
 		say(s->point, ": the daemon died and its mount stays: ", strerrordesc_np(errno));
 		_exit(1);
 	}
 	say(s->point, ": the daemon died; its mount is detached", "");
 	_exit(0);
+}
+
+static void *reaper(void *data)
+{
+	pid_t pid = (pid_t)(intptr_t)data;
+	/* this pid alone: the hook runner waits for its own children */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	log_warn("the unmount watcher %d ended while the daemon serves: a killed daemon's "
+		 "mount is left to fusermount3's auto_unmount", (int)pid);
+	return NULL;
+}
+
+/* The watcher outlives the daemon when all goes well; should it end first
+ * (killed), it must not stay a zombie: a detached thread waits for it. */
+static void reap_later(pid_t pid)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+	sigset_t all, old;
+	if (pthread_attr_init(&attr) != 0)
+		return;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	/* signals are for the thread that runs libfuse's loop */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&thread, &attr, reaper, (void *)(intptr_t)pid) != 0)
+		log_warn("unmount watcher %d: no thread to reap it should it end early",
+			 (int)pid);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 }
 
 int dm_unmount_watch_start(const char *mountpoint)
@@ -258,6 +343,7 @@ int dm_unmount_watch_start(const char *mountpoint)
 		watch(fds[0], &s);
 	}
 	close(fds[0]);
+	reap_later(pid);
 	/* fds[1] stays open, unwritten, until this process ends */
 	log_debug("unmount watcher %d for mount %lu (%s) at %s", (int)pid, s.id, s.devno,
 		  point);
