@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* driverfsd.c - the daemon: enumerate, mount, serve. */
 #define FUSE_USE_VERSION 312
+#include "background.h"
 #include "buses/monitor.h"
 #include "buses/scan.h"
 #include "buses/snapshot.h"
@@ -497,6 +498,7 @@ int main(int argc, char **argv)
 	struct dm_helper *helper = NULL;
 	struct dm_service *service = NULL;
 	const char *mountpoint, *helper_cmd;
+	int ready_fd = -1; /* background mode: where the child reports serving */
 	int r;
 
 	/* glibc gives each thread that allocates an arena of its own, up to
@@ -541,6 +543,17 @@ int main(int argc, char **argv)
 	mountpoint = o.mountpoint ? o.mountpoint : d.cfg.mountpoint;
 	helper_cmd = o.helper ? o.helper : d.cfg.hotplug_helper;
 	pick_sources(&d.cfg, sources, fillers);
+	/* background mode forks here, before the first thread: a thread
+	 * started earlier (the PM pool's, by recovery) would not be in the
+	 * child, and the first transition would wait for it for ever */
+	if (!o.foreground && !o.save) {
+		ready_fd = dm_background_start();
+		if (ready_fd < 0) {
+			r = ready_fd;
+			log_err("cannot go to the background: %s", strerror(-r));
+			goto out_config;
+		}
+	}
 
 	r = dm_model_new(&m);
 	if (r < 0)
@@ -622,16 +635,6 @@ int main(int argc, char **argv)
 	if (r < 0)
 		goto out_err;
 	log_info("serving %zu devices at %s", dm_model_count_devices(m), mountpoint);
-	/* the parent returns only now, with the tree mounted and complete; a
-	 * daemon's stderr is gone, so it logs to syslog (the journal) */
-	if (!o.foreground)
-		dm_log_setup(effective_log_level(&o, &d.cfg), 1);
-	if (fuse_daemonize(o.foreground) != 0) {
-		r = -ECHILD;
-		goto out_model;
-	}
-	/* after daemonizing, so that the watcher's pipe is held by the
-	 * process that serves the mount */
 	r = dm_unmount_watch_start(mountpoint);
 	if (r < 0)
 		log_warn("no unmount watcher (%s): a killed daemon's mount is left to "
@@ -665,6 +668,14 @@ int main(int argc, char **argv)
 		   dm_model_count_devices(m));
 	if (service && dm_service_start(service) < 0)
 		log_warn("no reload on SIGHUP and no watchdog: cannot start their threads");
+	if (ready_fd >= 0) {
+		/* the command returns only now, with the tree mounted and
+		 * served; the daemon's stderr goes, so it logs to syslog (the
+		 * journal) */
+		dm_log_setup(effective_log_level(&o, &d.cfg), 1);
+		dm_background_ready(ready_fd);
+		ready_fd = -1;
+	}
 	r = dm_fs_loop(fs);
 	sd_notify(0, "STOPPING=1");
 	dm_service_free(service);

@@ -221,3 +221,30 @@ class Daemon:
         self.testbed = None
         if report:
             raise AssertionError("the daemon's sanitizer reported:\n" + report)
+
+
+def auto_unmount_helpers(mnt):
+    """The pids of the fusermount3 processes that wait to unmount @mnt."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if os.path.basename(args[0]) == b"fusermount3" and mnt.encode() in args:
+            pids.append(int(pid))
+    return pids
+
+
+def unmount_watcher(daemon_pid):
+    """The pid of the daemon's unmount watcher (its child driverfsd-watch)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        except OSError:
+            continue
+        if status.get("Name") == "driverfsd-watch" and status.get("PPid") == str(daemon_pid):
+            return int(pid)
+    return None

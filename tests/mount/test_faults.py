@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from harness import Daemon, in_background, pci_pmcsr
+from harness import Daemon, auto_unmount_helpers, in_background, pci_pmcsr, unmount_watcher
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
@@ -345,33 +345,6 @@ def test_sigkill_leaves_no_dead_mount_and_a_restart_serves_again(env):
         assert again.read("root", NIC, "power") == "on\n"
     finally:
         again.d.stop()
-
-
-def auto_unmount_helpers(mnt):
-    """The pids of the fusermount3 processes that wait to unmount @mnt."""
-    pids = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if os.path.basename(args[0]) == b"fusermount3" and mnt.encode() in args:
-            pids.append(int(pid))
-    return pids
-
-
-def unmount_watcher(daemon_pid):
-    """The pid of the daemon's unmount watcher (its child driverfsd-watch)."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
-        except OSError:
-            continue
-        if status.get("Name") == "driverfsd-watch" and status.get("PPid") == str(daemon_pid):
-            return int(pid)
-    return None
 
 
 def test_sigkill_leaves_no_dead_mount_without_fusermount3(env):
