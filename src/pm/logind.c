@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,10 @@
 struct dm_logind {
 	struct dm_pm *pm;
 	sd_bus *bus;
+	/* the unique name that owns org.freedesktop.login1, or NULL: only its
+	 * broadcasts are logind's (see on_prepare_for_sleep()) */
+	char *owner;
+	unsigned long ignored; /* signals not from logind, for the log */
 	int inhibit_fd; /* our sleep delay inhibitor; -1 while we hold none */
 	int wake_fd; /* eventfd: dm_logind_stop() asks the thread to end */
 	pthread_t thread;
@@ -116,10 +121,80 @@ static void logind_resume(struct dm_logind *l)
 	sd_notifyf(0, "STATUS=sleep: resumed: %d", r);
 }
 
+/* Whether @m is logind's own broadcast. On the system bus any client may
+ * send a signal addressed to our connection (a directed signal) with any
+ * path, interface and member: the bus delivers it whatever our match
+ * rules say, and sd-bus cannot tell a well-known sender name from a unique
+ * one, so its match lets it through. logind broadcasts PrepareForSleep:
+ * a signal with a destination, or from another connection than the name's
+ * owner, is someone else's. */
+static bool from_logind(struct dm_logind *l, sd_bus_message *m)
+{
+	const char *sender = sd_bus_message_get_sender(m);
+	if (!sd_bus_message_get_destination(m) && sender && l->owner &&
+	    strcmp(sender, l->owner) == 0)
+		return true;
+	/* the first one says so; more of them would only flood the log */
+	if (l->ignored++ == 0)
+		log_warn("logind: ignoring PrepareForSleep from %s%s, which is not logind (%s)",
+			 sender ?: "an unknown sender",
+			 sd_bus_message_get_destination(m) ? " sent to us alone" : "",
+			 l->owner ?: "not on the bus");
+	else
+		log_debug("logind: ignoring PrepareForSleep from %s", sender ?: "?");
+	return false;
+}
+
+/* Replaces the owner we know; @owner "" or NULL: none. */
+static void set_owner(struct dm_logind *l, const char *owner)
+{
+	char *copy = owner && *owner ? strdup(owner) : NULL;
+	free(l->owner);
+	l->owner = copy;
+}
+
+/* NameOwnerChanged of org.freedesktop.login1, from the bus itself: logind
+ * restarted (or left), and its broadcasts now come from another name. */
+static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+	struct dm_logind *l = userdata;
+	const char *name, *old, *new;
+	const char *sender = sd_bus_message_get_sender(m);
+	/* only the bus driver sends as org.freedesktop.DBus */
+	if (!sender || strcmp(sender, "org.freedesktop.DBus") != 0)
+		return 0;
+	if (sd_bus_message_read(m, "sss", &name, &old, &new) < 0 ||
+	    strcmp(name, LOGIND_SERVICE) != 0)
+		return 0;
+	set_owner(l, new);
+	log_debug("logind: %s is now %s", LOGIND_SERVICE, *new ? new : "gone");
+	return 0;
+}
+
+/* Asks the bus who owns org.freedesktop.login1 now. */
+static int logind_get_owner(struct dm_logind *l)
+{
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *owner;
+	int r = sd_bus_call_method(l->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				   "org.freedesktop.DBus", "GetNameOwner", &error, &reply, "s",
+				   LOGIND_SERVICE);
+	if (r >= 0)
+		r = sd_bus_message_read(reply, "s", &owner);
+	if (r >= 0)
+		set_owner(l, owner);
+	sd_bus_message_unref(reply);
+	sd_bus_error_free(&error);
+	return r < 0 ? r : 0;
+}
+
 static int on_prepare_for_sleep(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
 	struct dm_logind *l = userdata;
 	int sleeping;
+	if (!from_logind(l, m))
+		return 0;
 	int r = sd_bus_message_read(m, "b", &sleeping);
 	if (r < 0) {
 		log_warn("logind: unreadable PrepareForSleep: %s", strerror(-r));
@@ -211,6 +286,18 @@ int dm_logind_start(struct dm_pm *pm, struct dm_logind **ret)
 				"PrepareForSleep", on_prepare_for_sleep, l);
 	if (r < 0)
 		goto out_bus;
+	/* who logind is: followed from before it is asked, so that a
+	 * restart of logind in between is not missed */
+	r = sd_bus_add_match(l->bus, NULL,
+			     "type='signal',sender='org.freedesktop.DBus',"
+			     "path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
+			     "member='NameOwnerChanged',arg0='" LOGIND_SERVICE "'",
+			     on_owner_changed, l);
+	if (r < 0)
+		goto out_bus;
+	r = logind_get_owner(l);
+	if (r < 0)
+		goto out_bus;
 	r = logind_inhibit(l);
 	if (r < 0)
 		goto out_bus;
@@ -238,6 +325,7 @@ out_inhibitor:
 out_bus:
 	sd_bus_flush_close_unref(l->bus);
 out_free:
+	free(l->owner);
 	free(l);
 	return r;
 }
@@ -255,5 +343,6 @@ void dm_logind_stop(struct dm_logind *l)
 	logind_release(l);
 	sd_bus_flush_close_unref(l->bus);
 	close(l->wake_fd);
+	free(l->owner);
 	free(l);
 }

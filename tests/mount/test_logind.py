@@ -268,3 +268,54 @@ def test_serves_with_a_bus_but_no_logind():
             d.stop()
     finally:
         bus.stop()
+
+
+def unique_name_of(logind, pid):
+    """The unique bus name of the connection process @pid holds."""
+    bus = logind.conn.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
+    for name in bus.ListNames(dbus_interface="org.freedesktop.DBus"):
+        if name.startswith(":"):
+            try:
+                if bus.GetConnectionUnixProcessID(name, dbus_interface="org.freedesktop.DBus") == pid:
+                    return str(name)
+            except dbus.DBusException:
+                continue
+    raise AssertionError(f"process {pid} has no connection on the bus")
+
+
+def spoof_prepare_for_sleep(logind, destination):
+    """PrepareForSleep(true) sent by the test's own connection (not
+    logind's), to @destination (None: broadcast)."""
+    msg = dbus.lowlevel.SignalMessage(LOGIND_PATH, MANAGER, "PrepareForSleep")
+    if destination:
+        msg.set_destination(destination)
+    msg.append(True, signature="b")
+    logind.conn.send_message(msg)
+    logind.conn.flush()
+
+
+def assert_spoof_ignored(d, logind):
+    """Once the spoofed signal was sent: logind's own wake-up broadcast
+    (sent after it, so delivered after it) is handled, and nothing was
+    suspended nor the inhibitor given up in between."""
+    logind.prepare_for_sleep(False)
+    status = wait_notification(d, lambda line: line.startswith("STATUS=sleep:"))
+    assert status == "STATUS=sleep: resumed: 0", f"a spoofed signal was acted on: {status}"
+    assert journal(d, "suspend") == [], "a spoofed signal suspended devices"
+    assert logind.ours() == 1, f"a spoofed signal dropped the inhibitor: {logind.inhibitors()}"
+    assert set(power_states(d).values()) == {"on\n"}
+
+
+def test_a_signal_sent_to_the_daemon_alone_is_not_loginds(d, logind):
+    # any user may address a signal to the daemon's connection
+    spoof_prepare_for_sleep(logind, unique_name_of(logind, d.proc.pid))
+    assert_spoof_ignored(d, logind)
+    assert "ignoring PrepareForSleep" in d.output()
+    # logind's own broadcast still works
+    sleep_and_check(d, logind)
+    wake_and_check(d, logind)
+
+
+def test_a_broadcast_from_another_connection_is_not_loginds(d, logind):
+    spoof_prepare_for_sleep(logind, None)
+    assert_spoof_ignored(d, logind)
