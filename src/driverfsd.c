@@ -387,9 +387,12 @@ static void reload(void *data, char *status, size_t size)
 static void helper_done(const char *action, const char *devpath, int result, void *data)
 {
 	(void)data;
+	char path[PATH_MAX];
 	if (result < 0)
 		log_warn("hotplug helper %s %s: %s", action, devpath, strerror(-result));
-	sd_notifyf(0, "STATUS=helper %s %s %d", action, devpath, result);
+	/* a devpath with a newline must not add fields to the message */
+	dm_escape(path, sizeof(path), devpath);
+	sd_notifyf(0, "STATUS=helper %s %s %d", action, path, result);
 }
 
 /* --coldplug: the helper's "add" for every device present at start. */
@@ -417,9 +420,12 @@ static void hotplug_done(const struct dm_hotplug_event *evs, size_t n, void *dat
 	if (*fs)
 		dm_fs_sync_invalidations(*fs);
 	for (size_t i = 0; i < n; i++) {
-		char line[PIPE_BUF];
+		char line[PIPE_BUF], path[PATH_MAX];
+		/* a devpath with a newline must not add fields (READY=,
+		 * MAINPID=) to the message */
+		dm_escape(path, sizeof(path), evs[i].devpath);
 		int l = snprintf(line, sizeof(line), "STATUS=hotplug %s %s %llu\n", evs[i].action,
-				 evs[i].devpath, (unsigned long long)evs[i].seqnum);
+				 path, (unsigned long long)evs[i].seqnum);
 		if (l < 0)
 			continue;
 		if ((size_t)l >= sizeof(line)) { /* cut: systemd would drop it whole */

@@ -56,8 +56,11 @@ static void service_reload(struct dm_service *s)
 	char status[256] = "";
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading",
 		   now_usec());
+	char line[sizeof(status)];
 	s->reload(s->data, status, sizeof(status));
-	sd_notifyf(0, "READY=1\nSTATUS=%s", status);
+	/* the status may name files and drivers: one field, one line */
+	dm_escape(line, sizeof(line), status);
+	sd_notifyf(0, "READY=1\nSTATUS=%s", line);
 }
 
 /* Pings every half period until told to quit. A thread of its own, so
