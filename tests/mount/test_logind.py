@@ -109,6 +109,19 @@ class Logind:
         self.obj.EmitSignal(MANAGER, "PrepareForSleep", "b", [dbus.Boolean(start)],
                             dbus_interface="org.freedesktop.DBus.Mock")
 
+    def restart(self):
+        """A new logind, under a new unique name, as after a crash."""
+        self.mock.terminate()
+        self.mock.wait(30)
+        self.mock, _ = dbusmock.DBusTestCase.spawn_server_template(
+            "logind", {}, stdout=subprocess.DEVNULL)
+        self.obj = self.conn.get_object(LOGIND_NAME, LOGIND_PATH)
+
+    def owner(self):
+        """The unique name owning org.freedesktop.login1."""
+        bus = self.conn.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
+        return str(bus.GetNameOwner(LOGIND_NAME, dbus_interface="org.freedesktop.DBus"))
+
     def stop(self):
         self.conn.close()
         self.mock.terminate()
@@ -319,3 +332,32 @@ def test_a_signal_sent_to_the_daemon_alone_is_not_loginds(d, logind):
 def test_a_broadcast_from_another_connection_is_not_loginds(d, logind):
     spoof_prepare_for_sleep(logind, None)
     assert_spoof_ignored(d, logind)
+
+
+def test_a_forged_change_of_logind_owner_is_ignored(d, logind):
+    # "logind is now the test's connection", sent to the daemon alone
+    # (only the bus itself may say so), then that connection's sleep
+    us = unique_name_of(logind, d.proc.pid)
+    msg = dbus.lowlevel.SignalMessage("/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                      "NameOwnerChanged")
+    msg.set_destination(us)
+    msg.append(LOGIND_NAME, logind.owner(), logind.conn.get_unique_name(), signature="sss")
+    logind.conn.send_message(msg)
+    spoof_prepare_for_sleep(logind, None)
+    # neither counts, and logind's own signals still do
+    assert_spoof_ignored(d, logind)
+    sleep_and_check(d, logind)
+    wake_and_check(d, logind)
+
+
+def test_a_restarted_logind_is_followed(d, logind):
+    old = logind.owner()
+    logind.restart()
+    assert logind.owner() != old, "expected the new logind under a new unique name"
+    # the new logind's sleep counts: the daemon learnt its name from the bus
+    logind.prepare_for_sleep(True)
+    status = wait_notification(d, lambda line: line.startswith("STATUS=sleep:"))
+    assert status == "STATUS=sleep: suspended: 0", d.output()
+    assert set(power_states(d).values()) == {"suspended\n"}
+    # and its wake takes an inhibitor from it
+    wake_and_check(d, logind)
