@@ -295,9 +295,11 @@ int dm_logind_start(struct dm_pm *pm, struct dm_logind **ret)
 			     on_owner_changed, l);
 	if (r < 0)
 		goto out_bus;
+	/* no owner yet (logind started on demand by the Inhibit call below):
+	 * its NameOwnerChanged names it */
 	r = logind_get_owner(l);
 	if (r < 0)
-		goto out_bus;
+		log_debug("logind: %s has no owner yet: %s", LOGIND_SERVICE, strerror(-r));
 	r = logind_inhibit(l);
 	if (r < 0)
 		goto out_bus;

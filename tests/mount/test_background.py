@@ -220,7 +220,7 @@ def proc_state(pid):
             for line in f:
                 if line.startswith("State:"):
                     return line.split()[1]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, even while read
         return None
 
 
