@@ -718,6 +718,51 @@ static void test_transition_record(void **state)
 	assert_int_equal(dm_pm_record_new("relative", &record), -EINVAL);
 }
 
+/* Symlinks planted at the record's path, or where a compaction once wrote
+ * its temporary file ("PATH.new"), are not followed: their target stays
+ * as it was. */
+static void test_record_follows_no_symlink(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/driverfs-record-XXXXXX", path[128], tmp[160], target[128];
+	char buf[4096];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/transition", dir);
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	snprintf(target, sizeof(target), "%s/target", dir);
+	FILE *f = fopen(target, "w");
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+
+	struct dm_pm_record *record;
+	assert_int_equal(dm_pm_record_new(path, &record), 0);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(dm_pm_record_suspending(record, "/devices/a"), -ELOOP);
+	read_file(target, buf, sizeof(buf));
+	assert_string_equal(buf, "precious\n");
+	assert_int_equal(unlink(path), 0);
+
+	/* the compaction's temporary file */
+	assert_int_equal(symlink(target, tmp), 0);
+	assert_int_equal(dm_pm_record_suspending(record, "/devices/stays"), 0);
+	for (int i = 0; i < 3000; i++) {
+		assert_int_equal(dm_pm_record_suspending(record, "/devices/toggles"), 0);
+		dm_pm_record_resumed(record, "/devices/toggles");
+		assert_int_equal(dm_pm_record_sync(record), 0);
+	}
+	read_file(target, buf, sizeof(buf));
+	assert_string_equal(buf, "precious\n");
+	struct stat st;
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode)); /* compacted, into a file of its own */
+	assert_true(st.st_size < 3000 * 20);
+	read_file(path, buf, sizeof(buf));
+	assert_int_equal(strncmp(buf, "+/devices/stays\n", 16), 0);
+	dm_pm_record_free(record);
+	test_rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +776,7 @@ int main(void)
 		cmocka_unit_test(test_log_read_during_the_walk),
 		cmocka_unit_test(test_removed_during_the_walk),
 		cmocka_unit_test(test_transition_record),
+		cmocka_unit_test(test_record_follows_no_symlink),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
