@@ -355,6 +355,45 @@ int dm_pm_record_clear(struct dm_pm_record *rec)
 	return 0;
 }
 
+int dm_pm_record_clear_except(struct dm_pm_record *rec, const char *const *keep, size_t n)
+{
+	int r = 0;
+	pthread_mutex_lock(&rec->lock);
+	/* the entries to keep, each with what the earlier run kept for it,
+	 * taken before the maps are emptied */
+	struct dm_hashmap set;
+	dm_hashmap_init(&set, dm_hash_string, dm_cmp_string);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (dm_hashmap_get(&set, keep[i]))
+			continue;
+		struct entry *e = entry_new(keep[i]);
+		const struct entry *old = dm_hashmap_get(&rec->kept, keep[i]);
+		if (e && old && old->state && !(e->state = strdup(old->state)))
+			r = -ENOMEM;
+		if (!e)
+			r = -ENOMEM;
+		if (r == 0)
+			r = dm_hashmap_put(&set, e->devpath, e);
+		if (r < 0)
+			entry_free(e);
+	}
+	set_clear_locked(rec);
+	remove_locked(rec);
+	if (r == 0 && dm_hashmap_size(&set) > 0) {
+		dm_hashmap_done(&rec->set);
+		rec->set = set;
+		dm_hashmap_init(&set, dm_hash_string, dm_cmp_string);
+		atomic_store(&rec->n, dm_hashmap_size(&rec->set));
+		r = open_locked(rec);
+		if (r == 0)
+			r = compact_locked(rec);
+	}
+	map_clear(&set);
+	dm_hashmap_done(&set);
+	pthread_mutex_unlock(&rec->lock);
+	return r;
+}
+
 /* Reads the whole file at @path (at most RECORD_MAX_BYTES). */
 static int read_all(const char *path, char **ret, size_t *ret_len)
 {

@@ -27,6 +27,7 @@ struct recorder {
 	int calls[4096]; /* +index+1 for suspend, -(index+1) for resume */
 	size_t n;
 	int fail_at; /* index of the device whose suspend fails, or -1 */
+	int resume_fail_at; /* index of the device whose resume fails, or -1 */
 };
 static struct recorder rec;
 
@@ -41,8 +42,9 @@ static int rec_suspend(struct dm_device *dev, void *data)
 static int rec_resume(struct dm_device *dev, void *data)
 {
 	(void)data;
-	rec.calls[rec.n++] = -(test_tree_index(rec.t, dev) + 1);
-	return 0;
+	int i = test_tree_index(rec.t, dev);
+	rec.calls[rec.n++] = -(i + 1);
+	return i == rec.resume_fail_at ? -EIO : 0;
 }
 
 static const struct dm_driver_ops rec_ops = { .suspend = rec_suspend, .resume = rec_resume };
@@ -66,6 +68,7 @@ static void fixture_setup(struct fixture *f, size_t n, unsigned seed)
 	rec.t = &f->t;
 	rec.n = 0;
 	rec.fail_at = -1;
+	rec.resume_fail_at = -1;
 }
 
 static void fixture_teardown(struct fixture *f)
@@ -763,6 +766,47 @@ static void test_record_follows_no_symlink(void **state)
 	test_rm_rf(dir);
 }
 
+/* Recovery whose resume fails for a device keeps that device, with the
+ * state kept for it, in the record: the next start tries again. The others
+ * are taken off. */
+static void test_recovery_keeps_what_failed(void **state)
+{
+	(void)state;
+	struct fixture f;
+	char dir[] = "/tmp/driverfs-record-XXXXXX", path[128], buf[4096];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/transition", dir);
+	fixture_setup(&f, 4, 1);
+	assert_int_equal(dm_pm_set_record(f.pm, path), 0);
+	FILE *s = fopen(path, "w");
+	assert_non_null(s);
+	fputs("+/devices/test/1\n=control=on /devices/test/1\n+/devices/test/2\n", s);
+	fclose(s);
+	rec.resume_fail_at = test_tree_index(&f.t, f.t.dev[2]);
+	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL), 2);
+	read_file(path, buf, sizeof(buf));
+	assert_string_equal(buf, "+/devices/test/2\n");
+
+	/* and a start where it resumes takes it off */
+	rec.resume_fail_at = -1;
+	assert_int_equal(dm_pm_set_record(f.pm, path), 0);
+	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL), 1);
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* a failed one keeps the state an earlier run kept for it */
+	s = fopen(path, "w");
+	assert_non_null(s);
+	fputs("+/devices/test/1\n=control=on /devices/test/1\n", s);
+	fclose(s);
+	rec.resume_fail_at = test_tree_index(&f.t, f.t.dev[1]);
+	assert_int_equal(dm_pm_set_record(f.pm, path), 0);
+	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL), 1);
+	read_file(path, buf, sizeof(buf));
+	assert_string_equal(buf, "+/devices/test/1\n=control=on /devices/test/1\n");
+	fixture_teardown(&f);
+	test_rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -777,6 +821,7 @@ int main(void)
 		cmocka_unit_test(test_removed_during_the_walk),
 		cmocka_unit_test(test_transition_record),
 		cmocka_unit_test(test_record_follows_no_symlink),
+		cmocka_unit_test(test_recovery_keeps_what_failed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
