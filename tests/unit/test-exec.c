@@ -12,6 +12,7 @@
 #include "tree-util.h"
 #include "config.h"
 #include "drivers/exec.h"
+#include "drivers/helper.h"
 #include "drivers/runner.h"
 
 #include <stdarg.h>
@@ -925,6 +926,14 @@ static void test_untrusted_program_not_run(void **state)
 	log = read_log(f);
 	assert_string_equal(log, "");
 	free(log);
+
+	/* nor is the hotplug helper started with one */
+	struct dm_helper *h = NULL;
+	assert_int_equal(dm_helper_new(hook, 10000, NULL, NULL, &h), -EPERM);
+	assert_null(h);
+	assert_int_equal(chmod(hook, 0755), 0);
+	assert_int_equal(dm_helper_new(hook, 10000, NULL, NULL, &h), 0);
+	dm_helper_free(h);
 }
 
 /* driverfsd.conf, as dm_config_load() (and so --check-config) reads it. */
