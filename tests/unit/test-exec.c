@@ -936,45 +936,47 @@ static void test_untrusted_program_not_run(void **state)
 	dm_helper_free(h);
 }
 
+/* dm_config_load() of @conf, with its errors in *@ret_errors (free()). */
+static int load_config(const char *conf, char **ret_errors)
+{
+	size_t len;
+	struct dm_config c;
+	FILE *s = open_memstream(ret_errors, &len);
+	assert_non_null(s);
+	int r = dm_config_load(conf, true, s, &c);
+	fclose(s);
+	dm_config_done(&c);
+	return r;
+}
+
 /* driverfsd.conf, as dm_config_load() (and so --check-config) reads it. */
 static void test_untrusted_config_refused(void **state)
 {
 	struct fixture *f = *state;
 	char conf[300], *errors;
-	size_t len;
-	struct dm_config c;
 
 	if (geteuid() != 0)
 		skip();
 	snprintf(conf, sizeof(conf), "%s/driverfsd.conf", f->dir);
 	write_file(f->dir, "driverfsd.conf", "[Daemon]\nLogLevel=debug\n");
 	assert_int_equal(chmod(conf, 0644), 0);
-	FILE *s = open_memstream(&errors, &len);
-	assert_int_equal(dm_config_load(conf, true, s, &c), 0);
-	fclose(s);
+	assert_int_equal(load_config(conf, &errors), 0);
 	assert_string_equal(errors, "");
 	free(errors);
-	dm_config_done(&c);
 
 	assert_int_equal(chmod(conf, 0666), 0);
-	s = open_memstream(&errors, &len);
-	assert_int_equal(dm_config_load(conf, true, s, &c), 1);
-	fclose(s);
+	assert_int_equal(load_config(conf, &errors), 1);
 	assert_non_null(strstr(errors, conf));
 	assert_non_null(strstr(errors, "the file is writable by other (owner uid 0, mode 0666)"));
 	free(errors);
-	dm_config_done(&c);
 
 	/* in a world-writable directory that is not sticky */
 	assert_int_equal(chmod(conf, 0644), 0);
 	assert_int_equal(chmod(f->dir, 0777), 0);
-	s = open_memstream(&errors, &len);
-	assert_int_equal(dm_config_load(conf, true, s, &c), 1);
-	fclose(s);
+	assert_int_equal(load_config(conf, &errors), 1);
 	assert_non_null(strstr(errors, conf));
 	assert_non_null(strstr(errors, "is writable by other"));
 	free(errors);
-	dm_config_done(&c);
 	assert_int_equal(chmod(f->dir, 0700), 0);
 }
 
