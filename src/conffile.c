@@ -9,12 +9,14 @@
  * removed. inih's handler then hands the caller each key.
  */
 #include "conffile.h"
+#include "trust.h"
 
 #include <ini.h>
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,12 +303,18 @@ static int conf_handler(void *user, const char *section, const char *key, const 
 static int conf_open(const char *path, FILE *errors, FILE **ret)
 {
 	struct stat st;
-	/* O_NONBLOCK: a FIFO named *.conf must not hang the daemon */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	char msg[PATH_MAX + 128];
+	/* O_NONBLOCK: a FIFO named *.conf must not hang the daemon. What
+	 * anyone but root can change would let them run programs as root. */
+	int fd = dm_trust_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, msg, sizeof(msg));
 	if (fd < 0) {
-		if (errno == ENOMEM || errno == ENOENT)
-			return -errno;
-		dm_conf_error(errors, path, 0, "cannot open: %s", strerror(errno));
+		if (fd == -ENOMEM || fd == -ENOENT)
+			return fd;
+		if (fd == -EPERM)
+			dm_conf_error(errors, path, 0, "refused, anyone but root could change it: %s",
+				      msg);
+		else
+			dm_conf_error(errors, path, 0, "%s", msg);
 		return 1;
 	}
 	if (fstat(fd, &st) < 0) {

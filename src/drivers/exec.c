@@ -13,6 +13,7 @@
 #include "drivers/hookenv.h"
 #include "drivers/runner.h"
 #include "log.h"
+#include "trust.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -133,6 +134,22 @@ static void handle_driver(struct dm_conffile *cf, struct exec_conf *c, const cha
 	}
 }
 
+/* 0, or 1 with why in @msg when anyone but root could change @program (it
+ * runs as root); -ENOMEM. One that cannot be found is left to fail when run
+ * (it may be installed later), where the runner checks it again. */
+static int exec_check_program(const char *program, char *msg, size_t size)
+{
+	char why[PATH_MAX + 128];
+	int r = dm_trust_check(program, why, sizeof(why));
+	if (r == -ENOMEM)
+		return r;
+	if (r != -EPERM)
+		return 0;
+	snprintf(msg, size, "program %s refused, anyone but root could change it: %s", program,
+		 why);
+	return 1;
+}
+
 int dm_exec_check_command(const char *cmdline, char *msg, size_t size)
 {
 	char **argv;
@@ -150,7 +167,7 @@ int dm_exec_check_command(const char *cmdline, char *msg, size_t size)
 	else if (argv[0][0] != '/')
 		snprintf(msg, size, "the program must be an absolute path, not '%s'", argv[0]);
 	else
-		r = 0;
+		r = exec_check_program(argv[0], msg, size);
 	dm_strv_free(argv);
 	return r;
 }

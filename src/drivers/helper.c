@@ -4,6 +4,7 @@
 #include "drivers/hookenv.h"
 #include "drivers/runner.h"
 #include "log.h"
+#include "trust.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -121,6 +122,13 @@ int dm_helper_new(const char *cmdline, int timeout_ms, dm_helper_done_fn done, v
 	if (n == 0 || argv[0][0] != '/') {
 		dm_strv_free(argv);
 		return -EINVAL;
+	}
+	char why[512];
+	if (dm_trust_check(argv[0], why, sizeof(why)) == -EPERM) {
+		log_err("hotplug helper %s refused, anyone but root could change it: %s", argv[0],
+			why);
+		dm_strv_free(argv);
+		return -EPERM;
 	}
 	struct dm_helper *h = calloc(1, sizeof(*h));
 	if (!h) {

@@ -544,14 +544,28 @@ int dm_pm_recover(struct dm_pm *pm, void (*note)(const char *devpath, bool prese
 			note(list[i], dev != NULL, data);
 		if (dev) {
 			dm_device_set_power(dev, DM_POWER_SUSPENDED);
+			dm_device_set_power_error(dev, NULL); /* what the resume says */
 			marked++;
 			dm_device_unref(dev);
 		}
-		free(list[i]);
 	}
-	free(list);
 	r = marked ? dm_pm_resume(pm, NULL, 0) : 0;
-	dm_pm_record_clear(pm->record);
+	/* what could not be resumed stays listed: a later start tries again */
+	size_t failed = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct dm_device *dev = dm_model_find_devpath(pm->model, list[i]);
+		char err[16];
+		if (dev && dm_device_get_power_error(dev, err, sizeof(err)) >= 0 &&
+		    strncmp(err, "resume ", 7) == 0)
+			list[failed++] = list[i];
+		else
+			free(list[i]);
+		dm_device_unref(dev);
+	}
+	dm_pm_record_clear_except(pm->record, (const char *const *)list, failed);
+	for (size_t i = 0; i < failed; i++)
+		free(list[i]);
+	free(list);
 	return r < 0 ? r : (int)marked;
 }
 

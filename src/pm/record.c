@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -163,7 +164,10 @@ static int open_locked(struct dm_pm_record *rec)
 {
 	if (rec->fd >= 0)
 		return 0;
-	rec->fd = open(rec->path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	/* O_NOFOLLOW: a symlink planted at the path must not make root
+	 * truncate and write its target */
+	rec->fd = open(rec->path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+		       0644);
 	if (rec->fd < 0)
 		return -errno;
 	rec->lines = 0;
@@ -273,21 +277,42 @@ static int write_entry(void *value, void *data)
 	return r;
 }
 
+/* fsync()s the directory holding @path. */
+static int sync_dir(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	int r = 0;
+	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return r;
+}
+
 /* Rewrites the file with one "+" line per listed device, and its "=" line
  * where its driver kept a state. */
 static int compact_locked(struct dm_pm_record *rec)
 {
 	char *tmp;
-	if (asprintf(&tmp, "%s.new", rec->path) < 0)
+	if (asprintf(&tmp, "%s.XXXXXX", rec->path) < 0)
 		return -ENOMEM;
 	size_t lines = 2 * dm_hashmap_size(&rec->set);
 	int r = 0;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	/* A random name created with O_EXCL (which follows no symlink): a
+	 * name known in advance could be planted as a symlink. */
+	int fd = mkostemp(tmp, O_APPEND | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
 		goto out_free;
 	}
-	r = dm_hashmap_for_each(&rec->set, write_entry, &fd);
+	if (fchmod(fd, 0644) < 0)
+		r = -errno;
+	if (r == 0)
+		r = dm_hashmap_for_each(&rec->set, write_entry, &fd);
 	if (r == 0 && fdatasync(fd) < 0)
 		r = -errno;
 	if (r == 0 && rename(tmp, rec->path) < 0)
@@ -297,6 +322,8 @@ static int compact_locked(struct dm_pm_record *rec)
 		unlink(tmp);
 		goto out_free;
 	}
+	/* the rename itself on stable storage too */
+	r = sync_dir(rec->path);
 	close(rec->fd);
 	rec->fd = fd;
 	rec->lines = lines;
@@ -326,6 +353,45 @@ int dm_pm_record_clear(struct dm_pm_record *rec)
 	remove_locked(rec);
 	pthread_mutex_unlock(&rec->lock);
 	return 0;
+}
+
+int dm_pm_record_clear_except(struct dm_pm_record *rec, const char *const *keep, size_t n)
+{
+	int r = 0;
+	pthread_mutex_lock(&rec->lock);
+	/* the entries to keep, each with what the earlier run kept for it,
+	 * taken before the maps are emptied */
+	struct dm_hashmap set;
+	dm_hashmap_init(&set, dm_hash_string, dm_cmp_string);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (dm_hashmap_get(&set, keep[i]))
+			continue;
+		struct entry *e = entry_new(keep[i]);
+		const struct entry *old = dm_hashmap_get(&rec->kept, keep[i]);
+		if (e && old && old->state && !(e->state = strdup(old->state)))
+			r = -ENOMEM;
+		if (!e)
+			r = -ENOMEM;
+		if (r == 0)
+			r = dm_hashmap_put(&set, e->devpath, e);
+		if (r < 0)
+			entry_free(e);
+	}
+	set_clear_locked(rec);
+	remove_locked(rec);
+	if (r == 0 && dm_hashmap_size(&set) > 0) {
+		dm_hashmap_done(&rec->set);
+		rec->set = set;
+		dm_hashmap_init(&set, dm_hash_string, dm_cmp_string);
+		atomic_store(&rec->n, dm_hashmap_size(&rec->set));
+		r = open_locked(rec);
+		if (r == 0)
+			r = compact_locked(rec);
+	}
+	map_clear(&set);
+	dm_hashmap_done(&set);
+	pthread_mutex_unlock(&rec->lock);
+	return r;
 }
 
 /* Reads the whole file at @path (at most RECORD_MAX_BYTES). */

@@ -66,5 +66,11 @@ int dm_pm_record_sync(struct dm_pm_record *rec);
 int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n);
 /* Forgets every device and kept state, and removes the file. */
 int dm_pm_record_clear(struct dm_pm_record *rec);
+/* Forgets every device but the @n devpaths of @keep (those whose recovery
+ * failed), which stay listed with the state an earlier run kept for them,
+ * so that a later start tries them again; removes the file when none is
+ * kept. 0 or -errno (the file may then list fewer). Takes the record's
+ * lock. */
+int dm_pm_record_clear_except(struct dm_pm_record *rec, const char *const *keep, size_t n);
 
 #endif

@@ -105,16 +105,21 @@ def test_check_config_missing_files(confdir):
         f"{confdir}/drivers.d/10-a.conf:1: [Driver] has no Bus="]
 
 
-def test_daemon_refuses_a_bad_config(confdir):
-    conf = os.path.join(confdir, "driverfsd.conf")
-    write(conf, "[Daemon]\nLogLevel=loud\n")
+def start_refused(confdir, conf):
+    """Starts the daemon on @conf, which it must refuse without mounting: its stderr."""
     mnt = os.path.join(confdir, "mnt")
     os.mkdir(mnt)
     r = subprocess.run([DAEMON, "-f", "--config", conf, mnt], capture_output=True, text=True,
                        timeout=30)
     assert r.returncode == 1
-    assert f"{conf}:2: bad LogLevel 'loud'" in r.stderr
     assert not os.path.ismount(mnt)
+    return r.stderr
+
+
+def test_daemon_refuses_a_bad_config(confdir):
+    conf = os.path.join(confdir, "driverfsd.conf")
+    write(conf, "[Daemon]\nLogLevel=loud\n")
+    assert f"{conf}:2: bad LogLevel 'loud'" in start_refused(confdir, conf)
 
 
 def test_log_lines_carry_priorities_on_the_journal_stream(confdir):
@@ -290,3 +295,39 @@ def test_no_watchdog_for_another_pid(confdir):
         assert "WATCHDOG=1" not in r.d.__dict__.get("status_backlog", [])
     finally:
         r.d.stop()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="trusted files must be root's")
+def test_check_config_refuses_files_anyone_but_root_can_change(confdir):
+    # issue 14, item 6: each names the file and what is at fault
+    conf = os.path.join(confdir, "driverfsd.conf")
+    write(conf, "[Daemon]\nLogLevel=debug\n")
+    os.chmod(conf, 0o644)
+    assert check(conf).returncode == 0
+    refused = ": refused, anyone but root could change it: "
+
+    def assert_refused(stderr):
+        r = check(conf)
+        assert (r.returncode, r.stderr) == (1, stderr)
+
+    os.chmod(conf, 0o666)
+    assert_refused(f"{conf}{refused}the file is writable by other (owner uid 0, mode 0666)\n")
+    os.chmod(conf, 0o644)
+
+    drv = os.path.join(confdir, "drivers.d", "10-a.conf")
+    hook = os.path.join(confdir, "hook")
+    write(hook, "#!/bin/sh\n")
+    os.chmod(hook, 0o755)
+    write(drv, f"[Driver]\nName=a\nBus=pci\n[Hooks]\nSuspend={hook}\n")
+    os.chmod(drv, 0o664)
+    assert_refused(f"{drv}{refused}the file is writable by group (owner uid 0, mode 0664)\n")
+    os.chmod(drv, 0o644)
+    os.chown(hook, 1000, 1000)
+    assert_refused(f"{drv}:5: Suspend=: program {hook}{refused[1:]}"
+                   "the file is owned by uid 1000, not root (mode 0755)\n")
+    os.chown(hook, 0, 0)
+    assert check(conf).returncode == 0
+
+    # the daemon itself refuses to start on one
+    os.chmod(conf, 0o666)
+    assert f"{conf}: refused, anyone but root could change it" in start_refused(confdir, conf)

@@ -10,7 +10,10 @@
  * synchronously, so nothing needs waiting for).
  */
 #include "tree-util.h"
+#include "config.h"
 #include "drivers/exec.h"
+#include "drivers/helper.h"
+#include "drivers/runner.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -810,6 +813,173 @@ static void test_hook_failures(void **state)
 	dm_model_free(m);
 }
 
+/* ---- ownership and modes (issue 14, item 6) ---- */
+
+/* check_dir() of @dir: its error count, and whether the errors hold @what
+ * and @needle. */
+static void assert_refused(const char *dir, const char *what, const char *needle)
+{
+	char *errors;
+	int r = check_dir(dir, &errors);
+	if (r != 1 || !strstr(errors, what) || !strstr(errors, needle))
+		fail_msg("%s: expected one error naming %s with '%s', got %d:\n%s", dir, what,
+			 needle, r, errors);
+	free(errors);
+}
+
+static void assert_accepted(const char *dir)
+{
+	char *errors;
+	int r = check_dir(dir, &errors);
+	if (r != 0)
+		fail_msg("%s: expected no error, got %d:\n%s", dir, r, errors);
+	free(errors);
+}
+
+/* drivers.d files and hook programs run code as root: one anyone but root
+ * can change, or one in a directory anyone but root can change, is refused
+ * with an error naming it and what is at fault. */
+static void test_untrusted_files_refused(void **state)
+{
+	struct fixture *f = *state;
+	char dir[256], conf[300], hook[300], content[600], target[300];
+
+	if (geteuid() != 0)
+		skip(); /* files must be root's to be trusted */
+	snprintf(dir, sizeof(dir), "%s/trust.d", f->dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(conf, sizeof(conf), "%s/10-a.conf", dir);
+	write_file(dir, "10-a.conf", "[Driver]\nName=a\nBus=usb\n");
+	assert_int_equal(chmod(conf, 0644), 0);
+	assert_accepted(dir);
+
+	/* a group-writable drivers.d file */
+	assert_int_equal(chmod(conf, 0664), 0);
+	assert_refused(dir, conf, "the file is writable by group");
+	/* a world-writable one */
+	assert_int_equal(chmod(conf, 0646), 0);
+	assert_refused(dir, conf, "the file is writable by other");
+	/* one owned by another user */
+	assert_int_equal(chmod(conf, 0644), 0);
+	assert_int_equal(chown(conf, 1000, 1000), 0);
+	assert_refused(dir, conf, "the file is owned by uid 1000");
+	assert_int_equal(chown(conf, 0, 0), 0);
+	assert_accepted(dir);
+
+	/* drivers.d itself world-writable, not sticky: the file could be
+	 * replaced; sticky and root's (/tmp): it cannot */
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_refused(dir, conf, "is writable by other");
+	assert_int_equal(chmod(dir, 01777), 0);
+	assert_accepted(dir);
+	assert_int_equal(chmod(dir, 0755), 0);
+
+	/* a symlink is trusted as far as its target: one to a world-writable
+	 * file is refused */
+	snprintf(target, sizeof(target), "%s/target.conf", f->dir);
+	write_file(f->dir, "target.conf", "[Driver]\nName=t\nBus=pci\n");
+	assert_int_equal(chmod(target, 0666), 0);
+	write_file(dir, "ignored", "");
+	snprintf(content, sizeof(content), "%s/20-link.conf", dir);
+	assert_int_equal(symlink(target, content), 0);
+	assert_refused(dir, content, "the file is writable by other");
+	assert_int_equal(chmod(target, 0644), 0);
+	assert_accepted(dir);
+	assert_int_equal(unlink(content), 0);
+
+	/* a hook program owned by uid 1000 */
+	write_hook(f, "probe", 0);
+	snprintf(hook, sizeof(hook), "%s/probe", f->dir);
+	snprintf(content, sizeof(content), "[Driver]\nName=h\nBus=usb\n[Hooks]\nProbe=%s\n", hook);
+	write_file(dir, "30-hook.conf", content);
+	assert_accepted(dir);
+	assert_int_equal(chown(hook, 1000, 1000), 0);
+	assert_refused(dir, hook, "the file is owned by uid 1000");
+	/* group-writable */
+	assert_int_equal(chown(hook, 0, 0), 0);
+	assert_int_equal(chmod(hook, 0775), 0);
+	assert_refused(dir, hook, "the file is writable by group");
+}
+
+/* The runner refuses to run a program anyone but root can change, even if
+ * it changed after the configuration was read. */
+static void test_untrusted_program_not_run(void **state)
+{
+	struct fixture *f = *state;
+	char hook[300];
+	struct dm_run_result res;
+
+	if (geteuid() != 0)
+		skip();
+	write_hook(f, "prog", 0);
+	snprintf(hook, sizeof(hook), "%s/prog", f->dir);
+	const char *argv[] = { hook, NULL };
+	assert_int_equal(dm_run("trust", argv, NULL, 10000, &res), 0);
+	dm_run_result_done(&res);
+	char *log = read_log(f);
+	assert_non_null(strstr(log, "=== 0"));
+	free(log);
+	assert_int_equal(unlink(f->log), 0);
+
+	assert_int_equal(chmod(hook, 0777), 0);
+	assert_int_equal(dm_run("trust", argv, NULL, 10000, &res), -EPERM);
+	log = read_log(f);
+	assert_string_equal(log, "");
+	free(log);
+
+	/* nor is the hotplug helper started with one */
+	struct dm_helper *h = NULL;
+	assert_int_equal(dm_helper_new(hook, 10000, NULL, NULL, &h), -EPERM);
+	assert_null(h);
+	assert_int_equal(chmod(hook, 0755), 0);
+	assert_int_equal(dm_helper_new(hook, 10000, NULL, NULL, &h), 0);
+	dm_helper_free(h);
+}
+
+/* dm_config_load() of @conf, with its errors in *@ret_errors (free()). */
+static int load_config(const char *conf, char **ret_errors)
+{
+	size_t len;
+	struct dm_config c;
+	FILE *s = open_memstream(ret_errors, &len);
+	assert_non_null(s);
+	int r = dm_config_load(conf, true, s, &c);
+	fclose(s);
+	dm_config_done(&c);
+	return r;
+}
+
+/* driverfsd.conf, as dm_config_load() (and so --check-config) reads it. */
+static void test_untrusted_config_refused(void **state)
+{
+	struct fixture *f = *state;
+	char conf[300], *errors;
+
+	if (geteuid() != 0)
+		skip();
+	snprintf(conf, sizeof(conf), "%s/driverfsd.conf", f->dir);
+	write_file(f->dir, "driverfsd.conf", "[Daemon]\nLogLevel=debug\n");
+	assert_int_equal(chmod(conf, 0644), 0);
+	assert_int_equal(load_config(conf, &errors), 0);
+	assert_string_equal(errors, "");
+	free(errors);
+
+	assert_int_equal(chmod(conf, 0666), 0);
+	assert_int_equal(load_config(conf, &errors), 1);
+	assert_non_null(strstr(errors, conf));
+	assert_non_null(strstr(errors, "the file is writable by other (owner uid 0, mode 0666)"));
+	free(errors);
+
+	/* in a world-writable directory that is not sticky */
+	assert_int_equal(chmod(conf, 0644), 0);
+	assert_int_equal(chmod(f->dir, 0777), 0);
+	assert_int_equal(load_config(conf, &errors), 1);
+	assert_non_null(strstr(errors, conf));
+	assert_non_null(strstr(errors, "is writable by other"));
+	free(errors);
+	assert_int_equal(chmod(f->dir, 0700), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -828,6 +998,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_binding_and_hook_environment, fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_hook_failures, fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_untrusted_files_refused, fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_untrusted_program_not_run, fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_untrusted_config_refused, fixture_setup,
 						fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

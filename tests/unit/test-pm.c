@@ -27,6 +27,7 @@ struct recorder {
 	int calls[4096]; /* +index+1 for suspend, -(index+1) for resume */
 	size_t n;
 	int fail_at; /* index of the device whose suspend fails, or -1 */
+	int resume_fail_at; /* index of the device whose resume fails, or -1 */
 };
 static struct recorder rec;
 
@@ -41,8 +42,9 @@ static int rec_suspend(struct dm_device *dev, void *data)
 static int rec_resume(struct dm_device *dev, void *data)
 {
 	(void)data;
-	rec.calls[rec.n++] = -(test_tree_index(rec.t, dev) + 1);
-	return 0;
+	int i = test_tree_index(rec.t, dev);
+	rec.calls[rec.n++] = -(i + 1);
+	return i == rec.resume_fail_at ? -EIO : 0;
 }
 
 static const struct dm_driver_ops rec_ops = { .suspend = rec_suspend, .resume = rec_resume };
@@ -66,6 +68,7 @@ static void fixture_setup(struct fixture *f, size_t n, unsigned seed)
 	rec.t = &f->t;
 	rec.n = 0;
 	rec.fail_at = -1;
+	rec.resume_fail_at = -1;
 }
 
 static void fixture_teardown(struct fixture *f)
@@ -868,6 +871,92 @@ static void test_suspend_eclaim_releases(void **state)
 	claim_teardown(&f);
 }
 
+/* Symlinks planted at the record's path, or where a compaction once wrote
+ * its temporary file ("PATH.new"), are not followed: their target stays
+ * as it was. */
+static void test_record_follows_no_symlink(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/driverfs-record-XXXXXX", path[128], tmp[160], target[128];
+	char buf[4096];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/transition", dir);
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	snprintf(target, sizeof(target), "%s/target", dir);
+	FILE *f = fopen(target, "w");
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+
+	struct dm_pm_record *record;
+	assert_int_equal(dm_pm_record_new(path, &record), 0);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(dm_pm_record_suspending(record, "/devices/a"), -ELOOP);
+	read_file(target, buf, sizeof(buf));
+	assert_string_equal(buf, "precious\n");
+	assert_int_equal(unlink(path), 0);
+
+	/* the compaction's temporary file */
+	assert_int_equal(symlink(target, tmp), 0);
+	assert_int_equal(dm_pm_record_suspending(record, "/devices/stays"), 0);
+	for (int i = 0; i < 3000; i++) {
+		assert_int_equal(dm_pm_record_suspending(record, "/devices/toggles"), 0);
+		dm_pm_record_resumed(record, "/devices/toggles");
+		assert_int_equal(dm_pm_record_sync(record), 0);
+	}
+	read_file(target, buf, sizeof(buf));
+	assert_string_equal(buf, "precious\n");
+	struct stat st;
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode)); /* compacted, into a file of its own */
+	assert_true(st.st_size < 3000 * 20);
+	read_file(path, buf, sizeof(buf));
+	assert_int_equal(strncmp(buf, "+/devices/stays\n", 16), 0);
+	dm_pm_record_free(record);
+	test_rm_rf(dir);
+}
+
+/* Recovery whose resume fails for a device keeps that device, with the
+ * state kept for it, in the record: the next start tries again. The others
+ * are taken off. */
+static void test_recovery_keeps_what_failed(void **state)
+{
+	(void)state;
+	struct fixture f;
+	char dir[] = "/tmp/driverfs-record-XXXXXX", path[128], buf[4096];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/transition", dir);
+	fixture_setup(&f, 4, 1);
+	assert_int_equal(dm_pm_set_record(f.pm, path), 0);
+	FILE *s = fopen(path, "w");
+	assert_non_null(s);
+	fputs("+/devices/test/1\n=control=on /devices/test/1\n+/devices/test/2\n", s);
+	fclose(s);
+	rec.resume_fail_at = test_tree_index(&f.t, f.t.dev[2]);
+	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL), 2);
+	read_file(path, buf, sizeof(buf));
+	assert_string_equal(buf, "+/devices/test/2\n");
+
+	/* and a start where it resumes takes it off */
+	rec.resume_fail_at = -1;
+	assert_int_equal(dm_pm_set_record(f.pm, path), 0);
+	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL), 1);
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* a failed one keeps the state an earlier run kept for it */
+	s = fopen(path, "w");
+	assert_non_null(s);
+	fputs("+/devices/test/1\n=control=on /devices/test/1\n", s);
+	fclose(s);
+	rec.resume_fail_at = test_tree_index(&f.t, f.t.dev[1]);
+	assert_int_equal(dm_pm_set_record(f.pm, path), 0);
+	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL), 1);
+	read_file(path, buf, sizeof(buf));
+	assert_string_equal(buf, "+/devices/test/1\n=control=on /devices/test/1\n");
+	fixture_teardown(&f);
+	test_rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -884,6 +973,8 @@ int main(void)
 		cmocka_unit_test(test_suspend_drops_a_claim_the_kernel_took),
 		cmocka_unit_test(test_recheck_follows_the_kernel_binding),
 		cmocka_unit_test(test_suspend_eclaim_releases),
+		cmocka_unit_test(test_record_follows_no_symlink),
+		cmocka_unit_test(test_recovery_keeps_what_failed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
