@@ -54,16 +54,6 @@ static int fixture_teardown(void **state)
 	return 0;
 }
 
-static void write_file(const char *dir, const char *name, const char *content)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *s = fopen(path, "w");
-	assert_non_null(s);
-	fputs(content, s);
-	assert_int_equal(fclose(s), 0);
-}
-
 /* A hook that logs "--- <args>", its environment and "=== <exit>", then
  * exits with @status. */
 static void write_hook(const struct fixture *f, const char *name, int status)
@@ -75,7 +65,7 @@ static void write_hook(const struct fixture *f, const char *name, int status)
 		 "{ echo \"--- $*\"; /usr/bin/env; echo \"=== %d\"; } >> %s\n"
 		 "exit %d\n",
 		 status, f->log, status);
-	write_file(f->dir, name, body);
+	test_write_file(f->dir, name, body);
 	assert_int_equal(chmod(path, 0755), 0);
 }
 
@@ -250,7 +240,7 @@ static void test_missing_dir_is_empty(void **state)
 	dm_model_free(m);
 
 	/* a directory that is not one is an error of the caller's */
-	write_file(f->dir, "plain-file", "");
+	test_write_file(f->dir, "plain-file", "");
 	snprintf(missing, sizeof(missing), "%s/plain-file", f->dir);
 	assert_int_equal(dm_exec_check_dir(missing, 0, NULL), -ENOTDIR);
 }
@@ -263,55 +253,55 @@ static void test_errors_name_file_and_line(void **state)
 	snprintf(dir, sizeof(dir), "%s/bad.d", f->dir);
 	assert_int_equal(mkdir(dir, 0755), 0);
 
-	write_file(dir, "10-section.conf",
+	test_write_file(dir, "10-section.conf",
 		   "[Driver]\n"
 		   "Name=a\n"
 		   "Bus=usb\n"
 		   "[Frobnicate]\n" /* 4 */
 		   "Key=ignored, its section was reported\n");
-	write_file(dir, "11-keys.conf",
+	test_write_file(dir, "11-keys.conf",
 		   "[Driver]\n"
 		   "Name=b\n"
 		   "Bus=usb\n"
 		   "Colour=red\n" /* 4 */
 		   "[Hooks]\n"
 		   "Frobnicate=/bin/true\n"); /* 6 */
-	write_file(dir, "12-missing.conf",
+	test_write_file(dir, "12-missing.conf",
 		   "# no Bus\n"
 		   "\n"
 		   "[Driver]\n" /* 3 */
 		   "Name=c\n");
-	write_file(dir, "13-no-driver.conf", "[Match]\nidVendor=1234\n"); /* 1 */
-	write_file(dir, "14-name.conf",
+	test_write_file(dir, "13-no-driver.conf", "[Match]\nidVendor=1234\n"); /* 1 */
+	test_write_file(dir, "14-name.conf",
 		   "[Driver]\n"
 		   "Name=a/b\n" /* 2 */
 		   "Bus=usb\n");
-	write_file(dir, "15-numbers.conf",
+	test_write_file(dir, "15-numbers.conf",
 		   "[Driver]\n"
 		   "Name=d\n"
 		   "Bus=usb\n"
 		   "Priority=high\n" /* 4 */
 		   "[Hooks]\n"
 		   "Timeout=0\n"); /* 6 */
-	write_file(dir, "16-timeout.conf",
+	test_write_file(dir, "16-timeout.conf",
 		   "[Driver]\nName=e\nBus=usb\n[Hooks]\n"
 		   "Timeout=3601\n"); /* 5 */
-	write_file(dir, "17-relative.conf",
+	test_write_file(dir, "17-relative.conf",
 		   "[Driver]\nName=f\nBus=usb\n[Hooks]\n"
 		   "Probe=bin/probe --now\n"); /* 5 */
-	write_file(dir, "18-quotes.conf",
+	test_write_file(dir, "18-quotes.conf",
 		   "[Driver]\nName=g\nBus=usb\n[Hooks]\n"
 		   "Suspend=/bin/echo 'unterminated\n" /* 5 */
 		   "Resume=/bin/echo \"two words\" 'and more'\n"); /* fine */
-	write_file(dir, "19-outside.conf",
+	test_write_file(dir, "19-outside.conf",
 		   "Name=h\n" /* 1 */
 		   "[Driver]\nName=h\nBus=usb\n");
-	write_file(dir, "20-match.conf",
+	test_write_file(dir, "20-match.conf",
 		   "[Driver]\nName=i\nBus=usb\n[Match]\n"
 		   "a/b=x\n" /* 5 */
 		   "idVendor=1234\n"
 		   "idVendor=5678\n"); /* 7: twice */
-	write_file(dir, "21-syntax.conf",
+	test_write_file(dir, "21-syntax.conf",
 		   "[Driver\n" /* 1 */
 		   "Name=j\n"
 		   "just some words\n"); /* 3 */
@@ -323,13 +313,13 @@ static void test_errors_name_file_and_line(void **state)
 	char content[1024];
 	snprintf(content, sizeof(content),
 		 "[Driver]\nName=k\nBus=usb\n[Hooks]\n%s\nRemove=relative\n", longline);
-	write_file(dir, "22-long.conf", content); /* 5 and 6 */
-	write_file(dir, "23-dup-a.conf", "[Driver]\nName=same\nBus=usb\n");
-	write_file(dir, "24-dup-b.conf", "# again\n[Driver]\nBus=pci\nName=same\n"); /* 4 */
+	test_write_file(dir, "22-long.conf", content); /* 5 and 6 */
+	test_write_file(dir, "23-dup-a.conf", "[Driver]\nName=same\nBus=usb\n");
+	test_write_file(dir, "24-dup-b.conf", "# again\n[Driver]\nBus=pci\nName=same\n"); /* 4 */
 	/* not read: other names, hidden files */
-	write_file(dir, "README", "garbage\n");
-	write_file(dir, "25-x.conf.disabled", "garbage\n");
-	write_file(dir, ".30-hidden.conf", "garbage\n");
+	test_write_file(dir, "README", "garbage\n");
+	test_write_file(dir, "25-x.conf.disabled", "garbage\n");
+	test_write_file(dir, ".30-hidden.conf", "garbage\n");
 
 	static const struct expected_error all[] = {
 		{ "10-section.conf", 4, "unknown section [Frobnicate]" },
@@ -370,7 +360,7 @@ static void test_design_example_is_valid(void **state)
 	snprintf(dir, sizeof(dir), "%s/example.d", f->dir);
 	assert_int_equal(mkdir(dir, 0755), 0);
 	/* DESIGN.md section 6, comments and all */
-	write_file(dir, "10-scanner.conf",
+	test_write_file(dir, "10-scanner.conf",
 		   "[Driver]\n"
 		   "Name=scanner-quiesce\n"
 		   "Bus=usb\n"
@@ -401,8 +391,8 @@ static void test_invalid_file_registers_nothing(void **state)
 
 	snprintf(dir, sizeof(dir), "%s/partly-bad.d", f->dir);
 	assert_int_equal(mkdir(dir, 0755), 0);
-	write_file(dir, "10-good.conf", "[Driver]\nName=good\nBus=usb\n");
-	write_file(dir, "20-bad.conf", "[Driver]\nName=bad\nBus=usb\nPriority=1e3\n");
+	test_write_file(dir, "10-good.conf", "[Driver]\nName=good\nBus=usb\n");
+	test_write_file(dir, "20-bad.conf", "[Driver]\nName=bad\nBus=usb\nPriority=1e3\n");
 
 	assert_int_equal(dm_model_new(&m), 0);
 	assert_int_equal(dm_bus_get(m, "usb", NULL, &usb), 0);
@@ -466,8 +456,8 @@ static void test_name_taken_on_bus_unwinds(void **state)
 	struct dm_exec_set *set = NULL;
 
 	make_subdir(f, "taken.d", dir, sizeof(dir));
-	write_file(dir, "10-first.conf", "[Driver]\nName=first\nBus=usb\n");
-	write_file(dir, "20-taken.conf", "[Driver]\nName=usbhid\nBus=usb\n");
+	test_write_file(dir, "10-first.conf", "[Driver]\nName=first\nBus=usb\n");
+	test_write_file(dir, "20-taken.conf", "[Driver]\nName=usbhid\nBus=usb\n");
 
 	m = model_with_usbhid(&usb, &proxy);
 	struct dm_device *dev = add_device(m, usb, NULL, &(struct dev_spec){ .name = "1-1" });
@@ -505,7 +495,7 @@ static void test_reload_replaces_or_keeps(void **state)
 	struct dm_model *m;
 
 	make_subdir(*state, "reload.d", dir, sizeof(dir));
-	write_file(dir, "10-a.conf", "[Driver]\nName=old\nBus=usb\n");
+	test_write_file(dir, "10-a.conf", "[Driver]\nName=old\nBus=usb\n");
 
 	m = model_with_usbhid(&usb, &proxy);
 	assert_int_equal(dm_exec_load_dir(m, dir, 0, stderr, &set), 0);
@@ -517,8 +507,8 @@ static void test_reload_replaces_or_keeps(void **state)
 	assert_string_equal(driver_of(m, dev), "old");
 
 	/* the new set holds a name the proxy has: the old set stays */
-	write_file(dir, "10-a.conf", "[Driver]\nName=new\nBus=usb\n");
-	write_file(dir, "20-b.conf", "[Driver]\nName=usbhid\nBus=usb\n");
+	test_write_file(dir, "10-a.conf", "[Driver]\nName=new\nBus=usb\n");
+	test_write_file(dir, "20-b.conf", "[Driver]\nName=usbhid\nBus=usb\n");
 	before = set;
 	FILE *errors = open_memstream(&buf, &size);
 	assert_int_equal(dm_exec_reload(m, &set, dir, 0, errors), 1);
@@ -530,7 +520,7 @@ static void test_reload_replaces_or_keeps(void **state)
 	assert_null(dm_bus_find_driver(usb, "new"));
 
 	/* a syntax error: nothing is even unregistered */
-	write_file(dir, "20-b.conf", "[Driver\n");
+	test_write_file(dir, "20-b.conf", "[Driver\n");
 	assert_int_equal(dm_exec_reload(m, &set, dir, 0, NULL), 1);
 	assert_ptr_equal(set, before);
 
@@ -543,7 +533,7 @@ static void test_reload_replaces_or_keeps(void **state)
 	assert_null(dm_bus_find_driver(usb, "old"));
 
 	/* no driver for it any more: back to the kernel's */
-	write_file(dir, "10-a.conf", "[Driver]\nName=other\nBus=pci\n");
+	test_write_file(dir, "10-a.conf", "[Driver]\nName=other\nBus=pci\n");
 	assert_int_equal(dm_exec_reload(m, &set, dir, 0, stderr), 0);
 	assert_string_equal(driver_of(m, dev), "usbhid");
 
@@ -570,7 +560,7 @@ static void test_binding_and_hook_environment(void **state)
 
 	/* loaded first but with a lower priority than the scanner driver;
 	 * no Probe=: it takes every device of its bus */
-	write_file(dir, "10-catchall.conf", "[Driver]\nName=catchall\nBus=usb\nPriority=50\n");
+	test_write_file(dir, "10-catchall.conf", "[Driver]\nName=catchall\nBus=usb\nPriority=50\n");
 	snprintf(content, sizeof(content),
 		 "[Driver]\n"
 		 "Name=scanner\n"
@@ -586,17 +576,17 @@ static void test_binding_and_hook_environment(void **state)
 		 "Resume=%1$s/hook resume\n"
 		 "Timeout=10\n",
 		 f->dir);
-	write_file(dir, "20-scanner.conf", content);
+	test_write_file(dir, "20-scanner.conf", content);
 	snprintf(content, sizeof(content),
 		 "[Driver]\nName=intel\nBus=pci\n[Match]\nvendor=0x8086\n"
 		 "[Hooks]\nProbe=%s/hook pci-probe\n",
 		 f->dir);
-	write_file(dir, "30-intel.conf", content);
+	test_write_file(dir, "30-intel.conf", content);
 	snprintf(content, sizeof(content),
 		 "[Driver]\nName=nvidia\nBus=pci\n[Match]\nvendor=0x10de\n"
 		 "[Hooks]\nProbe=%s/decline pci-decline\n",
 		 f->dir);
-	write_file(dir, "40-nvidia.conf", content);
+	test_write_file(dir, "40-nvidia.conf", content);
 
 	/* in our environment, and must not reach any hook */
 	setenv("DRIVERFS_TEST_SECRET", "leaked", 1);
@@ -777,18 +767,18 @@ static void test_hook_failures(void **state)
 	assert_int_equal(mkdir(dir, 0755), 0);
 	write_hook(f, "fail", 3);
 	snprintf(path, sizeof(path), "%s/slow", f->dir);
-	write_file(f->dir, "slow", "#!/bin/sh\nexec sleep 60\n");
+	test_write_file(f->dir, "slow", "#!/bin/sh\nexec sleep 60\n");
 	assert_int_equal(chmod(path, 0755), 0);
 	snprintf(content, sizeof(content),
 		 "[Driver]\nName=failing\nBus=test\n[Match]\nkind=failing\n"
 		 "[Hooks]\nSuspend=%1$s/fail\nResume=%1$s/slow\nTimeout=1\n",
 		 f->dir);
-	write_file(dir, "10-failing.conf", content);
+	test_write_file(dir, "10-failing.conf", content);
 	snprintf(content, sizeof(content),
 		 "[Driver]\nName=missing\nBus=test\n[Match]\nkind=missing\n"
 		 "[Hooks]\nSuspend=%s/no-such-hook\n",
 		 f->dir);
-	write_file(dir, "20-missing.conf", content);
+	test_write_file(dir, "20-missing.conf", content);
 
 	assert_int_equal(dm_model_new(&m), 0);
 	assert_int_equal(dm_bus_get(m, "test", NULL, &bus), 0);
@@ -849,7 +839,7 @@ static void test_untrusted_files_refused(void **state)
 	snprintf(dir, sizeof(dir), "%s/trust.d", f->dir);
 	assert_int_equal(mkdir(dir, 0755), 0);
 	snprintf(conf, sizeof(conf), "%s/10-a.conf", dir);
-	write_file(dir, "10-a.conf", "[Driver]\nName=a\nBus=usb\n");
+	test_write_file(dir, "10-a.conf", "[Driver]\nName=a\nBus=usb\n");
 	assert_int_equal(chmod(conf, 0644), 0);
 	assert_accepted(dir);
 
@@ -877,9 +867,9 @@ static void test_untrusted_files_refused(void **state)
 	/* a symlink is trusted as far as its target: one to a world-writable
 	 * file is refused */
 	snprintf(target, sizeof(target), "%s/target.conf", f->dir);
-	write_file(f->dir, "target.conf", "[Driver]\nName=t\nBus=pci\n");
+	test_write_file(f->dir, "target.conf", "[Driver]\nName=t\nBus=pci\n");
 	assert_int_equal(chmod(target, 0666), 0);
-	write_file(dir, "ignored", "");
+	test_write_file(dir, "ignored", "");
 	snprintf(content, sizeof(content), "%s/20-link.conf", dir);
 	assert_int_equal(symlink(target, content), 0);
 	assert_refused(dir, content, "the file is writable by other");
@@ -891,7 +881,7 @@ static void test_untrusted_files_refused(void **state)
 	write_hook(f, "probe", 0);
 	snprintf(hook, sizeof(hook), "%s/probe", f->dir);
 	snprintf(content, sizeof(content), "[Driver]\nName=h\nBus=usb\n[Hooks]\nProbe=%s\n", hook);
-	write_file(dir, "30-hook.conf", content);
+	test_write_file(dir, "30-hook.conf", content);
 	assert_accepted(dir);
 	assert_int_equal(chown(hook, 1000, 1000), 0);
 	assert_refused(dir, hook, "the file is owned by uid 1000");
@@ -958,7 +948,7 @@ static void test_untrusted_config_refused(void **state)
 	if (geteuid() != 0)
 		skip();
 	snprintf(conf, sizeof(conf), "%s/driverfsd.conf", f->dir);
-	write_file(f->dir, "driverfsd.conf", "[Daemon]\nLogLevel=debug\n");
+	test_write_file(f->dir, "driverfsd.conf", "[Daemon]\nLogLevel=debug\n");
 	assert_int_equal(chmod(conf, 0644), 0);
 	assert_int_equal(load_config(conf, &errors), 0);
 	assert_string_equal(errors, "");

@@ -20,6 +20,7 @@
 #include "core/model.h"
 #include "drivers/pci-pm.h"
 #include "pm/pm.h"
+#include "tree-util.h"
 
 #define SLOT "0000:05:00.0"
 #define DEVPATH "/devices/pci0000:00/" SLOT
@@ -58,16 +59,6 @@ static void write_config(const struct config_space *cs, const uint8_t cfg[256])
 	fclose(f);
 }
 
-static void write_text(const char *dir, const char *name, const char *text)
-{
-	char path[160];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* A bridge-less type 0 function 1a03:1150 with the PM capability at 0x50
  * (PMCSR's No_Soft_Reset clear: D3hot may lose the configuration). */
 static void config_space_new(struct config_space *cs)
@@ -79,9 +70,9 @@ static void config_space_new(struct config_space *cs)
 	assert_int_equal(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/devices/" SLOT, cs->dir);
 	assert_int_equal(mkdir(path, 0755), 0);
-	write_text(path, "vendor", "0x1a03\n");
-	write_text(path, "device", "0x1150\n");
-	write_text(path, "class", "0x030000\n");
+	test_write_file(path, "vendor", "0x1a03\n");
+	test_write_file(path, "device", "0x1150\n");
+	test_write_file(path, "class", "0x030000\n");
 	snprintf(cs->config, sizeof(cs->config), "%s/config", path);
 	uint8_t cfg[256] = { 0 };
 	put32(cfg, 0x00, 0x11501a03);

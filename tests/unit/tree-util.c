@@ -127,3 +127,14 @@ void test_rm_rf(const char *dir)
 {
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+void test_write_file(const char *dir, const char *name, const char *content)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(content, f) < 0 || fclose(f) != 0) {
+		fprintf(stderr, "cannot write %s\n", path);
+		abort();
+	}
+}

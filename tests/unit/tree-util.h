@@ -26,6 +26,10 @@ size_t test_tree_preorder(const struct test_tree *t, int *out);
 /* Removes the directory @dir and everything below it (test temp dirs). */
 void test_rm_rf(const char *dir);
 
+/* Writes @content to @dir/@name (created or truncated); aborts the test
+ * program when it cannot. */
+void test_write_file(const char *dir, const char *name, const char *content);
+
 /* True when @a is an ancestor of @b (strictly). */
 int test_tree_is_ancestor(const struct test_tree *t, int a, int b);
 
