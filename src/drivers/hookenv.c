@@ -145,7 +145,10 @@ int dm_uevent_check(const char *text)
 		size_t vlen = len - klen - 1;
 		if (!value_is_clean(v, vlen))
 			return -EBADMSG;
-		if (vlen && v[0] == '"' && (vlen < 2 || v[vlen - 1] != '"'))
+		/* quoted values open and close on their line: a stray quote
+		 * is the kernel's, closing a string that spans lines */
+		if (vlen && (v[0] == '"' || v[vlen - 1] == '"') &&
+		    (vlen < 2 || v[0] != '"' || v[vlen - 1] != '"'))
 			return -EBADMSG;
 		if (klen == 7 && memcmp(l, "DEVNAME", 7) == 0 && !devname_is_valid(v, vlen))
 			return -EBADMSG;

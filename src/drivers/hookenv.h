@@ -38,7 +38,7 @@ bool dm_uevent_key_is_valid(const char *key, size_t klen);
  * HID_NAME=) into it unescaped, so a device name with a newline adds lines
  * of its own. The text fails, -EBADMSG, when a line is not KEY=VALUE with
  * a valid key (dm_uevent_key_is_valid()), a value opened with '"' is not
- * closed at the end of its line, a value holds a control character, a key
+ * closed at the end of its line (or one closed was not opened), a value holds a control character, a key
  * comes twice, or DEVNAME is not a relative path below /dev (absolute, or
  * with a ".." component). When it fails, none of it is trusted: the caller
  * keeps only what a clean source gives (the netlink event, udevd's

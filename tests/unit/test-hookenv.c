@@ -33,6 +33,7 @@ static const struct {
 	{ "NAME=\"x\"\nDEVNAME=/etc/shadow\"", false },
 	{ "NAME=\"x\nLUA_INIT=os.execute('id')\"", false }, /* unclosed quote */
 	{ "NAME=\"x", false },
+	{ "NAME=\"x\"\nLUA_INIT=1\nPYTHONWARNINGS=all\"", false }, /* a stray closing quote */
 	{ "NAME=\"", false },
 	{ "DEVNAME=/etc/shadow", false },
 	{ "DEVNAME=../etc/shadow", false },
