@@ -421,6 +421,7 @@ int dm_hook_env(struct dm_device *dev, const char *action, const char *driver,
 		has_devname = true;
 	else if (dm_device_get_value(dev, "devnode", devname, sizeof(devname)) > 0)
 		has_devname = strncmp(devname, "/dev/", 5) == 0 &&
+			      dm_uevent_check_devname(devname + 5) == 0 &&
 			      value_is_clean(devname, strlen(devname));
 
 	for (const char *const *x = extra; x && *x; x++)
