@@ -48,9 +48,12 @@ static void pick_name(struct udev_device *d, bool trusted, char *buf, size_t siz
 			return;
 		}
 	}
-	/* the device's own string (an input device's name): one line of it */
+	/* the device's own string (an input device's name): one line of it,
+	 * trimmed as any value */
 	const char *v = udev_device_get_sysattr_value(d, "name");
-	dm_uevent_device_string(buf, size, v && *v ? v : udev_device_get_sysname(d));
+	char line[DM_ATTR_MAX];
+	dm_uevent_device_string(line, sizeof(line), v && *v ? v : udev_device_get_sysname(d));
+	dm_uevent_trim(buf, size, line);
 }
 
 static int set_trimmed(struct dm_record *rec, const char *name, const char *value)
