@@ -98,6 +98,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dm_uevent_check(text) == 0)
 		for (const char *l = text; *l;) {
 			size_t llen = strcspn(l, "\n");
+			if (llen == 0 && l[1] == '\0')
+				break; /* the text's one final newline */
 			const char *eq = memchr(l, '=', llen);
 			FUZZ_CHECK(eq && dm_uevent_key_is_valid(l, (size_t)(eq - l)),
 				   "a clean text with the line '%.*s'", (int)llen, l);
