@@ -10,6 +10,7 @@
 #include "scan.h"
 #include "uevent.h"
 
+#include "drivers/hookenv.h"
 #include "log.h"
 
 #include <errno.h>
@@ -37,16 +38,22 @@ static int classify(struct udev_device *d, struct dm_record *rec)
 
 /* The human-readable name: the hwdb's model, the kernel's own name, or the
  * kernel name of the device. The pci source overrides it with pci.ids. */
-static const char *pick_name(struct udev_device *d)
+static void pick_name(struct udev_device *d, bool trusted, char *buf, size_t size)
 {
 	const char *keys[] = { "ID_MODEL_FROM_DATABASE", "ID_MODEL", NULL };
-	for (const char **k = keys; *k; k++) {
+	for (const char **k = keys; trusted && *k; k++) {
 		const char *v = udev_device_get_property_value(d, *k);
-		if (v && *v)
-			return v;
+		if (v && *v) {
+			dm_uevent_trim(buf, size, v);
+			return;
+		}
 	}
+	/* the device's own string (an input device's name): one line of it,
+	 * trimmed as any value */
 	const char *v = udev_device_get_sysattr_value(d, "name");
-	return v && *v ? v : udev_device_get_sysname(d);
+	char line[DM_ATTR_MAX];
+	dm_uevent_device_string(line, sizeof(line), v && *v ? v : udev_device_get_sysname(d));
+	dm_uevent_trim(buf, size, line);
 }
 
 static int set_trimmed(struct dm_record *rec, const char *name, const char *value)
@@ -158,13 +165,68 @@ static bool known_parent(struct dm_scan *s, const char *devpath, char *buf, size
 	}
 }
 
-static int record_device(struct dm_scan *s, struct udev_device *d)
+/* Whether a DEVNAME property libudev holds is a path below /dev: anything
+ * else makes libudev abort the process when asked for the devnode. */
+static bool devname_is_safe(const char *devname)
+{
+	return devname && strncmp(devname, "/dev/", 5) == 0 &&
+	       dm_uevent_check_devname(devname + 5) == 0;
+}
+
+/*
+ * The uevent value of a device whose sysfs text failed dm_uevent_check():
+ * the properties of its netlink event (clean: one NUL-terminated string
+ * each), those with a valid name and a value free of control characters,
+ * DEVNAME relative as the kernel writes it. Nothing for a device found by
+ * a scan (no event): its text says nothing that can be trusted.
+ */
+static void uevent_from_event(struct udev_device *d, char *buf, size_t size)
+{
+	static const char *const event_only[] = { "ACTION", "DEVPATH", "SUBSYSTEM", "SEQNUM",
+						   "DEVPATH_OLD", NULL };
+	size_t len = 0;
+	struct udev_list_entry *e;
+	buf[0] = '\0';
+	udev_list_entry_foreach(e, udev_device_get_properties_list_entry(d)) {
+		const char *key = udev_list_entry_get_name(e), *value = udev_list_entry_get_value(e);
+		bool skip = !key || !value || !dm_uevent_key_is_valid(key, strlen(key));
+		for (const char *const *k = event_only; !skip && *k; k++)
+			skip = strcmp(key, *k) == 0;
+		if (!skip && strcmp(key, "DEVNAME") == 0) {
+			skip = !devname_is_safe(value);
+			value += 5;
+		}
+		for (const char *c = value; !skip && *c; c++)
+			skip = (unsigned char)*c < 0x20 || *c == 0x7f;
+		if (!skip && !dm_uevent_append(buf, size, &len, key, value))
+			break;
+	}
+}
+
+/*
+ * @netlink: @d came from the hotplug monitor, its properties from the
+ * kernel's event (clean); otherwise libudev made it from its syspath and
+ * parses its sysfs uevent text for properties, devtype and devnode. That
+ * text is checked first (dm_uevent_check()): a device string with a newline
+ * can add lines to it, and an injected DEVNAME makes libudev abort. A
+ * device whose text fails is logged, and libudev is asked nothing that
+ * parses it.
+ */
+static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 {
 	const char *devpath = udev_device_get_devpath(d);
 	if (!devpath)
 		return -EINVAL;
 	if (dm_scan_find(s, devpath))
 		return 0; /* seen as someone's ancestor */
+	const char *uevent = udev_device_get_sysattr_value(d, "uevent"); /* read, not parsed */
+	bool tainted = uevent && dm_uevent_check(uevent) < 0;
+	if (tainted)
+		log_warn("udev: %s: its uevent text is not what the kernel writes (a device string "
+			 "with a newline?): ignored%s",
+			 devpath, netlink ? ", the event's properties kept" : "");
+	/* whether libudev may parse what it knows of @d */
+	bool trusted = netlink || !tainted;
 
 	struct dm_record *rec;
 	int r = dm_scan_get(s, devpath, &rec);
@@ -182,11 +244,13 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	r |= dm_record_set_string(&rec->subsystem, udev_device_get_subsystem(d));
 	/* the driver link, or the uevent's DRIVER where a recording kept only that */
 	const char *driver = udev_device_get_driver(d);
-	if (!driver)
+	if (!driver && trusted)
 		driver = udev_device_get_property_value(d, "DRIVER");
 	r |= dm_record_set_string(&rec->driver, driver);
 	r |= classify(d, rec);
-	r |= set_trimmed(rec, "name", pick_name(d));
+	char shown[DM_ATTR_MAX];
+	pick_name(d, trusted, shown, sizeof(shown));
+	r |= dm_record_set(rec, "name", shown);
 	/* The clash rule (DESIGN.md section 5): a class device that shares its
 	 * name with a sibling is named "<class>:<name>". A full scan applies it
 	 * over all its records at commit; one device's scan (hotplug) has not
@@ -204,9 +268,15 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 		rec->name = name;
 	}
 
-	const char *uevent = udev_device_get_sysattr_value(d, "uevent");
-	if (uevent) {
+	if (uevent && !tainted) {
 		r |= set_trimmed(rec, "uevent", uevent);
+	} else if (tainted) {
+		char buf[DM_ATTR_MAX];
+		if (netlink)
+			uevent_from_event(d, buf, sizeof(buf));
+		else
+			buf[0] = '\0';
+		r |= dm_record_set(rec, "uevent", buf);
 	} else {
 		char buf[DM_ATTR_MAX];
 		size_t len = 0;
@@ -220,11 +290,14 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 		r |= dm_record_set(rec, "uevent", buf);
 	}
 	const char *modalias = udev_device_get_sysattr_value(d, "modalias");
-	if (!modalias)
+	if (!modalias && trusted)
 		modalias = udev_device_get_property_value(d, "MODALIAS");
 	if (modalias)
 		r |= set_trimmed(rec, "modalias", modalias);
-	const char *devnode = udev_device_get_devnode(d);
+	const char *devnode =
+		trusted && devname_is_safe(udev_device_get_property_value(d, "DEVNAME"))
+			? udev_device_get_devnode(d)
+			: NULL;
 	if (devnode) {
 		r |= dm_record_set(rec, "devnode", devnode);
 		if (rec->class_name)
@@ -233,7 +306,7 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	const char *dev = udev_device_get_sysattr_value(d, "dev");
 	if (dev) {
 		r |= set_trimmed(rec, "dev", dev);
-	} else if (udev_device_get_property_value(d, "MAJOR") &&
+	} else if (trusted && udev_device_get_property_value(d, "MAJOR") &&
 		   udev_device_get_property_value(d, "MINOR")) {
 		char mm[64];
 		snprintf(mm, sizeof(mm), "%s:%s", udev_device_get_property_value(d, "MAJOR"),
@@ -243,7 +316,7 @@ static int record_device(struct dm_scan *s, struct udev_device *d)
 	if (r)
 		return -ENOMEM;
 
-	return parent ? record_device(s, parent) : 0;
+	return parent ? record_device(s, parent, false) : 0;
 }
 
 static int udev_scan(struct dm_scan *s)
@@ -267,7 +340,7 @@ static int udev_scan(struct dm_scan *s)
 		struct udev_device *d = udev_device_new_from_syspath(udev, udev_list_entry_get_name(e));
 		if (!d)
 			continue; /* gone meanwhile */
-		r = record_device(s, d);
+		r = record_device(s, d, false);
 		udev_device_unref(d);
 		if (r < 0) {
 			log_warn("udev: %s: %s", udev_list_entry_get_name(e), strerror(-r));
@@ -290,7 +363,7 @@ int dm_udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **
 	snprintf(uevent, sizeof(uevent), "%s/uevent", udev_device_get_syspath(d));
 	if (access(uevent, F_OK) < 0)
 		return -ENODEV;
-	int r = record_device(s, d);
+	int r = record_device(s, d, true);
 	if (r < 0)
 		log_warn("udev: %s: %s", udev_device_get_devpath(d), strerror(-r));
 	else if (ret)

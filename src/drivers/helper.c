@@ -7,6 +7,7 @@
 #include "trust.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -32,6 +33,9 @@ struct dm_helper {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct job *head, **tail; /* in queue order */
+	size_t n_jobs;		  /* queued and running */
+	size_t max_jobs;
+	struct dm_helper_stats stats;
 	bool quit;
 	pthread_t threads[HELPER_THREADS];
 	size_t n_threads;
@@ -104,6 +108,7 @@ static void *helper_thread(void *data)
 
 		pthread_mutex_lock(&h->lock);
 		unlink_locked(h, j);
+		h->n_jobs--;
 		job_free(j);
 		pthread_cond_broadcast(&h->cond); /* the device's next job may run */
 	}
@@ -136,7 +141,7 @@ int dm_helper_new(const char *cmdline, int timeout_ms, dm_helper_done_fn done, v
 		return -ENOMEM;
 	}
 	*h = (struct dm_helper){ .argv = argv, .timeout_ms = timeout_ms, .done = done,
-				 .data = data };
+				 .data = data, .max_jobs = DM_HELPER_MAX_JOBS };
 	h->tail = &h->head;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_cond_init(&h->cond, NULL);
@@ -151,26 +156,76 @@ int dm_helper_new(const char *cmdline, int timeout_ms, dm_helper_done_fn done, v
 	return 0;
 }
 
+/* The device's job that has not started yet, if any (there is at most one:
+ * dm_helper_queue() merges into it). */
+static struct job *queued_for_locked(struct dm_helper *h, const char *devpath)
+{
+	for (struct job *j = h->head; j; j = j->next)
+		if (!j->running && strcmp(j->devpath, devpath) == 0)
+			return j;
+	return NULL;
+}
+
 void dm_helper_queue(struct dm_helper *h, const char *action, const char *devpath, char **env)
 {
-	struct job *j = calloc(1, sizeof(*j));
-	if (j) {
-		j->action = strdup(action);
-		j->devpath = strdup(devpath);
-		j->env = env;
-	}
-	if (!j || !j->action || !j->devpath) {
-		log_err("hotplug helper %s %s: out of memory; not run", action, devpath);
-		if (j)
-			job_free(j);
-		else
-			dm_strv_free(env);
-		return;
-	}
 	pthread_mutex_lock(&h->lock);
-	*h->tail = j;
-	h->tail = &j->next;
-	pthread_cond_signal(&h->cond);
+	struct job *q = queued_for_locked(h, devpath);
+	if (q) {
+		/* the helper has not seen the queued event: the newer one
+		 * replaces it, with its environment; a change of a device
+		 * whose add has not run is still its add */
+		char *act = strcmp(action, "change") == 0 && strcmp(q->action, "add") == 0
+				    ? q->action
+				    : strdup(action);
+		if (act) {
+			if (act != q->action)
+				free(q->action);
+			q->action = act;
+			dm_strv_free(q->env);
+			q->env = env;
+			h->stats.merged++;
+			pthread_mutex_unlock(&h->lock);
+			return;
+		}
+		/* out of memory: the queued one stays, this one is dropped */
+	} else if (h->n_jobs < h->max_jobs) {
+		struct job *j = calloc(1, sizeof(*j));
+		if (j) {
+			j->action = strdup(action);
+			j->devpath = strdup(devpath);
+			j->env = env;
+		}
+		if (j && j->action && j->devpath) {
+			*h->tail = j;
+			h->tail = &j->next;
+			h->n_jobs++;
+			pthread_cond_signal(&h->cond);
+			pthread_mutex_unlock(&h->lock);
+			return;
+		}
+		if (j) {
+			j->env = NULL; /* freed below */
+			job_free(j);
+		}
+	}
+	uint64_t dropped = ++h->stats.dropped;
+	pthread_mutex_unlock(&h->lock);
+	dm_strv_free(env);
+	/* the first drop, then every 1024th: a flood does not flood the log */
+	if (dropped == 1 || dropped % 1024 == 0)
+		log_warn("hotplug helper %s %s: not run, the queue is full or out of memory "
+			 "(%" PRIu64 " dropped so far)",
+			 action, devpath, dropped);
+}
+
+void dm_helper_get_stats(struct dm_helper *h, struct dm_helper_stats *ret)
+{
+	pthread_mutex_lock(&h->lock);
+	*ret = h->stats;
+	ret->jobs = h->n_jobs;
+	ret->running = 0;
+	for (struct job *j = h->head; j; j = j->next)
+		ret->running += j->running;
 	pthread_mutex_unlock(&h->lock);
 }
 

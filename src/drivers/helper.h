@@ -7,13 +7,33 @@
  * in order, one at a time; calls for different devices run concurrently on
  * a few threads; each has a timeout; a failure is logged, and nothing waits
  * for a helper: not the filesystem, not the hotplug monitor.
+ *
+ * The queue is bounded (a flapping device, a flood of events: memory must
+ * not grow without limit). A device has at most one call waiting: a newer
+ * event for a device whose call has not started replaces it (its action
+ * and environment), so the helper is run for the device's latest state, as
+ * after a udev "settle" -- except that a change of a device whose add has
+ * not run is run as that add (the helper has not seen the device yet). A
+ * call under way is never replaced: the next one waits for it. Past
+ * DM_HELPER_MAX_JOBS calls (waiting and running, all devices), an event of
+ * a device with no call waiting is dropped, counted and logged.
  */
 #ifndef DM_HELPER_H
 #define DM_HELPER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct dm_helper;
+
+#define DM_HELPER_MAX_JOBS 1024
+
+struct dm_helper_stats {
+	size_t jobs;	 /* calls waiting or running now */
+	size_t running;	 /* of those, running */
+	uint64_t merged;  /* events that replaced a waiting call */
+	uint64_t dropped; /* events not run: the queue was full, or no memory */
+};
 
 /* Called after each run with the device's devpath, the action and the run's
  * -errno (0: success). */
@@ -23,8 +43,12 @@ typedef void (*dm_helper_done_fn)(const char *action, const char *devpath, int r
  * hook's. -EINVAL for an empty or relative one, -EBADMSG for bad quoting. */
 int dm_helper_new(const char *cmdline, int timeout_ms, dm_helper_done_fn done, void *data,
 		  struct dm_helper **ret);
-/* Queues a run with @env (a NULL-terminated environment it takes over). */
+/* Queues a run with @env (a NULL-terminated environment it takes over), or
+ * merges it into the device's waiting one, or drops it (see above). Never
+ * blocks on a run. */
 void dm_helper_queue(struct dm_helper *h, const char *action, const char *devpath, char **env);
+/* The queue's counters, taken under its lock. */
+void dm_helper_get_stats(struct dm_helper *h, struct dm_helper_stats *ret);
 /* Waits for the runs under way, drops the queued ones, frees. NULL is fine. */
 void dm_helper_free(struct dm_helper *h);
 

@@ -3,7 +3,6 @@
  * device's environment. */
 #include "hookenv.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -80,6 +79,91 @@ out_free:
 	return r;
 }
 
+bool dm_uevent_key_is_valid(const char *key, size_t klen)
+{
+	if (klen == 0 || (key[0] >= '0' && key[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < klen; i++)
+		if (!((key[i] >= 'A' && key[i] <= 'Z') || (key[i] >= '0' && key[i] <= '9') ||
+		      key[i] == '_'))
+			return false;
+	return true;
+}
+
+static bool value_is_clean(const char *v, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* A kernel DEVNAME: relative to /dev, no "." or ".." component, no empty one. */
+static bool devname_is_valid(const char *v, size_t len)
+{
+	if (len == 0 || v[0] == '/')
+		return false;
+	for (size_t i = 0; i < len;) {
+		size_t c = 0;
+		while (i + c < len && v[i + c] != '/')
+			c++;
+		if (c == 0 || (c == 1 && v[i] == '.') || (c == 2 && v[i] == '.' && v[i + 1] == '.'))
+			return false;
+		i += c + 1;
+		if (i == len) /* a trailing '/' */
+			return false;
+	}
+	return true;
+}
+
+int dm_uevent_check_devname(const char *devname)
+{
+	return devname_is_valid(devname, strlen(devname)) ? 0 : -EINVAL;
+}
+
+/* Whether the line @l (@len bytes) has the key @key: a duplicate scan. */
+static bool line_has_key(const char *l, size_t len, const char *key, size_t klen)
+{
+	return len > klen && l[klen] == '=' && memcmp(l, key, klen) == 0;
+}
+
+int dm_uevent_check(const char *text)
+{
+	size_t total = strlen(text);
+	if (total && text[total - 1] == '\n')
+		total--;
+	for (size_t off = 0; off < total;) {
+		const char *l = text + off;
+		size_t len = 0;
+		while (off + len < total && l[len] != '\n')
+			len++;
+		const char *eq = memchr(l, '=', len);
+		if (!eq || !dm_uevent_key_is_valid(l, (size_t)(eq - l)))
+			return -EBADMSG;
+		size_t klen = (size_t)(eq - l);
+		const char *v = eq + 1;
+		size_t vlen = len - klen - 1;
+		if (!value_is_clean(v, vlen))
+			return -EBADMSG;
+		/* quoted values open and close on their line: a stray quote
+		 * is the kernel's, closing a string that spans lines */
+		if (vlen && (v[0] == '"' || v[vlen - 1] == '"') &&
+		    (vlen < 2 || v[0] != '"' || v[vlen - 1] != '"'))
+			return -EBADMSG;
+		if (klen == 7 && memcmp(l, "DEVNAME", 7) == 0 && !devname_is_valid(v, vlen))
+			return -EBADMSG;
+		/* a key seen on an earlier line */
+		for (size_t o = 0; o < off;) {
+			size_t n = strcspn(text + o, "\n");
+			if (line_has_key(text + o, n, l, klen))
+				return -EBADMSG;
+			o += n + 1;
+		}
+		off += len + 1;
+	}
+	return 0;
+}
+
 /* The hook environment, built for one call. */
 struct env {
 	char **v; /* NULL-terminated */
@@ -125,67 +209,96 @@ static int env_add(struct env *e, const char *key, size_t klen, const char *valu
 	return 0;
 }
 
-static int env_set(struct env *e, const char *key, const char *value)
-{
-	if (!value)
-		return 0; /* unset, as udev leaves out what a device lacks */
-	return env_add(e, key, strlen(key), value, strlen(value));
-}
-
-/* Variables the runner sets itself; the uevent's own are dropped (its
- * DRIVER names the kernel's driver, not this one). */
+/* Variables the daemon sets itself, or the kernel sets on the event (not
+ * the device): a device's own are dropped (its DRIVER names the kernel's
+ * driver, not this one), so the daemon's always win. */
 static bool env_is_reserved(const char *key, size_t klen)
 {
-	static const char *const reserved[] = { "ACTION", "DRIVERFS_PATH", "DEVPATH", "BUS",
-						"CLASS",  "DRIVER",	   "DEVNAME", "PATH" };
+	static const char *const reserved[] = { "ACTION", "DRIVERFS_PATH", "DEVPATH", "DEVPATH_OLD",
+						"BUS",	  "CLASS",	   "DRIVER",  "DEVNAME",
+						"PATH",	  "SUBSYSTEM",	   "SEQNUM" };
 	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
 		if (strlen(reserved[i]) == klen && strncmp(reserved[i], key, klen) == 0)
 			return true;
 	return false;
 }
 
-/* Variables that change how a program, its dynamic loader or a shell
- * running it behaves. No kernel or udev property has these names; a device
- * whose reported strings reach its uevent (a HID name with a newline in
- * it) must not set them for a hook that runs as root. */
-static bool env_is_dangerous(const char *key, size_t klen)
+/*
+ * Variables that change how a program, its dynamic loader, a shell or an
+ * interpreter it starts behaves: a hook runs as root, and a device whose
+ * strings reach its uevent text (a HID name with a newline in it) or a
+ * hostile udev rule must not set them. No kernel or udev property has these
+ * names. Refused:
+ *  - prefixes: LD_ (the loader), MALLOC_ and GLIBC_ (glibc tunables),
+ *    GCONV_ (iconv modules), BASH_ (BASH_ENV, BASH_FUNC_*), PYTHON
+ *    (PYTHONPATH, PYTHONSTARTUP, PYTHONWARNINGS, ...), PERL (PERL5LIB,
+ *    PERL5OPT, PERL5DB, PERLLIB, ...), RUBY, LUA_ (LUA_INIT, LUA_PATH, ...),
+ *    NODE_ (NODE_OPTIONS, NODE_PATH), JAVA_ and _JAVA_ (JAVA_TOOL_OPTIONS,
+ *    _JAVA_OPTIONS), JDK_, GIT_ (GIT_CONFIG_*, GIT_SSH, ...), OPENSSL_,
+ *    SSL_ (SSL_CERT_FILE), TCL, TK_, GUILE_, GEM_, BUNDLE_, PHP, R_, LC_
+ *    and LANG (locales read from files), XDG_ (config lookups), SYSTEMD_,
+ *    DBUS_, NIX_, GCC_, GDK_ and GTK_, QT_, GIO_, GSETTINGS_, ZDOTDIR,
+ *    KRB5 (Kerberos configuration), SUDO_, PAGER and EDITOR variants below;
+ *  - names: ENV, IFS, SHELLOPTS, BASHOPTS, PS1, PS2, PS4, PROMPT_COMMAND,
+ *    CDPATH, GLOBIGNORE, HOME, SHELL, TMPDIR, TMP, TEMP, TZ, TZDIR,
+ *    LOCPATH, NLSPATH, LANGUAGE, HOSTALIASES, RES_OPTIONS, LOCALDOMAIN,
+ *    BROWSER, EDITOR, VISUAL, PAGER, MANPAGER, LESSOPEN, LESSCLOSE,
+ *    LESSKEY, GREP_OPTIONS, POSIXLY_CORRECT, MANPATH, TERMINFO,
+ *    TERMINFO_DIRS, TERMCAP, CURL_HOME, WGETRC, SSH_ASKPASS, SSH_AUTH_SOCK,
+ *    GNUPGHOME, AWKPATH, AWKLIBPATH, CLASSPATH, RUBYOPT, RUBYLIB,
+ *    HISTFILE, INPUTRC, MAIL, MAILPATH, OLDPWD, PWD, USER, LOGNAME,
+ *    KDEDIR, DISPLAY, WAYLAND_DISPLAY, DYLD_INSERT_LIBRARIES,
+ *    http_proxy-style names are lower case and refused by the name rule.
+ * Each entry is tested (tests/unit/test-hookenv.c).
+ */
+static const char *const env_refused_prefixes[] = {
+	"LD_",	   "MALLOC_", "GLIBC_", "GCONV_", "BASH_", "PYTHON", "PERL",  "RUBY",   "LUA_",
+	"NODE_",   "JAVA_",   "_JAVA_", "JDK_",	  "GIT_",  "OPENSSL_", "SSL_", "TCL",	 "TK_",
+	"GUILE_",  "GEM_",    "BUNDLE_", "PHP",	  "R_",	   "LC_",    "LANG",  "XDG_",	 "SYSTEMD_",
+	"DBUS_",   "NIX_",    "GCC_",	"GDK_",	  "GTK_",  "QT_",    "GIO_",  "GSETTINGS_", "KRB5",
+	"SUDO_",   "DYLD_",
+};
+static const char *const env_refused_names[] = {
+	"ENV",	       "IFS",	      "SHELLOPTS",    "BASHOPTS",    "PS1",	    "PS2",
+	"PS4",	       "PROMPT_COMMAND", "CDPATH",    "GLOBIGNORE",  "HOME",	    "SHELL",
+	"TMPDIR",      "TMP",	      "TEMP",	      "TZ",	     "TZDIR",	    "LOCPATH",
+	"NLSPATH",     "LANGUAGE",    "HOSTALIASES",  "RES_OPTIONS", "LOCALDOMAIN", "BROWSER",
+	"EDITOR",      "VISUAL",      "PAGER",	      "MANPAGER",    "LESSOPEN",    "LESSCLOSE",
+	"LESSKEY",     "GREP_OPTIONS", "POSIXLY_CORRECT", "MANPATH", "TERMINFO",    "TERMINFO_DIRS",
+	"TERMCAP",     "CURL_HOME",   "WGETRC",	      "SSH_ASKPASS", "SSH_AUTH_SOCK", "GNUPGHOME",
+	"AWKPATH",     "AWKLIBPATH",  "CLASSPATH",    "HISTFILE",    "INPUTRC",	    "MAIL",
+	"MAILPATH",    "OLDPWD",      "PWD",	      "USER",	     "LOGNAME",	    "KDEDIR",
+	"DISPLAY",     "WAYLAND_DISPLAY", "ZDOTDIR",
+};
+
+bool dm_hook_env_name_is_refused(const char *key, size_t klen)
 {
-	static const char *const prefixes[] = { "LD_", "MALLOC_", "GLIBC_", "BASH_" };
-	static const char *const names[] = {
-		"ENV",	      "IFS",	     "SHELLOPTS",  "BASHOPTS",	  "PS4",
-		"CDPATH",     "GCONV_PATH",  "LOCPATH",	   "NLSPATH",	  "HOSTALIASES",
-		"RES_OPTIONS", "LOCALDOMAIN", "TMPDIR",	   "HOME",	  "SHELL",
-		"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PERL5LIB",   "PERL5OPT",
-		"PERLLIB",    "RUBYOPT",     "RUBYLIB",	   "NODE_OPTIONS", "TZDIR",
-	};
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (klen >= strlen(prefixes[i]) && strncmp(key, prefixes[i], strlen(prefixes[i])) == 0)
+	for (size_t i = 0; i < sizeof(env_refused_prefixes) / sizeof(env_refused_prefixes[0]); i++) {
+		size_t plen = strlen(env_refused_prefixes[i]);
+		if (klen >= plen && strncmp(key, env_refused_prefixes[i], plen) == 0)
 			return true;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strlen(names[i]) == klen && strncmp(names[i], key, klen) == 0)
+	}
+	for (size_t i = 0; i < sizeof(env_refused_names) / sizeof(env_refused_names[0]); i++)
+		if (strlen(env_refused_names[i]) == klen && strncmp(env_refused_names[i], key, klen) == 0)
 			return true;
 	return false;
 }
 
-static bool env_key_is_valid(const char *key, size_t klen)
+const char *const *dm_hook_env_refused_list(bool prefixes, size_t *ret_n)
 {
-	if (klen == 0 || isdigit((unsigned char)key[0]) || env_is_dangerous(key, klen))
-		return false;
-	for (size_t i = 0; i < klen; i++)
-		if (!isalnum((unsigned char)key[i]) && key[i] != '_')
-			return false;
-	return true;
+	*ret_n = prefixes ? sizeof(env_refused_prefixes) / sizeof(env_refused_prefixes[0])
+			  : sizeof(env_refused_names) / sizeof(env_refused_names[0]);
+	return prefixes ? env_refused_prefixes : env_refused_names;
 }
 
-/* The uevent's DEVNAME, as a /dev path (the kernel's is relative). */
+/* The uevent's DEVNAME, as a /dev path (the kernel's is relative; the text
+ * was checked, so it is a path below /dev). */
 static int uevent_devname(const char *uevent, char *buf, size_t size)
 {
 	for (const char *l = uevent; *l;) {
 		size_t len = strcspn(l, "\n");
 		if (len > 8 && strncmp(l, "DEVNAME=", 8) == 0) {
-			const char *v = l + 8;
-			int n = snprintf(buf, size, "%s%.*s", v[0] == '/' ? "" : "/dev/",
-					 (int)(len - 8), v);
+			int n = snprintf(buf, size, "/dev/%.*s", (int)(len - 8), l + 8);
 			return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 		}
 		l += len + (l[len] == '\n');
@@ -193,15 +306,22 @@ static int uevent_devname(const char *uevent, char *buf, size_t size)
 	return -ENOENT;
 }
 
+/* The device's properties, after what the daemon set: only from a text
+ * that passes dm_uevent_check(), and of those only a valid name that is
+ * neither the daemon's nor refused, with a value free of control
+ * characters. */
 static int env_add_uevent(struct env *e, const char *uevent)
 {
+	if (dm_uevent_check(uevent) < 0)
+		return 0;
 	for (const char *l = uevent; *l;) {
 		size_t len = strcspn(l, "\n");
 		const char *eq = memchr(l, '=', len);
 		if (eq) {
 			size_t klen = (size_t)(eq - l);
-			if (env_key_is_valid(l, klen) && !env_is_reserved(l, klen) &&
-			    !env_has(e, l, klen)) {
+			if (dm_uevent_key_is_valid(l, klen) && !dm_hook_env_name_is_refused(l, klen) &&
+			    !env_is_reserved(l, klen) && !env_has(e, l, klen) &&
+			    value_is_clean(eq + 1, len - klen - 1)) {
 				int r = env_add(e, l, klen, eq + 1, len - klen - 1);
 				if (r < 0)
 					return r;
@@ -209,6 +329,29 @@ static int env_add_uevent(struct env *e, const char *uevent)
 		}
 		l += len + (l[len] == '\n');
 	}
+	return 0;
+}
+
+int dm_hook_env_build(const char *const *vars, const char *uevent, char ***ret)
+{
+	struct env e = { 0 };
+	int r = 0;
+	for (const char *const *x = vars; !r && x && *x; x++) {
+		const char *eq = strchr(*x, '=');
+		r = eq ? env_add(&e, *x, (size_t)(eq - *x), eq + 1, strlen(eq + 1)) : -EINVAL;
+	}
+	if (!r && uevent)
+		r = env_add_uevent(&e, uevent);
+	if (r < 0) {
+		env_done(&e);
+		return r;
+	}
+	if (!e.v) { /* nothing was set: still a valid, empty environment */
+		e.v = calloc(1, sizeof(*e.v));
+		if (!e.v)
+			return -ENOMEM;
+	}
+	*ret = e.v;
 	return 0;
 }
 
@@ -242,14 +385,25 @@ static int dev_info_read(struct dm_device *dev, struct dev_info *ret)
 	return 0;
 }
 
+/* Adds "KEY=VALUE" to @vars (room for it was made) when @value is set. */
+static int var_add(char **vars, size_t *n, const char *key, const char *value)
+{
+	if (!value)
+		return 0; /* unset, as udev leaves out what a device lacks */
+	if (asprintf(&vars[*n], "%s=%s", key, value) < 0)
+		return -ENOMEM;
+	vars[++*n] = NULL;
+	return 0;
+}
+
 int dm_hook_env(struct dm_device *dev, const char *action, const char *driver,
 		const char *const *extra, char ***ret)
 {
 	struct dev_info info;
-	struct env e = { 0 };
 	char devname[PATH_MAX];
 	char *uevent = malloc(DM_ATTR_MAX + 1);
 	bool has_devname = false;
+	size_t n_extra = 0, n = 0;
 	int r;
 
 	if (!uevent)
@@ -260,46 +414,48 @@ int dm_hook_env(struct dm_device *dev, const char *action, const char *driver,
 		return r;
 	}
 	/* values are read through the accessor, which takes the lock itself */
-	if (dm_device_get_value(dev, "uevent", uevent, DM_ATTR_MAX + 1) < 0)
-		uevent[0] = '\0';
+	if (dm_device_get_value(dev, "uevent", uevent, DM_ATTR_MAX + 1) < 0 ||
+	    dm_uevent_check(uevent) < 0)
+		uevent[0] = '\0'; /* the udev source logged it */
 	if (uevent_devname(uevent, devname, sizeof(devname)) == 0)
 		has_devname = true;
 	else if (dm_device_get_value(dev, "devnode", devname, sizeof(devname)) > 0)
-		has_devname = true;
+		has_devname = strncmp(devname, "/dev/", 5) == 0 &&
+			      dm_uevent_check_devname(devname + 5) == 0 &&
+			      value_is_clean(devname, strlen(devname));
 
-	r = env_set(&e, "ACTION", action);
+	for (const char *const *x = extra; x && *x; x++)
+		n_extra++;
+	char **vars = calloc(8 + n_extra + 1, sizeof(*vars));
+	r = vars ? 0 : -ENOMEM;
 	if (!r)
-		r = env_set(&e, "DRIVERFS_PATH", info.path);
+		r = var_add(vars, &n, "ACTION", action);
 	if (!r)
-		r = env_set(&e, "DEVPATH", dm_device_get_devpath(dev));
+		r = var_add(vars, &n, "DRIVERFS_PATH", info.path);
 	if (!r)
-		r = env_set(&e, "BUS", info.bus);
+		r = var_add(vars, &n, "DEVPATH", dm_device_get_devpath(dev));
 	if (!r)
-		r = env_set(&e, "CLASS", info.class);
+		r = var_add(vars, &n, "BUS", info.bus);
 	if (!r)
-		r = env_set(&e, "DRIVER", driver);
+		r = var_add(vars, &n, "CLASS", info.class);
 	if (!r)
-		r = env_set(&e, "DEVNAME", has_devname ? devname : NULL);
+		r = var_add(vars, &n, "DRIVER", driver);
 	if (!r)
-		r = env_set(&e, "PATH", HOOK_PATH);
-	for (const char *const *x = extra; !r && x && *x; x++) {
-		const char *eq = strchr(*x, '=');
-		r = eq ? env_add(&e, *x, (size_t)(eq - *x), eq + 1, strlen(eq + 1)) : -EINVAL;
-	}
+		r = var_add(vars, &n, "DEVNAME", has_devname ? devname : NULL);
 	if (!r)
-		r = env_add_uevent(&e, uevent);
+		r = var_add(vars, &n, "PATH", HOOK_PATH);
+	for (size_t i = 0; !r && i < n_extra; i++)
+		if (!strchr(extra[i], '='))
+			r = -EINVAL;
+		else if (!(vars[n] = strdup(extra[i])))
+			r = -ENOMEM;
+		else
+			vars[++n] = NULL;
+	if (!r)
+		r = dm_hook_env_build((const char *const *)vars, uevent, ret);
+	dm_strv_free(vars);
 	free(uevent);
 	free(info.bus);
 	free(info.class);
-	if (r < 0) {
-		env_done(&e);
-		return r;
-	}
-	if (!e.v) { /* nothing was set: still a valid, empty environment */
-		e.v = calloc(1, sizeof(*e.v));
-		if (!e.v)
-			return -ENOMEM;
-	}
-	*ret = e.v;
-	return 0;
+	return r;
 }

@@ -8,8 +8,10 @@
  * environment of a hook for it (src/drivers/hookenv.c). Checked: values fit
  * a file; a device string is one line, a prefix of the input; an interface
  * name is one directory name; the environment is KEY=VALUE strings with
- * valid names, no newline, each name once, and the runner's own variables
- * (ACTION, DRIVER, PATH, ...) are never the device's.
+ * valid names, no newline or other control character, each name once, no
+ * refused name (an interpreter's or the loader's), DEVNAME below /dev, and
+ * the runner's own variables (ACTION, DRIVER, PATH, ...) are never the
+ * device's; a uevent text that passes the check is KEY=VALUE lines.
  */
 #include "fuzz-util.h"
 
@@ -44,6 +46,12 @@ static void check_env(char **env, const char *devname_value)
 		for (const char *c = *e; c < eq; c++)
 			FUZZ_CHECK(isalnum((unsigned char)*c) || *c == '_', "bad name in '%s'", *e);
 		FUZZ_CHECK(!isdigit((unsigned char)**e), "bad name in '%s'", *e);
+		for (const char *c = eq + 1; *c; c++)
+			FUZZ_CHECK((unsigned char)*c >= 0x20 && *c != 0x7f,
+				   "a control character in '%s'", *e);
+		FUZZ_CHECK(strncmp(*e, "PATH=", 5) == 0 ||
+				   !dm_hook_env_name_is_refused(*e, (size_t)(eq - *e)),
+			   "refused variable '%s'", *e);
 		for (char **o = env; o < e; o++)
 			FUZZ_CHECK(strncmp(*o, *e, (size_t)(eq - *e) + 1) != 0,
 				   "'%.*s' set twice", (int)(eq - *e), *e);
@@ -57,7 +65,9 @@ static void check_env(char **env, const char *devname_value)
 	if (devname_value) {
 		for (char **e = env; *e; e++)
 			if (strncmp(*e, "DEVNAME=", 8) == 0)
-				FUZZ_CHECK((*e)[8] == '/', "DEVNAME not a path: '%s'", *e);
+				FUZZ_CHECK(strncmp(*e + 8, "/dev/", 5) == 0 &&
+						   dm_uevent_check_devname(*e + 13) == 0,
+					   "DEVNAME not below /dev: '%s'", *e);
 	}
 }
 
@@ -83,6 +93,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!text)
 		abort();
 	check_device_string(text);
+	/* the check of sysfs uevent text: a clean text has no line that is
+	 * not KEY=VALUE with an upper-case name */
+	if (dm_uevent_check(text) == 0)
+		for (const char *l = text; *l;) {
+			size_t llen = strcspn(l, "\n");
+			if (llen == 0 && l[1] == '\0')
+				break; /* the text's one final newline */
+			const char *eq = memchr(l, '=', llen);
+			FUZZ_CHECK(eq && dm_uevent_key_is_valid(l, (size_t)(eq - l)),
+				   "a clean text with the line '%.*s'", (int)llen, l);
+			l += llen + (l[llen] == '\n');
+		}
 
 	/* libudev's properties: one per line, the name up to the first '=' */
 	for (char *line = text, *next; line && n < MAX_PROPS; line = next) {
