@@ -207,11 +207,20 @@ class Daemon:
     def stop(self):
         if self.proc.poll() is None:
             subprocess.run(["fusermount3", "-u", "-z", self.mnt], stderr=subprocess.DEVNULL)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
+            # its notifications are read meanwhile: a daemon whose threads
+            # wait to send one to a full socket (sd_notify blocks, as for
+            # a busy systemd) could not end
+            import time
+            deadline = time.monotonic() + 30
+            self.sock.settimeout(0.1)
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                try:
+                    self.sock.recv(4096)
+                except (socket.timeout, OSError):
+                    pass
+            if self.proc.poll() is None:
                 self.proc.kill()
-                self.proc.wait()
+            self.proc.wait()
         if self.is_mounted():
             subprocess.run(["umount", "-l", self.mnt], stderr=subprocess.DEVNULL)
         report = sanitizer_report(self.output())
