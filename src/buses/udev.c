@@ -174,13 +174,26 @@ static bool devname_is_safe(const char *devname)
 }
 
 /*
- * The uevent value of a device whose sysfs text failed dm_uevent_check():
- * the properties of its netlink event (clean: one NUL-terminated string
- * each), those with a valid name and a value free of control characters,
- * DEVNAME relative as the kernel writes it. Nothing for a device found by
- * a scan (no event): its text says nothing that can be trusted.
+ * Whether the MAJOR and MINOR libudev holds for @d are its device number
+ * @dev (the sysfs "dev" attribute, NULL when it has none): only then may its
+ * DEVNAME be taken. A device without a number has no node whatever a text
+ * or event of it says.
  */
-static void uevent_from_event(struct udev_device *d, char *buf, size_t size)
+static bool devt_is_consistent(struct udev_device *d, const char *dev)
+{
+	return dm_uevent_devt_is(udev_device_get_property_value(d, "MAJOR"),
+				 udev_device_get_property_value(d, "MINOR"), dev);
+}
+
+/*
+ * The uevent value of a device whose sysfs text failed the checks: the
+ * properties of its netlink event (clean: one NUL-terminated string each),
+ * those with a valid name and a value free of control characters, DEVNAME
+ * relative as the kernel writes it, and MAJOR, MINOR and DEVNAME only when
+ * @devt_ok (devt_is_consistent()). Nothing for a device found by a scan
+ * (no event): its text says nothing that can be trusted.
+ */
+static void uevent_from_event(struct udev_device *d, bool devt_ok, char *buf, size_t size)
 {
 	static const char *const event_only[] = { "ACTION", "DEVPATH", "SUBSYSTEM", "SEQNUM",
 						   "DEVPATH_OLD", NULL };
@@ -192,6 +205,9 @@ static void uevent_from_event(struct udev_device *d, char *buf, size_t size)
 		bool skip = !key || !value || !dm_uevent_key_is_valid(key, strlen(key));
 		for (const char *const *k = event_only; !skip && *k; k++)
 			skip = strcmp(key, *k) == 0;
+		if (!skip && !devt_ok)
+			skip = strcmp(key, "MAJOR") == 0 || strcmp(key, "MINOR") == 0 ||
+			       strcmp(key, "DEVNAME") == 0;
 		if (!skip && strcmp(key, "DEVNAME") == 0) {
 			skip = !devname_is_safe(value);
 			value += 5;
@@ -207,10 +223,10 @@ static void uevent_from_event(struct udev_device *d, char *buf, size_t size)
  * @netlink: @d came from the hotplug monitor, its properties from the
  * kernel's event (clean); otherwise libudev made it from its syspath and
  * parses its sysfs uevent text for properties, devtype and devnode. That
- * text is checked first (dm_uevent_check()): a device string with a newline
- * can add lines to it, and an injected DEVNAME makes libudev abort. A
- * device whose text fails is logged, and libudev is asked nothing that
- * parses it.
+ * text is checked first (dm_uevent_check(), and against the device number,
+ * dm_uevent_check_devt()): a device string with a newline can add lines to
+ * it, and an injected DEVNAME makes libudev abort. A device whose text
+ * fails is logged, and libudev is asked nothing that parses it.
  */
 static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 {
@@ -219,8 +235,11 @@ static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 		return -EINVAL;
 	if (dm_scan_find(s, devpath))
 		return 0; /* seen as someone's ancestor */
-	const char *uevent = udev_device_get_sysattr_value(d, "uevent"); /* read, not parsed */
-	bool tainted = uevent && dm_uevent_check(uevent) < 0;
+	/* read, not parsed; "dev" is the kernel's "%u:%u", no device string */
+	const char *uevent = udev_device_get_sysattr_value(d, "uevent");
+	const char *dev = udev_device_get_sysattr_value(d, "dev");
+	bool tainted = uevent &&
+		       (dm_uevent_check(uevent) < 0 || dm_uevent_check_devt(uevent, dev) < 0);
 	if (tainted)
 		log_warn("udev: %s: its uevent text is not what the kernel writes (a device string "
 			 "with a newline?): ignored%s",
@@ -273,7 +292,7 @@ static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 	} else if (tainted) {
 		char buf[DM_ATTR_MAX];
 		if (netlink)
-			uevent_from_event(d, buf, sizeof(buf));
+			uevent_from_event(d, devt_is_consistent(d, dev), buf, sizeof(buf));
 		else
 			buf[0] = '\0';
 		r |= dm_record_set(rec, "uevent", buf);
@@ -294,16 +313,14 @@ static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 		modalias = udev_device_get_property_value(d, "MODALIAS");
 	if (modalias)
 		r |= set_trimmed(rec, "modalias", modalias);
-	const char *devnode =
-		trusted && devname_is_safe(udev_device_get_property_value(d, "DEVNAME"))
-			? udev_device_get_devnode(d)
-			: NULL;
+	bool node_ok = trusted && devt_is_consistent(d, dev) &&
+		       devname_is_safe(udev_device_get_property_value(d, "DEVNAME"));
+	const char *devnode = node_ok ? udev_device_get_devnode(d) : NULL;
 	if (devnode) {
 		r |= dm_record_set(rec, "devnode", devnode);
 		if (rec->class_name)
 			r |= set_interface(rec, d, devnode);
 	}
-	const char *dev = udev_device_get_sysattr_value(d, "dev");
 	if (dev) {
 		r |= set_trimmed(rec, "dev", dev);
 	} else if (trusted && udev_device_get_property_value(d, "MAJOR") &&

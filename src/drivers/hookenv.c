@@ -164,6 +164,69 @@ int dm_uevent_check(const char *text)
 	return 0;
 }
 
+/* A decimal number as the kernel prints it (%u): digits, no sign, no
+ * leading zero but for 0 itself; @len bytes. */
+static bool uint_parse(const char *v, size_t len, unsigned long *ret)
+{
+	unsigned long n = 0;
+	if (len == 0 || len > 10 || (v[0] == '0' && len > 1))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return false;
+		n = n * 10 + (unsigned long)(v[i] - '0');
+	}
+	*ret = n;
+	return true;
+}
+
+/* @major, @minor (@malen, @milen bytes) against "MAJOR:MINOR[\n]". */
+static bool devt_is(const char *major, size_t malen, const char *minor, size_t milen,
+		    const char *dev)
+{
+	unsigned long ma, mi, dma, dmi;
+	if (!dev || !uint_parse(major, malen, &ma) || !uint_parse(minor, milen, &mi))
+		return false;
+	size_t dlen = strlen(dev);
+	if (dlen && dev[dlen - 1] == '\n')
+		dlen--;
+	const char *colon = memchr(dev, ':', dlen);
+	return colon && uint_parse(dev, (size_t)(colon - dev), &dma) &&
+	       uint_parse(colon + 1, dlen - (size_t)(colon - dev) - 1, &dmi) && ma == dma &&
+	       mi == dmi;
+}
+
+bool dm_uevent_devt_is(const char *major, const char *minor, const char *dev)
+{
+	return major && minor && devt_is(major, strlen(major), minor, strlen(minor), dev);
+}
+
+int dm_uevent_check_devt(const char *text, const char *dev)
+{
+	const char *major = NULL, *minor = NULL;
+	size_t malen = 0, milen = 0, n_devname = 0, n_major = 0, n_minor = 0;
+	for (const char *l = text; *l;) {
+		size_t len = strcspn(l, "\n");
+		if (strncmp(l, "MAJOR=", 6) == 0) {
+			major = l + 6;
+			malen = len - 6;
+			n_major++;
+		} else if (strncmp(l, "MINOR=", 6) == 0) {
+			minor = l + 6;
+			milen = len - 6;
+			n_minor++;
+		} else if (strncmp(l, "DEVNAME=", 8) == 0) {
+			n_devname++;
+		}
+		l += len + (l[len] == '\n');
+	}
+	if (!dev)
+		return n_major || n_minor || n_devname ? -EBADMSG : 0;
+	if (n_major != 1 || n_minor != 1 || n_devname > 1)
+		return -EBADMSG;
+	return devt_is(major, malen, minor, milen, dev) ? 0 : -EBADMSG;
+}
+
 /* The hook environment, built for one call. */
 struct env {
 	char **v; /* NULL-terminated */

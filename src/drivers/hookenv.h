@@ -46,6 +46,24 @@ bool dm_uevent_key_is_valid(const char *key, size_t klen);
  */
 int dm_uevent_check(const char *text);
 
+/*
+ * Whether a device's uevent text agrees with its device number @dev (its
+ * sysfs "dev" attribute, "MAJOR:MINOR", in which no device string is
+ * printed; NULL when the device has none). The kernel writes MAJOR, MINOR
+ * and DEVNAME only for a device with a number, so a text that has them and
+ * no @dev, or whose MAJOR and MINOR are missing or not @dev, carries lines a
+ * device string injected: a name "x\"\nDEVNAME=sda\nY=\"" passes
+ * dm_uevent_check() and would give an input device the node /dev/sda.
+ * -EBADMSG then (treat the text as one that fails dm_uevent_check()), 0
+ * otherwise. Pure; call it on a text that passed dm_uevent_check().
+ */
+int dm_uevent_check_devt(const char *text, const char *dev);
+
+/* Whether the numbers @major and @minor (decimal, as the kernel writes them
+ * in a uevent) are the device number @dev ("MAJOR:MINOR", as its sysfs
+ * "dev" attribute, a final newline allowed). NULL for any: false. */
+bool dm_uevent_devt_is(const char *major, const char *minor, const char *dev);
+
 /* 0 when @devname is what the kernel gives as DEVNAME: a path relative to
  * /dev with no empty, "." or ".." component; -EINVAL otherwise. */
 int dm_uevent_check_devname(const char *devname);

@@ -11,7 +11,9 @@
  * valid names, no newline or other control character, each name once, no
  * refused name (an interpreter's or the loader's), DEVNAME below /dev, and
  * the runner's own variables (ACTION, DRIVER, PATH, ...) are never the
- * device's; a uevent text that passes the check is KEY=VALUE lines.
+ * device's; a uevent text that passes the check is KEY=VALUE lines, and one
+ * that passes the device number check has MAJOR and DEVNAME only as that
+ * number allows.
  */
 #include "fuzz-util.h"
 
@@ -105,6 +107,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   "a clean text with the line '%.*s'", (int)llen, l);
 			l += llen + (l[llen] == '\n');
 		}
+	/* the text against a device number: one that has none has no node,
+	 * and a text that passes for "8:0" says MAJOR=8 and MINOR=0 */
+	if (dm_uevent_check_devt(text, NULL) == 0)
+		for (const char *l = text; *l; l += strcspn(l, "\n"), l += *l == '\n')
+			FUZZ_CHECK(strncmp(l, "DEVNAME=", 8) != 0 && strncmp(l, "MAJOR=", 6) != 0,
+				   "a DEVNAME or MAJOR passes for a device without a number");
+	if (dm_uevent_check_devt(text, "8:0\n") == 0)
+		for (const char *l = text; *l; l += strcspn(l, "\n"), l += *l == '\n')
+			FUZZ_CHECK(strncmp(l, "MAJOR=", 6) != 0 || strncmp(l, "MAJOR=8\n", 8) == 0 ||
+					   strcmp(l, "MAJOR=8") == 0,
+				   "a MAJOR other than 8 passes for 8:0");
 
 	/* libudev's properties: one per line, the name up to the first '=' */
 	for (char *line = text, *next; line && n < MAX_PROPS; line = next) {

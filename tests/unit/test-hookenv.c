@@ -76,6 +76,58 @@ static void test_check_devname(void **state)
 	assert_int_not_equal(dm_uevent_check_devname(""), 0);
 }
 
+/* The text against the device number (its sysfs dev attribute): lines a
+ * device string adds can pass dm_uevent_check(), not this. */
+static const struct {
+	const char *text, *dev;
+	bool clean;
+} devt_cases[] = {
+	{ "MAJOR=13\nMINOR=69\nDEVNAME=input/event5\n", "13:69\n", true },
+	{ "MAJOR=13\nMINOR=69\nDEVNAME=input/event5", "13:69", true },
+	{ "MAJOR=189\nMINOR=0\nDEVNAME=bus/usb/001/001\nDEVTYPE=usb_device", "189:0\n", true },
+	{ "PRODUCT=3/1/1/1\nNAME=\"kbd\"\nPROP=0", NULL, true }, /* no number, no node */
+	{ "", NULL, true },
+	/* an input device (no number) whose name is x"\nDEVNAME=sda\nY=" */
+	{ "PRODUCT=3/1/1/1\nNAME=\"x\"\nDEVNAME=sda\nY=\"\"", NULL, false },
+	{ "NAME=\"x\"\nMAJOR=8\nMINOR=0\nDEVNAME=sda\nY=\"\"", NULL, false },
+	{ "NAME=\"x\"\nMAJOR=8\nY=\"\"", NULL, false },
+	{ "NAME=\"x\"\nMINOR=0\nY=\"\"", NULL, false },
+	/* a device with a number: the text must say the same one */
+	{ "MAJOR=8\nMINOR=0\nDEVNAME=sda", "13:69\n", false },
+	{ "MAJOR=13\nMINOR=70\nDEVNAME=input/event6", "13:69\n", false },
+	{ "DEVNAME=sda", "8:0\n", false },
+	{ "MAJOR=8\nDEVNAME=sda", "8:0\n", false },
+	{ "MAJOR=08\nMINOR=0\nDEVNAME=sda", "8:0\n", false }, /* not as the kernel prints */
+	{ "MAJOR=+8\nMINOR=0", "8:0", false },
+	{ "MAJOR=\nMINOR=0", "8:0", false },
+	{ "MAJOR=8\nMINOR=0", "8", false },		/* a dev value that is not one */
+	{ "MAJOR=8\nMINOR=0", "8:0:1", false },
+	{ "MAJOR=8\nMINOR=0", ":0", false },
+	{ "MAJOR=8\nMINOR=0", "", false },
+	{ "MAJOR=99999999999\nMINOR=0", "99999999999:0", false }, /* no number so long */
+	{ "MAJOR=8\nMINOR=0\nMAJOR=8", "8:0", false },	/* said twice */
+	{ "MAJOR=8\nMINOR=0\nDEVNAME=sda\nDEVNAME=sdb", "8:0", false },
+	{ "NAME=\"x\"\nMAJOR=\nY=\"\"", NULL, false },
+};
+
+static void test_check_devt(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(devt_cases) / sizeof(devt_cases[0]); i++) {
+		int r = dm_uevent_check_devt(devt_cases[i].text, devt_cases[i].dev);
+		if ((r == 0) != devt_cases[i].clean)
+			fail_msg("'%s' with dev '%s': %d, expected %s", devt_cases[i].text,
+				 devt_cases[i].dev ? devt_cases[i].dev : "(none)", r,
+				 devt_cases[i].clean ? "clean" : "refused");
+	}
+	/* the shaped injection passes the text's own check: only this sees it */
+	assert_int_equal(dm_uevent_check(devt_cases[5].text), 0);
+	assert_true(dm_uevent_devt_is("13", "69", "13:69\n"));
+	assert_false(dm_uevent_devt_is("13", "69", "13:6"));
+	assert_false(dm_uevent_devt_is("13", NULL, "13:69"));
+	assert_false(dm_uevent_devt_is("13", "69", NULL));
+}
+
 /* A name of each refused entry: a prefix alone and with a suffix, a name
  * as it is. */
 static void test_every_refused_entry(void **state)
@@ -211,6 +263,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_check_devname),
+		cmocka_unit_test(test_check_devt),
 		cmocka_unit_test(test_every_refused_entry),
 		cmocka_unit_test(test_known_hooks_refused),
 		cmocka_unit_test(test_build),
