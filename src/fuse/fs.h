@@ -20,7 +20,7 @@ struct fuse_args;
  * and "-d"); the mount options driverfs always uses are added. One "-o"
  * option is driverfs's own and taken out: max_open_bytes_per_uid=BYTES,
  * what open files of one user other than root may pin in copies of
- * values (64 MiB by default; see struct uid_use in fs.c). */
+ * values (64 MiB by default; see open-value.h). */
 int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret);
 /* Unmounts (if mounted) and frees. */
 void dm_fs_free(struct dm_fs *fs);
@@ -35,8 +35,8 @@ void dm_fs_set_io_uring(struct dm_fs *fs, bool on);
 /* Starts the thread that tells the kernel what model changes made stale
  * (after the mount): from then on the model's listener is the fs's. */
 int dm_fs_start_notifier(struct dm_fs *fs);
-/* Waits until every invalidation queued so far was sent. Never call it from
- * a FUSE handler. */
+/* Waits until every invalidation queued so far was sent. A FUSE handler may
+ * call it only as op_write() does (notify.h, fs_notifier_sync()). */
 void dm_fs_sync_invalidations(struct dm_fs *fs);
 /* Serves requests on a pool of threads until unmounted or signalled. */
 int dm_fs_loop(struct dm_fs *fs);

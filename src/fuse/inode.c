@@ -21,7 +21,7 @@ struct name {
 /* One node: 48 bytes, generation included (the table's memory after a
  * walk is mostly these). */
 struct slot {
-	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_DEV_LINK, FS_LINK */
+	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_LINK_FROM_DEV, FS_LINK_TO_DEV */
 	union {
 		struct dm_driver *drv;
 		struct dm_bus *bus;
@@ -246,11 +246,6 @@ static void dev_unlink_locked(struct fs_table *t, uint32_t ino)
 		dm_idset_add(&t->by_dev, n->dev_next);
 }
 
-static bool is_dir(uint8_t kind)
-{
-	return kind != FS_ATTR && kind != FS_DEV_LINK && kind != FS_LINK && kind != FS_DRV_ATTR;
-}
-
 int fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
 			   struct fs_place **ret, size_t *ret_n)
 {
@@ -273,7 +268,7 @@ int fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
 		}
 		out[n].ino = i;
 		out[n].parent = node->parent;
-		out[n].dir = is_dir(node->kind);
+		out[n].dir = fs_kind_is_dir(node->kind);
 		snprintf(out[n].name, sizeof(out[n].name), "%s", node->name ? node->name : "");
 		n++;
 	}

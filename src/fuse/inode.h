@@ -25,6 +25,7 @@
 
 #include "core/model.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum fs_kind {
@@ -32,7 +33,8 @@ enum fs_kind {
 	FS_DEV, /* a device directory (root/ is the root device) */
 	FS_GROUP, /* an attribute group subdirectory of a device, such as pm/ */
 	FS_ATTR, /* an attribute file */
-	FS_DEV_LINK, /* a device's "subsystem" or "driver" link */
+	FS_LINK_FROM_DEV, /* a device's "subsystem" or "driver" link, to its bus,
+			   * class or driver */
 	FS_BUSES, /* bus/ */
 	FS_BUS, /* bus/<bus>/ */
 	FS_BUS_DEVICES, /* bus/<bus>/devices/ */
@@ -43,13 +45,20 @@ enum fs_kind {
 	FS_CLASS, /* class/<class>/ */
 	FS_CLASS_DEVICES, /* class/<class>/devices/ */
 	FS_IFACE, /* class/<class>/<interface>/ */
-	FS_LINK, /* a link to a device directory, from a bus, driver or class */
+	FS_LINK_TO_DEV, /* a link to a device directory, from a bus, driver or class */
 };
+
+/* Whether a node of @kind is a directory (else a file or a link). */
+static inline bool fs_kind_is_dir(enum fs_kind kind)
+{
+	return kind != FS_ATTR && kind != FS_DRV_ATTR && kind != FS_LINK_FROM_DEV &&
+	       kind != FS_LINK_TO_DEV;
+}
 
 /* What a node refers to; which fields are used depends on the kind. */
 struct fs_target {
 	enum fs_kind kind;
-	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_DEV_LINK, FS_LINK */
+	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_LINK_FROM_DEV, FS_LINK_TO_DEV */
 	union {
 		struct dm_driver *drv; /* FS_DRIVER, FS_DRV_ATTR */
 		struct dm_bus *bus; /* FS_BUS* */

@@ -108,8 +108,8 @@ static void test_counts_and_generations(void **state)
 static void test_name_meaning_another_object(void **state)
 {
 	struct fixture *f = *state;
-	struct fs_target ta = { .kind = FS_LINK, .dev = f->a };
-	struct fs_target tb = { .kind = FS_LINK, .dev = f->b };
+	struct fs_target ta = { .kind = FS_LINK_TO_DEV, .dev = f->a };
+	struct fs_target tb = { .kind = FS_LINK_TO_DEV, .dev = f->b };
 	uint64_t old, new, gen;
 	lookup(f->t, 1, "x", &ta, &old, &gen);
 	lookup(f->t, 1, "x", &tb, &new, &gen);

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* fs-files.c - the FUSE handlers of value files: open, read, write and
+ * release (docs/design.md §6.4, §6.6). */
+#include "fs-private.h"
+
+#include "view.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Every file is opened through the daemon, since only an open can ask for
+ * direct_io: the kernel asks once per connection whether open is answered
+ * (FUSE_CAP_NO_OPEN_SUPPORT), not per file. Static values keep their pages
+ * (keep_cache) and their opens stay cheap: a table look-up, no value.
+ * Changing values (power files, runtime values, the journal) are read with
+ * direct_io from a copy of their own per open: with the page cache the
+ * kernel takes a value's size (getattr) and its page (read) apart, and a
+ * value changing between the two came out torn ("sus", "on\npended\n").
+ */
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req, FS_OP_OPEN);
+	struct fs_ref n;
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	struct dm_file_info info = { 0 };
+	if (n.t.kind == FS_DRV_ATTR) {
+		r = (fi->flags & O_ACCMODE) != O_RDONLY ? -EACCES : 0;
+	} else if (n.t.kind != FS_ATTR) {
+		r = -EISDIR;
+	} else {
+		dm_model_read_lock(fs->model);
+		r = dm_device_stat_file_locked(n.t.dev, n.t.group, n.name, &info);
+		dm_model_unlock(fs->model);
+		if (r == -ENODEV)
+			r = -ENOENT;
+	}
+	fs_ref_release(&n);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	bool changing = info.flags & (DM_ATTR_LIVE | DM_ATTR_ANNOUNCED);
+	if (changing && (fi->flags & O_ACCMODE) != O_WRONLY) {
+		r = fs_open_value_new(&fs->opens, fuse_req_ctx(req)->uid, &fi->fh);
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
+	}
+	/* writes go to the store whole, one value per write */
+	if (changing || (fi->flags & O_ACCMODE) != O_RDONLY)
+		fi->direct_io = 1;
+	else
+		fi->keep_cache = 1;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		fs_open_value_release(&fs->opens, fi->fh); /* interrupted: no release will come */
+}
+
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req, FS_OP_RELEASE);
+	(void)ino;
+	fs_open_value_release(&fs->opens, fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+/* The whole value of the file @ino, as a copy of its own or the one
+ * shared (the journal's). */
+static int show_file(struct dm_fs *fs, fuse_ino_t ino, struct dm_blob **ret)
+{
+	struct fs_ref n;
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0)
+		return -ESTALE;
+	if (n.t.kind == FS_DRV_ATTR) {
+		char value[64], *copy;
+		r = fs_view_driver_file_show(n.t.drv, n.name, value, sizeof(value));
+		if (r >= 0)
+			r = (copy = strdup(value)) ? dm_blob_new(copy, (size_t)r, ret) : -ENOMEM;
+	} else {
+		r = n.t.kind == FS_ATTR ? dm_device_show_blob(n.t.dev, n.t.group, n.name, ret)
+					: -EISDIR;
+	}
+	fs_ref_release(&n);
+	if (r == -ENOENT)
+		r = -ENODEV; /* the file went away while open */
+	return r < 0 ? r : 0;
+}
+
+static void reply_part(fuse_req_t req, const struct dm_blob *b, size_t size, off_t off)
+{
+	if ((size_t)off >= b->len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, b->data + off,
+			       b->len - (size_t)off < size ? b->len - (size_t)off : size);
+}
+
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req, FS_OP_READ);
+	struct fs_open_value *v = fs_open_value_get(&fs->opens, fi->fh);
+	struct dm_blob *b = NULL;
+	int r = 0;
+	if (!v) {
+		/* a static value: the kernel caches its pages */
+		r = show_file(fs, ino, &b);
+		if (r < 0)
+			fuse_reply_err(req, -r);
+		else
+			reply_part(req, b, size, off);
+		dm_blob_unref(b);
+		return;
+	}
+	pthread_mutex_lock(&v->lock);
+	if (off == 0 || !v->value) {
+		r = show_file(fs, ino, &b);
+		if (r == 0)
+			r = fs_open_value_set(&fs->opens, v, b);
+	}
+	/* The reply goes out after the unlock, from a reference of its own:
+	 * once it is sent, the file may be closed and released (and @v
+	 * freed) before this thread runs on. */
+	b = r == 0 ? dm_blob_ref(v->value) : NULL;
+	pthread_mutex_unlock(&v->lock);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_part(req, b, size, off);
+	dm_blob_unref(b);
+}
+
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
+		 struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req, FS_OP_WRITE);
+	struct fs_ref n;
+	(void)fi;
+	int r = fs_table_get(fs->table, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	/* one whole value per write, as sysfs takes it */
+	if (n.t.kind == FS_DRV_ATTR)
+		r = -EACCES;
+	else if (n.t.kind != FS_ATTR)
+		r = -EISDIR;
+	else if (off != 0)
+		r = -EINVAL;
+	else
+		r = dm_device_store(n.t.dev, n.t.group, n.name, data, size);
+	fs_ref_release(&n);
+	/* What the write changed elsewhere (a suspended subtree's power files)
+	 * is invalidated before the writer returns, so that its next read sees
+	 * it. Waiting here is safe (notify.h, fs_notifier_sync()): the
+	 * notifier invalidates files by their attributes only,
+	 * never waiting for a page lock this write may hold. */
+	if (r >= 0)
+		fs_notifier_sync(&fs->notifier);
+	if (r == -ENOENT)
+		r = -ENODEV;
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_write(req, size);
+}
+

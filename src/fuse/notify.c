@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* notify.c - the invalidation notifier: what a model change made stale in
+ * the kernel's caches, queued by the model's listener and sent on a thread
+ * of its own. */
+#define FUSE_USE_VERSION 312
+#include "notify.h"
+
+#include "core/thread.h"
+
+#include <fuse_lowlevel.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void inval_free(struct fs_inval *v)
+{
+	dm_device_unref(v->dev);
+	free(v->entry);
+	for (size_t i = 0; i < sizeof(v->listings) / sizeof(v->listings[0]); i++)
+		free(v->listings[i]);
+}
+
+static void queue_inval(struct fs_notifier *nf, struct fs_inval v);
+
+/* Queues @dev; called by the model with its write lock held. */
+static void queue_inval_locked(struct fs_notifier *nf, struct dm_device *dev, bool added)
+{
+	struct fs_inval v = { .dev = dm_device_ref(dev), .added = added };
+	struct dm_bus *bus = dm_device_get_bus_locked(dev);
+	struct dm_class *cls = dm_device_get_class_locked(dev);
+	struct dm_interface *iface = dm_device_get_interface_locked(dev);
+	struct dm_driver *drv = dm_device_get_driver_locked(dev);
+	struct dm_device *parent = dm_device_get_parent_locked(dev);
+	int n = 0;
+	v.parent_id = parent ? dm_device_get_id(parent) : 0;
+	/* the listings that hold (or held) the device */
+	if (bus && asprintf(&v.listings[n], "bus/%s/devices", dm_bus_get_name(bus)) >= 0)
+		n++;
+	if (bus && asprintf(&v.listings[n], "bus/%s/drivers", dm_bus_get_name(bus)) >= 0)
+		n++;
+	if (drv && asprintf(&v.listings[n], "bus/%s/drivers/%s",
+			    dm_bus_get_name(dm_driver_get_bus(drv)), dm_driver_get_name(drv)) >= 0)
+		n++;
+	if (cls && asprintf(&v.listings[n], "class/%s/devices", dm_class_get_name(cls)) >= 0)
+		n++;
+	if (cls && iface && asprintf(&v.listings[n], "class/%s/%s", dm_class_get_name(cls),
+				     dm_interface_get_name(iface)) >= 0)
+		n++;
+	queue_inval(nf, v);
+}
+
+static void queue_inval(struct fs_notifier *nf, struct fs_inval v)
+{
+	pthread_mutex_lock(&nf->lock);
+	if (nf->n == nf->cap) {
+		size_t cap = nf->cap ? nf->cap * 2 : 64;
+		struct fs_inval *q = realloc(nf->queue, cap * sizeof(*q));
+		if (!q) {
+			/* nothing to do but let the timeouts expire it */
+			pthread_mutex_unlock(&nf->lock);
+			inval_free(&v);
+			return;
+		}
+		nf->queue = q;
+		nf->cap = cap;
+	}
+	nf->queue[nf->n++] = v;
+	nf->queued++;
+	pthread_cond_signal(&nf->cond);
+	pthread_mutex_unlock(&nf->lock);
+}
+
+static void on_added(struct dm_device *dev, void *data)
+{
+	queue_inval_locked(data, dev, true);
+}
+
+static void on_removed_or_changed(struct dm_device *dev, void *data)
+{
+	queue_inval_locked(data, dev, false);
+}
+
+/* A driver came or went: its name in bus/<bus>/drivers (whose listing
+ * and entry the kernel may cache) changes. */
+static void on_driver_changed(struct dm_driver *drv, void *data)
+{
+	struct fs_inval v = { 0 };
+	struct dm_bus *bus = dm_driver_get_bus(drv);
+	if (!bus || asprintf(&v.listings[0], "bus/%s/drivers", dm_bus_get_name(bus)) < 0)
+		return;
+	v.entry = strdup(dm_driver_get_name(drv));
+	if (!v.entry) {
+		inval_free(&v);
+		return;
+	}
+	queue_inval(data, v);
+}
+
+/* Called with or without the model lock: touches only the queue. */
+static void on_power_changed(struct dm_device *dev, void *data)
+{
+	queue_inval(data, (struct fs_inval){ .dev = dm_device_ref(dev), .power = true });
+}
+
+static const struct dm_model_listener notifier_listener = {
+	.device_added = on_added,
+	.device_removed = on_removed_or_changed,
+	.device_changed = on_removed_or_changed,
+	.driver_changed = on_driver_changed,
+	.power_changed = on_power_changed,
+};
+
+/* The inode the kernel knows for "a/b/c" under the mount root, or 0. */
+static uint64_t peek_path(struct fs_notifier *nf, const char *path)
+{
+	char copy[512], *save = NULL;
+	snprintf(copy, sizeof(copy), "%s", path);
+	uint64_t ino = FUSE_ROOT_ID;
+	for (char *part = strtok_r(copy, "/", &save); part && ino; part = strtok_r(NULL, "/", &save))
+		ino = fs_table_peek(nf->table, ino, part);
+	return ino;
+}
+
+/* Invalidates the directory listings of every node of @dev. */
+static void inval_listings_of(struct fs_notifier *nf, struct dm_device *dev)
+{
+	struct fs_place *places;
+	size_t n;
+	if (fs_table_device_places(nf->table, dev, &places, &n) < 0)
+		return; /* nothing to do but let the timeouts expire them */
+	for (size_t i = 0; i < n; i++)
+		fuse_lowlevel_notify_inval_inode(nf->se, places[i].ino, 0, 0);
+	free(places);
+}
+
+static void send_inval(struct fs_notifier *nf, const struct fs_inval *v)
+{
+	struct fs_place *places;
+	size_t n;
+	/* everything the kernel knows of the device: its directory, files,
+	 * links to it; their names and their contents */
+	if (v->entry) {
+		uint64_t dir = peek_path(nf, v->listings[0]);
+		if (dir) {
+			fuse_lowlevel_notify_inval_entry(nf->se, dir, v->entry, strlen(v->entry));
+			fuse_lowlevel_notify_inval_inode(nf->se, dir, 0, 0);
+		}
+		return;
+	}
+	/* every node of it, however many: a device listed in many places,
+	 * or with many files, has no node left stale past a fixed count */
+	if (fs_table_device_places(nf->table, v->dev, &places, &n) < 0)
+		return; /* nothing to do but let the timeouts expire them */
+	if (v->power) {
+		/* the attributes of its power files: their mtime moved */
+		for (size_t i = 0; i < n; i++)
+			if (!places[i].dir && (strcmp(places[i].name, "power") == 0 ||
+					       strcmp(places[i].name, "power_error") == 0))
+				fuse_lowlevel_notify_inval_inode(nf->se, places[i].ino, -1, 0);
+		free(places);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (places[i].parent && places[i].name[0])
+			fuse_lowlevel_notify_inval_entry(nf->se, places[i].parent, places[i].name,
+							 strlen(places[i].name));
+		/* a directory's cached listing; a file's attributes, whose
+		 * moved mtime drops its pages at the next access */
+		fuse_lowlevel_notify_inval_inode(nf->se, places[i].ino, places[i].dir ? 0 : -1, 0);
+		/* the directories listing it, whose listings are cached */
+		if (places[i].parent)
+			fuse_lowlevel_notify_inval_inode(nf->se, places[i].parent, 0, 0);
+	}
+	free(places);
+	for (size_t i = 0; i < sizeof(v->listings) / sizeof(v->listings[0]) && v->listings[i]; i++) {
+		uint64_t ino = peek_path(nf, v->listings[i]);
+		if (ino)
+			fuse_lowlevel_notify_inval_inode(nf->se, ino, 0, 0);
+	}
+	if (v->added) {
+		/* the parent's directory lists the newcomer (root is a device too) */
+		struct dm_device *parent = dm_model_find_id(nf->model, v->parent_id);
+		if (parent) {
+			inval_listings_of(nf, parent);
+			dm_device_unref(parent);
+		}
+	}
+}
+
+static void *notifier_thread(void *data)
+{
+	struct fs_notifier *nf = data;
+	pthread_mutex_lock(&nf->lock);
+	for (;;) {
+		while (!nf->quit && nf->n == 0)
+			pthread_cond_wait(&nf->cond, &nf->lock);
+		if (nf->quit)
+			break;
+		struct fs_inval *batch = nf->queue;
+		size_t n = nf->n;
+		uint64_t upto = nf->queued;
+		nf->queue = NULL;
+		nf->n = nf->cap = 0;
+		pthread_mutex_unlock(&nf->lock);
+		for (size_t i = 0; i < n; i++) {
+			send_inval(nf, &batch[i]);
+			inval_free(&batch[i]);
+		}
+		free(batch);
+		pthread_mutex_lock(&nf->lock);
+		nf->sent = upto;
+		pthread_cond_broadcast(&nf->cond);
+	}
+	pthread_mutex_unlock(&nf->lock);
+	return NULL;
+}
+
+void fs_notifier_sync(struct fs_notifier *nf)
+{
+	pthread_mutex_lock(&nf->lock);
+	uint64_t want = nf->queued;
+	while (nf->running && nf->sent < want && !nf->quit)
+		pthread_cond_wait(&nf->cond, &nf->lock);
+	pthread_mutex_unlock(&nf->lock);
+}
+
+void fs_notifier_init(struct fs_notifier *nf, struct dm_model *m, struct fs_table *t)
+{
+	*nf = (struct fs_notifier){ .model = m, .table = t };
+	pthread_mutex_init(&nf->lock, NULL);
+	pthread_cond_init(&nf->cond, NULL);
+}
+
+int fs_notifier_start(struct fs_notifier *nf, struct fuse_session *se)
+{
+	nf->se = se;
+	int r = dm_thread_start(&nf->thread, 0, notifier_thread, nf);
+	if (r < 0)
+		return r;
+	nf->running = true;
+	dm_model_set_listener(nf->model, &notifier_listener, nf);
+	return 0;
+}
+
+void fs_notifier_stop(struct fs_notifier *nf)
+{
+	if (!nf->running)
+		return;
+	dm_model_set_listener(nf->model, NULL, NULL);
+	pthread_mutex_lock(&nf->lock);
+	nf->quit = true;
+	pthread_cond_broadcast(&nf->cond);
+	pthread_mutex_unlock(&nf->lock);
+	pthread_join(nf->thread, NULL);
+}
+
+void fs_notifier_done(struct fs_notifier *nf)
+{
+	for (size_t i = 0; i < nf->n; i++)
+		inval_free(&nf->queue[i]);
+	free(nf->queue);
+	pthread_cond_destroy(&nf->cond);
+	pthread_mutex_destroy(&nf->lock);
+}

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * view.c - the model as the mount shows it: what each directory node lists
+ * (one walker serves lookup and readdir), what a name in it finds, where a
+ * link points and what stat says of a node. No FUSE request here: fs.c's
+ * handlers call it, and so do the unit tests, without a mount.
+ */
+#include "view.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+struct walk {
+	const struct fs_ref *dir;
+	fs_emit_fn emit;
+	void *ctx;
+};
+
+static int emit_child(struct dm_device *dev, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_DEV, .dev = dev };
+	return w->emit(w->ctx, dm_device_get_name(dev), &t, S_IFDIR);
+}
+
+static int emit_group(const char *group, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_GROUP, .dev = w->dir->t.dev, .group = group };
+	return w->emit(w->ctx, group, &t, S_IFDIR);
+}
+
+static int emit_file(const struct dm_file_info *fi, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_ATTR, .dev = w->dir->t.dev, .group = w->dir->t.group };
+	return w->emit(w->ctx, fi->name, &t, S_IFREG);
+}
+
+static int emit_link(struct dm_device *dev, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_LINK_TO_DEV, .dev = dev };
+	/* bus and class listings name a device as the kernel does */
+	return w->emit(w->ctx, dm_device_get_sysname(dev), &t, S_IFLNK);
+}
+
+static int emit_bus(struct dm_bus *bus, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_BUS, .bus = bus };
+	return w->emit(w->ctx, dm_bus_get_name(bus), &t, S_IFDIR);
+}
+
+static int emit_driver(struct dm_driver *drv, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_DRIVER, .drv = drv };
+	return w->emit(w->ctx, dm_driver_get_name(drv), &t, S_IFDIR);
+}
+
+/* A driver's own files, beside the links to its devices: what the probe
+ * order rests on, so that a client can save the model as driverfsd does. */
+static const char *const driver_files[] = { "kind", "priority" };
+
+int fs_view_driver_file_show(struct dm_driver *drv, const char *name, char *buf, size_t size)
+{
+	if (strcmp(name, "kind") == 0)
+		return dm_emit(buf, size, "%s\n",
+			       dm_driver_get_kind(drv) == DM_DRIVER_KERNEL ? "kernel" : "user");
+	if (strcmp(name, "priority") == 0)
+		return dm_emit(buf, size, "%d\n", dm_driver_get_priority(drv));
+	return -ENOENT;
+}
+
+static int walk_driver_dir(struct walk *w)
+{
+	struct dm_driver *drv = w->dir->t.drv;
+	if (!dm_driver_is_registered_locked(drv))
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(driver_files) / sizeof(driver_files[0]); i++) {
+		struct fs_target t = { .kind = FS_DRV_ATTR, .drv = drv };
+		int r = w->emit(w->ctx, driver_files[i], &t, S_IFREG);
+		if (r)
+			return r;
+	}
+	return dm_driver_for_each_device_locked(drv, emit_link, w);
+}
+
+static int emit_class(struct dm_class *c, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_CLASS, .class = c };
+	return w->emit(w->ctx, dm_class_get_name(c), &t, S_IFDIR);
+}
+
+static int emit_iface(struct dm_interface *i, void *data)
+{
+	struct walk *w = data;
+	struct fs_target t = { .kind = FS_IFACE, .iface = i };
+	return w->emit(w->ctx, dm_interface_get_name(i), &t, S_IFDIR);
+}
+
+static int walk_device_dir(struct walk *w)
+{
+	struct dm_device *dev = w->dir->t.dev;
+	int r = dm_device_for_each_child_locked(dev, emit_child, w);
+	if (!r)
+		r = dm_device_for_each_group_locked(dev, emit_group, w);
+	if (!r)
+		r = dm_device_for_each_file_locked(dev, NULL, emit_file, w);
+	if (!r && (dm_device_get_bus_locked(dev) || dm_device_get_class_locked(dev))) {
+		struct fs_target t = { .kind = FS_LINK_FROM_DEV, .dev = dev };
+		r = w->emit(w->ctx, "subsystem", &t, S_IFLNK);
+	}
+	if (!r && dm_device_get_driver_locked(dev)) {
+		struct fs_target t = { .kind = FS_LINK_FROM_DEV, .dev = dev };
+		r = w->emit(w->ctx, "driver", &t, S_IFLNK);
+	}
+	return r;
+}
+
+int fs_view_walk_locked(struct dm_model *m, const struct fs_ref *dir, fs_emit_fn emit, void *ctx)
+{
+	struct walk w = { .dir = dir, .emit = emit, .ctx = ctx };
+	const struct fs_target *d = &dir->t;
+	struct fs_target t = { 0 };
+	int r;
+
+	if (d->dev && dm_device_is_dead(d->dev))
+		return -ENOENT;
+	switch (d->kind) {
+	case FS_TOP:
+		t = (struct fs_target){ .kind = FS_DEV, .dev = dm_model_get_root(m) };
+		r = emit(ctx, "root", &t, S_IFDIR);
+		t = (struct fs_target){ .kind = FS_BUSES };
+		if (!r)
+			r = emit(ctx, "bus", &t, S_IFDIR);
+		t = (struct fs_target){ .kind = FS_CLASSES };
+		if (!r)
+			r = emit(ctx, "class", &t, S_IFDIR);
+		return r > 0 ? 0 : r;
+	case FS_DEV:
+		r = walk_device_dir(&w);
+		break;
+	case FS_GROUP:
+		r = dm_device_for_each_file_locked(d->dev, d->group, emit_file, &w);
+		break;
+	case FS_BUSES:
+		r = dm_model_for_each_bus_locked(m, emit_bus, &w);
+		break;
+	case FS_BUS:
+		t = (struct fs_target){ .kind = FS_BUS_DEVICES, .bus = d->bus };
+		r = emit(ctx, "devices", &t, S_IFDIR);
+		t = (struct fs_target){ .kind = FS_BUS_DRIVERS, .bus = d->bus };
+		if (!r)
+			r = emit(ctx, "drivers", &t, S_IFDIR);
+		break;
+	case FS_BUS_DEVICES:
+		r = dm_bus_for_each_device_locked(d->bus, emit_link, &w);
+		break;
+	case FS_BUS_DRIVERS:
+		r = dm_bus_for_each_driver_locked(d->bus, emit_driver, &w);
+		break;
+	case FS_DRIVER:
+		r = walk_driver_dir(&w);
+		break;
+	case FS_CLASSES:
+		r = dm_model_for_each_class_locked(m, emit_class, &w);
+		break;
+	case FS_CLASS:
+		t = (struct fs_target){ .kind = FS_CLASS_DEVICES, .class = d->class };
+		r = emit(ctx, "devices", &t, S_IFDIR);
+		if (!r)
+			r = dm_class_for_each_interface_locked(d->class, emit_iface, &w);
+		break;
+	case FS_CLASS_DEVICES:
+		r = dm_class_for_each_device_locked(d->class, emit_link, &w);
+		break;
+	case FS_IFACE:
+		r = dm_interface_for_each_device_locked(d->iface, emit_link, &w);
+		break;
+	default:
+		return -ENOTDIR;
+	}
+	return r > 0 ? 0 : r;
+}
+
+/* "../" @levels times into @buf: the start of a link's target. Returns
+ * the length, or -ENAMETOOLONG when that and a NUL do not fit. */
+static int up_path(char *buf, size_t size, unsigned levels)
+{
+	if ((size_t)levels * 3 >= size)
+		return -ENAMETOOLONG;
+	for (unsigned i = 0; i < levels; i++)
+		memcpy(buf + 3 * (size_t)i, "../", 3);
+	buf[3 * (size_t)levels] = '\0';
+	return (int)(3 * levels);
+}
+
+int fs_view_link_target_locked(const struct fs_ref *n, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	struct dm_device *dev = n->t.dev;
+	if (dm_device_is_dead(dev))
+		return -ENOENT;
+	/* as deep as the tree goes: the target climbs to the mount root */
+	int k = up_path(buf, size, n->depth - 1);
+	if (k < 0)
+		return k;
+	buf += k;
+	size -= (size_t)k;
+	int len;
+	if (n->t.kind == FS_LINK_TO_DEV) {
+		if (dm_device_path_locked(dev, path, sizeof(path)) < 0)
+			return -ENAMETOOLONG;
+		len = snprintf(buf, size, "root%s%s", *path ? "/" : "", path);
+	} else if (strcmp(n->name, "driver") == 0) {
+		struct dm_driver *drv = dm_device_get_driver_locked(dev);
+		if (!drv)
+			return -ENOENT;
+		len = snprintf(buf, size, "bus/%s/drivers/%s",
+			       dm_bus_get_name(dm_driver_get_bus(drv)), dm_driver_get_name(drv));
+	} else {
+		struct dm_bus *bus = dm_device_get_bus_locked(dev);
+		struct dm_class *c = dm_device_get_class_locked(dev);
+		if (bus)
+			len = snprintf(buf, size, "bus/%s", dm_bus_get_name(bus));
+		else if (c)
+			len = snprintf(buf, size, "class/%s", dm_class_get_name(c));
+		else
+			return -ENOENT;
+	}
+	return len < 0 || (size_t)len >= size ? -ENAMETOOLONG : k + len;
+}
+
+int fs_view_stat(struct dm_model *m, const struct timespec *start, const struct fs_ref *n,
+		 struct stat *st, double *ret_timeout)
+{
+	if (ret_timeout)
+		*ret_timeout = FS_ATTR_TIMEOUT;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_atim = st->st_mtim = st->st_ctim = *start;
+	st->st_blksize = 4096;
+
+	if (fs_kind_is_dir(n->t.kind)) {
+		if (n->t.dev && dm_device_is_dead(n->t.dev))
+			return -ENOENT;
+		if (n->t.kind == FS_GROUP) {
+			struct dm_file_info fi;
+			dm_model_read_lock(m);
+			int r = dm_device_stat_file_locked(n->t.dev, n->t.group, NULL, &fi);
+			dm_model_unlock(m);
+			if (r < 0)
+				return -ENOENT;
+		}
+		st->st_mode = S_IFDIR | 0755;
+		st->st_nlink = 2;
+		return 0;
+	}
+	if (n->t.kind == FS_DRV_ATTR) {
+		/* fixed for the driver's lifetime: cached like static values */
+		char buf[64];
+		dm_model_read_lock(m);
+		bool registered = dm_driver_is_registered_locked(n->t.drv);
+		dm_model_unlock(m);
+		int len = fs_view_driver_file_show(n->t.drv, n->name, buf, sizeof(buf));
+		if (!registered || len < 0)
+			return -ENOENT;
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = len;
+		return 0;
+	}
+	if (n->t.kind == FS_ATTR) {
+		struct dm_file_info fi;
+		dm_model_read_lock(m);
+		int r = dm_device_stat_file_locked(n->t.dev, n->t.group, n->name, &fi);
+		dm_model_unlock(m);
+		if (r < 0)
+			return -ENOENT;
+		st->st_mode = S_IFREG | (fi.mode & 0777);
+		st->st_nlink = 1;
+		st->st_size = 4096;
+		/* Cached values: the mtime moves with each change of the
+		 * device's files, so that an invalidation of the attributes
+		 * alone (which waits for no page lock) drops stale pages too. */
+		unsigned changes = dm_device_get_changes(n->t.dev);
+		st->st_mtim.tv_sec += changes / 1000000000u;
+		st->st_mtim.tv_nsec += changes % 1000000000u;
+		if (st->st_mtim.tv_nsec >= 1000000000) {
+			st->st_mtim.tv_sec++;
+			st->st_mtim.tv_nsec -= 1000000000;
+		}
+		st->st_ctim = st->st_mtim;
+		/* The size of a cached value is its length. A live value is read
+		 * with direct_io, which a plain read() takes past the size, so
+		 * 4096 (as sysfs says) serves, and its attributes are as
+		 * lasting as a cached value's (no page of it is ever cached, so
+		 * no mtime needs to move); an unbounded one is measured, since
+		 * asynchronous reads (aio, io_uring) stop at the size, and
+		 * measured again at each stat. */
+		if ((fi.flags & DM_ATTR_LIVE) && (fi.flags & DM_ATTR_UNBOUNDED) && ret_timeout)
+			*ret_timeout = 0;
+		if ((!(fi.flags & DM_ATTR_LIVE) || (fi.flags & DM_ATTR_UNBOUNDED)) &&
+		    (fi.mode & 0444)) {
+			/* the journal's shared copy: built again only when it
+			 * changed, not at each stat */
+			struct dm_blob *b;
+			int e = dm_device_show_blob(n->t.dev, n->t.group, n->name, &b);
+			if (e == -ENODEV || e == -ENOENT)
+				return -ENOENT;
+			if (e >= 0) {
+				st->st_size = (off_t)b->len;
+				dm_blob_unref(b);
+			}
+		}
+		return 0;
+	}
+	char target[PATH_MAX];
+	dm_model_read_lock(m);
+	int len = fs_view_link_target_locked(n, target, sizeof(target));
+	dm_model_unlock(m);
+	if (len < 0)
+		return -ENOENT;
+	st->st_mode = S_IFLNK | 0777;
+	st->st_nlink = 1;
+	st->st_size = len;
+	return 0;
+}
+
+struct find_ctx {
+	const char *name;
+	struct fs_target found;
+	bool ok;
+};
+
+static int find_emit(void *ctx, const char *name, const struct fs_target *t, mode_t type)
+{
+	struct find_ctx *f = ctx;
+	(void)type;
+	if (strcmp(name, f->name) != 0)
+		return 0;
+	f->found = *t;
+	f->ok = true;
+	return 1;
+}
+
+/* Whether a device is in the listing @data (a struct fs_target of a bus,
+ * class, interface or driver listing). */
+static bool in_listing(struct dm_device *dev, void *data)
+{
+	const struct fs_target *d = data;
+	switch (d->kind) {
+	case FS_BUS_DEVICES:
+		return dm_device_get_bus_locked(dev) == d->bus;
+	case FS_CLASS_DEVICES:
+		return dm_device_get_class_locked(dev) == d->class;
+	case FS_IFACE:
+		return dm_device_get_interface_locked(dev) == d->iface;
+	case FS_DRIVER:
+		return dm_device_get_driver_locked(dev) == d->drv;
+	default:
+		return false;
+	}
+}
+
+/* Finds @name in the directory @dir without walking it where an index
+ * serves: a device's children, the links of bus, class, interface and
+ * driver listings (which may hold 10^5 entries). Lock held. */
+static bool find_indexed_locked(struct dm_model *m, const struct fs_ref *dir, const char *name,
+				struct fs_target *ret)
+{
+	const struct fs_target *d = &dir->t;
+	struct dm_device *dev;
+	switch (d->kind) {
+	case FS_DEV:
+		if (dm_device_is_dead(d->dev))
+			return false;
+		dev = dm_device_find_child_locked(d->dev, name);
+		if (!dev || dm_device_is_dead(dev))
+			return false;
+		*ret = (struct fs_target){ .kind = FS_DEV, .dev = dev };
+		return true;
+	case FS_DRIVER:
+		if (!dm_driver_is_registered_locked(d->drv))
+			return false;
+		/* its own files, then the devices bound to it */
+		for (size_t i = 0; i < sizeof(driver_files) / sizeof(driver_files[0]); i++)
+			if (strcmp(name, driver_files[i]) == 0) {
+				*ret = (struct fs_target){ .kind = FS_DRV_ATTR, .drv = d->drv };
+				return true;
+			}
+		/* fall through */
+	case FS_BUS_DEVICES:
+	case FS_CLASS_DEVICES:
+	case FS_IFACE:
+		dev = dm_model_find_listed_locked(m, name, in_listing, (void *)d);
+		if (!dev)
+			return false;
+		*ret = (struct fs_target){ .kind = FS_LINK_TO_DEV, .dev = dev };
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Whether the directory @dir is a listing find_indexed_locked() answers
+ * for every name (a device directory also holds files). */
+static bool fully_indexed(const struct fs_ref *dir)
+{
+	return dir->t.kind == FS_BUS_DEVICES || dir->t.kind == FS_CLASS_DEVICES ||
+	       dir->t.kind == FS_IFACE || dir->t.kind == FS_DRIVER;
+}
+
+int fs_view_find_locked(struct dm_model *m, const struct fs_ref *dir, const char *name,
+			struct fs_target *ret)
+{
+	struct find_ctx f = { .name = name };
+	f.ok = find_indexed_locked(m, dir, name, &f.found);
+	int r = f.ok || fully_indexed(dir) ? 0 : fs_view_walk_locked(m, dir, find_emit, &f);
+	if (r < 0)
+		return r;
+	if (!f.ok)
+		return -ENOENT;
+	*ret = f.found;
+	return 0;
+}
