@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Unit tests of the model as the mount shows it (src/fuse/view.c), without
+ * a mount: what each kind of directory lists, what a name finds (through
+ * an index or a walk), where links point at any depth, and what stat says
+ * of directories, values, driver files and links, and of them once their
+ * device is gone. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "fuse/view.h"
+
+/*
+ * root/
+ *   pci0000:00/            bus "pci"
+ *     0000:00:02.0/        bus "pci", driver "i915", class "drm" iface "card"
+ *                          values vendor=0x8086
+ */
+struct fixture {
+	struct dm_model *m;
+	struct dm_bus *pci;
+	struct dm_class *drm;
+	struct dm_interface *card;
+	struct dm_driver *i915;
+	struct dm_device *host, *gpu;
+	struct timespec start;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	assert_int_equal(dm_model_new(&f->m), 0);
+	assert_int_equal(dm_bus_get(f->m, "pci", NULL, &f->pci), 0);
+	assert_int_equal(dm_class_get(f->m, "drm", &f->drm), 0);
+	assert_int_equal(dm_class_get_interface(f->drm, "card", &f->card), 0);
+	assert_int_equal(dm_driver_new("i915", DM_DRIVER_KERNEL, 0, NULL, NULL, NULL, &f->i915), 0);
+	assert_int_equal(dm_driver_register(f->pci, f->i915), 0);
+
+	assert_int_equal(dm_device_new(f->m, "pci0000:00", &f->host), 0);
+	assert_int_equal(dm_device_add(f->host, NULL), 0);
+	assert_int_equal(dm_device_new(f->m, "0000:00:02.0", &f->gpu), 0);
+	dm_device_set_bus(f->gpu, f->pci);
+	dm_device_set_class(f->gpu, f->drm, f->card);
+	assert_int_equal(dm_device_set_kernel_driver(f->gpu, "i915"), 0);
+	assert_int_equal(dm_device_set_value(f->gpu, "vendor", "0x8086"), 0);
+	assert_int_equal(dm_device_add(f->gpu, f->host), 0);
+	f->start = (struct timespec){ .tv_sec = 1000 };
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	dm_device_unref(f->gpu);
+	dm_device_unref(f->host);
+	dm_driver_unref(f->i915);
+	dm_model_free(f->m);
+	free(f);
+	return 0;
+}
+
+/* A node as the table would copy it: @t at @depth (the mount root is 0). */
+static struct fs_ref node(struct fs_target t, const char *name, unsigned depth)
+{
+	struct fs_ref n = { .t = t, .depth = depth, .ino = 2 };
+	snprintf(n.name, sizeof(n.name), "%s", name);
+	if (t.group) {
+		snprintf(n.group, sizeof(n.group), "%s", t.group);
+		n.t.group = n.group;
+	}
+	return n;
+}
+
+struct listing {
+	char text[2048]; /* "name:kind/type;" per entry */
+};
+
+static int collect(void *ctx, const char *name, const struct fs_target *t, mode_t type)
+{
+	struct listing *l = ctx;
+	size_t len = strlen(l->text);
+	snprintf(l->text + len, sizeof(l->text) - len, "%s:%d/%c;", name, (int)t->kind,
+		 S_ISDIR(type) ? 'd' : S_ISLNK(type) ? 'l' : 'f');
+	return 0;
+}
+
+/* The listing of @dir as text, with the walk's return in *ret. */
+static const char *walk(struct fixture *f, const struct fs_ref *dir, int *ret)
+{
+	static struct listing l;
+	l.text[0] = '\0';
+	dm_model_read_lock(f->m);
+	*ret = fs_view_walk_locked(f->m, dir, collect, &l);
+	dm_model_unlock(f->m);
+	return l.text;
+}
+
+static bool listed(const char *text, const char *entry)
+{
+	return strstr(text, entry) != NULL;
+}
+
+static void test_walk_each_kind(void **state)
+{
+	struct fixture *f = *state;
+	int r;
+	struct fs_ref top = node((struct fs_target){ .kind = FS_TOP }, "", 0);
+	char expect[128];
+	snprintf(expect, sizeof(expect), "root:%d/d;bus:%d/d;class:%d/d;", FS_DEV, FS_BUSES,
+		 FS_CLASSES);
+	assert_string_equal(walk(f, &top, &r), expect);
+	assert_int_equal(r, 0);
+
+	struct fs_ref gpu = node((struct fs_target){ .kind = FS_DEV, .dev = f->gpu }, "0000:00:02.0",
+				 2);
+	const char *text = walk(f, &gpu, &r);
+	assert_int_equal(r, 0);
+	snprintf(expect, sizeof(expect), "vendor:%d/f;", FS_ATTR);
+	assert_true(listed(text, expect));
+	snprintf(expect, sizeof(expect), "subsystem:%d/l;", FS_LINK_FROM_DEV);
+	assert_true(listed(text, expect));
+	snprintf(expect, sizeof(expect), "driver:%d/l;", FS_LINK_FROM_DEV);
+	assert_true(listed(text, expect));
+
+	struct fs_ref bus = node((struct fs_target){ .kind = FS_BUS, .bus = f->pci }, "pci", 2);
+	snprintf(expect, sizeof(expect), "devices:%d/d;drivers:%d/d;", FS_BUS_DEVICES,
+		 FS_BUS_DRIVERS);
+	assert_string_equal(walk(f, &bus, &r), expect);
+
+	struct fs_ref devs = node((struct fs_target){ .kind = FS_BUS_DEVICES, .bus = f->pci },
+				  "devices", 3);
+	snprintf(expect, sizeof(expect), "0000:00:02.0:%d/l;", FS_LINK_TO_DEV);
+	assert_string_equal(walk(f, &devs, &r), expect);
+
+	struct fs_ref drv = node((struct fs_target){ .kind = FS_DRIVER, .drv = f->i915 }, "i915", 4);
+	snprintf(expect, sizeof(expect), "kind:%d/f;priority:%d/f;0000:00:02.0:%d/l;", FS_DRV_ATTR,
+		 FS_DRV_ATTR, FS_LINK_TO_DEV);
+	assert_string_equal(walk(f, &drv, &r), expect);
+
+	struct fs_ref cls = node((struct fs_target){ .kind = FS_CLASS, .class = f->drm }, "drm", 2);
+	snprintf(expect, sizeof(expect), "devices:%d/d;card:%d/d;", FS_CLASS_DEVICES, FS_IFACE);
+	assert_string_equal(walk(f, &cls, &r), expect);
+
+	struct fs_ref iface = node((struct fs_target){ .kind = FS_IFACE, .iface = f->card }, "card",
+				   3);
+	snprintf(expect, sizeof(expect), "0000:00:02.0:%d/l;", FS_LINK_TO_DEV);
+	assert_string_equal(walk(f, &iface, &r), expect);
+
+	/* a file is not a directory */
+	struct fs_ref file = node((struct fs_target){ .kind = FS_ATTR, .dev = f->gpu }, "vendor", 3);
+	walk(f, &file, &r);
+	assert_int_equal(r, -ENOTDIR);
+}
+
+static int find(struct fixture *f, const struct fs_ref *dir, const char *name,
+		struct fs_target *ret)
+{
+	dm_model_read_lock(f->m);
+	int r = fs_view_find_locked(f->m, dir, name, ret);
+	dm_model_unlock(f->m);
+	return r;
+}
+
+static void test_find(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_target t;
+	struct fs_ref root = node((struct fs_target){ .kind = FS_DEV,
+						      .dev = dm_model_get_root(f->m) },
+				  "root", 1);
+	/* a child, from the index */
+	assert_int_equal(find(f, &root, "pci0000:00", &t), 0);
+	assert_int_equal(t.kind, FS_DEV);
+	assert_ptr_equal(t.dev, f->host);
+	/* a file of a device: by walking it */
+	struct fs_ref gpu = node((struct fs_target){ .kind = FS_DEV, .dev = f->gpu }, "0000:00:02.0",
+				 3);
+	assert_int_equal(find(f, &gpu, "vendor", &t), 0);
+	assert_int_equal(t.kind, FS_ATTR);
+	assert_int_equal(find(f, &gpu, "driver", &t), 0);
+	assert_int_equal(t.kind, FS_LINK_FROM_DEV);
+	assert_int_equal(find(f, &gpu, "nothing", &t), -ENOENT);
+	/* listings answered by their index alone */
+	struct fs_ref drv = node((struct fs_target){ .kind = FS_DRIVER, .drv = f->i915 }, "i915", 4);
+	assert_int_equal(find(f, &drv, "priority", &t), 0);
+	assert_int_equal(t.kind, FS_DRV_ATTR);
+	assert_int_equal(find(f, &drv, "0000:00:02.0", &t), 0);
+	assert_int_equal(t.kind, FS_LINK_TO_DEV);
+	assert_ptr_equal(t.dev, f->gpu);
+	struct fs_ref iface = node((struct fs_target){ .kind = FS_IFACE, .iface = f->card }, "card",
+				   3);
+	assert_int_equal(find(f, &iface, "pci0000:00", &t), -ENOENT);
+}
+
+static int target(struct fixture *f, const struct fs_ref *n, char *buf, size_t size)
+{
+	dm_model_read_lock(f->m);
+	int r = fs_view_link_target_locked(n, buf, size);
+	dm_model_unlock(f->m);
+	return r;
+}
+
+static void test_link_targets(void **state)
+{
+	struct fixture *f = *state;
+	char buf[256];
+	/* bus/pci/devices/0000:00:02.0 (depth 4) */
+	struct fs_ref to = node((struct fs_target){ .kind = FS_LINK_TO_DEV, .dev = f->gpu },
+				"0000:00:02.0", 4);
+	const char *want = "../../../root/pci0000:00/0000:00:02.0";
+	assert_int_equal(target(f, &to, buf, sizeof(buf)), (int)strlen(want));
+	assert_string_equal(buf, want);
+	/* root/pci0000:00/0000:00:02.0/driver (depth 4) and subsystem */
+	struct fs_ref drv = node((struct fs_target){ .kind = FS_LINK_FROM_DEV, .dev = f->gpu },
+				 "driver", 4);
+	assert_true(target(f, &drv, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "../../../bus/pci/drivers/i915");
+	struct fs_ref sub = node((struct fs_target){ .kind = FS_LINK_FROM_DEV, .dev = f->gpu },
+				 "subsystem", 4);
+	assert_true(target(f, &sub, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "../../../bus/pci");
+	/* no room: never a cut target */
+	assert_int_equal(target(f, &to, buf, 10), -ENAMETOOLONG);
+	assert_int_equal(target(f, &to, buf, strlen(want)), -ENAMETOOLONG);
+	/* a device without a driver has no driver link to follow */
+	struct fs_ref host = node((struct fs_target){ .kind = FS_LINK_FROM_DEV, .dev = f->host },
+				  "driver", 3);
+	assert_int_equal(target(f, &host, buf, sizeof(buf)), -ENOENT);
+}
+
+static void test_stat(void **state)
+{
+	struct fixture *f = *state;
+	struct stat st;
+	double timeout = -1;
+	struct fs_ref gpu = node((struct fs_target){ .kind = FS_DEV, .dev = f->gpu }, "0000:00:02.0",
+				 3);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &gpu, &st, &timeout), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0755);
+	assert_int_equal(st.st_ino, 2);
+	assert_true(timeout == FS_ATTR_TIMEOUT);
+
+	/* a static value: its length, read-only, its mtime past the start */
+	struct fs_ref vendor = node((struct fs_target){ .kind = FS_ATTR, .dev = f->gpu }, "vendor",
+				    4);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &vendor, &st, &timeout), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_size, strlen("0x8086\n"));
+	assert_int_equal(st.st_mode & 0222, 0);
+	assert_true(st.st_mtim.tv_sec > f->start.tv_sec ||
+		    (st.st_mtim.tv_sec == f->start.tv_sec && st.st_mtim.tv_nsec > 0));
+	struct timespec before = st.st_mtim;
+	/* a change of the device's values moves it */
+	assert_int_equal(dm_device_set_value(f->gpu, "vendor", "0x1af4"), 0);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &vendor, &st, NULL), 0);
+	assert_true(st.st_mtim.tv_sec != before.tv_sec || st.st_mtim.tv_nsec != before.tv_nsec);
+
+	/* a driver's file */
+	struct fs_ref prio = node((struct fs_target){ .kind = FS_DRV_ATTR, .drv = f->i915 },
+				  "priority", 5);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &prio, &st, NULL), 0);
+	assert_int_equal(st.st_size, 2); /* "0\n" */
+	char buf[16];
+	assert_int_equal(fs_view_driver_file_show(f->i915, "kind", buf, sizeof(buf)), 7);
+	assert_string_equal(buf, "kernel\n");
+	assert_int_equal(fs_view_driver_file_show(f->i915, "other", buf, sizeof(buf)), -ENOENT);
+
+	/* a link: its target's length */
+	struct fs_ref sub = node((struct fs_target){ .kind = FS_LINK_FROM_DEV, .dev = f->gpu },
+				 "subsystem", 4);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &sub, &st, NULL), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(st.st_size, strlen("../../../bus/pci"));
+
+	/* no file of that name */
+	struct fs_ref none = node((struct fs_target){ .kind = FS_ATTR, .dev = f->gpu }, "none", 4);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &none, &st, NULL), -ENOENT);
+}
+
+static void test_removed_device(void **state)
+{
+	struct fixture *f = *state;
+	struct stat st;
+	int r;
+	struct fs_ref gpu = node((struct fs_target){ .kind = FS_DEV, .dev = f->gpu }, "0000:00:02.0",
+				 3);
+	struct fs_ref vendor = node((struct fs_target){ .kind = FS_ATTR, .dev = f->gpu }, "vendor",
+				    4);
+	struct fs_ref to = node((struct fs_target){ .kind = FS_LINK_TO_DEV, .dev = f->gpu },
+				"0000:00:02.0", 4);
+	dm_device_del(f->gpu);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &gpu, &st, NULL), -ENOENT);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &vendor, &st, NULL), -ENOENT);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &to, &st, NULL), -ENOENT);
+	walk(f, &gpu, &r);
+	assert_int_equal(r, -ENOENT);
+	/* it has left the listings */
+	struct fs_ref devs = node((struct fs_target){ .kind = FS_BUS_DEVICES, .bus = f->pci },
+				  "devices", 3);
+	assert_string_equal(walk(f, &devs, &r), "");
+	struct fs_target t;
+	assert_int_equal(find(f, &devs, "0000:00:02.0", &t), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_walk_each_kind, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_find, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_link_targets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stat, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_removed_device, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
