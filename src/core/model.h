@@ -163,14 +163,11 @@ void dm_snapshot_done(struct dm_snapshot *s);
 /* Finds or creates the bus @name with @type (NULL: a generic bus). */
 int dm_bus_get(struct dm_model *m, const char *name, const struct dm_bus_type *type,
 	       struct dm_bus **ret);
-struct dm_bus *dm_model_find_bus_locked(struct dm_model *m, const char *name);
 const char *dm_bus_get_name(const struct dm_bus *bus);
 
 /* ---- classes ---- */
 int dm_class_get(struct dm_model *m, const char *name, struct dm_class **ret);
-struct dm_class *dm_model_find_class_locked(struct dm_model *m, const char *name);
 int dm_class_get_interface(struct dm_class *c, const char *name, struct dm_interface **ret);
-struct dm_interface *dm_class_find_interface_locked(struct dm_class *c, const char *name);
 const char *dm_class_get_name(const struct dm_class *c);
 const char *dm_interface_get_name(const struct dm_interface *i);
 
