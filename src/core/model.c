@@ -2,6 +2,7 @@
 /* model.c - the model object: lock, lookups, buses and classes. */
 #include "model-private.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -472,6 +473,24 @@ void dm_device_array_free(struct dm_device **devs, size_t n)
 	free(devs);
 }
 
+/* ---- names ---- */
+
+bool dm_name_is_valid(const char *name)
+{
+	return name && *name && !strchr(name, '/') && strcmp(name, ".") != 0 &&
+	       strcmp(name, "..") != 0 && strlen(name) <= 255;
+}
+
+bool dm_name_is_printable(const char *name)
+{
+	if (!dm_name_is_valid(name))
+		return false;
+	for (const char *c = name; *c; c++)
+		if (iscntrl((unsigned char)*c))
+			return false;
+	return true;
+}
+
 /* ---- buses, classes and interfaces ---- */
 
 /* Buses, classes and interfaces are each a named object on a list of its
@@ -531,12 +550,6 @@ static int get_named(struct dm_model *m, struct dm_list *head, const struct name
 	dm_model_unlock(m);
 	*ret = obj;
 	return 0;
-}
-
-bool dm_name_is_valid(const char *name)
-{
-	return name && *name && !strchr(name, '/') && strcmp(name, ".") != 0 &&
-	       strcmp(name, "..") != 0 && strlen(name) <= 255;
 }
 
 struct bus_setup {

@@ -86,6 +86,17 @@ struct dm_pm_handler {
 	int (*kept_state)(struct dm_device *dev, char *buf, size_t size, void *data);
 };
 
+/* ---- names ---- */
+/* Whether @name can be one directory entry of the mount: 1..255 bytes, no
+ * '/', neither "." nor "..". Every name the model holds (devices, drivers,
+ * buses, classes, interfaces, value files) passes it: sysfs gives no other,
+ * and a snapshot file must not make one. */
+bool dm_name_is_valid(const char *name);
+/* dm_name_is_valid(), and no control character either: the stricter rule
+ * for names a configuration file gives (drivers.d), which its error
+ * messages quote. */
+bool dm_name_is_printable(const char *name);
+
 /* ---- model ---- */
 int dm_model_new(struct dm_model **ret);
 /* Removes every device (children first) and frees the model. */
