@@ -247,8 +247,6 @@ struct dm_bus *dm_device_get_bus_locked(const struct dm_device *dev);
 struct dm_class *dm_device_get_class_locked(const struct dm_device *dev);
 struct dm_interface *dm_device_get_interface_locked(const struct dm_device *dev);
 struct dm_driver *dm_device_get_driver_locked(const struct dm_device *dev);
-/* Depth below root (root is 0). */
-unsigned dm_device_depth_locked(const struct dm_device *dev);
 /* "pci0000:00/0000:00:02.0": the path under root/ ("" for root). Returns the
  * length or -ENAMETOOLONG. */
 int dm_device_path_locked(const struct dm_device *dev, char *buf, size_t size);
