@@ -322,14 +322,6 @@ struct dm_driver *dm_device_get_driver_locked(const struct dm_device *dev)
 	return dev->driver;
 }
 
-unsigned dm_device_depth_locked(const struct dm_device *dev)
-{
-	unsigned d = 0;
-	for (; dev->parent; dev = dev->parent)
-		d++;
-	return d;
-}
-
 int dm_device_path_locked(const struct dm_device *dev, char *buf, size_t size)
 {
 	/* Fill from the end, then move to the front. */

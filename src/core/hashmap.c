@@ -40,12 +40,6 @@ uint64_t dm_hash_u64(const void *key)
 	return x;
 }
 
-int dm_cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
 void dm_hashmap_init(struct dm_hashmap *m, uint64_t (*hash)(const void *),
 		     int (*cmp)(const void *, const void *))
 {

@@ -23,7 +23,6 @@ struct dm_hashmap {
 uint64_t dm_hash_string(const void *key);
 int dm_cmp_string(const void *a, const void *b);
 uint64_t dm_hash_u64(const void *key); /* key points to a uint64_t */
-int dm_cmp_u64(const void *a, const void *b);
 
 void dm_hashmap_init(struct dm_hashmap *m, uint64_t (*hash)(const void *),
 		     int (*cmp)(const void *, const void *));

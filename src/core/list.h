@@ -10,8 +10,6 @@ struct dm_list {
 	struct dm_list *prev, *next;
 };
 
-#define DM_LIST_INIT(name) { &(name), &(name) }
-
 #define dm_container_of(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
@@ -23,12 +21,6 @@ static inline void dm_list_init(struct dm_list *l)
 static inline bool dm_list_empty(const struct dm_list *l)
 {
 	return l->next == l;
-}
-
-/* True when @n is linked into some list (nodes are re-initialised on removal). */
-static inline bool dm_list_linked(const struct dm_list *n)
-{
-	return n->next != n && n->next != NULL;
 }
 
 static inline void dm_list_insert_after(struct dm_list *pos, struct dm_list *n)
@@ -60,9 +52,6 @@ static inline void dm_list_remove(struct dm_list *n)
 
 #define dm_list_for_each(pos, head) \
 	for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
-
-#define dm_list_for_each_reverse(pos, head) \
-	for ((pos) = (head)->prev; (pos) != (head); (pos) = (pos)->prev)
 
 #define dm_list_for_each_safe(pos, tmp, head) \
 	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \

@@ -11,12 +11,6 @@
 
 #include <stdatomic.h>
 
-/* Whether @name can be one directory entry of the mount: 1..255 bytes, no
- * '/', neither "." nor "..". Every name the model holds (devices, drivers,
- * buses, classes, interfaces, value files) passes it: sysfs gives no other,
- * and a snapshot file must not make one. */
-bool dm_name_is_valid(const char *name);
-
 /* Devices start on a cache line (see struct dm_device). */
 #define DM_CACHE_LINE 64
 #define DM_ALIGN_UP(n, a) (((n) + (a)-1) / (a) * (a))

@@ -2,7 +2,9 @@
 /* model.c - the model object: lock, lookups, buses and classes. */
 #include "model-private.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -471,28 +473,7 @@ void dm_device_array_free(struct dm_device **devs, size_t n)
 	free(devs);
 }
 
-/* ---- buses ---- */
-
-struct dm_bus *dm_model_find_bus_locked(struct dm_model *m, const char *name)
-{
-	struct dm_list *n;
-	dm_list_for_each(n, &m->buses) {
-		struct dm_bus *bus = dm_list_entry(n, struct dm_bus, node);
-		if (strcmp(bus->name, name) == 0)
-			return bus;
-	}
-	return NULL;
-}
-
-/* Buses and classes are kept sorted by name so listings are stable. */
-#define INSERT_SORTED(head, type, obj)                                          \
-	do {                                                                    \
-		struct dm_list *_p;                                             \
-		dm_list_for_each(_p, (head))                                    \
-			if (strcmp(dm_list_entry(_p, type, node)->name, (obj)->name) > 0) \
-				break;                                          \
-		dm_list_insert_before(_p, &(obj)->node);                        \
-	} while (0)
+/* ---- names ---- */
 
 bool dm_name_is_valid(const char *name)
 {
@@ -500,33 +481,107 @@ bool dm_name_is_valid(const char *name)
 	       strcmp(name, "..") != 0 && strlen(name) <= 255;
 }
 
+bool dm_name_is_printable(const char *name)
+{
+	if (!dm_name_is_valid(name))
+		return false;
+	for (const char *c = name; *c; c++)
+		if (iscntrl((unsigned char)*c))
+			return false;
+	return true;
+}
+
+/* ---- buses, classes and interfaces ---- */
+
+/* Buses, classes and interfaces are each a named object on a list of its
+ * kind, kept sorted by name so that listings are stable, and found or made
+ * on first use by get_named(). What it needs of a kind: */
+struct named_kind {
+	size_t size;
+	size_t node; /* offset of its struct dm_list on the list */
+	size_t name; /* offset of its char *name */
+};
+#define NAMED_KIND(type) { sizeof(type), offsetof(type, node), offsetof(type, name) }
+
+static const struct named_kind bus_kind = NAMED_KIND(struct dm_bus);
+static const struct named_kind class_kind = NAMED_KIND(struct dm_class);
+static const struct named_kind interface_kind = NAMED_KIND(struct dm_interface);
+
+static char **named_name(const struct named_kind *k, void *obj)
+{
+	return (char **)((char *)obj + k->name);
+}
+
+static struct dm_list *named_node(const struct named_kind *k, void *obj)
+{
+	return (struct dm_list *)((char *)obj + k->node);
+}
+
+/* The object named @name on @head, or one made there: zeroed, named and
+ * inserted in name order. @setup then runs on it with @data, told whether
+ * it was just made; all under @m's write lock. */
+static int get_named(struct dm_model *m, struct dm_list *head, const struct named_kind *k,
+		     const char *name, void (*setup)(void *obj, bool made, void *data),
+		     void *data, void **ret)
+{
+	struct dm_list *n;
+	void *obj = NULL;
+	dm_model_write_lock(m);
+	dm_list_for_each(n, head) {
+		void *o = (char *)n - k->node;
+		int cmp = strcmp(*named_name(k, o), name);
+		if (cmp == 0)
+			obj = o;
+		if (cmp >= 0)
+			break;
+	}
+	bool made = !obj;
+	if (made) {
+		obj = calloc(1, k->size);
+		if (!obj || !(*named_name(k, obj) = strdup(name))) {
+			free(obj);
+			dm_model_unlock(m);
+			return -ENOMEM;
+		}
+		/* @n is the first one named after @name, or @head */
+		dm_list_insert_before(n, named_node(k, obj));
+	}
+	setup(obj, made, data);
+	dm_model_unlock(m);
+	*ret = obj;
+	return 0;
+}
+
+struct bus_setup {
+	struct dm_model *model;
+	const struct dm_bus_type *type;
+};
+
+static void bus_setup(void *obj, bool made, void *data)
+{
+	struct dm_bus *bus = obj;
+	struct bus_setup *b = data;
+	if (made) {
+		bus->model = b->model;
+		bus->type = b->type ? b->type : &generic_bus_type;
+		dm_list_init(&bus->devices);
+		dm_list_init(&bus->drivers);
+	} else if (b->type && bus->type == &generic_bus_type) {
+		bus->type = b->type;
+	}
+}
+
 int dm_bus_get(struct dm_model *m, const char *name, const struct dm_bus_type *type,
 	       struct dm_bus **ret)
 {
 	if (!dm_name_is_valid(name))
 		return -EINVAL;
-	dm_model_write_lock(m);
-	struct dm_bus *bus = dm_model_find_bus_locked(m, name);
-	if (bus) {
-		if (type && bus->type == &generic_bus_type)
-			bus->type = type;
-		goto out;
-	}
-	bus = calloc(1, sizeof(*bus));
-	if (!bus || !(bus->name = strdup(name))) {
-		free(bus);
-		dm_model_unlock(m);
-		return -ENOMEM;
-	}
-	bus->model = m;
-	bus->type = type ? type : &generic_bus_type;
-	dm_list_init(&bus->devices);
-	dm_list_init(&bus->drivers);
-	INSERT_SORTED(&m->buses, struct dm_bus, bus);
-out:
-	dm_model_unlock(m);
-	*ret = bus;
-	return 0;
+	void *bus;
+	int r = get_named(m, &m->buses, &bus_kind, name, bus_setup,
+			  &(struct bus_setup){ m, type }, &bus);
+	if (r == 0)
+		*ret = bus;
+	return r;
 }
 
 const char *dm_bus_get_name(const struct dm_bus *bus)
@@ -534,52 +589,34 @@ const char *dm_bus_get_name(const struct dm_bus *bus)
 	return bus->name;
 }
 
-/* ---- classes ---- */
-
-struct dm_class *dm_model_find_class_locked(struct dm_model *m, const char *name)
+static void class_setup(void *obj, bool made, void *data)
 {
-	struct dm_list *n;
-	dm_list_for_each(n, &m->classes) {
-		struct dm_class *c = dm_list_entry(n, struct dm_class, node);
-		if (strcmp(c->name, name) == 0)
-			return c;
+	struct dm_class *c = obj;
+	if (made) {
+		c->model = data;
+		dm_list_init(&c->devices);
+		dm_list_init(&c->interfaces);
 	}
-	return NULL;
 }
 
 int dm_class_get(struct dm_model *m, const char *name, struct dm_class **ret)
 {
 	if (!dm_name_is_valid(name))
 		return -EINVAL;
-	dm_model_write_lock(m);
-	struct dm_class *c = dm_model_find_class_locked(m, name);
-	if (c)
-		goto out;
-	c = calloc(1, sizeof(*c));
-	if (!c || !(c->name = strdup(name))) {
-		free(c);
-		dm_model_unlock(m);
-		return -ENOMEM;
-	}
-	c->model = m;
-	dm_list_init(&c->devices);
-	dm_list_init(&c->interfaces);
-	INSERT_SORTED(&m->classes, struct dm_class, c);
-out:
-	dm_model_unlock(m);
-	*ret = c;
-	return 0;
+	void *c;
+	int r = get_named(m, &m->classes, &class_kind, name, class_setup, m, &c);
+	if (r == 0)
+		*ret = c;
+	return r;
 }
 
-struct dm_interface *dm_class_find_interface_locked(struct dm_class *c, const char *name)
+static void interface_setup(void *obj, bool made, void *data)
 {
-	struct dm_list *n;
-	dm_list_for_each(n, &c->interfaces) {
-		struct dm_interface *i = dm_list_entry(n, struct dm_interface, node);
-		if (strcmp(i->name, name) == 0)
-			return i;
+	struct dm_interface *i = obj;
+	if (made) {
+		i->class = data;
+		dm_list_init(&i->devices);
 	}
-	return NULL;
 }
 
 int dm_class_get_interface(struct dm_class *c, const char *name, struct dm_interface **ret)
@@ -587,23 +624,12 @@ int dm_class_get_interface(struct dm_class *c, const char *name, struct dm_inter
 	/* "devices" is the class's own listing of its devices */
 	if (!dm_name_is_valid(name) || strcmp(name, "devices") == 0)
 		return -EINVAL;
-	dm_model_write_lock(c->model);
-	struct dm_interface *i = dm_class_find_interface_locked(c, name);
-	if (i)
-		goto out;
-	i = calloc(1, sizeof(*i));
-	if (!i || !(i->name = strdup(name))) {
-		free(i);
-		dm_model_unlock(c->model);
-		return -ENOMEM;
-	}
-	i->class = c;
-	dm_list_init(&i->devices);
-	INSERT_SORTED(&c->interfaces, struct dm_interface, i);
-out:
-	dm_model_unlock(c->model);
-	*ret = i;
-	return 0;
+	void *i;
+	int r = get_named(c->model, &c->interfaces, &interface_kind, name, interface_setup, c,
+			  &i);
+	if (r == 0)
+		*ret = i;
+	return r;
 }
 
 const char *dm_class_get_name(const struct dm_class *c)

@@ -86,6 +86,17 @@ struct dm_pm_handler {
 	int (*kept_state)(struct dm_device *dev, char *buf, size_t size, void *data);
 };
 
+/* ---- names ---- */
+/* Whether @name can be one directory entry of the mount: 1..255 bytes, no
+ * '/', neither "." nor "..". Every name the model holds (devices, drivers,
+ * buses, classes, interfaces, value files) passes it: sysfs gives no other,
+ * and a snapshot file must not make one. */
+bool dm_name_is_valid(const char *name);
+/* dm_name_is_valid(), and no control character either: the stricter rule
+ * for names a configuration file gives (drivers.d), which its error
+ * messages quote. */
+bool dm_name_is_printable(const char *name);
+
 /* ---- model ---- */
 int dm_model_new(struct dm_model **ret);
 /* Removes every device (children first) and frees the model. */
@@ -163,14 +174,11 @@ void dm_snapshot_done(struct dm_snapshot *s);
 /* Finds or creates the bus @name with @type (NULL: a generic bus). */
 int dm_bus_get(struct dm_model *m, const char *name, const struct dm_bus_type *type,
 	       struct dm_bus **ret);
-struct dm_bus *dm_model_find_bus_locked(struct dm_model *m, const char *name);
 const char *dm_bus_get_name(const struct dm_bus *bus);
 
 /* ---- classes ---- */
 int dm_class_get(struct dm_model *m, const char *name, struct dm_class **ret);
-struct dm_class *dm_model_find_class_locked(struct dm_model *m, const char *name);
 int dm_class_get_interface(struct dm_class *c, const char *name, struct dm_interface **ret);
-struct dm_interface *dm_class_find_interface_locked(struct dm_class *c, const char *name);
 const char *dm_class_get_name(const struct dm_class *c);
 const char *dm_interface_get_name(const struct dm_interface *i);
 
@@ -239,8 +247,6 @@ struct dm_bus *dm_device_get_bus_locked(const struct dm_device *dev);
 struct dm_class *dm_device_get_class_locked(const struct dm_device *dev);
 struct dm_interface *dm_device_get_interface_locked(const struct dm_device *dev);
 struct dm_driver *dm_device_get_driver_locked(const struct dm_device *dev);
-/* Depth below root (root is 0). */
-unsigned dm_device_depth_locked(const struct dm_device *dev);
 /* "pci0000:00/0000:00:02.0": the path under root/ ("" for root). Returns the
  * length or -ENAMETOOLONG. */
 int dm_device_path_locked(const struct dm_device *dev, char *buf, size_t size);

@@ -73,9 +73,11 @@ static struct dm_device *add_device(const char *name, struct dm_device *parent,
 {
 	struct dm_device *dev;
 	char path[PATH_MAX], abs_devpath[PATH_MAX];
-	snprintf(path, sizeof(path), "%s%s/power", sysfs, devpath);
+	if (snprintf(path, sizeof(path), "%s%s/power", sysfs, devpath) >= (int)sizeof(path) ||
+	    snprintf(abs_devpath, sizeof(abs_devpath), "/..%s%s", sysfs, devpath) >=
+		    (int)sizeof(abs_devpath))
+		abort();
 	mkdirs(path);
-	snprintf(abs_devpath, sizeof(abs_devpath), "/..%s%s", sysfs, devpath);
 	struct dm_bus *bus;
 	if (dm_device_new(model, name, &dev) < 0 || dm_device_set_devpath(dev, abs_devpath) < 0 ||
 	    dm_device_add_group(dev, &dm_sysfs_pm_group) < 0 ||
@@ -161,8 +163,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	const struct pm_file *f = &pm_files[which];
 	char dir[PATH_MAX], path[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s/devices/fuzz0%s/power", sysfs, d == 2 ? "/fuzz1" : "");
-	snprintf(path, sizeof(path), "%s/%s", dir, f->name);
+	if (snprintf(dir, sizeof(dir), "%s/devices/fuzz0%s/power", sysfs,
+		     d == 2 ? "/fuzz1" : "") >= (int)sizeof(dir) ||
+	    snprintf(path, sizeof(path), "%s/%s", dir, f->name) >= (int)sizeof(path))
+		abort();
 	fuzz_write(dir, f->name, f->initial, strlen(f->initial));
 	int r = dm_device_store(dev, "pm", f->name, buf, len);
 	size_t n;
