@@ -4,7 +4,7 @@
 #include "background.h"
 #include "buses/monitor.h"
 #include "buses/scan.h"
-#include "buses/snapshot.h"
+#include "snapshot/snapshot.h"
 #include "config.h"
 #include "drivers/exec.h"
 #include "drivers/helper.h"

@@ -6,7 +6,7 @@
  */
 #include "fuzz-util.h"
 
-#include "buses/snapshot.h"
+#include "snapshot/snapshot.h"
 
 #include <errno.h>
 #include <limits.h>

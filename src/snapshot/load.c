@@ -3,7 +3,7 @@
 #include "snapshot.h"
 
 #include "core/hashmap.h"
-#include "snapshot-format.h"
+#include "format.h"
 
 #include <errno.h>
 #include <fcntl.h>
