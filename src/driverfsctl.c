@@ -4,8 +4,8 @@
  * a driverfs mount (-m MNT, else $DRIVERFS_MOUNT, else /devices); it links
  * nothing of the daemon but the snapshot's JSON layout.
  */
-#include "buses/snapshot-format.h"
 #include "ctl/ctl.h"
+#include "snapshot/format.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,12 +2,12 @@
 /* driverfsd.c - the daemon: enumerate, mount, serve. */
 #define FUSE_USE_VERSION 312
 #include "background.h"
-#include "buses/monitor.h"
-#include "buses/scan.h"
-#include "buses/snapshot.h"
+#include "hotplug/monitor.h"
+#include "scan/scan.h"
+#include "snapshot/snapshot.h"
 #include "config.h"
 #include "drivers/exec.h"
-#include "drivers/helper.h"
+#include "hotplug/helper.h"
 #include "drivers/pci-pm.h"
 #include "drivers/vfio-pci.h"
 #include "core/model.h"

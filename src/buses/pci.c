@@ -5,7 +5,7 @@
  * the pci.ids name. libpci goes through pci-access.h, whose error hook
  * never exits the daemon.
  */
-#include "scan.h"
+#include "scan/scan.h"
 
 #include "log.h"
 

@@ -7,7 +7,7 @@
  * a name. The kernel's containers /devices/system and /devices/virtual, which
  * are not devices, become the devices "system" and "virtual".
  */
-#include "scan.h"
+#include "scan/scan.h"
 #include "uevent.h"
 
 #include "drivers/hookenv.h"

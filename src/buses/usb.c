@@ -7,7 +7,7 @@
  * device's records are filled from sysfs's copy of the same descriptors
  * (scan_sysfs()), in the same formats.
  */
-#include "scan.h"
+#include "scan/scan.h"
 #include "uevent.h"
 
 #include "log.h"

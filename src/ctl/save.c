@@ -7,7 +7,7 @@
  */
 #include "ctl.h"
 
-#include "buses/snapshot-format.h"
+#include "snapshot/format.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * fuzz-drivers-d.c - the *.conf files of drivers.d (src/drivers/exec.c on
+ * fuzz-drivers-d.c - the *.conf files of drivers.d (src/drivers/exec-parse.c on
  * src/conffile.c). The input is split into up to four files at lines
  * "#--next-file--", so that definitions across files meet. Checked: the
  * count of errors is the number of "FILE:LINE: message" lines, each naming

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * fuzz-snapshot.c - the snapshot loader (src/buses/snapshot.c). Any bytes
+ * fuzz-snapshot.c - the snapshot loader (src/snapshot/load.c). Any bytes
  * load or give -EINVAL with a message; what loads saves, and that file
  * loads again and saves to the same bytes (snapshot.h's promise).
  */
 #include "fuzz-util.h"
 
-#include "buses/snapshot.h"
+#include "snapshot/snapshot.h"
 
 #include <errno.h>
 #include <limits.h>

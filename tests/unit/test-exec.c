@@ -12,7 +12,7 @@
 #include "tree-util.h"
 #include "config.h"
 #include "drivers/exec.h"
-#include "drivers/helper.h"
+#include "hotplug/helper.h"
 #include "drivers/runner.h"
 
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-helper.c - the hotplug helper's queue (src/drivers/helper.c): it is
+ * test-helper.c - the hotplug helper's queue (src/hotplug/helper.c): it is
  * bounded, a device has at most one call waiting (a newer event replaces
  * it), and what is dropped is counted. The helper program run here waits
  * until the test creates a file, so no call ends while the queue is looked
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "drivers/helper.h"
+#include "hotplug/helper.h"
 #include "drivers/hookenv.h"
 
 struct calls {

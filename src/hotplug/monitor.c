@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "monitor.h"
 
-#include "drivers/helper.h"
+#include "helper.h"
 #include "drivers/hookenv.h"
 #include "log.h"
 

@@ -21,7 +21,7 @@
 #ifndef DM_MONITOR_H
 #define DM_MONITOR_H
 
-#include "buses/scan.h"
+#include "scan/scan.h"
 
 struct dm_monitor;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* snapshot-format.c - the snapshot's JSON layout, shared by driverfsd and
+/* format.c - the snapshot's JSON layout, shared by driverfsd and
  * driverfsctl. */
-#include "snapshot-format.h"
+#include "format.h"
 
 #include <errno.h>
 #include <limits.h>

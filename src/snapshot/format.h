@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * snapshot-format.h - the snapshot's JSON (docs/snapshot.md) built from
+ * format.h - the snapshot's JSON (docs/snapshot.md) built from
  * plain values, with json-c only. driverfsd fills it from the model and
  * driverfsctl from the files of a mount; both write through here, so one
  * place fixes the key order and layout that make their files identical.

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* snapshot.c - save and load the model as JSON, with json-c. */
+/* load.c - a snapshot file read back into an empty model. */
 #include "snapshot.h"
 
 #include "core/hashmap.h"
-#include "snapshot-format.h"
+#include "format.h"
+#include "json-stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +12,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <malloc.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,96 +21,6 @@
 
 #define FORMAT DM_SNAPSHOT_FORMAT
 #define VERSION DM_SNAPSHOT_VERSION
-
-/* ---- save ---- */
-
-static int add_value(const char *name, const char *value, void *data)
-{
-	return dm_snapshot_add_value(data, name, value) < 0;
-}
-
-/* One device's entry: keys in a fixed order, values in name order. */
-static int save_device(struct dm_device *dev, void *data)
-{
-	char path[PATH_MAX];
-	if (dm_device_path_locked(dev, path, sizeof(path)) < 0)
-		return 1;
-	struct dm_bus *bus = dm_device_get_bus_locked(dev);
-	struct dm_class *cls = dm_device_get_class_locked(dev);
-	struct dm_interface *iface = dm_device_get_interface_locked(dev);
-	struct dm_driver *drv = dm_device_get_driver_locked(dev);
-	const char *sysname = dm_device_get_sysname(dev);
-	struct dm_snapshot_device d = {
-		.path = path,
-		.devpath = dm_device_get_devpath(dev),
-		.sysname = strcmp(sysname, dm_device_get_name(dev)) ? sysname : NULL,
-		.bus = bus ? dm_bus_get_name(bus) : NULL,
-		.class_name = cls ? dm_class_get_name(cls) : NULL,
-		.interface = iface ? dm_interface_get_name(iface) : NULL,
-		.driver = drv ? dm_driver_get_name(drv) : NULL,
-		.kernel_driver = dm_device_get_kernel_driver(dev),
-		.suspended = dm_device_get_power(dev) == DM_POWER_SUSPENDED,
-	};
-	json_object *values;
-	return dm_snapshot_add_device(data, &d, &values) < 0 ||
-	       dm_device_for_each_value_locked(dev, add_value, values);
-}
-
-static int save_driver(struct dm_driver *drv, void *data)
-{
-	return dm_snapshot_add_driver(data, dm_driver_get_name(drv),
-				      dm_driver_get_kind(drv) == DM_DRIVER_KERNEL,
-				      dm_driver_get_priority(drv)) < 0;
-}
-
-static int save_bus(struct dm_bus *bus, void *data)
-{
-	json_object *drivers;
-	return dm_snapshot_add_bus(data, dm_bus_get_name(bus), &drivers) < 0 ||
-	       dm_bus_for_each_driver_locked(bus, save_driver, drivers);
-}
-
-static int save_iface(struct dm_interface *i, void *data)
-{
-	return dm_snapshot_add_string(data, dm_interface_get_name(i)) < 0;
-}
-
-static int save_class(struct dm_class *c, void *data)
-{
-	json_object *ifaces;
-	return dm_snapshot_add_class(data, dm_class_get_name(c), &ifaces) < 0 ||
-	       dm_class_for_each_interface_locked(c, save_iface, ifaces);
-}
-
-static json_object *model_json(struct dm_model *m)
-{
-	json_object *buses, *classes, *devices;
-	json_object *doc = dm_snapshot_doc_new(&buses, &classes, &devices);
-	if (!doc)
-		return NULL;
-	dm_model_read_lock(m);
-	int failed = dm_model_for_each_bus_locked(m, save_bus, buses) ||
-		     dm_model_for_each_class_locked(m, save_class, classes) ||
-		     dm_model_for_each_device_locked(m, save_device, devices);
-	dm_model_unlock(m);
-	if (failed) {
-		json_object_put(doc);
-		return NULL;
-	}
-	return doc;
-}
-
-int dm_snapshot_save(struct dm_model *m, const char *path)
-{
-	json_object *doc = model_json(m);
-	if (!doc)
-		return -ENOMEM;
-	int r = dm_snapshot_write_file(doc, path);
-	json_object_put(doc);
-	return r;
-}
-
-/* ---- load ---- */
 
 /* Bound in the snapshot: a driver matches the devices recorded as bound
  * to it (the device's bus data holds that driver). */
@@ -122,16 +32,6 @@ static int snapshot_match(struct dm_device *dev, struct dm_driver *drv)
 static const struct dm_bus_type snapshot_bus_type = {
 	.match = snapshot_match,
 };
-
-static int fail(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, size, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 /* A string member, or NULL when absent; -EINVAL (with *bad set) when the
  * member is not a string. */
@@ -164,7 +64,8 @@ static int load_buses(struct dm_model *m, json_object *buses, char *err, size_t 
 		json_object *drivers = name ? get_array(b, "drivers") : NULL;
 		struct dm_bus *bus;
 		if (!name || bad || !drivers || dm_bus_get(m, name, &snapshot_bus_type, &bus) < 0)
-			return fail(err, size, "buses[%zu]: needs a valid name and a drivers array", i);
+			return dm_snapshot_fail(err, size,
+						"buses[%zu]: needs a valid name and a drivers array", i);
 		for (size_t k = 0; k < json_object_array_length(drivers); k++) {
 			json_object *d = json_object_array_get_idx(drivers, k), *prio;
 			const char *dname = get_string(d, "name", &bad);
@@ -174,8 +75,9 @@ static int load_buses(struct dm_model *m, json_object *buses, char *err, size_t 
 			    (strcmp(kind, "kernel") && strcmp(kind, "user")) ||
 			    !json_object_object_get_ex(d, "priority", &prio) ||
 			    !json_object_is_type(prio, json_type_int))
-				return fail(err, size, "buses[%zu].drivers[%zu]: needs name, kind "
-						       "(kernel|user) and an integer priority", i, k);
+				return dm_snapshot_fail(err, size, "buses[%zu].drivers[%zu]: needs name, "
+							"kind (kernel|user) and an integer priority",
+							i, k);
 			int r = dm_driver_new(dname, strcmp(kind, "kernel") ? DM_DRIVER_USER
 									    : DM_DRIVER_KERNEL,
 					      json_object_get_int(prio), NULL, NULL, NULL, &drv);
@@ -183,8 +85,8 @@ static int load_buses(struct dm_model *m, json_object *buses, char *err, size_t 
 				r = dm_driver_register(bus, drv);
 			dm_driver_unref(drv);
 			if (r < 0)
-				return fail(err, size, "buses[%zu].drivers[%zu] %s: %s", i, k, dname,
-					    strerror(-r));
+				return dm_snapshot_fail(err, size, "buses[%zu].drivers[%zu] %s: %s", i, k,
+							dname, strerror(-r));
 		}
 	}
 	return 0;
@@ -199,13 +101,17 @@ static int load_classes(struct dm_model *m, json_object *classes, char *err, siz
 		json_object *ifaces = get_array(c, "interfaces");
 		struct dm_class *cls;
 		if (!name || bad || !ifaces || dm_class_get(m, name, &cls) < 0)
-			return fail(err, size, "classes[%zu]: needs a valid name and an interfaces array", i);
+			return dm_snapshot_fail(err, size,
+						"classes[%zu]: needs a valid name and an interfaces array",
+						i);
 		for (size_t k = 0; k < json_object_array_length(ifaces); k++) {
 			json_object *n = json_object_array_get_idx(ifaces, k);
 			struct dm_interface *iface;
 			if (!json_object_is_type(n, json_type_string) ||
 			    dm_class_get_interface(cls, json_object_get_string(n), &iface) < 0)
-				return fail(err, size, "classes[%zu].interfaces[%zu]: not a valid name", i, k);
+				return dm_snapshot_fail(err, size,
+							"classes[%zu].interfaces[%zu]: not a valid name",
+							i, k);
 		}
 	}
 	return 0;
@@ -303,21 +209,22 @@ static int load_device(struct dm_model *m, struct last_added *last, json_object 
 	if (!path || bad || (power && strcmp(power, "on") && strcmp(power, "suspended")) ||
 	    !json_object_object_get_ex(o, "values", &values) ||
 	    !json_object_is_type(values, json_type_object))
-		return fail(err, size, "devices[%zu]: needs a string path, an object of values, "
-				       "strings elsewhere, power on|suspended", i);
+		return dm_snapshot_fail(err, size, "devices[%zu]: needs a string path, an object of "
+					"values, strings elsewhere, power on|suspended", i);
 	if (!*path) { /* root */
 		if (set_values(dm_model_get_root(m), values) < 0)
-			return fail(err, size, "devices[%zu] (root): bad values", i);
+			return dm_snapshot_fail(err, size, "devices[%zu] (root): bad values", i);
 		return 0;
 	}
 	const char *slash = strrchr(path, '/');
 	struct dm_device *parent = find_parent(m, last, path, slash ? (size_t)(slash - path) : 0);
 	if (!parent)
-		return fail(err, size, "devices[%zu] %s: its parent is not listed before it", i, path);
+		return dm_snapshot_fail(err, size,
+					"devices[%zu] %s: its parent is not listed before it", i, path);
 	struct dm_device *dev;
 	int r = dm_device_new(m, slash ? slash + 1 : path, &dev);
 	if (r < 0)
-		return fail(err, size, "devices[%zu] %s: bad name", i, path);
+		return dm_snapshot_fail(err, size, "devices[%zu] %s: bad name", i, path);
 	if (devpath)
 		r = dm_device_set_devpath(dev, devpath);
 	if (r >= 0 && sysname)
@@ -356,66 +263,16 @@ static int load_device(struct dm_model *m, struct last_added *last, json_object 
 	}
 	dm_device_unref(dev); /* added, the model keeps it */
 	if (r == -EEXIST)
-		return fail(err, size, "devices[%zu] %s: listed twice (path or devpath)", i, path);
+		return dm_snapshot_fail(err, size, "devices[%zu] %s: listed twice (path or devpath)",
+					i, path);
 	if (r < 0)
-		return fail(err, size, "devices[%zu] %s: %s", i, path, strerror(-r));
+		return dm_snapshot_fail(err, size, "devices[%zu] %s: %s", i, path, strerror(-r));
 	return 0;
-}
-
-/*
- * The file is read as it is parsed, one top-level member or one device at
- * a time (json-c's tokener parses one value from a buffer and tells where
- * it stopped): json-c's tree of the whole document would take several
- * times the model's memory and most of the load time. Only the structure
- * around the values (braces, brackets, commas, colons) is walked here.
- */
-struct reader {
-	const char *buf;
-	size_t len, pos;
-	const char *file;
-	json_tokener *tok;
-	char *err;
-	size_t err_size;
-};
-
-static char peek(struct reader *r)
-{
-	while (r->pos < r->len && strchr(" \t\r\n", r->buf[r->pos]))
-		r->pos++;
-	return r->pos < r->len ? r->buf[r->pos] : '\0';
-}
-
-static int expect(struct reader *r, char c)
-{
-	if (peek(r) != c)
-		return fail(r->err, r->err_size, "%s: not JSON ('%c' expected at byte %zu)", r->file,
-			    c, r->pos);
-	r->pos++;
-	return 0;
-}
-
-/* The next value, whole; NULL (with the error written) when it is not JSON. */
-static json_object *read_value(struct reader *r)
-{
-	peek(r);
-	json_tokener_reset(r->tok);
-	size_t left = r->len - r->pos;
-	json_object *o = json_tokener_parse_ex(r->tok, r->buf + r->pos, left > INT_MAX ? INT_MAX
-											: (int)left);
-	if (!o) {
-		enum json_tokener_error e = json_tokener_get_error(r->tok);
-		fail(r->err, r->err_size, "%s: not JSON (%s at byte %zu)", r->file,
-		     e == json_tokener_continue ? "unexpected end" : json_tokener_error_desc(e),
-		     r->pos + json_tokener_get_parse_end(r->tok));
-		return NULL;
-	}
-	r->pos += json_tokener_get_parse_end(r->tok);
-	return o;
 }
 
 /* How many devices the array at the reader's position may have, at most:
  * its "path" keys (a string value "path" also counts). */
-static size_t count_paths(const struct reader *r)
+static size_t count_paths(const struct dm_json_reader *r)
 {
 	static const char key[] = "\"path\"";
 	size_t n = 0;
@@ -423,40 +280,6 @@ static size_t count_paths(const struct reader *r)
 	     (p = memmem(p, (size_t)(end - p), key, sizeof(key) - 1)); p += sizeof(key) - 1)
 		n++;
 	return n;
-}
-
-/*
- * Walks the array of devices at the reader's position, parsing one element
- * at a time and handing each object, in order, to @take (which owns it):
- * a negative return is an error, a positive one stops the walk early.
- */
-static int walk_devices(struct reader *r, int (*take)(json_object *o, size_t i, void *data),
-			void *data)
-{
-	int ret = expect(r, '[');
-	if (ret == 0 && peek(r) == ']') {
-		r->pos++;
-		return 0;
-	}
-	for (size_t i = 0; ret == 0; i++) {
-		json_object *o = read_value(r);
-		if (!o)
-			return -EINVAL;
-		if (!json_object_is_type(o, json_type_object)) {
-			json_object_put(o);
-			return fail(r->err, r->err_size, "devices[%zu]: not an object", i);
-		}
-		ret = take(o, i, data);
-		if (ret > 0)
-			return 0;
-		if (ret == 0 && peek(r) == ']') {
-			r->pos++;
-			break;
-		}
-		if (ret == 0)
-			ret = expect(r, ',');
-	}
-	return ret;
 }
 
 struct loading {
@@ -492,7 +315,7 @@ struct ring {
 	size_t head, mid, tail;
 	bool done, stop;
 	int ret; /* the parser's */
-	struct reader r; /* the parser's, with its own error buffer */
+	struct dm_json_reader r; /* the parser's, with its own error buffer */
 };
 
 /* The parser's @take: frees what was loaded, waits for room, queues @o. */
@@ -524,7 +347,7 @@ static int take_queued(json_object *o, size_t i, void *data)
 static void *parse_thread(void *data)
 {
 	struct ring *q = data;
-	int ret = walk_devices(&q->r, take_queued, q);
+	int ret = dm_json_walk_devices(&q->r, take_queued, q);
 	pthread_mutex_lock(&q->lock);
 	q->ret = ret;
 	q->done = true;
@@ -561,7 +384,7 @@ static int load_queued(struct ring *q, struct loading *l, bool *ret_parser)
 
 /* Loads the array of devices with a parser thread; *ret_started false
  * when none could be started (nothing read then). */
-static int load_pipelined(struct reader *r, struct loading *l, bool *ret_started)
+static int load_pipelined(struct dm_json_reader *r, struct loading *l, bool *ret_started)
 {
 	struct ring *q = calloc(1, sizeof(*q));
 	char *err = q ? calloc(1, r->err_size ? r->err_size : 1) : NULL;
@@ -598,17 +421,17 @@ static int load_pipelined(struct reader *r, struct loading *l, bool *ret_started
 
 /* Walks the array of devices at the reader's position: each is loaded
  * when @m is not NULL, else only parsed (to find the array's end). */
-static int read_devices(struct reader *r, struct dm_model *m)
+static int read_devices(struct dm_json_reader *r, struct dm_model *m)
 {
 	struct loading l = { .m = m, .err = r->err, .err_size = r->err_size };
 	if (!m)
-		return walk_devices(r, take_now, &l);
+		return dm_json_walk_devices(r, take_now, &l);
 	/* a hint, worth a scan of the file: the model's indexes would
 	 * otherwise grow step by step, each step a pass of cache misses */
 	(void)dm_model_reserve_devices(m, count_paths(r)); /* else they grow */
 	bool started;
 	int ret = load_pipelined(r, &l, &started);
-	return started ? ret : walk_devices(r, take_now, &l);
+	return started ? ret : dm_json_walk_devices(r, take_now, &l);
 }
 
 enum { M_FORMAT, M_VERSION, M_BUSES, M_CLASSES, N_MEMBERS };
@@ -617,7 +440,7 @@ static const char *const member_names[N_MEMBERS] = { "format", "version", "buses
 /* Checks the members other than devices and loads buses and classes;
  * @have_devices: whether the document has devices. */
 static int load_head(struct dm_model *m, json_object *const *mem, bool have_devices,
-		     struct reader *r)
+		     struct dm_json_reader *r)
 {
 	json_object *format = mem[M_FORMAT], *version = mem[M_VERSION];
 	if (!have_devices || !format || !json_object_is_type(format, json_type_string) ||
@@ -625,8 +448,9 @@ static int load_head(struct dm_model *m, json_object *const *mem, bool have_devi
 	    !json_object_is_type(version, json_type_int) || json_object_get_int(version) != VERSION ||
 	    !json_object_is_type(mem[M_BUSES], json_type_array) ||
 	    !json_object_is_type(mem[M_CLASSES], json_type_array))
-		return fail(r->err, r->err_size, "%s: not a %s version %d file (format, version, "
-						 "buses, classes and devices needed)", r->file, FORMAT, VERSION);
+		return dm_snapshot_fail(r->err, r->err_size, "%s: not a %s version %d file (format, "
+					"version, buses, classes and devices needed)", r->file,
+					FORMAT, VERSION);
 	int ret = load_buses(m, mem[M_BUSES], r->err, r->err_size);
 	return ret < 0 ? ret : load_classes(m, mem[M_CLASSES], r->err, r->err_size);
 }
@@ -639,25 +463,25 @@ struct doc {
 };
 
 /* Reads the member at the reader's position ("key": value). */
-static int read_member(struct dm_model *m, struct reader *r, struct doc *d)
+static int read_member(struct dm_model *m, struct dm_json_reader *r, struct doc *d)
 {
-	json_object *key = read_value(r);
+	json_object *key = dm_json_read_value(r);
 	if (!key)
 		return -EINVAL;
 	char name[16]; /* longer than any member's name: then none */
 	bool is_key = json_object_is_type(key, json_type_string);
 	snprintf(name, sizeof(name), "%s", is_key ? json_object_get_string(key) : "");
 	json_object_put(key);
-	if (!is_key || peek(r) != ':')
-		return fail(r->err, r->err_size, "%s: not JSON (a member expected at byte %zu)",
-			    r->file, r->pos);
+	if (!is_key || dm_json_peek(r) != ':')
+		return dm_snapshot_fail(r->err, r->err_size,
+					"%s: not JSON (a member expected at byte %zu)", r->file, r->pos);
 	r->pos++;
 	size_t k = 0;
 	while (k < N_MEMBERS && strcmp(name, member_names[k]))
 		k++;
 	bool devices = strcmp(name, "devices") == 0;
 	if ((k < N_MEMBERS && d->mem[k]) || (devices && d->have_devices))
-		return fail(r->err, r->err_size, "%s: \"%s\" given twice", r->file, name);
+		return dm_snapshot_fail(r->err, r->err_size, "%s: \"%s\" given twice", r->file, name);
 	if (devices) {
 		d->have_devices = true;
 		d->devices_at = r->pos;
@@ -666,7 +490,7 @@ static int read_member(struct dm_model *m, struct reader *r, struct doc *d)
 		int ret = d->loaded ? load_head(m, d->mem, true, r) : 0;
 		return ret < 0 ? ret : read_devices(r, d->loaded ? m : NULL);
 	}
-	json_object *v = read_value(r);
+	json_object *v = dm_json_read_value(r);
 	if (!v)
 		return -EINVAL;
 	if (k < N_MEMBERS)
@@ -681,23 +505,23 @@ static int read_member(struct dm_model *m, struct reader *r, struct doc *d)
  * members came before them (as driverfsd writes them), else the array is
  * only parsed then and read again at the end.
  */
-static int load_document(struct dm_model *m, struct reader *r)
+static int load_document(struct dm_model *m, struct dm_json_reader *r)
 {
 	struct doc d = { .loaded = false };
-	int ret = expect(r, '{');
-	if (ret == 0 && peek(r) == '}')
+	int ret = dm_json_expect(r, '{');
+	if (ret == 0 && dm_json_peek(r) == '}')
 		r->pos++; /* no member: the error comes from load_head() */
 	else
 		while (ret == 0 && (ret = read_member(m, r, &d)) == 0) {
-			if (peek(r) == '}') {
+			if (dm_json_peek(r) == '}') {
 				r->pos++;
 				break;
 			}
-			ret = expect(r, ',');
+			ret = dm_json_expect(r, ',');
 		}
-	if (ret == 0 && peek(r) != '\0')
-		ret = fail(r->err, r->err_size, "%s: not JSON (more after the end, at byte %zu)",
-			   r->file, r->pos);
+	if (ret == 0 && dm_json_peek(r) != '\0')
+		ret = dm_snapshot_fail(r->err, r->err_size,
+				       "%s: not JSON (more after the end, at byte %zu)", r->file, r->pos);
 	if (ret == 0 && !d.loaded) {
 		ret = load_head(m, d.mem, d.have_devices, r);
 		r->pos = d.devices_at;
@@ -772,12 +596,12 @@ static void unmap_file(char *buf, size_t len, bool map)
 
 int dm_snapshot_load(struct dm_model *m, const char *path, char *err, size_t size)
 {
-	struct reader r = { .file = path, .err = err, .err_size = size };
+	struct dm_json_reader r = { .file = path, .err = err, .err_size = size };
 	char *buf = NULL;
 	bool map = false;
 	int ret = map_file(path, &buf, &r.len, &map);
 	if (ret < 0)
-		return fail(err, size, "%s: %s", path, strerror(-ret));
+		return dm_snapshot_fail(err, size, "%s: %s", path, strerror(-ret));
 	r.buf = buf;
 	r.tok = json_tokener_new();
 	ret = r.tok ? load_document(m, &r) : -ENOMEM;
