@@ -14,7 +14,6 @@
 #include "drivers/hookenv.h"
 #include "trust.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -50,19 +49,6 @@ static void exec_conf_free(struct exec_conf *c)
 
 /* ---- values ---- */
 
-/* A name that can be a directory of the mount: 1..255 bytes, no '/',
- * neither "." nor "..", no control characters. */
-static bool name_is_valid(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > EXEC_NAME_MAX || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-		return false;
-	for (const char *c = s; *c; c++)
-		if (*c == '/' || iscntrl((unsigned char)*c))
-			return false;
-	return true;
-}
-
 /* ---- the keys ---- */
 
 /* Name= and Bus=: a name that can be a directory of the mount. */
@@ -72,7 +58,7 @@ static void set_name(struct dm_conffile *cf, const char *key, const char *value,
 	if (dm_conffile_duplicate(cf, key, *line))
 		return;
 	*line = dm_conffile_line(cf);
-	if (!name_is_valid(value))
+	if (!dm_name_is_printable(value))
 		dm_conffile_error(cf, "bad %s '%s' (1-%d characters, no '/')", key, value,
 				  EXEC_NAME_MAX);
 	else
@@ -170,7 +156,7 @@ static void handle_hooks(struct dm_conffile *cf, struct exec_conf *c, const char
 static void handle_match(struct dm_conffile *cf, struct exec_conf *c, const char *key,
 			 const char *value)
 {
-	if (!name_is_valid(key)) {
+	if (!dm_name_is_printable(key)) {
 		dm_conffile_error(cf, "bad attribute name '%s' in [Match]", key);
 		return;
 	}
