@@ -2,6 +2,7 @@
 /* service.c - SIGHUP reloads and watchdog pings, each on its thread. */
 #include "service.h"
 
+#include "core/thread.h"
 #include "log.h"
 
 #include <errno.h>
@@ -68,10 +69,6 @@ static void service_reload(struct dm_service *s)
 static void *watchdog_thread(void *data)
 {
 	struct dm_service *s = data;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-
 	uint64_t half = s->watchdog_usec / 2;
 	pthread_mutex_lock(&s->lock);
 	while (!s->quit) {
@@ -97,11 +94,6 @@ static void *watchdog_thread(void *data)
 static void *reload_thread(void *data)
 {
 	struct dm_service *s = data;
-	/* signals go to the threads that expect them, not here */
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-
 	for (;;) {
 		struct pollfd p = { .fd = s->pipe[0], .events = POLLIN };
 		if (poll(&p, 1, -1) < 0 && errno != EINTR)
@@ -158,13 +150,13 @@ int dm_service_start(struct dm_service *s)
 	/* > 0: enabled for this process */
 	if (sd_watchdog_enabled(0, &usec) > 0)
 		s->watchdog_usec = usec;
-	int r = -pthread_create(&s->thread, NULL, reload_thread, s);
+	int r = dm_thread_start(&s->thread, 0, reload_thread, s);
 	if (r < 0)
 		return r;
 	s->running = true;
 	if (!s->watchdog_usec)
 		return 0;
-	r = -pthread_create(&s->watchdog, NULL, watchdog_thread, s);
+	r = dm_thread_start(&s->watchdog, 0, watchdog_thread, s);
 	if (r < 0)
 		return r;
 	s->watchdog_running = true;

@@ -11,6 +11,7 @@
  */
 #include "drivers/runner.h"
 
+#include "core/thread.h"
 #include "log.h"
 #include "trust.h"
 
@@ -192,20 +193,10 @@ static void *reaper_thread(void *arg)
  * no zombie is left behind. */
 static void reap_later(pid_t pid)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	int r;
-
-	r = pthread_attr_init(&attr);
-	if (r == 0) {
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, RUN_WRITE_STACK);
-		r = pthread_create(&t, &attr, reaper_thread, (void *)(intptr_t)pid);
-		pthread_attr_destroy(&attr);
-	}
-	if (r)
+	int r = dm_thread_start(NULL, RUN_WRITE_STACK, reaper_thread, (void *)(intptr_t)pid);
+	if (r < 0)
 		log_warn("cannot start a thread to reap process %d: %s; it stays a zombie", (int)pid,
-			 strerror(r));
+			 strerror(-r));
 }
 
 enum kill_stage {
@@ -508,25 +499,10 @@ static int write_job_new(const char *path, const char *value, size_t len, struct
 
 static int write_job_start(struct write_job *j)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t t;
-	int r;
-
-	r = pthread_attr_init(&attr);
-	if (r)
-		return -r;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, RUN_WRITE_STACK);
-	/* the helper inherits our mask: it must take none of the daemon's
-	 * signals, and a write to a FIFO whose reader went away then fails
-	 * with EPIPE instead of raising SIGPIPE in the daemon */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = pthread_create(&t, &attr, write_job_run, j);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return -r;
+	/* every signal blocked (core/thread.h): the helper takes none of
+	 * the daemon's, and a write to a FIFO whose reader went away then
+	 * fails with EPIPE instead of raising SIGPIPE in the daemon */
+	return dm_thread_start(NULL, RUN_WRITE_STACK, write_job_run, j);
 }
 
 int dm_run_write(const char *label, const char *path, const char *value, int timeout_ms)

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "core/thread.h"
 #include "unmount-watch.h"
 
 /* one mount as mountinfo(5) describes it: what the watcher compares */
@@ -296,21 +297,9 @@ static void *reaper(void *data)
  * (killed), it must not stay a zombie: a detached thread waits for it. */
 static void reap_later(pid_t pid)
 {
-	pthread_attr_t attr;
-	pthread_t thread;
-	sigset_t all, old;
-	if (pthread_attr_init(&attr) != 0)
-		return;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	/* signals are for the thread that runs libfuse's loop */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&thread, &attr, reaper, (void *)(intptr_t)pid) != 0)
+	if (dm_thread_start(NULL, 64 * 1024, reaper, (void *)(intptr_t)pid) < 0)
 		log_warn("unmount watcher %d: no thread to reap it should it end early",
 			 (int)pid);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
 }
 
 int dm_unmount_watch_start(const char *mountpoint)

@@ -15,6 +15,7 @@
 #define FUSE_USE_VERSION 312
 #include "uring.h"
 
+#include "core/thread.h"
 #include "log.h"
 
 #include <errno.h>
@@ -587,7 +588,7 @@ static bool start_threads(struct dm_uring *u)
 		t->u = u;
 		t->qid = (unsigned)(i % u->n_cpus);
 		t->wake_fd = -1;
-		if (pthread_create(&t->thread, NULL, ring_main, t) != 0)
+		if (dm_thread_start(&t->thread, 0, ring_main, t) < 0)
 			break;
 		u->n_threads++;
 	}

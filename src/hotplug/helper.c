@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "helper.h"
 
+#include "core/thread.h"
 #include "drivers/hookenv.h"
 #include "drivers/runner.h"
 #include "log.h"
@@ -81,9 +82,6 @@ static void unlink_locked(struct dm_helper *h, struct job *j)
 static void *helper_thread(void *data)
 {
 	struct dm_helper *h = data;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_mutex_lock(&h->lock);
 	for (;;) {
 		struct job *j;
@@ -146,7 +144,7 @@ int dm_helper_new(const char *cmdline, int timeout_ms, dm_helper_done_fn done, v
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_cond_init(&h->cond, NULL);
 	for (size_t i = 0; i < HELPER_THREADS; i++)
-		if (pthread_create(&h->threads[i], NULL, helper_thread, h) == 0)
+		if (dm_thread_start(&h->threads[i], 0, helper_thread, h) == 0)
 			h->n_threads++;
 	if (!h->n_threads) {
 		dm_helper_free(h);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "monitor.h"
 
+#include "core/thread.h"
 #include "helper.h"
 #include "drivers/hookenv.h"
 #include "log.h"
@@ -288,9 +289,6 @@ static int receive_all(struct dm_monitor *mon)
 static void *monitor_thread(void *data)
 {
 	struct dm_monitor *mon = data;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the FUSE loop's */
 	struct pollfd fds[2] = {
 		{ .fd = udev_monitor_get_fd(mon->mon), .events = POLLIN },
 		{ .fd = mon->wake_fd, .events = POLLIN },
@@ -375,7 +373,7 @@ out_free:
 
 int dm_monitor_run(struct dm_monitor *mon)
 {
-	int r = -pthread_create(&mon->thread, NULL, monitor_thread, mon);
+	int r = dm_thread_start(&mon->thread, 0, monitor_thread, mon);
 	if (r == 0)
 		mon->running = true;
 	return r;

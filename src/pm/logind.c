@@ -16,6 +16,7 @@
  */
 #include "pm/logind.h"
 
+#include "core/thread.h"
 #include "log.h"
 
 #include <errno.h>
@@ -267,7 +268,6 @@ static void *logind_thread(void *data)
 int dm_logind_start(struct dm_pm *pm, struct dm_logind **ret)
 {
 	struct dm_logind *l;
-	sigset_t all, old;
 	int r;
 
 	l = calloc(1, sizeof(*l));
@@ -310,10 +310,7 @@ int dm_logind_start(struct dm_pm *pm, struct dm_logind **ret)
 	}
 	/* libfuse expects SIGTERM & co. on the thread running its loop; one
 	 * taken by this thread would leave the daemon serving */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = -pthread_create(&l->thread, NULL, logind_thread, l);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	r = dm_thread_start(&l->thread, 0, logind_thread, l);
 	if (r < 0)
 		goto out_wake;
 	log_debug("logind: holding a sleep delay inhibitor");

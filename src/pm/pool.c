@@ -12,6 +12,8 @@
  */
 #include "pool.h"
 
+#include "core/thread.h"
+
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -137,13 +139,7 @@ static struct worker *start(struct dm_pool *p, int job)
 	struct worker *wk = &p->workers[p->n_threads];
 	*wk = (struct worker){ .job = job, .pool = p };
 	atomic_init(&wk->go, GO_JOB);
-	pthread_attr_t attr;
-	if (pthread_attr_init(&attr) != 0)
-		return NULL;
-	pthread_attr_setstacksize(&attr, p->stack_size);
-	int r = pthread_create(&wk->thread, &attr, worker_main, wk);
-	pthread_attr_destroy(&attr);
-	if (r != 0)
+	if (dm_thread_start(&wk->thread, p->stack_size, worker_main, wk) < 0)
 		return NULL;
 	p->n_threads++;
 	return wk;

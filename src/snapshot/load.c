@@ -3,6 +3,7 @@
 #include "snapshot.h"
 
 #include "core/hashmap.h"
+#include "core/thread.h"
 #include "format.h"
 #include "json-stream.h"
 
@@ -400,7 +401,7 @@ static int load_pipelined(struct dm_json_reader *r, struct loading *l, bool *ret
 	pthread_cond_init(&q->loaded, NULL);
 	pthread_t t;
 	int ret = 0;
-	*ret_started = pthread_create(&t, NULL, parse_thread, q) == 0;
+	*ret_started = dm_thread_start(&t, 0, parse_thread, q) == 0;
 	if (*ret_started) {
 		bool parser = false;
 		ret = load_queued(q, l, &parser);
