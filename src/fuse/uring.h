@@ -21,6 +21,7 @@
 #ifndef DM_FUSE_URING_H
 #define DM_FUSE_URING_H
 
+#include <errno.h>
 #include <stdint.h>
 
 struct dm_uring;
@@ -29,6 +30,8 @@ struct fuse_session;
 /* Threads per CPU: each holds one ring entry, so a handler that waits (a
  * store that suspends a subtree) leaves the others to serve that CPU. */
 #define DM_URING_THREADS_PER_CPU 4
+
+#ifdef DM_HAVE_IO_URING
 
 /* Serves @se's requests over io_uring when the kernel offers it, with
  * @per_cpu threads (each holding one ring entry) per possible CPU: installs
@@ -41,5 +44,34 @@ uint64_t dm_uring_served(const struct dm_uring *u);
  * session loop has ended; the session must not be destroyed before. */
 void dm_uring_stop(struct dm_uring *u);
 void dm_uring_free(struct dm_uring *u);
+
+#else /* built with -Dio_uring=disabled: every request through /dev/fuse */
+
+static inline int dm_uring_attach(struct fuse_session *se, unsigned per_cpu,
+				  struct dm_uring **ret)
+{
+	(void)se;
+	(void)per_cpu;
+	*ret = NULL;
+	return -EOPNOTSUPP;
+}
+
+static inline uint64_t dm_uring_served(const struct dm_uring *u)
+{
+	(void)u;
+	return 0;
+}
+
+static inline void dm_uring_stop(struct dm_uring *u)
+{
+	(void)u;
+}
+
+static inline void dm_uring_free(struct dm_uring *u)
+{
+	(void)u;
+}
+
+#endif
 
 #endif

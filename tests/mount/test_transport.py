@@ -49,6 +49,8 @@ def set_param(value):
 @pytest.fixture
 def uring():
     """The kernel offers io_uring to the daemons started in the test."""
+    if os.environ.get("DRIVERFS_IO_URING") == "0":
+        pytest.skip("driverfsd was built without io_uring (-Dio_uring=disabled)")
     if not os.path.exists(PARAM) or os.geteuid() != 0:
         pytest.skip("this kernel has no FUSE over io_uring, or not root")
     with open(PARAM) as f:
