@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* driverfsd.c - the daemon: enumerate, mount, serve. */
 #define FUSE_USE_VERSION 312
-#include "background.h"
+#include "daemon/background.h"
 #include "buses/monitor.h"
 #include "buses/scan.h"
 #include "buses/snapshot.h"
@@ -16,7 +16,7 @@
 #include "log.h"
 #include "pm/logind.h"
 #include "pm/pm.h"
-#include "service.h"
+#include "daemon/service.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
