@@ -8,15 +8,12 @@
  */
 #include "ctl/commands.h"
 #include "ctl/ctl.h"
+#include "version.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef DRIVERFSD_VERSION
-#define DRIVERFSD_VERSION "0.1.0"
-#endif
 
 /* The commands, in the order --help lists them. */
 static const struct command {

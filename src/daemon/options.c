@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* options.c - driverfsd's command line: --help, and the options parsed. */
 #include "daemon.h"
-
-#ifndef DRIVERFSD_VERSION
-#define DRIVERFSD_VERSION "0.1.0"
-#endif
+#include "version.h"
 
 #include <errno.h>
 #include <getopt.h>
