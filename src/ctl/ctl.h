@@ -2,7 +2,8 @@
 /*
  * ctl.h - what driverfsctl's commands share: reading a driverfs mount's
  * files, walking its device directories, the --bus/--class filter, and
- * error messages. Everything here only reads and writes files of the mount.
+ * error messages, a command's arguments and its --json output. Everything
+ * here only reads and writes files of the mount.
  */
 #ifndef DM_CTL_H
 #define DM_CTL_H
@@ -76,7 +77,28 @@ bool ctl_filter_keeps(const struct ctl_filter *f, const char *path);
 bool ctl_filter_matches(const struct ctl_filter *f, const char *path);
 void ctl_filter_free(struct ctl_filter *f);
 
-/* driverfsctl save FILE|- */
-int ctl_save(const char *mnt, const char *file);
+/* A command's options: the flags given, and the filter's values. */
+enum {
+	CTL_OPT_JSON = 1 << 0,
+	CTL_OPT_DRY_RUN = 1 << 1,
+	CTL_OPT_PM_ORDER = 1 << 2,
+	CTL_OPT_FILTER = 1 << 3,
+};
+
+struct ctl_args {
+	unsigned flags; /* CTL_OPT_* given */
+	const char *bus, *cls;
+	const char *arg; /* the one positional argument, or NULL */
+};
+
+/* Parses a command's arguments: the options in @allowed and up to
+ * @max_args positional ones (@need_arg: exactly one). CTL_OK, or prints
+ * the error and returns CTL_USAGE. */
+int ctl_parse_args(const char *cmd, int argc, char **argv, unsigned allowed, int max_args,
+		   bool need_arg, struct ctl_args *a);
+
+/* Prints a --json document, laid out as snapshots are. */
+struct json_object;
+void ctl_print_json(struct json_object *doc);
 
 #endif

@@ -5,6 +5,7 @@
  * which member). Listings are taken in the order the mount gives them,
  * which is the model's, as driverfsd --save writes it.
  */
+#include "commands.h"
 #include "ctl.h"
 
 #include "snapshot/format.h"
@@ -297,7 +298,7 @@ static int save_device(struct save *s, const char *path, json_object *devices)
 	return r;
 }
 
-int ctl_save(const char *mnt, const char *file)
+static int save(const char *mnt, const char *file)
 {
 	struct save s = { .mnt = mnt, .rootfd = ctl_open_root(mnt) };
 	if (s.rootfd < 0)
@@ -334,4 +335,15 @@ int ctl_save(const char *mnt, const char *file)
 	}
 	json_object_put(doc);
 	return r < 0 ? ctl_fail(mnt, "reading the mount failed", -r) : CTL_OK;
+}
+
+int ctl_cmd_save(const char *mnt, int argc, char **argv)
+{
+	struct ctl_args a;
+	int ret = ctl_parse_args("save", argc, argv, 0, 1, false, &a);
+	if (ret)
+		return ret;
+	if (!a.arg)
+		return ctl_usage_error("save", "needs a FILE (- for standard output)", NULL);
+	return save(mnt, a.arg);
 }

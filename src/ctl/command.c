@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* command.c - what every driverfsctl command shares: its arguments and its --json output. */
+#include "ctl.h"
+
+#include "snapshot/format.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+int ctl_parse_args(const char *cmd, int argc, char **argv, unsigned allowed, int max_args,
+		   bool need_arg, struct ctl_args *a)
+{
+	static const struct {
+		const char *name;
+		unsigned flag;
+	} flags[] = { { "--json", CTL_OPT_JSON },
+		      { "--dry-run", CTL_OPT_DRY_RUN },
+		      { "--pm-order", CTL_OPT_PM_ORDER } };
+	*a = (struct ctl_args){ 0 };
+	for (int i = 0; i < argc; i++) {
+		const char *s = argv[i];
+		bool known = false;
+		for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
+			if (strcmp(s, flags[k].name) == 0 && (allowed & flags[k].flag)) {
+				a->flags |= flags[k].flag;
+				known = true;
+			}
+		if (known)
+			continue;
+		const char **value = strcmp(s, "--bus") == 0 || strncmp(s, "--bus=", 6) == 0 ? &a->bus
+				     : strcmp(s, "--class") == 0 || strncmp(s, "--class=", 8) == 0
+					     ? &a->cls
+					     : NULL;
+		if (value && (allowed & CTL_OPT_FILTER)) {
+			const char *eq = strchr(s, '=');
+			if (!eq && i + 1 >= argc)
+				return ctl_usage_error(cmd, "option needs a value:", s);
+			*value = eq ? eq + 1 : argv[++i];
+			if (!**value)
+				return ctl_usage_error(cmd, "empty value for", s);
+			a->flags |= CTL_OPT_FILTER;
+			continue;
+		}
+		if (s[0] == '-' && s[1] != '\0')
+			return ctl_usage_error(cmd, "unknown option", s);
+		if (a->arg || max_args == 0)
+			return ctl_usage_error(cmd, "unexpected argument", s);
+		a->arg = s;
+	}
+	if (need_arg && !a->arg)
+		return ctl_usage_error(cmd, "needs a DEV", NULL);
+	return CTL_OK;
+}
+
+void ctl_print_json(json_object *doc)
+{
+	printf("%s\n", dm_snapshot_to_string(doc));
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * info.c - driverfsctl info: every file of a device, its subsystem, driver
+ * and interface.
+ */
+#include "commands.h"
+#include "ctl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct info_out {
+	json_object *files; /* --json */
+};
+
+/* Every file of the device (and of its attribute groups, such as pm/):
+ * text "name: value" per line, multi-line values indented below. */
+static void info_files(int rootfd, const char *dev, const char *group, struct info_out *o)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s%s%s", *dev ? dev : ".", group ? "/" : "", group ? group : "");
+	int fd = openat(rootfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent **names;
+	int n = fd >= 0 ? scandirat(fd, ".", &names, NULL, versionsort) : -1;
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < n; i++) {
+		const char *name = names[i]->d_name;
+		char full[PATH_MAX + 300], value[2 * 4096 + 2];
+		snprintf(full, sizeof(full), "%s%s%s", group ? group : "", group ? "/" : "", name);
+		char power[PATH_MAX + 300];
+		struct stat st;
+		snprintf(power, sizeof(power), "%s/%s/power", dir, name);
+		/* a group has no power file; a child device has */
+		if (names[i]->d_type == DT_DIR && name[0] != '.' && !group &&
+		    fstatat(rootfd, power, &st, 0) < 0) {
+			info_files(rootfd, dev, name, o); /* a group, not a child device */
+		} else if (names[i]->d_type == DT_REG) {
+			int len = ctl_read(rootfd, dir, name, value, sizeof(value));
+			if (len == -EACCES) {
+				/* write-only files have no value */
+			} else if (o->files) {
+				json_object_object_add(o->files, full,
+						       len < 0 ? NULL : json_object_new_string(value));
+			} else if (len < 0) {
+				printf("%s: (%s)\n", full, strerror(-len));
+			} else {
+				while (len > 0 && value[len - 1] == '\n')
+					value[--len] = '\0';
+				printf("%s: ", full);
+				for (char *p = value; *p; p++) {
+					putchar(*p);
+					if (*p == '\n')
+						fputs("    ", stdout);
+				}
+				putchar('\n');
+			}
+		}
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
+}
+
+/* The interface directory of its class that lists the device, into @buf. */
+static const char *find_interface(const char *mnt, const char *rel, char *buf, size_t size)
+{
+	char pattern[PATH_MAX + 64], target[PATH_MAX];
+	glob_t g;
+	const char *found = NULL;
+	snprintf(pattern, sizeof(pattern), "%s/class/*/*/*", mnt);
+	if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+		return NULL;
+	for (size_t i = 0; i < g.gl_pathc && !found; i++) {
+		const char *p = g.gl_pathv[i] + strlen(mnt) + 7; /* "<class>/<iface>/<name>" */
+		const char *slash = strchr(p, '/');
+		if (!slash || strncmp(slash + 1, "devices/", 8) == 0)
+			continue;
+		ssize_t n = readlink(g.gl_pathv[i], target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = '\0';
+		const char *dev = n > 0 ? ctl_link_device(target) : NULL;
+		if (dev && strcmp(dev, rel) == 0) {
+			snprintf(buf, size, "%.*s", (int)(strrchr(p, '/') - p), p);
+			found = buf;
+		}
+	}
+	globfree(&g);
+	return found;
+}
+
+int ctl_cmd_info(const char *mnt, int argc, char **argv)
+{
+	struct ctl_args a;
+	int ret = ctl_parse_args("info", argc, argv, CTL_OPT_JSON, 1, true, &a);
+	if (ret)
+		return ret;
+	int rootfd = ctl_open_root(mnt);
+	if (rootfd < 0)
+		return CTL_FAILED;
+	char rel[PATH_MAX], sub[256], drv[256], iface[512];
+	int r = ctl_resolve(mnt, a.arg, rel, sizeof(rel));
+	if (r < 0) {
+		close(rootfd);
+		return ctl_fail_device(a.arg, -r);
+	}
+	const char *subsystem = ctl_link_name(rootfd, rel, "subsystem", sub, sizeof(sub));
+	const char *driver = ctl_link_name(rootfd, rel, "driver", drv, sizeof(drv));
+	const char *interface = find_interface(mnt, rel, iface, sizeof(iface));
+	struct info_out o = { 0 };
+	json_object *doc = NULL;
+	if (a.flags & CTL_OPT_JSON) {
+		doc = json_object_new_object();
+		json_object_object_add(doc, "path", json_object_new_string(*rel ? rel : "."));
+		json_object_object_add(doc, "subsystem", subsystem ? json_object_new_string(subsystem) : NULL);
+		json_object_object_add(doc, "driver", driver ? json_object_new_string(driver) : NULL);
+		json_object_object_add(doc, "interface", interface ? json_object_new_string(interface) : NULL);
+		o.files = json_object_new_object();
+		json_object_object_add(doc, "files", o.files);
+	} else {
+		printf("%-20s %s\n", "path", *rel ? rel : ".");
+		if (subsystem)
+			printf("%-20s %s\n", "subsystem", subsystem);
+		if (driver)
+			printf("%-20s %s\n", "driver", driver);
+		if (interface)
+			printf("%-20s %s\n", "interface", interface);
+	}
+	info_files(rootfd, rel, NULL, &o);
+	close(rootfd);
+	if (doc) {
+		ctl_print_json(doc);
+		json_object_put(doc);
+	}
+	return CTL_OK;
+}

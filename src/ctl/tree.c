@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tree.c - driverfsctl list and tree: the devices in the global order, as
+ * paths or as the hierarchy, with their names, drivers and power states.
+ */
+#include "commands.h"
+#include "ctl.h"
+
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+/* What list and tree show of a device. */
+struct dev_view {
+	char name[512];
+	char power[32];
+	char driver_buf[256];
+	const char *driver; /* NULL when unbound */
+};
+
+static void view_read(int rootfd, const char *path, struct dev_view *v)
+{
+	ctl_read_line(rootfd, path, "name", v->name, sizeof(v->name));
+	ctl_read_line(rootfd, path, "power", v->power, sizeof(v->power));
+	v->driver = ctl_link_name(rootfd, path, "driver", v->driver_buf, sizeof(v->driver_buf));
+}
+
+/* The --json object of a device: path, name, driver (null when unbound),
+ * power; "match" when filtered; tree adds "children". */
+static json_object *view_json(const char *path, const struct dev_view *v,
+			      const struct ctl_filter *f)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(*path ? path : "."));
+	json_object_object_add(o, "name", json_object_new_string(v->name));
+	json_object_object_add(o, "driver", v->driver ? json_object_new_string(v->driver) : NULL);
+	json_object_object_add(o, "power", json_object_new_string(v->power));
+	if (f->on)
+		json_object_object_add(o, "match",
+				       json_object_new_boolean(ctl_filter_matches(f, path)));
+	return o;
+}
+
+struct walk_out {
+	bool tree; /* else: list */
+	const struct ctl_filter *filter;
+	json_object *json; /* --json: the array this level's devices go in */
+	char prefix[4096];
+};
+
+/* Shows the device @path (under the root/ fd @rootfd) as list or tree does. */
+static void show_device(int rootfd, const char *path, const char *label, bool last,
+			struct walk_out *o)
+{
+	struct dev_view v;
+	bool match = ctl_filter_matches(o->filter, path);
+	if (!o->tree && !match)
+		return; /* list: only the devices themselves; each path names its ancestors */
+	view_read(rootfd, path, &v);
+	if (o->json) {
+		json_object *node = view_json(path, &v, o->filter);
+		json_object_array_add(o->json, node);
+		if (o->tree) {
+			json_object *kids = json_object_new_array();
+			json_object_object_add(node, "children", kids);
+			o->json = kids; /* the caller puts the level back */
+		}
+		return;
+	}
+	if (!o->tree) {
+		printf("%s\n", *path ? path : ".");
+		return;
+	}
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	const char *shown = label ? label : base;
+	if (label) /* the top of the tree */
+		printf("%s", label);
+	else
+		printf("%s%s %s", o->prefix, last ? "`--" : "|--", base);
+	/* an ancestor kept only for the shape shows its name alone */
+	if (match && *v.name && strcmp(v.name, shown) != 0)
+		printf("  %s", v.name);
+	if (match && v.driver)
+		printf("  [%s]", v.driver);
+	if (match && strcmp(v.power, "on") != 0 && *v.power)
+		printf("  (%s)", v.power);
+	printf("\n");
+}
+
+/* Visits the child devices of @path in the model's global order: depth
+ * first, siblings in natural order, which is the order resume takes
+ * (suspend takes it backwards). */
+static int walk_children(int rootfd, const char *path, struct walk_out *o)
+{
+	char **names;
+	size_t n, kept = 0;
+	int r = ctl_children(rootfd, path, &names, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		char child[PATH_MAX];
+		ctl_join(child, sizeof(child), path, names[i]);
+		if (ctl_filter_keeps(o->filter, child))
+			names[kept++] = names[i];
+		else
+			free(names[i]);
+	}
+	for (size_t i = 0; i < kept && r == 0; i++) {
+		char child[PATH_MAX];
+		ctl_join(child, sizeof(child), path, names[i]);
+		json_object *level = o->json;
+		bool last = i == kept - 1;
+		show_device(rootfd, child, NULL, last, o);
+		size_t plen = strlen(o->prefix);
+		snprintf(o->prefix + plen, sizeof(o->prefix) - plen, "%s", last ? "    " : "|   ");
+		r = walk_children(rootfd, child, o);
+		o->prefix[plen] = '\0';
+		o->json = level;
+	}
+	ctl_names_free(names, kept);
+	return r;
+}
+
+static int walk(const char *mnt, bool tree, int argc, char **argv)
+{
+	struct ctl_args a;
+	int ret = ctl_parse_args(tree ? "tree" : "list", argc, argv, CTL_OPT_JSON | CTL_OPT_FILTER, tree ? 1 : 0,
+			     false, &a);
+	if (ret)
+		return ret;
+	int rootfd = ctl_open_root(mnt);
+	if (rootfd < 0)
+		return CTL_FAILED;
+	char rel[PATH_MAX];
+	struct ctl_filter f;
+	int r = ctl_resolve(mnt, a.arg, rel, sizeof(rel));
+	if (r < 0) {
+		close(rootfd);
+		return ctl_fail_device(a.arg, -r);
+	}
+	ret = ctl_filter_init(&f, mnt, a.bus, a.cls);
+	if (ret) {
+		close(rootfd);
+		return ret;
+	}
+	struct walk_out o = { .tree = tree, .filter = &f };
+	json_object *doc = NULL;
+	if (a.flags & CTL_OPT_JSON)
+		doc = o.json = json_object_new_array();
+	r = 0;
+	if (ctl_filter_keeps(&f, rel)) { /* else nothing below it matches */
+		show_device(rootfd, rel, *rel ? rel : "root", true, &o);
+		r = walk_children(rootfd, rel, &o);
+	}
+	close(rootfd);
+	ctl_filter_free(&f);
+	/* tree: the top device itself (null when nothing matched) */
+	if (doc && r == 0)
+		ctl_print_json(tree ? json_object_array_get_idx(doc, 0) : doc);
+	json_object_put(doc);
+	if (r < 0)
+		return ctl_fail(mnt, "walking root/ failed", -r);
+	return CTL_OK;
+}
+
+int ctl_cmd_list(const char *mnt, int argc, char **argv)
+{
+	return walk(mnt, false, argc, argv);
+}
+
+int ctl_cmd_tree(const char *mnt, int argc, char **argv)
+{
+	return walk(mnt, true, argc, argv);
+}

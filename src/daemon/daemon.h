@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * daemon.h - the steps of driverfsd's main() and the state they share.
+ *
+ * main() (src/driverfsd.c) runs them in order: options.c parses the
+ * command line; reload.c reads the configuration and drivers.d/ (and reads
+ * them again on SIGHUP); setup.c forks to the background, builds the model
+ * and mounts it; serve.c serves the mount until it is unmounted. Each step
+ * logs its own failure and returns 0 or -errno.
+ */
+#ifndef DM_DAEMON_H
+#define DM_DAEMON_H
+
+#include "config.h"
+#include "hotplug/monitor.h"
+#include "scan/scan.h"
+
+#include <fuse_opt.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifndef DEFAULT_CONFIG
+#define DEFAULT_CONFIG "/etc/driverfsd/driverfsd.conf"
+#endif
+
+/* The command line. */
+struct options {
+	const char *mountpoint; /* NULL: the config's */
+	const char *config; /* NULL: DEFAULT_CONFIG, which may be missing */
+	const char *save; /* --save FILE */
+	const char *snapshot; /* --snapshot FILE */
+	const char *helper; /* --hotplug-helper CMDLINE */
+	const char *record; /* --transition-record FILE */
+	struct dm_monitor_config uevents; /* --kernel-uevents, --uevent-buffer */
+	bool coldplug;
+	bool check_config;
+	bool foreground;
+	bool debug;
+	bool no_io_uring;
+	struct fuse_args fuse_args;
+};
+
+/* The daemon, from start-up to shutdown; what is not made yet is NULL. */
+struct daemon {
+	struct options *o;
+	struct dm_config cfg; /* the configuration in effect */
+	const char *mountpoint; /* the command line's, else the config's */
+	const char *helper_cmd; /* the same; NULL: no hotplug helper */
+	const struct dm_source_ops *sources[4]; /* the enabled sources, NULL-terminated */
+	const struct dm_source_ops *fillers[3]; /* those the monitor completes records with */
+	int ready_fd; /* background mode: where the child reports serving; else -1 */
+	struct dm_model *model;
+	struct dm_pm *pm; /* NULL with --snapshot */
+	struct dm_driver *pci_pm, *vfio;
+	struct dm_exec_set *exec; /* drivers.d's exec drivers */
+	struct dm_monitor *monitor;
+	struct dm_fs *fs; /* once created; reload and the monitor use it once it serves */
+	struct dm_service *service;
+	struct dm_helper *helper;
+	struct dm_logind *logind;
+};
+
+/* options.c: parses the command line into @o (whose fuse_args holds
+ * argv[0] already). --help and --version print and exit here. 0, or
+ * -EINVAL (said on stderr) or -ENOMEM. */
+int daemon_parse_options(int argc, char **argv, struct options *o);
+
+/* reload.c: --check-config: the configuration, then every drivers.d/
+ * *.conf; the errors on stderr. Returns the exit status. */
+int daemon_check_config(const struct options *o);
+/* Reads the configuration into d->cfg, logging each error, and applies
+ * what the command line does not override: the log level, the mount
+ * point and the hotplug helper. */
+int daemon_load_config(struct daemon *d);
+/* Registers the exec drivers of d->cfg's drivers.d/: 0, the number of
+ * errors (logged with file and line; no driver loaded), or -errno. */
+int daemon_load_drivers(struct daemon *d);
+/* The log level: debug with -d, else the configuration's. */
+int daemon_log_level(const struct options *o, const struct dm_config *cfg);
+/* SIGHUP, on the service's thread (a dm_service_reload_fn; @data is the
+ * struct daemon). */
+void daemon_reload(void *data, char *status, size_t size);
+
+/* setup.c: the steps before serving, and the teardown after. */
+/* Logs @r (-errno) alone, for a failure no other message says; returns @r. */
+int daemon_fail(int r);
+/* Without -f (and --save): forks; only the child returns. */
+int daemon_go_background(struct daemon *d);
+/* The model: the --snapshot file's, else this machine's, enumerated with
+ * the drivers registered and the hotplug monitor listening. */
+int daemon_set_up_model(struct daemon *d);
+/* --save: writes the model to the file. */
+int daemon_save(struct daemon *d);
+/* Creates the FUSE session and mounts it at d->mountpoint. */
+int daemon_mount(struct daemon *d);
+/* Frees all the steps made, in the reverse order. */
+void daemon_tear_down(struct daemon *d);
+
+/* serve.c: starts the threads, reports ready and serves until unmounted;
+ * returns the session's end (0 or -errno). */
+int daemon_serve(struct daemon *d);
+/* The monitor's report after a run of hotplug events (a
+ * dm_monitor_done_fn; @data points at d->fs). */
+void daemon_hotplug_done(const struct dm_hotplug_event *evs, size_t n, void *data);
+
+#endif

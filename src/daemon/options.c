@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* options.c - driverfsd's command line: --help, and the options parsed. */
+#include "daemon.h"
+#include "version.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: driverfsd [OPTIONS] [MOUNTPOINT]\n"
+		"       driverfsd --check-config [-c FILE]\n"
+		"Serve the machine's device model as a filesystem at MOUNTPOINT (default: the\n"
+		"configuration's MountPoint=, else /devices):\n"
+		"root/ (the device hierarchy), bus/ (buses, their devices and drivers) and\n"
+		"class/ (classes and their interfaces).\n"
+		"\n"
+		"  -f, --foreground   stay in the foreground, log to stderr (else to syslog\n"
+		"                     once in the background)\n"
+		"  -d, --debug        log debug messages and FUSE requests (implies -f)\n"
+		"  -o OPTIONS         extra FUSE mount options, comma-separated\n"
+		"      --no-io-uring  take every FUSE request through /dev/fuse, even where\n"
+		"                     the kernel offers io_uring (fuse.enable_uring=Y)\n"
+		"  -c, --config FILE  the configuration file, see driverfsd.conf(5); default\n"
+		"                     " DEFAULT_CONFIG ",\n"
+		"                     which may be missing. Drivers are read from the\n"
+		"                     drivers.d/ directory beside it\n"
+		"      --check-config check the configuration file and every drivers.d/*.conf,\n"
+		"                     print each error as FILE:LINE: message and exit (status 1\n"
+		"                     on any error, 0 and no output when all is valid)\n"
+		"      --save FILE    write the model as JSON to FILE and exit (no mount)\n"
+		"      --snapshot FILE  serve the model saved in FILE, read-only, instead of\n"
+		"                     this machine's (with --save: convert, for a round trip)\n"
+		"      --hotplug-helper CMDLINE  run this program (an absolute path, with\n"
+		"                     arguments) for each device added, changed or removed\n"
+		"                     (instead of the configuration's HotplugHelper=)\n"
+		"      --coldplug     also run it, as \"add\", for every device present at start\n"
+		"      --kernel-uevents  follow the kernel's uevents instead of udevd's (for a\n"
+		"                     system without udevd)\n"
+		"      --uevent-buffer BYTES  the receive buffer of the uevent socket (default\n"
+		"                     128 MiB); an overrun costs a rescan of the whole tree\n"
+		"      --transition-record FILE  where to record the devices a suspend left\n"
+		"                     suspended (instead of the configuration's\n"
+		"                     TransitionRecord=, default " DM_CONFIG_TRANSITION_RECORD "); those\n"
+		"                     a killed daemon left there are resumed at start\n"
+		"  -h, --help         show this help\n"
+		"  -V, --version      show the version\n"
+		"\n"
+		"Without -f, driverfsd returns once the tree is mounted and keeps serving it\n"
+		"in the background. Unmount with `fusermount3 -u MOUNTPOINT` or SIGTERM.\n"
+		"SIGHUP reloads drivers.d/ and the configuration's LogLevel= and\n"
+		"HookTimeout= without unmounting; a configuration with errors is not taken.\n");
+}
+
+int daemon_parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "save", required_argument, NULL, 's' },
+		{ "snapshot", required_argument, NULL, 'S' },
+		{ "hotplug-helper", required_argument, NULL, 'H' },
+		{ "coldplug", no_argument, NULL, 'C' },
+		{ "transition-record", required_argument, NULL, 'T' },
+		{ "kernel-uevents", no_argument, NULL, 'k' },
+		{ "uevent-buffer", required_argument, NULL, 'B' },
+		{ "check-config", no_argument, NULL, 'K' },
+		{ "no-io-uring", no_argument, NULL, 'U' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "fdo:c:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o->config = optarg;
+			break;
+		case 's':
+			o->save = optarg;
+			break;
+		case 'S':
+			o->snapshot = optarg;
+			break;
+		case 'H':
+			o->helper = optarg;
+			break;
+		case 'C':
+			o->coldplug = true;
+			break;
+		case 'T':
+			o->record = optarg;
+			break;
+		case 'k':
+			o->uevents.kernel = true;
+			break;
+		case 'B': {
+			char *end;
+			errno = 0;
+			long long n = strtoll(optarg, &end, 10);
+			if (errno || end == optarg || *end || n <= 0 || n > INT_MAX) {
+				fprintf(stderr, "driverfsd: --uevent-buffer needs a number of bytes "
+						"from 1 to %d, not '%s'\n", INT_MAX, optarg);
+				return -EINVAL;
+			}
+			o->uevents.buffer = (int)n;
+			break;
+		}
+		case 'K':
+			o->check_config = true;
+			break;
+		case 'U':
+			o->no_io_uring = true;
+			break;
+		case 'f':
+			o->foreground = true;
+			break;
+		case 'd':
+			o->debug = o->foreground = true;
+			if (fuse_opt_add_arg(&o->fuse_args, "-d") < 0)
+				return -ENOMEM;
+			break;
+		case 'o':
+			if (fuse_opt_add_arg(&o->fuse_args, "-o") < 0 ||
+			    fuse_opt_add_arg(&o->fuse_args, optarg) < 0)
+				return -ENOMEM;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(EXIT_SUCCESS);
+		case 'V':
+			printf("driverfsd %s\n", DRIVERFSD_VERSION);
+			exit(EXIT_SUCCESS);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	/* checked before anything is mounted: the helper starts only later */
+	if (o->record && o->record[0] != '/') {
+		fprintf(stderr, "driverfsd: --transition-record needs an absolute path\n");
+		return -EINVAL;
+	}
+	if (o->helper && o->helper[strspn(o->helper, " \t")] != '/') {
+		fprintf(stderr, "driverfsd: --hotplug-helper needs a program given by its "
+				"absolute path\n");
+		return -EINVAL;
+	}
+	if (optind < argc)
+		o->mountpoint = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr, "driverfsd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return -EINVAL;
+	}
+	return 0;
+}

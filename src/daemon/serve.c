@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * serve.c - driverfsd serving its mount: the threads started, READY=1, the
+ * FUSE loop until unmounted or signalled; and what hotplug events and the
+ * hotplug helper report to systemd meanwhile.
+ */
+#include "daemon.h"
+
+#include "background.h"
+#include "core/model.h"
+#include "fuse/fs.h"
+#include "fuse/unmount-watch.h"
+#include "hotplug/helper.h"
+#include "hotplug/monitor.h"
+#include "log.h"
+#include "pm/logind.h"
+#include "service.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#define HELPER_TIMEOUT_MS 30000
+
+static void helper_done(const char *action, const char *devpath, int result, void *data)
+{
+	(void)data;
+	char path[PATH_MAX];
+	if (result < 0)
+		log_warn("hotplug helper %s %s: %s", action, devpath, strerror(-result));
+	/* a devpath with a newline must not add fields to the message */
+	dm_escape(path, sizeof(path), devpath);
+	sd_notifyf(0, "STATUS=helper %s %s %d", action, path, result);
+}
+
+/* --coldplug: the helper's "add" for every device present at start. */
+static void coldplug(struct dm_model *m, struct dm_helper *helper)
+{
+	struct dm_device **devs;
+	size_t n;
+	if (dm_model_snapshot(m, NULL, &devs, &n) < 0)
+		return;
+	for (size_t i = 1; i < n; i++) /* not root */
+		dm_helper_queue_device(helper, devs[i], "add", 0);
+	dm_device_array_free(devs, n);
+}
+
+/* After a run of hotplug events: once the kernel has been told what went
+ * stale, report each (systemd status; tests wait on it), one STATUS= line
+ * per event in as few notifications as fit in PIPE_BUF bytes, the most
+ * systemd reads of one. Runs on the monitor's thread, never in a FUSE
+ * handler. */
+void daemon_hotplug_done(const struct dm_hotplug_event *evs, size_t n, void *data)
+{
+	struct dm_fs **fs = data;
+	char buf[PIPE_BUF];
+	size_t len = 0;
+	if (*fs)
+		dm_fs_sync_invalidations(*fs);
+	for (size_t i = 0; i < n; i++) {
+		char line[PIPE_BUF], path[PATH_MAX];
+		/* a devpath with a newline must not add fields (READY=,
+		 * MAINPID=) to the message */
+		dm_escape(path, sizeof(path), evs[i].devpath);
+		int l = snprintf(line, sizeof(line), "STATUS=hotplug %s %s %llu\n", evs[i].action,
+				 path, (unsigned long long)evs[i].seqnum);
+		if (l < 0)
+			continue;
+		if ((size_t)l >= sizeof(line)) { /* cut: systemd would drop it whole */
+			l = sizeof(line) - 1;
+			line[l - 1] = '\n';
+		}
+		if (len + (size_t)l >= sizeof(buf)) {
+			buf[len - 1] = '\0';
+			sd_notify(0, buf);
+			len = 0;
+		}
+		memcpy(buf + len, line, (size_t)l);
+		len += (size_t)l;
+	}
+	if (len) {
+		buf[len - 1] = '\0';
+		sd_notify(0, buf);
+	}
+}
+
+/* The hotplug helper, when one is set (not for a snapshot), and --coldplug. */
+static int start_helper(struct daemon *d)
+{
+	if (!d->helper_cmd || d->o->snapshot)
+		return 0;
+	int r = dm_helper_new(d->helper_cmd, HELPER_TIMEOUT_MS, helper_done, NULL, &d->helper);
+	if (r < 0) {
+		log_err("hotplug helper '%s': %s", d->helper_cmd,
+			r == -EINVAL ? "needs a program given by its absolute path"
+				     : strerror(-r));
+		return r;
+	}
+	if (d->monitor)
+		dm_monitor_set_helper(d->monitor, d->helper);
+	if (d->o->coldplug || d->cfg.coldplug)
+		coldplug(d->model, d->helper);
+	return 0;
+}
+
+/* Everything that serving needs besides the mount: the signal handlers,
+ * SIGHUP's reload, the unmount watcher, the notifier, the helper, the
+ * monitor, logind; then READY=1, and in the background the waiting
+ * parent told. */
+static int start(struct daemon *d)
+{
+	struct dm_model *m = d->model;
+	int r = dm_fs_set_signal_handlers(d->fs);
+	if (r < 0)
+		return daemon_fail(r);
+	/* after libfuse's: SIGHUP reloads rather than unmounts */
+	r = d->o->snapshot ? 0 : dm_service_new(m, daemon_reload, d, &d->service);
+	if (r < 0)
+		return daemon_fail(r);
+	log_info("serving %zu devices at %s", dm_model_count_devices(m), d->mountpoint);
+	r = dm_unmount_watch_start(d->mountpoint);
+	if (r < 0)
+		log_warn("no unmount watcher (%s): a killed daemon's mount is left to "
+			 "fusermount3's auto_unmount", strerror(-r));
+	else if (r > 0)
+		dm_fs_set_unmount_watched(d->fs);
+	r = dm_fs_start_notifier(d->fs);
+	if (r < 0)
+		return daemon_fail(r);
+	r = start_helper(d);
+	if (r < 0)
+		return r;
+	if (d->monitor && dm_monitor_run(d->monitor) < 0)
+		log_warn("no hotplug: cannot start the monitor thread");
+	r = d->pm ? dm_logind_start(d->pm, &d->logind) : 0;
+	if (r < 0)
+		log_info("no system sleep integration (logind: %s)", strerror(-r));
+	/* for systemd (Type=notify) and for tests waiting for the mount */
+	sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=serving %zu devices", (int)getpid(),
+		   dm_model_count_devices(m));
+	if (d->service && dm_service_start(d->service) < 0)
+		log_warn("no reload on SIGHUP and no watchdog: cannot start their threads");
+	if (d->ready_fd >= 0) {
+		/* the command returns only now, with the tree mounted and
+		 * served; the daemon's stderr goes, so it logs to syslog (the
+		 * journal) */
+		dm_log_setup(daemon_log_level(d->o, &d->cfg), 1);
+		dm_background_ready(d->ready_fd);
+		d->ready_fd = -1;
+	}
+	return 0;
+}
+
+int daemon_serve(struct daemon *d)
+{
+	int r = start(d);
+	if (r < 0)
+		return r;
+	r = dm_fs_loop(d->fs);
+	sd_notify(0, "STOPPING=1");
+	dm_service_free(d->service);
+	d->service = NULL;
+	char stats[512];
+	if (dm_fs_format_stats(d->fs, stats, sizeof(stats)) >= 0)
+		log_info("%s", stats);
+	dm_logind_stop(d->logind);
+	if (r < 0)
+		log_err("session ended: %s", strerror(-r));
+	return r;
+}

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * setup.c - driverfsd's steps before serving: the fork of background mode,
+ * the model (a snapshot's, or this machine's enumerated with the drivers
+ * registered and the monitor listening), --save, the mount; and the
+ * teardown after.
+ */
+#include "daemon.h"
+
+#include "background.h"
+#include "core/model.h"
+#include "drivers/exec.h"
+#include "drivers/pci-pm.h"
+#include "drivers/vfio-pci.h"
+#include "fuse/fs.h"
+#include "hotplug/helper.h"
+#include "hotplug/monitor.h"
+#include "log.h"
+#include "pm/pm.h"
+#include "scan/scan.h"
+#include "service.h"
+#include "snapshot/snapshot.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Makes @path a usable mount point: created when missing, and a dead FUSE
+ * mount left by a killed daemon (ENOTCONN) detached first. */
+static int prepare_mountpoint(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0 && errno == ENOTCONN) {
+		log_warn("%s: a dead mount is left there; detaching it", path);
+		if (umount2(path, MNT_DETACH) < 0)
+			return -errno;
+	}
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT || mkdir(path, 0755) < 0)
+			return -errno;
+		return 0;
+	}
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* root's name: the machine's model where the firmware says it, else the
+ * host name. */
+static void name_root(struct dm_model *m)
+{
+	char buf[256] = "";
+	FILE *f = fopen("/sys/class/dmi/id/product_name", "re");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	if (!*buf && gethostname(buf, sizeof(buf) - 1) < 0)
+		snprintf(buf, sizeof(buf), "root");
+	dm_device_set_value(dm_model_get_root(m), "name", buf);
+}
+
+static void driver_drop(struct dm_driver *drv)
+{
+	if (!drv)
+		return;
+	dm_driver_unregister(drv);
+	dm_driver_unref(drv);
+}
+
+static void note_recorded(const char *devpath, bool present, void *data)
+{
+	(void)data;
+	if (present)
+		log_warn("%s: left suspended by a transition that did not end; resuming it",
+			 devpath);
+	else
+		log_warn("%s: left suspended by a transition that did not end, and gone", devpath);
+}
+
+/* The transition record, and what an earlier run left suspended in it:
+ * resumed before the tree is served. Without a usable record the daemon
+ * still serves, and says what it cannot do. */
+static void recover_transition(struct dm_pm *pm, const char *path)
+{
+	int r = dm_pm_set_record(pm, path);
+	if (r < 0) {
+		log_warn("transition record %s: %s; devices left suspended if the daemon is "
+			 "killed will not be resumed at its next start", path, strerror(-r));
+		return;
+	}
+	r = dm_pm_recover(pm, note_recorded, NULL);
+	if (r > 0)
+		log_info("%s: resumed %d device%s an earlier run left suspended", path, r,
+			 r == 1 ? "" : "s");
+	else if (r < 0)
+		log_err("%s: resuming what an earlier run left suspended: %s", path, strerror(-r));
+}
+
+/* The enabled sources, NULL-terminated, into @sources (4 slots): udev,
+ * always, and first (it places every device); and into @fillers (3 slots)
+ * those that complete a hotplugged device's record. */
+static void pick_sources(const struct dm_config *cfg, const struct dm_source_ops **sources,
+			 const struct dm_source_ops **fillers)
+{
+	size_t n = 0, f = 0;
+	sources[n++] = &dm_source_udev;
+	if (cfg->source_pci)
+		sources[n++] = fillers[f++] = &dm_source_pci;
+	if (cfg->source_usb)
+		sources[n++] = fillers[f++] = &dm_source_usb;
+	sources[n] = fillers[f] = NULL;
+}
+
+int daemon_fail(int r)
+{
+	log_err("%s", strerror(-r));
+	return r;
+}
+
+/* Background mode forks here, before the first thread: a thread started
+ * earlier (the PM pool's, by recovery) would not be in the child, and the
+ * first transition would wait for it for ever. */
+int daemon_go_background(struct daemon *d)
+{
+	if (d->o->foreground || d->o->save)
+		return 0;
+	d->ready_fd = dm_background_start();
+	if (d->ready_fd < 0) {
+		int r = d->ready_fd;
+		log_err("cannot go to the background: %s", strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+/* A saved model, served as it was: nothing to enumerate, no hooks to run,
+ * nothing to write. */
+static int load_snapshot(struct daemon *d)
+{
+	char err[512];
+	int r = dm_snapshot_load(d->model, d->o->snapshot, err, sizeof(err));
+	if (r < 0) {
+		log_err("%s", r == -EINVAL ? err : strerror(-r));
+		return r;
+	}
+	if (fuse_opt_add_arg(&d->o->fuse_args, "-o") < 0 ||
+	    fuse_opt_add_arg(&d->o->fuse_args, "ro") < 0)
+		return daemon_fail(-ENOMEM);
+	return 0;
+}
+
+/* This machine's model: the PM engine, root's name, the user drivers, the
+ * monitor, the enumeration, and the resume of what an earlier run left
+ * suspended. */
+static int enumerate(struct daemon *d)
+{
+	const struct options *o = d->o;
+	struct dm_model *m = d->model;
+	pick_sources(&d->cfg, d->sources, d->fillers);
+	int r = dm_pm_new(m, &d->pm);
+	if (r < 0)
+		return daemon_fail(r);
+	name_root(m);
+	/* User drivers are registered before enumeration so that they are
+	 * offered every device first, as docs/design.md §5.1 says. */
+	r = dm_pci_pm_register(m, &d->pci_pm);
+	if (r < 0)
+		log_warn("pci-pm driver not available: %s", strerror(-r));
+	r = dm_vfio_pci_register(m, &dm_vfio_kernel_ops, NULL, &d->vfio);
+	if (r < 0)
+		log_warn("vfio-pci driver not available: %s", strerror(-r));
+	r = daemon_load_drivers(d);
+	if (r != 0)
+		return r > 0 ? -EINVAL : r;
+	/* listening starts before the enumeration, so that no event falls
+	 * between the two */
+	r = dm_monitor_new(m, d->fillers, &o->uevents, daemon_hotplug_done, &d->fs, &d->monitor);
+	if (r < 0)
+		log_warn("no hotplug (udev monitor: %s); the tree stays as enumerated",
+			 strerror(-r));
+	r = dm_scan_model(m, d->sources);
+	if (r < 0)
+		return daemon_fail(r);
+	if (!o->save)
+		recover_transition(d->pm, o->record ? o->record : d->cfg.transition_record);
+	return 0;
+}
+
+int daemon_set_up_model(struct daemon *d)
+{
+	int r = dm_model_new(&d->model);
+	if (r < 0)
+		return daemon_fail(r);
+	return d->o->snapshot ? load_snapshot(d) : enumerate(d);
+}
+
+int daemon_save(struct daemon *d)
+{
+	int r = dm_snapshot_save(d->model, d->o->save);
+	if (r < 0)
+		log_err("%s: %s", d->o->save, strerror(-r));
+	return r;
+}
+
+int daemon_mount(struct daemon *d)
+{
+	int r = prepare_mountpoint(d->mountpoint);
+	if (r < 0) {
+		log_err("mount point %s: %s", d->mountpoint, strerror(-r));
+		return r;
+	}
+	r = dm_fs_new(d->model, &d->o->fuse_args, &d->fs);
+	if (r < 0) {
+		log_err("cannot set up the filesystem (bad -o option?)");
+		return r;
+	}
+	dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
+	r = dm_fs_mount(d->fs, d->mountpoint);
+	if (r < 0) {
+		log_err("cannot mount at %s", d->mountpoint);
+		return r;
+	}
+	return 0;
+}
+
+void daemon_tear_down(struct daemon *d)
+{
+	dm_service_free(d->service);
+	dm_monitor_free(d->monitor);
+	dm_helper_free(d->helper);
+	dm_fs_free(d->fs);
+	dm_exec_unload(d->exec);
+	driver_drop(d->pci_pm);
+	driver_drop(d->vfio);
+	dm_pm_free(d->pm);
+	dm_model_free(d->model);
+}
