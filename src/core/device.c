@@ -500,7 +500,7 @@ static void device_del_one(struct dm_device *dev)
 	m->n_devices--;
 	struct dm_device *parent = dev->parent;
 	dev->parent = NULL;
-	/* the model's reference: a PM snapshot may still point to it, if
+	/* the model's reference: a PM order may still point to it, if
 	 * it was there when the last one was taken */
 	bool defer = atomic_load(&m->pins) > 0 && dev->add_seq <= atomic_load(&m->pin_seq);
 	if (defer)

@@ -38,14 +38,14 @@ struct dm_model {
 	struct dm_driver **order_driver; /* each device's driver, kept current */
 	size_t n_order, cap_order;
 	bool order_valid; /* cleared under the write lock */
-	/* PM snapshots in use (taken under the read lock): while there are
+	/* PM orders in use (taken under the read lock): while there are
 	 * any, removed devices keep the model's reference, on @deferred
-	 * (linked by their global node), so snapshots need no reference of
+	 * (linked by their global node), so orders need no reference of
 	 * their own on each device. */
 	atomic_size_t pins;
 	struct dm_list deferred;
 	uint64_t add_seq; /* counts dm_device_add() */
-	_Atomic uint64_t pin_seq; /* add_seq when the last snapshot was taken */
+	_Atomic uint64_t pin_seq; /* add_seq when the last PM order was taken */
 	const struct dm_model_listener *listener;
 	void *listener_data;
 	const struct dm_pm_handler *pm_handler;
@@ -76,7 +76,7 @@ struct dm_device {
 	 * (devices are allocated on a line boundary): its states, the change
 	 * count and model a power change announces itself with, the driver
 	 * and the mutex a hook is called under. A walk reads nothing else of
-	 * a device (its snapshot comes from the model's arrays), and on 10^5
+	 * a device (its PM order comes from the model's arrays), and on 10^5
 	 * devices its cost is mostly cache misses: one line each, no more. */
 	_Atomic uint8_t state; /* enum dm_device_state */
 	_Atomic uint8_t power; /* enum dm_power_state */

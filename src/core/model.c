@@ -298,7 +298,7 @@ int dm_model_for_each_device_locked(struct dm_model *m, int (*fn)(struct dm_devi
 	return dm_walk_devices(&m->devices, offsetof(struct dm_device, global), fn, data);
 }
 
-int dm_model_snapshot(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
+int dm_model_ref_devices(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
 		      size_t *ret_n)
 {
 	dm_model_read_lock(m);
@@ -386,9 +386,9 @@ int dm_model_order_locked(struct dm_model *m)
 	return r;
 }
 
-int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_snapshot *s)
+int dm_model_take_pm_order(struct dm_model *m, struct dm_device *top, struct dm_pm_order *s)
 {
-	dm_snapshot_release(s);
+	dm_pm_order_release(s);
 	dm_model_read_lock(m);
 	if (top && dm_device_is_dead(top)) {
 		dm_model_unlock(m);
@@ -399,12 +399,12 @@ int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_
 		dm_model_unlock(m);
 		return r;
 	}
-	/* the subtree is contiguous in the global list (see dm_model_snapshot);
+	/* the subtree is contiguous in the global list (see dm_model_ref_devices);
 	 * devices being removed are kept, the walk skips them */
 	size_t start = top ? top->order_index : 0;
 	size_t n = (top ? dm_device_subtree_last_locked(top)->order_index + 1 : m->n_order) - start;
 	if (n > s->cap) {
-		struct dm_snapshot_node *v = realloc(s->nodes, n * sizeof(*v));
+		struct dm_pm_order_node *v = realloc(s->nodes, n * sizeof(*v));
 		if (!v) {
 			dm_model_unlock(m);
 			return -ENOMEM;
@@ -419,7 +419,7 @@ int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_
 		struct dm_driver *drv = m->order_driver[start + k];
 		if (k == 0 || drv != s->nodes[k - 1].driver)
 			dm_driver_ref(drv);
-		s->nodes[k] = (struct dm_snapshot_node){ m->order[start + k], drv,
+		s->nodes[k] = (struct dm_pm_order_node){ m->order[start + k], drv,
 							 k == 0 ? -1 : p - (int)start };
 	}
 	s->n = n;
@@ -430,7 +430,7 @@ int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_
 	return 0;
 }
 
-void dm_snapshot_release(struct dm_snapshot *s)
+void dm_pm_order_release(struct dm_pm_order *s)
 {
 	struct dm_model *m = s->pinned;
 	if (!m)
@@ -440,8 +440,8 @@ void dm_snapshot_release(struct dm_snapshot *s)
 			dm_driver_unref(s->nodes[i].driver);
 	s->n = 0;
 	s->pinned = NULL;
-	/* the last snapshot out releases what was removed meanwhile; under
-	 * the write lock, so that no new snapshot's device is among them */
+	/* the last order out releases what was removed meanwhile; under
+	 * the write lock, so that no new order's device is among them */
 	struct dm_list gone;
 	dm_list_init(&gone);
 	dm_model_write_lock(m);
@@ -459,11 +459,11 @@ void dm_snapshot_release(struct dm_snapshot *s)
 	}
 }
 
-void dm_snapshot_done(struct dm_snapshot *s)
+void dm_pm_order_done(struct dm_pm_order *s)
 {
-	dm_snapshot_release(s);
+	dm_pm_order_release(s);
 	free(s->nodes);
-	*s = (struct dm_snapshot){ 0 };
+	*s = (struct dm_pm_order){ 0 };
 }
 
 void dm_device_array_free(struct dm_device **devs, size_t n)

@@ -90,7 +90,7 @@ struct dm_pm_handler {
 /* Whether @name can be one directory entry of the mount: 1..255 bytes, no
  * '/', neither "." nor "..". Every name the model holds (devices, drivers,
  * buses, classes, interfaces, value files) passes it: sysfs gives no other,
- * and a snapshot file must not make one. */
+ * and a saved snapshot file must not make one. */
 bool dm_name_is_valid(const char *name);
 /* dm_name_is_valid(), and no control character either: the stricter rule
  * for names a configuration file gives (drivers.d), which its error
@@ -142,33 +142,34 @@ int dm_model_reserve_devices(struct dm_model *m, size_t n);
  * in depth-first order until it returns non-zero, which it returns. */
 int dm_model_for_each_device_locked(struct dm_model *m, int (*fn)(struct dm_device *, void *),
 				    void *data);
-/* A referenced snapshot of the global list (or of @top's subtree when not
- * NULL), in depth-first order, for walks that call hooks without the lock.
- * Free with dm_device_array_free(). */
-int dm_model_snapshot(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
-		      size_t *ret_n);
+/* The devices of the global list (or of @top's subtree when not NULL), in
+ * depth-first order, each referenced, in a new array: for walks that call
+ * hooks without the lock. Free with dm_device_array_free(). */
+int dm_model_ref_devices(struct dm_model *m, struct dm_device *top, struct dm_device ***ret,
+			 size_t *ret_n);
 void dm_device_array_free(struct dm_device **devs, size_t n);
-/* A snapshot of @top's subtree (NULL: the whole tree) for the PM engine, in
- * depth-first order, taken under one read lock: each device, the driver
+/* The PM order: @top's subtree (NULL: the whole tree) for the PM engine,
+ * in depth-first order, taken under one read lock: each device, the driver
  * bound to it then (NULL when none) and its parent as an index into the
- * snapshot (-1 for @top, or for root when @top is NULL). Until it is
- * released the model keeps every device in it allocated, removed ones
- * included (dm_device_is_dead() tells them), and parents do not change.
- * The buffer is reused by the next snapshot into the same struct; start
- * from a zeroed one, release it, and free it with dm_snapshot_done(). */
-struct dm_snapshot_node {
-	struct dm_device *dev; /* kept by the snapshot */
-	struct dm_driver *driver; /* kept by the snapshot (one reference per run), or NULL */
+ * order (-1 for @top, or for root when @top is NULL). Until it is released
+ * the model keeps every device in it allocated, removed ones included
+ * (dm_device_is_dead() tells them), and parents do not change (the order
+ * "pins" the model). The buffer is reused by the next order taken into the
+ * same struct; start from a zeroed one, release it, and free it with
+ * dm_pm_order_done(). */
+struct dm_pm_order_node {
+	struct dm_device *dev; /* kept by the order */
+	struct dm_driver *driver; /* kept by the order (one reference per run), or NULL */
 	int parent;
 };
-struct dm_snapshot {
-	struct dm_snapshot_node *nodes;
+struct dm_pm_order {
+	struct dm_pm_order_node *nodes;
 	size_t n, cap;
-	struct dm_model *pinned; /* the model, while the snapshot is taken */
+	struct dm_model *pinned; /* the model, while the order is taken */
 };
-int dm_model_snapshot_tree(struct dm_model *m, struct dm_device *top, struct dm_snapshot *s);
-void dm_snapshot_release(struct dm_snapshot *s);
-void dm_snapshot_done(struct dm_snapshot *s);
+int dm_model_take_pm_order(struct dm_model *m, struct dm_device *top, struct dm_pm_order *s);
+void dm_pm_order_release(struct dm_pm_order *s);
+void dm_pm_order_done(struct dm_pm_order *s);
 
 /* ---- buses ---- */
 /* Finds or creates the bus @name with @type (NULL: a generic bus). */

@@ -41,7 +41,7 @@ static void coldplug(struct dm_model *m, struct dm_helper *helper)
 {
 	struct dm_device **devs;
 	size_t n;
-	if (dm_model_snapshot(m, NULL, &devs, &n) < 0)
+	if (dm_model_ref_devices(m, NULL, &devs, &n) < 0)
 		return;
 	for (size_t i = 1; i < n; i++) /* not root */
 		dm_helper_queue_device(helper, devs[i], "add", 0);

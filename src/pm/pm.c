@@ -2,9 +2,9 @@
 /*
  * pm.c - ordered suspend/resume over the global list, on a worker pool.
  *
- * A transition takes a referenced snapshot of the subtree (pre-order, with
- * parent indices and bound drivers, under one read lock) and walks it as a
- * dependency graph: on suspend a device is ready once all its children are
+ * A transition takes the PM order of the subtree (dm_model_take_pm_order():
+ * pre-order, with parent indices and bound drivers, under one read lock)
+ * and walks it as a dependency graph: on suspend a device is ready once all its children are
  * done, on resume once its parent is. The dispatcher pops ready devices
  * last-in first-out, which walks the list backwards on suspend and forwards
  * on resume, so with every hook inline the order is exactly the serial one.
@@ -16,7 +16,7 @@
  * suspended.
  *
  * The journal is appended to without a lock: every entry a transition can
- * write is reserved before its walk, and the snapshot's references keep
+ * write is reserved before its walk, and the order's references keep
  * the devices it names alive until the next transition clears it.
  */
 #include "pm.h"
@@ -55,11 +55,11 @@ struct pm_entry {
 	atomic_uint gen;
 	int result;
 	const char *phase;
-	struct dm_device *dev; /* kept by the transition's snapshot or chain */
+	struct dm_device *dev; /* kept by the transition's order or chain */
 	long usec;
 };
 
-/* The dependency graph over a snapshot; item i is the snapshot's node i. */
+/* The dependency graph over a PM order; item i is the order's node i. */
 struct pm_item {
 	int first_child, next_sibling;
 	int pending; /* suspend: children not done yet */
@@ -71,7 +71,7 @@ struct pm_item {
  * results back (pool.h). */
 struct walk {
 	struct dm_pm *pm;
-	const struct dm_snapshot_node *nodes;
+	const struct dm_pm_order_node *nodes;
 	struct pm_item *items;
 	size_t n;
 	bool suspend;
@@ -104,8 +104,8 @@ struct dm_pm {
 	 * the journal's text per version (dm_pm_handler.log_version) */
 	_Atomic uint64_t log_version;
 	/* the devices the journal names, kept until it is cleared: the last
-	 * walk's snapshot and the ancestors a resume woke */
-	struct dm_snapshot snap;
+	 * walk's order and the ancestors a resume woke */
+	struct dm_pm_order snap;
 	struct dm_device *chain[MAX_DEPTH];
 	size_t n_chain;
 	/* the walk's buffers, kept for the next one (a fresh 10^5-device
@@ -123,7 +123,7 @@ static void log_clear_locked(struct dm_pm *pm)
 	atomic_store(&pm->n_log, 0);
 	pm->gen = pm->gen + 1 ? pm->gen + 1 : 1; /* 0 marks a slot never written */
 	atomic_fetch_add_explicit(&pm->log_version, 1, memory_order_release);
-	dm_snapshot_release(&pm->snap);
+	dm_pm_order_release(&pm->snap);
 	for (size_t i = 0; i < pm->n_chain; i++)
 		dm_device_unref(pm->chain[i]);
 	pm->n_chain = 0;
@@ -223,7 +223,7 @@ static int record(struct dm_pm *pm, struct dm_device *dev, bool suspend, unsigne
 
 /* The transition record around a hook call: a device is listed before
  * its suspend hook runs, when @drv (the driver bound to it in the walk's
- * snapshot) has one and the device has a devpath to be found by at the
+ * order) has one and the device has a devpath to be found by at the
  * next start; it is taken off once resumed. */
 static int record_suspending(struct dm_pm *pm, struct dm_device *dev, const struct dm_driver *drv)
 {
@@ -242,7 +242,7 @@ static void record_resumed(struct dm_pm *pm, struct dm_device *dev)
 
 /* Calls one device's hook (without pm->lock: a hook may read the mount,
  * power_log included) and records it. @drv is the driver bound to @dev in
- * the walk's snapshot (suspend only; NULL on resume). @clock holds the
+ * the walk's order (suspend only; NULL on resume). @clock holds the
  * time the call starts (consecutive inline calls read the clock once each)
  * and gets the time it ended. */
 static int run_hook(struct dm_pm *pm, struct dm_device *dev, const struct dm_driver *drv,
@@ -428,9 +428,9 @@ static int walk_buffers(struct dm_pm *pm, size_t n)
 
 static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsigned flags)
 {
-	/* the journal of this transition names the snapshot's devices: it
+	/* the journal of this transition names the order's devices: it
 	 * stays taken until the journal is cleared */
-	int r = dm_model_snapshot_tree(pm->model, top, &pm->snap);
+	int r = dm_model_take_pm_order(pm->model, top, &pm->snap);
 	if (r < 0)
 		return r;
 	size_t n = pm->snap.n;
@@ -652,7 +652,7 @@ void dm_pm_free(struct dm_pm *pm)
 	pthread_mutex_lock(&pm->lock);
 	log_clear_locked(pm);
 	pthread_mutex_unlock(&pm->lock);
-	dm_snapshot_done(&pm->snap);
+	dm_pm_order_done(&pm->snap);
 	free(pm->log);
 	free(pm->items);
 	free(pm->ready);

@@ -407,7 +407,7 @@ static int records_remove_missing(struct dm_model *m, struct dm_scan *s,
 {
 	struct dm_device **devs;
 	size_t n;
-	int r = dm_model_snapshot(m, NULL, &devs, &n);
+	int r = dm_model_ref_devices(m, NULL, &devs, &n);
 	if (r < 0)
 		return r;
 	for (size_t i = n; i-- > 0;) {

@@ -541,7 +541,7 @@ static void test_log_read_during_the_walk(void **state)
 }
 
 /* A device removed while a walk is under way: the walk skips it, and the
- * model keeps it allocated for the snapshot and the journal until the
+ * model keeps it allocated for the PM order and the journal until the
  * next transition clears them, then frees it. ASan checks the rest. */
 static struct dm_device *to_remove;
 static int freed;
@@ -600,9 +600,9 @@ static void test_removed_during_the_walk(void **state)
 	assert_int_equal(dm_pm_show_log(f.pm, &log, &len), 0);
 	assert_null(strstr(log, "0-extra"));
 	free(log);
-	assert_int_equal(freed, 0); /* the journal's snapshot still holds it */
+	assert_int_equal(freed, 0); /* the journal's PM order still holds it */
 
-	/* one added after the snapshot is not held back */
+	/* one added after the order was taken is not held back */
 	struct dm_device *late;
 	assert_int_equal(dm_device_new(f.m, "late", &late), 0);
 	dm_device_set_bus_data(late, NULL, count_free);
