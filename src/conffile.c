@@ -153,7 +153,7 @@ static void trim_end(char *s)
 }
 
 /* Cuts an inline comment: '#' or ';' after a blank, as inih does for ';'
- * (it is the same rule for both, so the DESIGN.md example parses). */
+ * (it is the same rule for both, so the example of docs/design.md §7 parses). */
 static void cut_comment(char *s)
 {
 	bool after_blank = false;

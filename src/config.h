@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * config.h - driverfsd.conf, the daemon's main configuration file
- * (DESIGN.md section 9; documented for users in driverfsd.conf(5)).
+ * (docs/design.md §11; documented for users in driverfsd.conf(5)).
  *
  *   [Daemon]   MountPoint=<absolute path>         default /devices
  *              LogLevel=err|warning|notice|info|debug   default info

@@ -270,7 +270,7 @@ static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 	char shown[DM_ATTR_MAX];
 	pick_name(d, trusted, shown, sizeof(shown));
 	r |= dm_record_set(rec, "name", shown);
-	/* The clash rule (DESIGN.md section 5): a class device that shares its
+	/* The clash rule (docs/design.md §6.2): a class device that shares its
 	 * name with a sibling is named "<class>:<name>". A full scan applies it
 	 * over all its records at commit; one device's scan (hotplug) has not
 	 * the siblings among its records, so sysfs says. */

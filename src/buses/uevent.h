@@ -31,7 +31,7 @@ void dm_uevent_device_string(char *buf, size_t size, const char *value);
 bool dm_uevent_append(char *buf, size_t size, size_t *len, const char *key, const char *value);
 
 /*
- * The interface of a class device with a node (DESIGN.md section 5): the
+ * The interface of a class device with a node (docs/design.md §6.1): the
  * udev DEVTYPE where there is one (@devtype may be NULL), otherwise the
  * node's basename without its trailing number ("event3" -> "event").
  * Returns 1, and @buf empty, for a node named by numbers only

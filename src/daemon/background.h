@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#pragma once
-
 /*
- * Background mode: the daemon forks before it starts a thread, and the
+ * background.h - background mode: the daemon forks before it starts a thread, and the
  * command returns only once the child serves its mount (or with its error).
  */
+#ifndef DM_BACKGROUND_H
+#define DM_BACKGROUND_H
 
 /* Forks. In the parent, never returns: it waits until the child reports
  * (dm_background_ready()) and exits 0, or exits with the child's failure
@@ -19,3 +19,5 @@ int dm_background_start(void);
  * served, then leaves the terminal: the working directory becomes "/",
  * standard input, output and error /dev/null. Closes @fd. */
 void dm_background_ready(int fd);
+
+#endif

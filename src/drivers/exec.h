@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * exec.h - "exec" drivers: user drivers defined in the *.conf files of
- * drivers.d whose hooks are programs (DESIGN.md section 6).
+ * drivers.d whose hooks are programs (docs/design.md §7).
  *
  *   [Driver]  Name=  Bus=  (required: 1-255 characters, no '/')
  *             Priority= (optional, -1000..1000, default 100; higher is

@@ -2,7 +2,7 @@
 /*
  * hookenv.h - what hooks and helpers are run with.
  *
- * The environment of a call for a device (DESIGN.md section 6): ACTION,
+ * The environment of a call for a device (docs/design.md §7): ACTION,
  * DRIVERFS_PATH (the path under root/), DEVPATH, BUS, CLASS, DRIVER,
  * DEVNAME (a /dev path), PATH, any extra KEY=VALUE given, and the device's
  * uevent properties (only from a text that passes dm_uevent_check(); they

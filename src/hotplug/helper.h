@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * helper.h - the hotplug helper: the administrator's naming policy, outside
- * the daemon (DESIGN.md section 8). A program run for each add, remove and
+ * the daemon (docs/design.md §9.3). A program run for each add, remove and
  * change of a device, after the model was updated, with the hook
  * environment (hookenv.h) plus ACTION and SEQNUM. Calls for one device run
  * in order, one at a time; calls for different devices run concurrently on

@@ -26,7 +26,7 @@ struct dm_record {
 	char *driver; /* kernel driver bound, may be NULL */
 	char *bus; /* the model bus ("sys" when none), or NULL for a class device */
 	char *class_name; /* the class of a class device, or NULL */
-	char *iface; /* its interface within the class (DESIGN.md section 5), or NULL */
+	char *iface; /* its interface within the class (docs/design.md §6.1), or NULL */
 	struct dm_record_value *values;
 	size_t n_values;
 	/* one device's scan: an ancestor the model has already, recorded for

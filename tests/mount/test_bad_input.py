@@ -3,7 +3,7 @@
 (pm/ runtime-PM controls, exec drivers from drivers.d, USB and PCI trees)
 gets an empty write, an empty line, more than 4096 bytes, binary garbage, a
 value in two write() calls and a write at an offset. Each is refused with
-the errno DESIGN.md gives (EINVAL; EFBIG for the overlong one), the value
+the errno docs/design.md §6.5 gives (EINVAL; EFBIG for the overlong one), the value
 read back is what it was, and the daemon still serves the mount."""
 import errno
 import os

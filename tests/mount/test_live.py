@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The live smoke test: driverfsd on this machine's own /sys, compared with
-what lspci reports (DESIGN.md section 10)."""
+what lspci reports (docs/design.md §13)."""
 import os
 import shutil
 import subprocess

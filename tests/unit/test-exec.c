@@ -359,7 +359,7 @@ static void test_design_example_is_valid(void **state)
 
 	snprintf(dir, sizeof(dir), "%s/example.d", f->dir);
 	assert_int_equal(mkdir(dir, 0755), 0);
-	/* DESIGN.md section 6, comments and all */
+	/* the example of docs/design.md §7, comments and all */
 	test_write_file(dir, "10-scanner.conf",
 		   "[Driver]\n"
 		   "Name=scanner-quiesce\n"
