@@ -84,11 +84,6 @@ unsigned dm_conffile_line(const struct dm_conffile *cf)
 	return cf->line;
 }
 
-const char *dm_conffile_path(const struct dm_conffile *cf)
-{
-	return cf->path;
-}
-
 void dm_conffile_set_string(struct dm_conffile *cf, char **field, const char *value)
 {
 	char *v = strdup(value);

@@ -50,7 +50,6 @@ void dm_conffile_error(struct dm_conffile *cf, const char *fmt, ...)
 /* Ends the parse with @err (-ENOMEM): nothing more is reported. */
 void dm_conffile_fail(struct dm_conffile *cf, int err);
 unsigned dm_conffile_line(const struct dm_conffile *cf);
-const char *dm_conffile_path(const struct dm_conffile *cf);
 /* Replaces *@field by a copy of @value (out of memory: ends the parse). */
 void dm_conffile_set_string(struct dm_conffile *cf, char **field, const char *value);
 /* Reports "@key= given twice" when @first_line is not 0; returns whether it was. */

@@ -51,7 +51,7 @@ int fs_notifier_start(struct fs_notifier *nf, struct fuse_session *se);
  * notifier is not running). A FUSE handler may call it only where the
  * invalidations it waits for take no lock the handler holds: the notifier
  * invalidates a file by its attributes only, never waiting for a page lock,
- * so a write handler may (fs.c, op_write()). */
+ * so a write handler may (fs-files.c, fs_op_write()). */
 void fs_notifier_sync(struct fs_notifier *nf);
 /* Stops being the listener and ends the thread. */
 void fs_notifier_stop(struct fs_notifier *nf);

@@ -2,8 +2,9 @@
 /*
  * view.c - the model as the mount shows it: what each directory node lists
  * (one walker serves lookup and readdir), what a name in it finds, where a
- * link points and what stat says of a node. No FUSE request here: fs.c's
- * handlers call it, and so do the unit tests, without a mount.
+ * link points and what stat says of a node. No FUSE request here: the
+ * handlers (fs-nodes.c, fs-files.c) call it, and so do the unit tests,
+ * without a mount.
  */
 #include "view.h"
 

@@ -21,7 +21,7 @@
  * whatever changes the model after the mount invalidates what the kernel
  * cached (notify.c; docs/design.md §6.6), so both are kept long and a warm
  * walk costs no lookup, getattr or read. A changing value's pages are never
- * cached (it is read with direct_io: fs.c, op_open()); a cached value's
+ * cached (it is read with direct_io: fs-files.c, fs_op_open()); a cached value's
  * mtime moves with each change of its device's files, so that invalidating
  * its attributes drops its pages too. The one exception is a live value of
  * unbounded length (the journal), whose size is measured at each stat:

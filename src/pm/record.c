@@ -139,11 +139,6 @@ void dm_pm_record_free(struct dm_pm_record *rec)
 	free(rec);
 }
 
-const char *dm_pm_record_path(const struct dm_pm_record *rec)
-{
-	return rec->path;
-}
-
 /* One whole line "<sign>DEVPATH" or, with @state, "=STATE DEVPATH" in one
  * write(2), so that a line is in the file or not. */
 static int write_line(int fd, char sign, const char *state, const char *devpath)

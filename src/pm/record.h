@@ -34,7 +34,6 @@ struct dm_pm_record;
 int dm_pm_record_new(const char *path, struct dm_pm_record **ret);
 /* Closes the file, which stays when it lists devices. */
 void dm_pm_record_free(struct dm_pm_record *rec);
-const char *dm_pm_record_path(const struct dm_pm_record *rec);
 
 /* Before @devpath's suspend hook runs: 0, or -errno when the line could
  * not be written (the hook must then not run). */
