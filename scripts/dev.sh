@@ -88,6 +88,7 @@ mount)
 	echo "$ ls -l $mnt/bus/pci/devices"
 	ls -l "$mnt/bus/pci/devices"
 	echo
+	echo "The client: build/driverfsctl -m $mnt tree   (sudo meson install -C build puts it on the PATH)"
 	echo "Unmount with: sudo fusermount3 -u $mnt"
 	;;
 test)
