@@ -377,12 +377,11 @@ static void entry_reply_error(struct ring_thread *t, int err)
  * idle CPU rather than on a busy one, and counts a CPU that runs only
  * SCHED_IDLE tasks as idle: so the asker of a request is woken back on
  * this CPU, where its next request is served, rather than on another
- * (measured on this 2-vCPU guest: with normal ring threads the walker hops
- * between CPUs at every reply, each hop an IPI and a VM exit, and a warm
- * walk takes 2-3 times as long). The requests served here take
- * microseconds of CPU, and a woken SCHED_IDLE task is still scheduled when
- * normal ones compete (4 busy loops per CPU slowed a walk by a tenth). A
- * store is served as a normal thread: it may suspend a subtree, run hooks
+ * (with normal ring threads the walker hops between CPUs at every reply,
+ * each hop an IPI and, on a virtual machine, a VM exit: bench/RESULTS.md
+ * has the walks). The requests served here take little CPU, and a woken
+ * SCHED_IDLE task is still scheduled when normal ones compete. A store is
+ * served as a normal thread: it may suspend a subtree, run hooks
  * and start threads, which inherit the class. */
 static void set_idle(bool idle)
 {

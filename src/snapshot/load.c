@@ -299,8 +299,8 @@ static int take_now(json_object *o, size_t i, void *data)
 }
 
 /*
- * Loading in two stages: json-c's parse of each device (about 60% of a
- * load, mostly its allocations) on a thread of its own, the model's work
+ * Loading in two stages: json-c's parse of each device (most of a load,
+ * mostly its allocations; bench/RESULTS.md) on a thread of its own, the model's work
  * on the caller's, the objects passed in order through a ring. The parser
  * also frees the objects the loader is done with, so that json-c's churn
  * stays in its thread's malloc arena, apart from the model's memory.
