@@ -17,10 +17,10 @@ int main(int argc, char **argv)
 
 	/* glibc gives each thread that allocates an arena of its own, up to
 	 * eight per core (the FUSE workers, the PM pool, the snapshot
-	 * parser), and each keeps its own free memory: with four, a walk of
-	 * 10^4 devices leaves 2.69 KiB/device instead of 2.84, at no cost in
-	 * load time on two cores (one or two arenas slowed the load by the
-	 * parser's and loader's contention). MALLOC_ARENA_MAX still wins. */
+	 * parser), and each keeps its own free memory: four leave less
+	 * memory per device after a walk at no cost in load time, where one
+	 * or two slowed the load by the parser's and loader's contention
+	 * (bench/RESULTS.md). MALLOC_ARENA_MAX still wins. */
 	if (!getenv("MALLOC_ARENA_MAX"))
 		mallopt(M_ARENA_MAX, 4);
 
