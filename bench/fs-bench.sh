@@ -49,24 +49,8 @@ trap cleanup EXIT
 
 [ "$(id -u)" -eq 0 ] || { echo "fs-bench: run as root (drop_caches, tmpfs)" >&2; exit 2; }
 
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-# one walk's line; fails on any error
-walk() {
-	local out
-	out=$("$build/walk" "$@")
-	[ "$(echo "$out" | cut -d' ' -f6)" = 0 ] || { echo "fs-bench: errors walking $*: $out" >&2; exit 1; }
-	echo "$out"
-}
-field() { cut -d' ' -f"$1"; }
-# waits for the server $2, started in the foreground, to have mounted $1
-# (loading 10^5 devices may take minutes on a busy machine)
-wait_mount() {
-	while ! mountpoint -q "$1"; do
-		kill -0 "$2" 2>/dev/null || { echo "fs-bench: the server of $1 exited" >&2; exit 1; }
-		sleep 0.01
-	done
-}
+# shellcheck source=bench/bench-lib.sh
+. "$here/bench/bench-lib.sh"
 # unmounts $1, waits for the server $2 to exit; prints the requests it logged ($3)
 stop() {
 	fusermount3 -u "$1"
@@ -86,7 +70,6 @@ start_minfs() {
 # the background daemon serving $snap: the oldest process of that command
 # line, not its unmount watcher (a fork of it)
 daemon_pid() { pgrep -of "driverfsd --snapshot $snap"; }
-ratio() { echo "$1 / $2" | bc -l; }
 # the load time ($t0..$t1) and the daemon's RSS after load and after a walk
 print_load() {
 	printf "%-8s %-24s %9.3fs   (%.0f devices/s)\n" "$n" "load (mount ready)" \

@@ -1,0 +1,107 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# ab-bench.sh OLD_BUILD NEW_BUILD [N ...] - two builds of driverfsd side by
+# side (run as root, by hand): does a change slow the filesystem down?
+# For each size N (default 10000) a synthetic snapshot of N devices
+# (bench/gen-snapshot.py) is served by both builds' driverfsd --snapshot at
+# once, and both mounts are walked interleaved ROUNDS times (default 7; the
+# order of the two alternates from round to round): the warm walk+read (the
+# second of two walks), the warm stat of every entry and the warm read
+# latency p50/p99 (build/walk of NEW_BUILD). Prints the medians, new/old,
+# and whether each is within 10% of the old build's. The load time (mount
+# ready) of each is measured once per round too, on a fresh mount.
+# TRANSPORT=dev takes every request through /dev/fuse (--no-io-uring).
+set -euo pipefail
+
+[ "$#" -ge 2 ] || { echo "usage: ab-bench.sh OLD_BUILD NEW_BUILD [N ...]" >&2; exit 2; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+old=$(cd "$1" && pwd) new=$(cd "$2" && pwd)
+shift 2
+build=$new
+rounds=${ROUNDS:-7}
+sizes=("$@")
+[ "$#" -gt 0 ] || sizes=(10000)
+work=$(mktemp -d /tmp/driverfs-ab.XXXXXX)
+param=/sys/module/fuse/parameters/enable_uring
+transport=()
+if [ "${TRANSPORT:-}" = dev ]; then
+	transport=(--no-io-uring)
+elif [ -e "$param" ]; then
+	echo Y >"$param"
+fi
+mkdir -p "$work/old" "$work/new"
+
+cleanup() {
+	fusermount3 -u "$work/old" 2>/dev/null || true
+	fusermount3 -u "$work/new" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+[ "$(id -u)" -eq 0 ] || { echo "ab-bench: run as root (like fs-bench.sh)" >&2; exit 2; }
+for b in "$old" "$new"; do
+	[ -x "$b/driverfsd" ] || { echo "ab-bench: no driverfsd in $b" >&2; exit 2; }
+done
+# shellcheck source=bench/bench-lib.sh
+. "$here/bench/bench-lib.sh"
+
+# mounts build $1's daemon at $work/$2 (in the background: it returns once
+# the tree is served) and prints the seconds that took
+mount_one() {
+	local t0 t1
+	t0=$(date +%s.%N)
+	"$1/driverfsd" --snapshot "$snap" "${transport[@]}" "$work/$2" 2>/dev/null
+	t1=$(date +%s.%N)
+	echo "$t1 - $t0" | bc -l
+}
+unmount_one() {
+	local pid
+	pid=$(pgrep -of "$1/driverfsd --snapshot $snap") || true
+	fusermount3 -u "$work/$2"
+	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
+}
+
+echo "ab-bench $(date -u +%F) on $(nproc) cores; old $old ($(git -C "$old/.." rev-parse --short HEAD 2>/dev/null || echo ?)), new $new ($(git -C "$new/.." rev-parse --short HEAD 2>/dev/null || echo ?)); $(uptime)"
+printf "%-8s %-24s %10s %10s %8s %s\n" devices measure old new new/old "within 10%"
+for n in "${sizes[@]}"; do
+	snap=$work/snap-$n.json
+	/usr/bin/python3 "$here/bench/gen-snapshot.py" "$n" "$snap"
+	declare -A res=()
+	for r in $(seq "$rounds"); do
+		order="old new"
+		[ $((r % 2)) -eq 0 ] && order="new old"
+		for v in $order; do
+			b=$old
+			[ "$v" = new ] && b=$new
+			res[load_$v]+="$(mount_one "$b" "$v") "
+		done
+		for v in $order; do
+			dir=$work/$v
+			walk "$dir" >/dev/null
+			line=$(walk "$dir")
+			res[warm_$v]+="$(echo "$line" | field 5) "
+			res[p50_$v]+="$(echo "$line" | field 7) "
+			res[p99_$v]+="$(echo "$line" | field 8) "
+			res[stat_$v]+="$(walk --stat "$dir" | field 5) "
+		done
+		unmount_one "$old" old
+		unmount_one "$new" new
+	done
+	med() { echo "${res[$1]}" | tr ' ' '\n' | median; }
+	for m in warm stat p50 p99 load; do
+		o=$(med ${m}_old) w=$(med ${m}_new)
+		case $m in
+		warm) label="warm walk+read (s)" ;;
+		stat) label="warm stat all (s)" ;;
+		p50) label="read latency p50 (us)" ;;
+		p99) label="read latency p99 (us)" ;;
+		load) label="load (s)" ;;
+		esac
+		q=$(ratio "$w" "$o")
+		ok=no
+		[ "$(echo "$q <= 1.10" | bc -l)" = 1 ] && ok=yes
+		printf "%-8s %-24s %10.3f %10.3f %7.2fx %s\n" "$n" "$label" "$o" "$w" "$q" "$ok"
+	done
+	unset res
+done
