@@ -313,7 +313,7 @@ def test_bad_usage_exits_2(d, args):
 def test_help_and_man_page_name_every_command_and_option():
     r = subprocess.run([CTL, "--help"], capture_output=True, text=True)
     assert r.returncode == 0
-    with open(os.path.join(HERE, "..", "..", "man", "driverfsctl.8")) as f:
+    with open(os.path.join(HERE, "..", "..", "man", "driverfsctl.8.in")) as f:
         man = f.read().replace("\\-", "-")
     for word in ("list", "tree", "info", "dot", "suspend", "resume", "save", "--json",
                  "--bus", "--class", "--pm-order", "--dry-run", "ENOENT"):
