@@ -42,6 +42,9 @@ enum dm_attr_flags {
 	 * listener's power_changed or device_changed): it may be cached until
 	 * then. */
 	DM_ATTR_ANNOUNCED = 1u << 2,
+	/* One of the device's own sysfs attributes, passed through: a value
+	 * of the device as the kernel has it, saved with its static values. */
+	DM_ATTR_SYSFS = 1u << 3,
 };
 
 struct dm_attribute;
@@ -83,11 +86,23 @@ struct dm_attribute {
  * A table of attributes. A group with a name is a subdirectory of the
  * device's directory (such as "pm"). is_visible() hides attributes a given
  * device does not have; a group whose attributes are all hidden is absent.
+ *
+ * A group whose files are not known in advance (the device's own sysfs
+ * attributes, passed through) has no table (@attrs NULL) but for_each(),
+ * which calls @fn on every attribute the device has now (stopping at, and
+ * returning, a non-zero return), and find(), which returns the one named
+ * @name or NULL. Both are called under the model's read lock and may block
+ * on nothing but sysfs; the attributes they give must live as long as the
+ * model. Such a group comes after every table and static value: a name one
+ * of those has is theirs, and the group's attribute of that name is hidden.
  */
 struct dm_attribute_group {
 	const char *name;
 	const struct dm_attribute *const *attrs; /* NULL-terminated */
 	bool (*is_visible)(struct dm_device *dev, const struct dm_attribute *attr);
+	int (*for_each)(struct dm_device *dev, int (*fn)(const struct dm_attribute *, void *),
+			void *data);
+	const struct dm_attribute *(*find)(struct dm_device *dev, const char *name);
 };
 
 #define DM_ATTR(_name, _mode, _show, _store) \

@@ -358,18 +358,40 @@ static bool attr_visible(struct dm_device *dev, const struct dm_attribute_group 
 	return !g->is_visible || g->is_visible(dev, a);
 }
 
+/* A group of attributes found in sysfs rather than a table (driverfs.h). */
+static bool is_dynamic(const struct dm_attribute_group *g)
+{
+	return !g->attrs;
+}
+
 struct find_ctx {
 	struct dm_device *dev;
 	const char *group;
 	const char *name; /* NULL: any visible attribute of the group */
+	bool dynamic; /* look in the dynamic groups (else in the tables) */
 	const struct dm_attribute *found;
 };
+
+static int take_first(const struct dm_attribute *a, void *data)
+{
+	*(const struct dm_attribute **)data = a;
+	return 1;
+}
 
 static int find_in_group(const struct dm_attribute_group *g, void *data)
 {
 	struct find_ctx *c = data;
-	if (!same_group(g, c->group))
+	if (!same_group(g, c->group) || is_dynamic(g) != c->dynamic)
 		return 0;
+	if (c->dynamic) {
+		const struct dm_attribute *a = NULL;
+		if (c->name)
+			a = g->find(c->dev, c->name);
+		else
+			g->for_each(c->dev, take_first, &a);
+		c->found = a;
+		return a != NULL;
+	}
 	for (const struct dm_attribute *const *a = g->attrs; *a; a++)
 		if ((!c->name || strcmp((*a)->name, c->name) == 0) && attr_visible(c->dev, g, *a)) {
 			c->found = *a;
@@ -383,8 +405,8 @@ static const struct dm_attribute value_attr = { .mode = 0444 };
 
 /* The table attribute @name of @group, or a static value when @group is
  * NULL; NULL when there is none. */
-static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const char *group,
-						   const char *name, const struct dm_value **ret_value)
+static const struct dm_attribute *fixed_find_locked(struct dm_device *dev, const char *group,
+						    const char *name, const struct dm_value **ret_value)
 {
 	struct find_ctx c = { .dev = dev, .group = group, .name = name };
 	*ret_value = NULL;
@@ -400,6 +422,18 @@ static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const 
 	return NULL;
 }
 
+/* The file @name of @group: a table attribute or a static value, else an
+ * attribute of a dynamic group; NULL when there is none. */
+static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const char *group,
+						   const char *name, const struct dm_value **ret_value)
+{
+	const struct dm_attribute *a = fixed_find_locked(dev, group, name, ret_value);
+	if (a)
+		return a;
+	struct find_ctx c = { .dev = dev, .group = group, .name = name, .dynamic = true };
+	return for_each_group_locked(dev, find_in_group, &c) ? c.found : NULL;
+}
+
 struct list_ctx {
 	struct dm_device *dev;
 	const char *group;
@@ -407,10 +441,30 @@ struct list_ctx {
 	void *data;
 };
 
+/* An attribute of a dynamic group, listed unless a table attribute or a
+ * static value has its name. */
+static int list_dynamic_one(const struct dm_attribute *a, void *data)
+{
+	struct list_ctx *c = data;
+	const struct dm_value *v;
+	if (fixed_find_locked(c->dev, c->group, a->name, &v))
+		return 0;
+	struct dm_file_info fi = { .name = a->name, .mode = a->mode, .flags = a->flags };
+	return c->fn(&fi, c->data);
+}
+
+static int list_dynamic_group(const struct dm_attribute_group *g, void *data)
+{
+	struct list_ctx *c = data;
+	if (!same_group(g, c->group) || !is_dynamic(g))
+		return 0;
+	return g->for_each(c->dev, list_dynamic_one, c);
+}
+
 static int list_group(const struct dm_attribute_group *g, void *data)
 {
 	struct list_ctx *c = data;
-	if (!same_group(g, c->group))
+	if (!same_group(g, c->group) || is_dynamic(g))
 		return 0;
 	for (const struct dm_attribute *const *a = g->attrs; *a; a++) {
 		if (!attr_visible(c->dev, g, *a))
@@ -428,19 +482,18 @@ int dm_device_for_each_file_locked(struct dm_device *dev, const char *group,
 {
 	struct list_ctx c = { .dev = dev, .group = group, .fn = fn, .data = data };
 	int r = for_each_group_locked(dev, list_group, &c);
-	if (r || group)
-		return r;
-	for (size_t i = 0; i < dev->n_values; i++) {
+	for (size_t i = 0; !r && !group && i < dev->n_values; i++) {
 		const struct dm_value *v;
-		const struct dm_attribute *a = attr_find_locked(dev, NULL, dev->values[i].name, &v);
+		const struct dm_attribute *a = fixed_find_locked(dev, NULL, dev->values[i].name, &v);
 		if (v != &dev->values[i])
 			continue; /* shadowed by a table attribute */
 		struct dm_file_info fi = { .name = v->name, .mode = a->mode };
 		r = fn(&fi, data);
-		if (r)
-			return r;
 	}
-	return 0;
+	/* last, what sysfs has that no table or value has taken */
+	if (!r)
+		r = for_each_group_locked(dev, list_dynamic_group, &c);
+	return r;
 }
 
 struct group_ctx {
@@ -459,7 +512,7 @@ static int list_named_group(const struct dm_attribute_group *g, void *data)
 	for (size_t i = 0; i < c->n_seen; i++)
 		if (strcmp(c->seen[i], g->name) == 0)
 			return 0;
-	struct find_ctx f = { .dev = c->dev, .group = g->name };
+	struct find_ctx f = { .dev = c->dev, .group = g->name, .dynamic = is_dynamic(g) };
 	if (!find_in_group(g, &f))
 		return 0; /* nothing visible */
 	if (c->n_seen < sizeof(c->seen) / sizeof(c->seen[0]))
@@ -481,7 +534,9 @@ int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const c
 		return -ENODEV;
 	if (!name) {
 		struct find_ctx c = { .dev = dev, .group = group };
-		if (!group || !for_each_group_locked(dev, find_in_group, &c))
+		struct find_ctx d = { .dev = dev, .group = group, .dynamic = true };
+		if (!group || (!for_each_group_locked(dev, find_in_group, &c) &&
+			       !for_each_group_locked(dev, find_in_group, &d)))
 			return -ENOENT;
 		*ret = (struct dm_file_info){ .name = group, .mode = 0755 };
 		return 0;

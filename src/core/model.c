@@ -242,6 +242,15 @@ void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev)
 		m->listener->device_changed(dev, m->listener_data);
 }
 
+void dm_device_announce_change(struct dm_device *dev)
+{
+	struct dm_model *m = dm_device_get_model(dev);
+	dm_model_write_lock(m);
+	if (!dm_device_is_dead(dev))
+		dm_model_notify_changed_locked(m, dev);
+	dm_model_unlock(m);
+}
+
 void dm_model_notify_driver_locked(struct dm_model *m, struct dm_driver *drv)
 {
 	if (m->listener && m->listener->driver_changed)

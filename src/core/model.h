@@ -221,6 +221,10 @@ void *dm_device_get_bus_data(const struct dm_device *dev);
 /* A static value file: set before add, or later (takes the write lock and
  * announces device_changed). Values are shown with a trailing newline. */
 int dm_device_set_value(struct dm_device *dev, const char *name, const char *value);
+/* Announces that something of the device the model does not hold changed
+ * (its sysfs attributes: a change uevent), so that what the mount cached
+ * of it is dropped. Takes the write lock. */
+void dm_device_announce_change(struct dm_device *dev);
 /* Before add: room for @n more values of @bytes bytes in all (each value's
  * length plus one), so that setting them allocates nothing more. 0,
  * -ENOMEM, or -EBUSY once added. */

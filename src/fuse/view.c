@@ -377,15 +377,27 @@ static bool find_indexed_locked(struct dm_model *m, const struct fs_ref *dir, co
 {
 	const struct fs_target *d = &dir->t;
 	struct dm_device *dev;
+	struct dm_file_info fi;
 	switch (d->kind) {
 	case FS_DEV:
 		if (dm_device_is_dead(d->dev))
 			return false;
+		/* in the order the directory lists them: a child, a group, a
+		 * file (the links are found by the walk) */
 		dev = dm_device_find_child_locked(d->dev, name);
-		if (!dev || dm_device_is_dead(dev))
-			return false;
-		*ret = (struct fs_target){ .kind = FS_DEV, .dev = dev };
-		return true;
+		if (dev && !dm_device_is_dead(dev)) {
+			*ret = (struct fs_target){ .kind = FS_DEV, .dev = dev };
+			return true;
+		}
+		if (dm_device_stat_file_locked(d->dev, name, NULL, &fi) == 0) {
+			*ret = (struct fs_target){ .kind = FS_GROUP, .dev = d->dev, .group = fi.name };
+			return true;
+		}
+		if (dm_device_stat_file_locked(d->dev, NULL, name, &fi) == 0) {
+			*ret = (struct fs_target){ .kind = FS_ATTR, .dev = d->dev };
+			return true;
+		}
+		return false;
 	case FS_DRIVER:
 		if (!dm_driver_is_registered_locked(d->drv))
 			return false;

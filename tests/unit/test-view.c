@@ -314,6 +314,80 @@ static void test_removed_device(void **state)
 	assert_int_equal(find(f, &devs, "0000:00:02.0", &t), -ENOENT);
 }
 
+/* A dynamic group (driverfs.h: for_each and find instead of a table), as
+ * the sysfs passthrough is: "vendor" (which the device's static value
+ * shadows) and "extra". */
+static int extra_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
+		      size_t size)
+{
+	(void)dev;
+	return dm_emit(buf, size, "%s!\n", attr->name);
+}
+static const struct dm_attribute dyn_vendor = { .name = "vendor", .mode = 0444,
+						.flags = DM_ATTR_LIVE, .show = extra_show };
+static const struct dm_attribute dyn_extra = { .name = "extra", .mode = 0644,
+					       .flags = DM_ATTR_LIVE, .show = extra_show };
+
+static int dyn_for_each(struct dm_device *dev, int (*fn)(const struct dm_attribute *, void *),
+			void *data)
+{
+	(void)dev;
+	int r = fn(&dyn_vendor, data);
+	return r ? r : fn(&dyn_extra, data);
+}
+
+static const struct dm_attribute *dyn_find(struct dm_device *dev, const char *name)
+{
+	(void)dev;
+	if (strcmp(name, "vendor") == 0)
+		return &dyn_vendor;
+	return strcmp(name, "extra") == 0 ? &dyn_extra : NULL;
+}
+
+static const struct dm_attribute_group dyn_group = { .for_each = dyn_for_each,
+						     .find = dyn_find };
+
+static void test_dynamic_group(void **state)
+{
+	struct fixture *f = *state;
+	struct dm_device *d;
+	int r;
+	assert_int_equal(dm_device_new(f->m, "dyn", &d), 0);
+	assert_int_equal(dm_device_set_value(d, "vendor", "0x8086"), 0);
+	assert_int_equal(dm_device_add_group(d, &dyn_group), 0);
+	assert_int_equal(dm_device_add(d, NULL), 0);
+
+	/* listed after the static values, the shadowed name once */
+	struct fs_ref dir = node((struct fs_target){ .kind = FS_DEV, .dev = d }, "dyn", 2);
+	const char *text = walk(f, &dir, &r);
+	assert_int_equal(r, 0);
+	char expect[128];
+	snprintf(expect, sizeof(expect), "vendor:%d/f;", FS_ATTR);
+	const char *first = strstr(text, expect);
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "vendor:"));
+	snprintf(expect, sizeof(expect), "extra:%d/f;", FS_ATTR);
+	const char *extra = strstr(text, expect);
+	assert_non_null(extra);
+	assert_true(extra > first);
+
+	/* found without a walk; the static value wins its name */
+	struct fs_target t;
+	assert_int_equal(find(f, &dir, "extra", &t), 0);
+	assert_int_equal(t.kind, FS_ATTR);
+	char buf[32];
+	assert_int_equal(dm_device_show(d, NULL, "vendor", buf, sizeof(buf)), 7);
+	assert_string_equal(buf, "0x8086\n");
+	assert_int_equal(dm_device_show(d, NULL, "extra", buf, sizeof(buf)), 7);
+	assert_string_equal(buf, "extra!\n");
+	struct stat st;
+	struct fs_ref file = node((struct fs_target){ .kind = FS_ATTR, .dev = d }, "extra", 3);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &file, &st, NULL), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(st.st_size, 4096); /* a live value: sized as sysfs sizes it */
+	dm_device_unref(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,6 +396,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_link_targets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_removed_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dynamic_group, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
