@@ -38,6 +38,8 @@ const char *ctl_link_device(const char *target);
  * @dirfd itself) into @buf: the length read without one trailing newline,
  * or -errno. */
 int ctl_read(int dirfd, const char *dir, const char *file, char *buf, size_t size);
+/* The same, as read: nothing taken off (@buf is still NUL-terminated). */
+int ctl_read_raw(int dirfd, const char *dir, const char *file, char *buf, size_t size);
 /* The same, "" when it cannot, and without any newline after the first line. */
 void ctl_read_line(int dirfd, const char *dir, const char *file, char *buf, size_t size);
 /* The last component of the link @dir/@link's target into @buf ("" when

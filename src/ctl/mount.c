@@ -118,7 +118,7 @@ int ctl_resolve(const char *mnt, const char *dev, char *out, size_t size)
 	return r;
 }
 
-int ctl_read(int dirfd, const char *dir, const char *file, char *buf, size_t size)
+int ctl_read_raw(int dirfd, const char *dir, const char *file, char *buf, size_t size)
 {
 	char path[PATH_MAX + 256];
 	snprintf(path, sizeof(path), "%s%s%s", dir, *dir ? "/" : "", file);
@@ -138,10 +138,16 @@ int ctl_read(int dirfd, const char *dir, const char *file, char *buf, size_t siz
 		len += (size_t)n;
 	}
 	close(fd);
-	if (len > 0 && buf[len - 1] == '\n')
-		len--;
 	buf[len] = '\0';
 	return (int)len;
+}
+
+int ctl_read(int dirfd, const char *dir, const char *file, char *buf, size_t size)
+{
+	int len = ctl_read_raw(dirfd, dir, file, buf, size);
+	if (len > 0 && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	return len;
 }
 
 void ctl_read_line(int dirfd, const char *dir, const char *file, char *buf, size_t size)

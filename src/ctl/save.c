@@ -253,9 +253,15 @@ static int save_values(struct save *s, const char *path, json_object *values)
 	for (int i = 0; i < n; i++) {
 		char value[2 * 4096 + 2];
 		if (r == 0 && names[i]->d_type == DT_REG && !is_derived(names[i]->d_name)) {
-			r = ctl_read(s->rootfd, path, names[i]->d_name, value, sizeof(value));
-			if (r >= 0)
+			r = ctl_read_raw(s->rootfd, path, names[i]->d_name, value, sizeof(value));
+			/* what cannot be read or kept (format.h) is left out, as
+			 * driverfsd --save leaves it */
+			if (r >= 0 && dm_snapshot_file_is_kept(value, (size_t)r)) {
+				value[r - 1] = '\0';
 				r = dm_snapshot_add_value(values, names[i]->d_name, value);
+			} else {
+				r = 0;
+			}
 		}
 		free(names[i]);
 	}

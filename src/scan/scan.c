@@ -2,6 +2,7 @@
 /* scan.c - the record table and its commit to the model. */
 #include "scan.h"
 
+#include "buses/sysfs-attrs.h"
 #include "buses/sysfs-pm.h"
 #include "drivers/kernel.h"
 #include "log.h"
@@ -201,9 +202,12 @@ static int record_commit(struct dm_model *m, struct dm_record *rec)
 	if (r < 0)
 		goto out_parent;
 	r = dm_device_set_devpath(dev, rec->devpath);
-	/* the kernel's runtime-PM controls, where sysfs has them */
+	/* the kernel's runtime-PM controls, where sysfs has them, and the
+	 * device's own sysfs attributes */
 	if (r >= 0)
 		r = dm_device_add_group(dev, &dm_sysfs_pm_group);
+	if (r >= 0)
+		r = dm_device_add_group(dev, &dm_sysfs_attrs_group);
 	if (r >= 0 && rec->sysname)
 		r = dm_device_set_sysname(dev, rec->sysname);
 	if (r >= 0 && rec->driver)
@@ -378,6 +382,10 @@ static void records_apply(struct dm_model *m, struct dm_scan *s, struct dm_scan_
 			if (r > 0) {
 				rep->changed++;
 				report_device(rep, dev, "change");
+			} else if (r == 0 && s->partial) {
+				/* an event of its own with its values unchanged:
+				 * its sysfs attributes may have come or gone */
+				dm_device_announce_change(dev);
 			}
 		} else {
 			if (dev)

@@ -3,6 +3,8 @@
  * driverfsctl. */
 #include "format.h"
 
+#include <driverfs/driverfs.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -135,6 +137,55 @@ int dm_snapshot_add_device(json_object *devices, const struct dm_snapshot_device
 int dm_snapshot_add_value(json_object *values, const char *name, const char *value)
 {
 	return add_string(values, name, value);
+}
+
+/* The length of the UTF-8 sequence @s starts (at most @len bytes), or 0
+ * when it is not one: overlong forms, surrogates and values past U+10FFFF
+ * are not. */
+static size_t utf8_seq(const unsigned char *s, size_t len)
+{
+	size_t n;
+	unsigned min;
+	unsigned cp;
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, min = 0x80, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, min = 0x800, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, min = 0x10000, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (n > len)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+bool dm_snapshot_file_is_kept(const char *content, size_t len)
+{
+	return len > 0 && content[len - 1] == '\n' && dm_snapshot_value_is_text(content, len - 1);
+}
+
+bool dm_snapshot_value_is_text(const char *value, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)value;
+	if (len >= DM_ATTR_MAX)
+		return false;
+	for (size_t i = 0; i < len;) {
+		size_t n = s[i] ? utf8_seq(s + i, len - i) : 0;
+		if (!n)
+			return false;
+		i += n;
+	}
+	return true;
 }
 
 const char *dm_snapshot_to_string(json_object *doc)

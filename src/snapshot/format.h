@@ -45,6 +45,16 @@ struct dm_snapshot_device {
 int dm_snapshot_add_device(json_object *devices, const struct dm_snapshot_device *d,
 			   json_object **ret_values);
 int dm_snapshot_add_value(json_object *values, const char *name, const char *value);
+/* Whether a value of @len bytes can be saved in this format: UTF-8 text
+ * without a NUL, shorter than a page. */
+bool dm_snapshot_value_is_text(const char *value, size_t len);
+/* Whether the content of a value file (@len bytes, as read) is kept in a
+ * snapshot: text, as above, followed by exactly the one newline a loaded
+ * static value is shown with, so that the snapshot's mount shows the same
+ * bytes. Others (binary sysfs attributes such as USB descriptors, values
+ * without a newline, empty files) are left out, by driverfsd --save and
+ * driverfsctl save alike. */
+bool dm_snapshot_file_is_kept(const char *content, size_t len);
 
 /* The document as the file holds it, without the final newline; owned by
  * @doc. */

@@ -6,6 +6,7 @@
 #include "core/thread.h"
 #include "format.h"
 #include "json-stream.h"
+#include "readall.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -556,33 +557,11 @@ static int map_file(const char *path, char **ret, size_t *ret_len, bool *ret_map
 		close(fd);
 		return r;
 	}
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	while (r == 0) {
-		if (len == cap) {
-			char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap ? cap * 2 : 65536) : NULL;
-			if (!nb) {
-				r = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap = cap ? cap * 2 : 65536;
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno != EINTR)
-			r = -errno;
-		else if (n == 0)
-			break;
-		else if (n > 0)
-			len += (size_t)n;
-	}
+	if (r == 0)
+		r = dm_read_all(fd, 65536, SIZE_MAX, ret, ret_len);
 	close(fd);
-	if (r < 0) {
-		free(buf);
+	if (r < 0)
 		return r;
-	}
-	*ret = buf;
-	*ret_len = len;
 	*ret_map = false;
 	return 0;
 }

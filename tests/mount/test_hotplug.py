@@ -191,15 +191,16 @@ def test_naming_policy_runs_outside_the_daemon(with_helper):
 
 
 def values_below(d, place):
-    """{file under root/@place: its content} for the device files of that
-    subtree (not the pm/ controls, which read the testbed live)."""
+    """{file under root/@place: its content, as bytes (sysfs attributes
+    passed through may be binary)} for the device files of that subtree (not
+    the pm/ controls, which read the testbed live)."""
     found = {}
     top = d.path("root", place)
     for dirpath, dirs, files in os.walk(top):
         dirs[:] = [x for x in dirs if x != "pm"]
         for f in files:
             path = os.path.join(dirpath, f)
-            with open(path) as fh:
+            with open(path, "rb") as fh:
                 found[os.path.relpath(path, top)] = fh.read()
     return found
 
@@ -210,7 +211,7 @@ def test_unplug_and_replug_a_hub_with_devices_behind_it(full):
     # as the enumeration at start filled them (libusb): hotplug fills them
     # from sysfs, with the same values
     values = values_below(d, ROOT_HUB2)
-    assert values["1-1.2.1/idVendor"] == "05f3\n" and values["1-1.2.1/1-1.2.1:1.0/bInterfaceClass"]
+    assert values["1-1.2.1/idVendor"] == b"05f3\n" and values["1-1.2.1/1-1.2.1:1.0/bInterfaceClass"]
     hub = [b for b in blocks(TESTBED) if under(b, HUB2)]  # file order: parents first
     assert len(hub) > 10 and HUB2 in before
     # unplug: the kernel announces children first

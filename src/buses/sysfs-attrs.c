@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sysfs-attrs.c - a device's own sysfs attributes, passed through. */
+#include "sysfs-attrs.h"
+
+#include "core/hashmap.h"
+#include "drivers/runner.h"
+#include "readall.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* How long a write may take before the writer gets ETIMEDOUT (the write
+ * itself goes on in the background, as the runner does it). */
+#define SYSFS_WRITE_TIMEOUT_MS 5000
+/* The most of a value read: sysfs attributes hold a page, binary ones
+ * (USB descriptors, PCI VPD) rarely more than a few. */
+#define SYSFS_VALUE_MAX ((size_t)1 << 20)
+
+/* ---- what the tree shows ---- */
+
+enum dm_sysfs_attr_policy dm_sysfs_attr_policy(const char *name)
+{
+	/* Files that change the device set or its bindings, or act at once
+	 * (eject, reset), and memory-mapped or capability-limited ones
+	 * (PCI resources, ROM, config, VPD): docs/design.md §6.7. */
+	static const char *const left_out[] = {
+		"bind", "config", "delete", "eject", "legacy_io", "legacy_mem", "new_id",
+		"remove", "remove_id", "rescan", "reset", "rom", "scan", "unbind", "vpd",
+	};
+	/* Binding and authorization: the binding work's, through its
+	 * transaction; a write to uevent makes the kernel send an event. */
+	static const char *const read_only[] = {
+		"authorized", "authorized_default", "driver_override", "uevent",
+	};
+	for (size_t i = 0; i < sizeof(left_out) / sizeof(left_out[0]); i++)
+		if (strcmp(name, left_out[i]) == 0)
+			return DM_SYSFS_LEFT_OUT;
+	/* resource0, resource0_wc, resource2_uc ...: mmap() only */
+	if (strncmp(name, "resource", 8) == 0 && name[8] >= '0' && name[8] <= '9')
+		return DM_SYSFS_LEFT_OUT;
+	for (size_t i = 0; i < sizeof(read_only) / sizeof(read_only[0]); i++)
+		if (strcmp(name, read_only[i]) == 0)
+			return DM_SYSFS_READ_ONLY;
+	return DM_SYSFS_PASS;
+}
+
+/* ---- one attribute object per name and mode, shared by every device ---- */
+
+struct interned {
+	struct dm_attribute attr;
+	struct interned *next; /* the same name with another mode */
+	char name[];
+};
+
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dm_hashmap interned; /* name -> struct interned list */
+static bool interned_ready;
+
+static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
+		      size_t *ret_len);
+static int sysfs_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
+		       size_t len);
+
+/* The attribute @name with @mode, made on first use; they live as long as
+ * the process. NULL when out of memory. */
+static const struct dm_attribute *intern(const char *name, mode_t mode)
+{
+	pthread_mutex_lock(&intern_lock);
+	if (!interned_ready) {
+		dm_hashmap_init(&interned, dm_hash_string, dm_cmp_string);
+		interned_ready = true;
+	}
+	struct interned *head = dm_hashmap_get(&interned, name), *a;
+	for (a = head; a && a->attr.mode != mode; a = a->next)
+		;
+	if (!a) {
+		size_t len = strlen(name) + 1;
+		a = calloc(1, sizeof(*a) + len);
+		if (a) {
+			memcpy(a->name, name, len);
+			a->attr = (struct dm_attribute){
+				.name = a->name, .mode = mode, .flags = DM_ATTR_LIVE | DM_ATTR_SYSFS,
+				.show_alloc = sysfs_show, .store = (mode & 0222) ? sysfs_store : NULL,
+			};
+			if (head) {
+				a->next = head->next;
+				head->next = a;
+			} else if (dm_hashmap_put(&interned, a->name, a) < 0) {
+				free(a);
+				a = NULL;
+			}
+		}
+	}
+	pthread_mutex_unlock(&intern_lock);
+	return a ? &a->attr : NULL;
+}
+
+/* ---- sysfs ---- */
+
+static int attr_path(struct dm_device *dev, const char *name, char *buf, size_t size)
+{
+	const char *devpath = dm_device_get_devpath(dev);
+	if (!devpath)
+		return -ENOENT;
+	int n = name ? snprintf(buf, size, "/sys%s/%s", devpath, name)
+		     : snprintf(buf, size, "/sys%s", devpath);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* The attribute of the regular file @path named @name, or NULL. */
+static const struct dm_attribute *attr_of(const char *path, const char *name)
+{
+	struct stat st;
+	enum dm_sysfs_attr_policy p = dm_sysfs_attr_policy(name);
+	if (p == DM_SYSFS_LEFT_OUT || lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	mode_t mode = st.st_mode & 0777;
+	if (p == DM_SYSFS_READ_ONLY)
+		mode &= ~(mode_t)0222;
+	/* a file neither root nor anyone may read or write is of no use */
+	return mode ? intern(name, mode) : NULL;
+}
+
+static int sysfs_for_each(struct dm_device *dev,
+			  int (*fn)(const struct dm_attribute *, void *), void *data)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	if (attr_path(dev, NULL, dir, sizeof(dir)) < 0)
+		return 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0; /* gone meanwhile: nothing to show */
+	int r = 0;
+	struct dirent *e;
+	while (!r && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || (e->d_type != DT_REG && e->d_type != DT_UNKNOWN))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path))
+			continue;
+		const struct dm_attribute *a = attr_of(path, e->d_name);
+		if (a)
+			r = fn(a, data);
+	}
+	closedir(d);
+	return r;
+}
+
+static const struct dm_attribute *sysfs_find(struct dm_device *dev, const char *name)
+{
+	char path[PATH_MAX];
+	if (!dm_name_is_valid(name) || attr_path(dev, name, path, sizeof(path)) < 0)
+		return NULL;
+	return attr_of(path, name);
+}
+
+/* The whole value, as sysfs gives it (its newline included). */
+static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
+		      size_t *ret_len)
+{
+	char path[PATH_MAX];
+	int r = attr_path(dev, attr->name, path, sizeof(path));
+	if (r < 0)
+		return r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL; /* never block on what is not an attribute */
+	}
+	r = dm_read_all(fd, 4096, SYSFS_VALUE_MAX, ret, ret_len);
+	close(fd);
+	return r;
+}
+
+/* One value per write, to the kernel, which checks it: its answer is the
+ * writer's (EINVAL, EBUSY, EPERM ...). */
+static int sysfs_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
+		       size_t len)
+{
+	char path[PATH_MAX], label[300];
+	(void)len;
+	if (dm_sysfs_attr_policy(attr->name) != DM_SYSFS_PASS)
+		return -EACCES;
+	int r = attr_path(dev, attr->name, path, sizeof(path));
+	if (r < 0)
+		return r;
+	snprintf(label, sizeof(label), "%s %s", attr->name, dm_device_get_name(dev));
+	return dm_run_write(label, path, buf, SYSFS_WRITE_TIMEOUT_MS);
+}
+
+const struct dm_attribute_group dm_sysfs_attrs_group = {
+	.for_each = sysfs_for_each,
+	.find = sysfs_find,
+};

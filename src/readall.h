@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* readall.h - reading a descriptor to its end into one buffer. */
+#ifndef DM_READALL_H
+#define DM_READALL_H
+
+#include <stddef.h>
+
+/* Reads @fd to its end into a malloc()ed buffer (*ret, *ret_len bytes,
+ * with room for one more byte after them), growing it from @first bytes;
+ * -EFBIG past @max bytes, -ENOMEM, or the read's -errno (nothing
+ * returned then). Does not close @fd. */
+int dm_read_all(int fd, size_t first, size_t max, char **ret, size_t *ret_len);
+
+#endif

@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A device's own sysfs attributes in its directory (issue 16): on the small
+PCI testbed, every regular file of a function's sysfs directory is a file of
+its directory in the tree with the same bytes, unless driverfsd has a file of
+that name or leaves it out (docs/design.md §6.7); values are read at each open;
+a root write reaches the sysfs file and the kernel's refusal (played by
+tests/helpers/failwrite.c) comes back unchanged; other users cannot write;
+an attribute the kernel adds shows after the device's change event."""
+import errno
+import os
+
+import pytest
+
+from harness import Daemon
+from test_security import as_nobody
+
+HERE = os.path.dirname(__file__)
+TESTBED = os.path.join(HERE, "..", "testbeds", "small-pci.umockdev")
+XHCI = "pci0000:00/0000:00:14.0"
+SYS_XHCI = "sys/devices/pci0000:00/0000:00:14.0"
+# driverfsd's own files, whose names win over sysfs's
+OWN = {"name", "devpath", "uevent", "modalias", "power", "power_error", "kernel_driver",
+       "vendor", "device", "subsystem_vendor", "subsystem_device", "class", "revision", "irq",
+       "resource", "numa_node", "dev", "devnode"}
+# left out of the tree (src/buses/sysfs-attrs.c): memory-mapped, capability-
+# limited, binding or side-effecting files; added to the testbed here
+LEFT_OUT = ("config", "rom", "resource0", "resource2_wc", "remove", "rescan", "reset")
+EBUSY_SUFFIX = "0000:00:14.0/d3cold_allowed"
+
+
+def add_files(root):
+    """The files a real function has and the generated testbed lacks."""
+    for name in LEFT_OUT:
+        with open(os.path.join(root, SYS_XHCI, name), "w") as f:
+            f.write("x\n")
+
+
+@pytest.fixture(scope="module")
+def d():
+    daemon = Daemon(TESTBED, prepare=add_files, extra_env={
+        "LD_PRELOAD": os.environ["DRIVERFS_FAILWRITE"],
+        "DRIVERFS_FAIL_WRITES": f"{EBUSY_SUFFIX}={errno.EBUSY}"})
+    yield daemon
+    daemon.stop()
+
+
+def sysfs(d, name):
+    return os.path.join(d.testbed.get_root_dir(), SYS_XHCI, name)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def test_each_sysfs_file_is_there_with_its_bytes(d):
+    listed = set(os.listdir(d.path("root", XHCI)))
+    passed = 0
+    for e in os.scandir(os.path.dirname(sysfs(d, "x"))):
+        if not e.is_file(follow_symlinks=False) or e.name in LEFT_OUT:
+            continue
+        assert e.name in listed, f"{e.name} of sysfs is missing from the device's directory"
+        if e.name in OWN:
+            continue
+        assert read(d.path("root", XHCI, e.name)) == read(e.path), e.name
+        passed += 1
+    assert passed >= 8, "the testbed's function has its own attributes"
+    for name in ("enable", "msi_bus", "local_cpulist", "power_state", "d3cold_allowed"):
+        assert name in listed
+
+
+def test_left_out_and_read_only_files(d):
+    listed = set(os.listdir(d.path("root", XHCI)))
+    for name in LEFT_OUT:
+        assert name not in listed, f"{name} must not be in the tree"
+        with pytest.raises(FileNotFoundError):
+            os.stat(d.path("root", XHCI, name))
+    # binding files are the binding work's: shown, never written here
+    st = os.stat(d.path("root", XHCI, "driver_override"))
+    assert st.st_mode & 0o222 == 0
+    assert read(d.path("root", XHCI, "driver_override")) == b"(null)\n"
+
+
+def test_modes_are_never_looser_than_sysfs(d):
+    for e in os.scandir(os.path.dirname(sysfs(d, "x"))):
+        p = d.path("root", XHCI, e.name)
+        if e.name in OWN or e.name in LEFT_OUT or not e.is_file(follow_symlinks=False):
+            continue
+        mode = os.stat(p).st_mode & 0o777
+        assert mode & ~(e.stat().st_mode & 0o777) == 0, (e.name, oct(mode))
+
+
+def test_values_are_read_at_each_open(d):
+    with open(sysfs(d, "local_cpulist"), "w") as f:
+        f.write("0-3\n")
+    assert read(d.path("root", XHCI, "local_cpulist")) == b"0-3\n"
+    with open(sysfs(d, "local_cpulist"), "w") as f:
+        f.write("0-7\n")
+    assert read(d.path("root", XHCI, "local_cpulist")) == b"0-7\n"
+
+
+def test_a_root_write_reaches_sysfs(d):
+    with open(d.path("root", XHCI, "enable"), "w") as f:
+        f.write("0\n")
+    assert read(sysfs(d, "enable")) == b"0\n"
+    assert read(d.path("root", XHCI, "enable")) == b"0\n"
+    with open(d.path("root", XHCI, "enable"), "w") as f:
+        f.write("1\n")
+    assert read(sysfs(d, "enable")) == b"1\n"
+
+
+def test_the_kernels_refusal_comes_back_and_nothing_changes(d):
+    before = read(sysfs(d, "d3cold_allowed"))
+    with pytest.raises(OSError) as e:
+        with open(d.path("root", XHCI, "d3cold_allowed"), "w") as f:
+            f.write("0\n")
+    assert e.value.errno == errno.EBUSY
+    assert read(sysfs(d, "d3cold_allowed")) == before
+    assert read(d.path("root", XHCI, "d3cold_allowed")) == before
+
+
+def test_other_users_cannot_write(d):
+    def try_write(path):
+        try:
+            with open(path, "w") as f:
+                f.write("0\n")
+            return "written"
+        except OSError as e:
+            return e.errno
+
+    assert as_nobody(try_write, d.path("root", XHCI, "enable")) == errno.EACCES
+    assert read(sysfs(d, "enable")) == b"1\n"
+
+
+def test_an_attribute_the_kernel_adds_shows_after_the_change_event(d):
+    assert "new_attr" not in os.listdir(d.path("root", XHCI))
+    with open(sysfs(d, "new_attr"), "w") as f:
+        f.write("42\n")
+    d.testbed.uevent("/" + SYS_XHCI, "change")
+    d.wait_status(lambda line: line.startswith(f"STATUS=hotplug change /devices/{XHCI} "))
+    assert "new_attr" in os.listdir(d.path("root", XHCI))
+    assert read(d.path("root", XHCI, "new_attr")) == b"42\n"
+    os.unlink(sysfs(d, "new_attr"))
+    d.testbed.uevent("/" + SYS_XHCI, "change")
+    d.wait_status(lambda line: line.startswith(f"STATUS=hotplug change /devices/{XHCI} "))
+    assert "new_attr" not in os.listdir(d.path("root", XHCI))
