@@ -288,7 +288,12 @@ static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 	}
 
 	if (uevent && !tainted) {
-		r |= set_trimmed(rec, "uevent", uevent);
+		/* an empty text is left to the sysfs file, passed through
+		 * (sysfs-attrs.h), which shows it as it is: no line at all */
+		char buf[DM_ATTR_MAX];
+		dm_uevent_trim(buf, sizeof(buf), uevent);
+		if (*buf)
+			r |= dm_record_set(rec, "uevent", buf);
 	} else if (tainted) {
 		char buf[DM_ATTR_MAX];
 		if (netlink)
