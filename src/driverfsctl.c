@@ -22,10 +22,11 @@ static const struct command {
 	const char *help; /* its lines of --help */
 } commands[] = {
 	{ "list", ctl_cmd_list,
-	  "  list [FILTER] [--json]     every device's path under root/, in the global\n"
+	  "  list [FILTER] [-o NAMES] [--json]\n"
+	  "                             every device's path under root/, in the global\n"
 	  "                             order (depth first, parents first; resume's order)\n" },
 	{ "tree", ctl_cmd_tree,
-	  "  tree [DEV] [FILTER] [--json]\n"
+	  "  tree [DEV] [FILTER] [-o NAMES] [--json]\n"
 	  "                             the hierarchy (below DEV), with names, drivers\n"
 	  "                             and power states other than on\n" },
 	{ "info", ctl_cmd_info,
@@ -67,12 +68,16 @@ static void usage(FILE *f)
 	      "FILTER is --bus BUS and/or --class CLASS: the devices on BUS or of CLASS.\n"
 	      "tree and dot keep the ancestors of those devices so that the hierarchy\n"
 	      "shows; list prints only the devices themselves.\n"
+	      "-o NAME[,NAME...] also shows those files of each device (its first line, as\n"
+	      "NAME=VALUE; a device without the file shows nothing for it): list -o size,ro\n"
+	      "--class block is a disk inventory.\n"
 	      "\n"
 	      "--json (one document on standard output; members never removed or renamed):\n"
 	      "  list, tree  for each device {\"path\", \"name\", \"driver\" (null when unbound),\n"
 	      "              \"power\"}, plus \"match\" (false for an ancestor kept for the\n"
 	      "              shape) when filtered: list an array in the global order, tree\n"
-	      "              the device with its \"children\" arrays nested\n"
+	      "              the device with its \"children\" arrays nested; with -o,\n"
+	      "              \"attributes\": {NAME: value or null}\n"
 	      "  info        {\"path\", \"subsystem\", \"driver\", \"interface\" (each null when\n"
 	      "              none), \"files\": {NAME: value or null when unreadable}}; files\n"
 	      "              of groups are named \"pm/control\"; one trailing newline dropped\n"

@@ -32,6 +32,24 @@ int ctl_parse_args(const char *cmd, int argc, char **argv, unsigned allowed, int
 				     : strcmp(s, "--class") == 0 || strncmp(s, "--class=", 8) == 0
 					     ? &a->cls
 					     : NULL;
+		if ((allowed & CTL_OPT_OUTPUT) && (strcmp(s, "-o") == 0 || strncmp(s, "-o", 2) == 0 ||
+						   strncmp(s, "--output=", 9) == 0 ||
+						   strcmp(s, "--output") == 0)) {
+			const char *v = strncmp(s, "--output", 8) == 0 ? strchr(s, '=')
+				      : s[2] ? s + 1 : NULL;
+			if (v)
+				v++;
+			else if (i + 1 < argc)
+				v = argv[++i];
+			else
+				return ctl_usage_error(cmd, "option needs a value:", s);
+			if (!*v || strchr(v, '/') || strstr(v, ",,") || *v == ',' ||
+			    v[strlen(v) - 1] == ',')
+				return ctl_usage_error(cmd, "-o takes NAME[,NAME...]:", v);
+			a->output = v;
+			a->flags |= CTL_OPT_OUTPUT;
+			continue;
+		}
 		if (value && (allowed & CTL_OPT_FILTER)) {
 			const char *eq = strchr(s, '=');
 			if (!eq && i + 1 >= argc)

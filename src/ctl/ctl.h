@@ -85,11 +85,13 @@ enum {
 	CTL_OPT_DRY_RUN = 1 << 1,
 	CTL_OPT_PM_ORDER = 1 << 2,
 	CTL_OPT_FILTER = 1 << 3,
+	CTL_OPT_OUTPUT = 1 << 4, /* -o NAME[,NAME...] */
 };
 
 struct ctl_args {
 	unsigned flags; /* CTL_OPT_* given */
 	const char *bus, *cls;
+	const char *output; /* -o: the files to show of each device, comma-separated */
 	const char *arg; /* the one positional argument, or NULL */
 };
 

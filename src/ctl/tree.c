@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * tree.c - driverfsctl list and tree: the devices in the global order, as
- * paths or as the hierarchy, with their names, drivers and power states.
+ * paths or as the hierarchy, with their names, drivers and power states,
+ * and the files -o names (a disk's size and model: an inventory).
  */
 #include "commands.h"
 #include "ctl.h"
@@ -48,10 +49,47 @@ static json_object *view_json(const char *path, const struct dev_view *v,
 
 struct walk_out {
 	bool tree; /* else: list */
+	const char *output; /* -o NAME[,NAME...], or NULL */
 	const struct ctl_filter *filter;
 	json_object *json; /* --json: the array this level's devices go in */
 	char prefix[4096];
 };
+
+/* Calls @fn with each name of the -o list @output (comma-separated). */
+static void for_each_output(const char *output, void (*fn)(const char *name, void *), void *data)
+{
+	char name[256];
+	for (const char *s = output; s && *s;) {
+		size_t n = strcspn(s, ",");
+		if (n < sizeof(name) && !(n == 1 && s[0] == '.') && !(n == 2 && !strncmp(s, "..", 2))) {
+			memcpy(name, s, n);
+			name[n] = '\0';
+			fn(name, data);
+		}
+		s += n + (s[n] == ',');
+	}
+}
+
+struct output_ctx {
+	int rootfd;
+	const char *path;
+	json_object *json; /* --json: the device's "attributes", else NULL: printed */
+};
+
+/* One -o file of a device: its first line; a device without it shows
+ * nothing (null in --json). */
+static void output_one(const char *name, void *data)
+{
+	struct output_ctx *c = data;
+	char value[4096 + 2];
+	int r = ctl_read(c->rootfd, c->path, name, value, sizeof(value));
+	if (r >= 0)
+		value[strcspn(value, "\n")] = '\0';
+	if (c->json)
+		json_object_object_add(c->json, name, r >= 0 ? json_object_new_string(value) : NULL);
+	else if (r >= 0)
+		printf("  %s=%s", name, value);
+}
 
 /* Shows the device @path (under the root/ fd @rootfd) as list or tree does. */
 static void show_device(int rootfd, const char *path, const char *label, bool last,
@@ -62,9 +100,15 @@ static void show_device(int rootfd, const char *path, const char *label, bool la
 	if (!o->tree && !match)
 		return; /* list: only the devices themselves; each path names its ancestors */
 	view_read(rootfd, path, &v);
+	struct output_ctx out = { .rootfd = rootfd, .path = path };
 	if (o->json) {
 		json_object *node = view_json(path, &v, o->filter);
 		json_object_array_add(o->json, node);
+		if (o->output && match) {
+			out.json = json_object_new_object();
+			json_object_object_add(node, "attributes", out.json);
+			for_each_output(o->output, output_one, &out);
+		}
 		if (o->tree) {
 			json_object *kids = json_object_new_array();
 			json_object_object_add(node, "children", kids);
@@ -73,7 +117,9 @@ static void show_device(int rootfd, const char *path, const char *label, bool la
 		return;
 	}
 	if (!o->tree) {
-		printf("%s\n", *path ? path : ".");
+		printf("%s", *path ? path : ".");
+		for_each_output(o->output, output_one, &out);
+		printf("\n");
 		return;
 	}
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -89,6 +135,8 @@ static void show_device(int rootfd, const char *path, const char *label, bool la
 		printf("  [%s]", v.driver);
 	if (match && strcmp(v.power, "on") != 0 && *v.power)
 		printf("  (%s)", v.power);
+	if (match)
+		for_each_output(o->output, output_one, &out);
 	printf("\n");
 }
 
@@ -129,8 +177,8 @@ static int walk_children(int rootfd, const char *path, struct walk_out *o)
 static int walk(const char *mnt, bool tree, int argc, char **argv)
 {
 	struct ctl_args a;
-	int ret = ctl_parse_args(tree ? "tree" : "list", argc, argv, CTL_OPT_JSON | CTL_OPT_FILTER, tree ? 1 : 0,
-			     false, &a);
+	int ret = ctl_parse_args(tree ? "tree" : "list", argc, argv,
+				 CTL_OPT_JSON | CTL_OPT_FILTER | CTL_OPT_OUTPUT, tree ? 1 : 0, false, &a);
 	if (ret)
 		return ret;
 	int rootfd = ctl_open_root(mnt);
@@ -148,7 +196,7 @@ static int walk(const char *mnt, bool tree, int argc, char **argv)
 		close(rootfd);
 		return ret;
 	}
-	struct walk_out o = { .tree = tree, .filter = &f };
+	struct walk_out o = { .tree = tree, .filter = &f, .output = a.output };
 	json_object *doc = NULL;
 	if (a.flags & CTL_OPT_JSON)
 		doc = o.json = json_object_new_array();

@@ -139,6 +139,37 @@ def ancestors(path):
     return out
 
 
+def test_list_and_tree_show_the_files_named_by_o(d):
+    """-o NAME,...: an inventory in one command (the USB devices' ids here,
+    which are sysfs attributes); a device without a file shows nothing."""
+    usb = set(links(d, "bus", "usb", "devices").values())
+    r = ctl(d.mnt, "list", "--bus", "usb", "-o", "idVendor,nosuchfile")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == \
+        [p for p in ctl(d.mnt, "list").stdout.split() if p in usb]
+    shown = 0
+    for line in lines:
+        path, *fields = line.split("  ")
+        assert not any(f.startswith("nosuchfile=") for f in fields), line
+        want = os.path.join(d.mnt, "root", path, "idVendor")
+        if os.path.exists(want):
+            with open(want) as f:
+                assert fields == ["idVendor=" + f.read().strip()], line
+            shown += 1
+        else:
+            assert fields == [], line
+    assert shown > 0
+    doc = json.loads(ctl(d.mnt, "list", "--bus=usb", "-oidVendor,nosuchfile", "--json").stdout)
+    assert all(set(dev["attributes"]) == {"idVendor", "nosuchfile"} for dev in doc)
+    assert all(dev["attributes"]["nosuchfile"] is None for dev in doc)
+    tree = ctl(d.mnt, "tree", "--bus", "usb", "--output=idVendor")
+    assert tree.returncode == 0 and "idVendor=" in tree.stdout, tree.stderr
+    for bad in ("../x", "a,,b", ",a", ""):
+        r = ctl(d.mnt, "list", "-o", bad)
+        assert r.returncode == 2, (bad, r.stdout, r.stderr)
+
+
 def test_list_filtered_by_bus_keeps_the_global_order(d):
     usb = set(links(d, "bus", "usb", "devices").values())
     assert usb
