@@ -140,3 +140,60 @@ def test_every_udev_device_once_under_its_sysfs_parent(d):
             with open(d.path("root", parent_dir, "devpath")) as f:
                 got = f.read().strip()
             assert "/sys" + got == sys_parent, f"{devpath}: parent {got}, sysfs says {sys_parent}"
+
+
+def read_as_seen(path):
+    """What a read of @path gives: its bytes, or the errno name."""
+    import errno as errnos
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        return errnos.errorcode.get(e.errno, str(e.errno))
+
+
+# Values the kernel changes between any two reads (counters), whose bytes
+# cannot be compared: both reads must give bytes (docs/design.md §6.7).
+VOLATILE = {"stat", "vmstat", "numastat", "meminfo", "inflight", "energy_uj", "uptime"}
+
+
+def compare_as_nobody(pairs):
+    """[(mount path, sysfs path, what each gives)] of the pairs that differ,
+    read in the same child as nobody: the mount first, then sysfs."""
+    out = []
+    for mine, theirs in pairs:
+        a, b = read_as_seen(mine), read_as_seen(theirs)
+        if os.path.basename(mine) in VOLATILE and isinstance(a, bytes) and isinstance(b, bytes):
+            continue
+        if a != b:
+            out.append((mine, repr(a)[:80], repr(b)[:80]))
+    return out
+
+
+def test_nobody_reads_what_sysfs_gives_nobody(d):
+    """Never more than sysfs gives (issue 16): as nobody, each sysfs
+    attribute passed through reads the same bytes or fails with the same
+    error as the same read of sysfs. Values that change between two reads
+    (counters) are read twice, and a pair that differs both times fails."""
+    from test_security import as_nobody
+    pairs = []
+    for top, dirs, files in os.walk(d.path("root")):
+        dirs[:] = [x for x in dirs if x != "pm"]
+        if "devpath" not in files:
+            continue
+        with open(os.path.join(top, "devpath")) as f:
+            sysdir = "/sys" + f.read().strip()
+        for name in files:
+            sys_path = os.path.join(sysdir, name)
+            if os.path.isfile(sys_path) and not os.path.islink(sys_path):
+                pairs.append((os.path.join(top, name), sys_path))
+    assert len(pairs) > 100, "the machine's devices have attributes"
+    # driverfsd's own files keep their meanings (docs/design.md §6.7): only
+    # the passed-through ones are sysfs's, told by their size (4096)
+    pairs = [(m, s) for m, s in pairs if os.stat(m).st_size == 4096
+             and os.path.basename(m) != "kernel_driver"]
+    differ = as_nobody(compare_as_nobody, pairs)
+    if differ:
+        again = as_nobody(compare_as_nobody, [(m, s) for m, _, _ in differ
+                                              for s in [dict(pairs)[m]]])
+        assert again == [], f"{len(again)} files differ for nobody, e.g. {again[:5]}"

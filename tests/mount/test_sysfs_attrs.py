@@ -29,10 +29,15 @@ EBUSY_SUFFIX = "0000:00:14.0/d3cold_allowed"
 
 
 def add_files(root):
-    """The files a real function has and the generated testbed lacks."""
+    """The files a real function has and the generated testbed lacks, and
+    one only root may read (as sysfs has some)."""
     for name in LEFT_OUT:
         with open(os.path.join(root, SYS_XHCI, name), "w") as f:
             f.write("x\n")
+    secret = os.path.join(root, SYS_XHCI, "root_only")
+    with open(secret, "w") as f:
+        f.write("secret\n")
+    os.chmod(secret, 0o400)
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +93,32 @@ def test_modes_are_never_looser_than_sysfs(d):
             continue
         mode = os.stat(p).st_mode & 0o777
         assert mode & ~(e.stat().st_mode & 0o777) == 0, (e.name, oct(mode))
+
+
+def test_nobody_reads_no_more_than_sysfs_gives_nobody(d):
+    def reads(paths):
+        out = []
+        for p in paths:
+            try:
+                with open(p, "rb") as f:
+                    out.append(f.read().decode())
+            except OSError as e:
+                out.append(e.errno)
+        return out
+
+    # what sysfs would give nobody: the file's bytes where its mode lets
+    # others read (the testbed's own directory is closed to nobody)
+    names = ("root_only", "enable", "local_cpulist")
+    theirs = []
+    for n in names:
+        with open(sysfs(d, n)) as f:
+            value = f.read()
+        theirs.append(value if os.stat(sysfs(d, n)).st_mode & 0o004 else errno.EACCES)
+    mine = as_nobody(reads, [d.path("root", XHCI, n) for n in names])
+    assert mine == theirs
+    assert mine[0] == errno.EACCES
+    with open(d.path("root", XHCI, "root_only"), "rb") as f:
+        assert f.read() == b"secret\n"  # root reads it
 
 
 def test_values_are_read_at_each_open(d):
