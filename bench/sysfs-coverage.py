@@ -3,9 +3,9 @@
 """sysfs-coverage.py MOUNT - how much of each device's own sysfs attributes
 a driverfs mount of this machine shows (run by hand, as root or not: it only
 reads). For every device directory of MOUNT/root with a devpath, each
-readable regular file of /sys<devpath> (the top level of the device's
-directory; subdirectories are not counted yet) is read from sysfs and from
-the tree: present with the same bytes, present but different (counters and
+readable regular file of /sys<devpath> and of its attribute directories
+(not power/, which the tree shows as pm/, nor devices or the glue holding
+them) is read from sysfs and from the tree: present with the same bytes, present but different (counters and
 other volatile values differ between the two reads), or missing. Prints the
 totals and the missing and differing names by frequency."""
 import collections
@@ -21,6 +21,33 @@ def read(path):
         return e.errno
 
 
+def is_attr_dir(path, top):
+    """A subdirectory the tree shows: no device, no glue holding devices."""
+    if top and os.path.basename(path) == "power":
+        return False
+    if os.path.exists(os.path.join(path, "uevent")):
+        return False
+    try:
+        return not any(os.path.exists(os.path.join(e.path, "uevent"))
+                       for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return False
+
+
+def attribute_files(sysdir, rel="", depth=0):
+    """(entry, path under the device) of each regular file the tree may show."""
+    try:
+        entries = list(os.scandir(os.path.join(sysdir, rel)))
+    except OSError:
+        return
+    for e in entries:
+        r = os.path.join(rel, e.name)
+        if e.is_file(follow_symlinks=False):
+            yield e, r
+        elif e.is_dir(follow_symlinks=False) and depth < 7 and is_attr_dir(e.path, depth == 0):
+            yield from attribute_files(sysdir, r, depth + 1)
+
+
 def main():
     mnt = sys.argv[1] if len(sys.argv) > 1 else "/devices"
     same = differ = missing = unreadable = 0
@@ -33,26 +60,20 @@ def main():
         if not isinstance(devpath, bytes):
             continue
         sysdir = "/sys" + devpath.decode().strip()
-        try:
-            entries = list(os.scandir(sysdir))
-        except OSError:
-            continue
-        for e in entries:
-            if not e.is_file(follow_symlinks=False):
-                continue
+        for e, rel in attribute_files(sysdir):
             want = read(e.path)
             if not isinstance(want, bytes):
                 unreadable += 1
                 continue
-            got = read(os.path.join(dirpath, e.name))
+            got = read(os.path.join(dirpath, rel))
             if got == want:
                 same += 1
             elif isinstance(got, bytes):
                 differ += 1
-                diff_names[e.name] += 1
+                diff_names[rel] += 1
             else:
                 missing += 1
-                miss_names[e.name] += 1
+                miss_names[rel] += 1
     total = same + differ + missing
     print(f"readable sysfs attribute files: {total} ({unreadable} more unreadable here)")
     print(f"  same bytes in the tree: {same} ({100.0 * same / max(total, 1):.1f}%)")

@@ -88,21 +88,28 @@ struct dm_attribute {
  * device does not have; a group whose attributes are all hidden is absent.
  *
  * A group whose files are not known in advance (the device's own sysfs
- * attributes, passed through) has no table (@attrs NULL) but for_each(),
- * which calls @fn on every attribute the device has now (stopping at, and
- * returning, a non-zero return), and find(), which returns the one named
- * @name or NULL. Both are called under the model's read lock and may block
- * on nothing but sysfs; the attributes they give must live as long as the
- * model. Such a group comes after every table and static value: a name one
- * of those has is theirs, and the group's attribute of that name is hidden.
+ * attributes, passed through) has no table and no name but a tree of
+ * directories: @dir is NULL for the device's own directory, else a path
+ * under it ("queue", "queue/iosched"). for_each() calls @fn on every
+ * attribute of @dir the device has now (stopping at, and returning, a
+ * non-zero return); find() returns the one named @name or NULL;
+ * for_each_dir() calls @fn on each subdirectory of @dir (by name);
+ * has_dir() tells whether @dir is one. All are called under the model's
+ * read lock and may block on nothing but sysfs; the attributes they give
+ * must live as long as the model. Such a group comes after every table and
+ * static value: a name one of those has is theirs, and the group's
+ * attribute or directory of that name is hidden.
  */
 struct dm_attribute_group {
 	const char *name;
 	const struct dm_attribute *const *attrs; /* NULL-terminated */
 	bool (*is_visible)(struct dm_device *dev, const struct dm_attribute *attr);
-	int (*for_each)(struct dm_device *dev, int (*fn)(const struct dm_attribute *, void *),
-			void *data);
-	const struct dm_attribute *(*find)(struct dm_device *dev, const char *name);
+	int (*for_each)(struct dm_device *dev, const char *dir,
+			int (*fn)(const struct dm_attribute *, void *), void *data);
+	const struct dm_attribute *(*find)(struct dm_device *dev, const char *dir, const char *name);
+	int (*for_each_dir)(struct dm_device *dev, const char *dir,
+			    int (*fn)(const char *name, void *), void *data);
+	bool (*has_dir)(struct dm_device *dev, const char *dir);
 };
 
 #define DM_ATTR(_name, _mode, _show, _store) \

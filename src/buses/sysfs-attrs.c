@@ -7,6 +7,7 @@
 #include "readall.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -52,16 +53,16 @@ enum dm_sysfs_attr_policy dm_sysfs_attr_policy(const char *name)
 	return DM_SYSFS_PASS;
 }
 
-/* ---- one attribute object per name and mode, shared by every device ---- */
+/* ---- one attribute object per path and mode, shared by every device ---- */
 
 struct interned {
-	struct dm_attribute attr;
-	struct interned *next; /* the same name with another mode */
-	char name[];
+	struct dm_attribute attr; /* its name: the last part of @path */
+	struct interned *next; /* the same path with another mode */
+	char path[]; /* under the device's directory: "size", "queue/scheduler" */
 };
 
 static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dm_hashmap interned; /* name -> struct interned list */
+static struct dm_hashmap interned; /* path -> struct interned list */
 static bool interned_ready;
 
 static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
@@ -69,31 +70,33 @@ static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, ch
 static int sysfs_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
 		       size_t len);
 
-/* The attribute @name with @mode, made on first use; they live as long as
- * the process. NULL when out of memory. */
-static const struct dm_attribute *intern(const char *name, mode_t mode)
+/* The attribute of @path with @mode, made on first use; they live as long
+ * as the process. NULL when out of memory. */
+static const struct dm_attribute *intern(const char *path, mode_t mode)
 {
 	pthread_mutex_lock(&intern_lock);
 	if (!interned_ready) {
 		dm_hashmap_init(&interned, dm_hash_string, dm_cmp_string);
 		interned_ready = true;
 	}
-	struct interned *head = dm_hashmap_get(&interned, name), *a;
+	struct interned *head = dm_hashmap_get(&interned, path), *a;
 	for (a = head; a && a->attr.mode != mode; a = a->next)
 		;
 	if (!a) {
-		size_t len = strlen(name) + 1;
+		size_t len = strlen(path) + 1;
 		a = calloc(1, sizeof(*a) + len);
 		if (a) {
-			memcpy(a->name, name, len);
+			memcpy(a->path, path, len);
+			const char *slash = strrchr(a->path, '/');
 			a->attr = (struct dm_attribute){
-				.name = a->name, .mode = mode, .flags = DM_ATTR_LIVE | DM_ATTR_SYSFS,
-				.show_alloc = sysfs_show, .store = (mode & 0222) ? sysfs_store : NULL,
+				.name = slash ? slash + 1 : a->path, .mode = mode,
+				.flags = DM_ATTR_LIVE | DM_ATTR_SYSFS, .show_alloc = sysfs_show,
+				.store = (mode & 0222) ? sysfs_store : NULL,
 			};
 			if (head) {
 				a->next = head->next;
 				head->next = a;
-			} else if (dm_hashmap_put(&interned, a->name, a) < 0) {
+			} else if (dm_hashmap_put(&interned, a->path, a) < 0) {
 				free(a);
 				a = NULL;
 			}
@@ -103,20 +106,131 @@ static const struct dm_attribute *intern(const char *name, mode_t mode)
 	return a ? &a->attr : NULL;
 }
 
+/* The path under the device's directory of an attribute intern() made. */
+static const char *attr_relpath(const struct dm_attribute *attr)
+{
+	return ((const struct interned *)((const char *)attr - offsetof(struct interned, attr)))->path;
+}
+
 /* ---- sysfs ---- */
 
-static int attr_path(struct dm_device *dev, const char *name, char *buf, size_t size)
+/* The longest directory path and the deepest nesting passed through. */
+#define DIR_PATH_MAX 200
+#define DIR_DEPTH_MAX 8
+
+/* "/sys<devpath>[/<rel>]" into @buf. */
+static int sysfs_path(struct dm_device *dev, const char *rel, char *buf, size_t size)
 {
 	const char *devpath = dm_device_get_devpath(dev);
 	if (!devpath)
 		return -ENOENT;
-	int n = name ? snprintf(buf, size, "/sys%s/%s", devpath, name)
-		     : snprintf(buf, size, "/sys%s", devpath);
+	int n = rel ? snprintf(buf, size, "/sys%s/%s", devpath, rel)
+		    : snprintf(buf, size, "/sys%s", devpath);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-/* The attribute of the regular file @path named @name, or NULL. */
-static const struct dm_attribute *attr_of(const char *path, const char *name)
+/* "@dir/@name", or @name when @dir is NULL, into @buf. */
+static int join(const char *dir, const char *name, char *buf, size_t size)
+{
+	int n = dir ? snprintf(buf, size, "%s/%s", dir, name) : snprintf(buf, size, "%s", name);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* Whether the directory @path holds a device (a subdirectory with a uevent
+ * file): class glue such as block/ or net/, which the tree shows as devices. */
+static bool holds_devices(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	bool found = false;
+	char sub[PATH_MAX];
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+			continue;
+		found = (size_t)snprintf(sub, sizeof(sub), "%s/%s/uevent", path, e->d_name) <
+				sizeof(sub) &&
+			access(sub, F_OK) == 0;
+	}
+	closedir(d);
+	return found;
+}
+
+/* Whether @name, a subdirectory of the device's directory (@top) or of one
+ * of its attribute directories, at @path, is an attribute directory: a real
+ * directory that is neither a device, nor glue holding devices, nor the
+ * device's power/ (which the tree shows as pm/). */
+static bool is_attr_dir(const char *path, const char *name, bool top)
+{
+	struct stat st;
+	char uevent[PATH_MAX];
+	if ((top && strcmp(name, "power") == 0) || !dm_name_is_valid(name) ||
+	    lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return false;
+	if ((size_t)snprintf(uevent, sizeof(uevent), "%s/uevent", path) >= sizeof(uevent) ||
+	    access(uevent, F_OK) == 0)
+		return false;
+	return !holds_devices(path);
+}
+
+static bool sysfs_has_dir(struct dm_device *dev, const char *dir)
+{
+	char rel[DIR_PATH_MAX + 1], path[PATH_MAX];
+	if (!dir || strlen(dir) > DIR_PATH_MAX)
+		return false;
+	snprintf(rel, sizeof(rel), "%s", dir);
+	/* every part on the way must be an attribute directory */
+	int depth = 0;
+	for (char *p = rel;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		const char *name = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+		if (++depth > DIR_DEPTH_MAX || sysfs_path(dev, rel, path, sizeof(path)) < 0 ||
+		    !is_attr_dir(path, name, depth == 1))
+			return false;
+		*p = c;
+		if (!c)
+			return true;
+	}
+}
+
+static int sysfs_for_each_dir(struct dm_device *dev, const char *dir,
+			      int (*fn)(const char *, void *), void *data)
+{
+	char path[PATH_MAX], sub[PATH_MAX];
+	if (dir && !sysfs_has_dir(dev, dir))
+		return 0;
+	if (sysfs_path(dev, dir, path, sizeof(path)) < 0)
+		return 0;
+	int depth = 1;
+	for (const char *c = dir; c && *c; c++)
+		depth += *c == '/';
+	if (dir && depth >= DIR_DEPTH_MAX)
+		return 0;
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	int r = 0;
+	struct dirent *e;
+	while (!r && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) >= sizeof(sub) ||
+		    (dir && strlen(dir) + 1 + strlen(e->d_name) > DIR_PATH_MAX))
+			continue;
+		if (is_attr_dir(sub, e->d_name, !dir))
+			r = fn(e->d_name, data);
+	}
+	closedir(d);
+	return r;
+}
+
+/* The attribute of the regular file @path, @rel under the device's
+ * directory, named @name, or NULL. */
+static const struct dm_attribute *attr_of(const char *path, const char *rel, const char *name)
 {
 	struct stat st;
 	enum dm_sysfs_attr_policy p = dm_sysfs_attr_policy(name);
@@ -126,16 +240,16 @@ static const struct dm_attribute *attr_of(const char *path, const char *name)
 	if (p == DM_SYSFS_READ_ONLY)
 		mode &= ~(mode_t)0222;
 	/* a file neither root nor anyone may read or write is of no use */
-	return mode ? intern(name, mode) : NULL;
+	return mode ? intern(rel, mode) : NULL;
 }
 
-static int sysfs_for_each(struct dm_device *dev,
+static int sysfs_for_each(struct dm_device *dev, const char *dir,
 			  int (*fn)(const struct dm_attribute *, void *), void *data)
 {
-	char dir[PATH_MAX], path[PATH_MAX];
-	if (attr_path(dev, NULL, dir, sizeof(dir)) < 0)
+	char path[PATH_MAX], file[PATH_MAX], rel[PATH_MAX];
+	if ((dir && !sysfs_has_dir(dev, dir)) || sysfs_path(dev, dir, path, sizeof(path)) < 0)
 		return 0;
-	DIR *d = opendir(dir);
+	DIR *d = opendir(path);
 	if (!d)
 		return 0; /* gone meanwhile: nothing to show */
 	int r = 0;
@@ -143,9 +257,10 @@ static int sysfs_for_each(struct dm_device *dev,
 	while (!r && (e = readdir(d))) {
 		if (e->d_name[0] == '.' || (e->d_type != DT_REG && e->d_type != DT_UNKNOWN))
 			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path))
+		if ((size_t)snprintf(file, sizeof(file), "%s/%s", path, e->d_name) >= sizeof(file) ||
+		    join(dir, e->d_name, rel, sizeof(rel)) < 0)
 			continue;
-		const struct dm_attribute *a = attr_of(path, e->d_name);
+		const struct dm_attribute *a = attr_of(file, rel, e->d_name);
 		if (a)
 			r = fn(a, data);
 	}
@@ -153,12 +268,14 @@ static int sysfs_for_each(struct dm_device *dev,
 	return r;
 }
 
-static const struct dm_attribute *sysfs_find(struct dm_device *dev, const char *name)
+static const struct dm_attribute *sysfs_find(struct dm_device *dev, const char *dir,
+					     const char *name)
 {
-	char path[PATH_MAX];
-	if (!dm_name_is_valid(name) || attr_path(dev, name, path, sizeof(path)) < 0)
+	char rel[PATH_MAX], path[PATH_MAX];
+	if (!dm_name_is_valid(name) || (dir && !sysfs_has_dir(dev, dir)) ||
+	    join(dir, name, rel, sizeof(rel)) < 0 || sysfs_path(dev, rel, path, sizeof(path)) < 0)
 		return NULL;
-	return attr_of(path, name);
+	return attr_of(path, rel, name);
 }
 
 /* The whole value, as sysfs gives it (its newline included). */
@@ -166,7 +283,7 @@ static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, ch
 		      size_t *ret_len)
 {
 	char path[PATH_MAX];
-	int r = attr_path(dev, attr->name, path, sizeof(path));
+	int r = sysfs_path(dev, attr_relpath(attr), path, sizeof(path));
 	if (r < 0)
 		return r;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -191,14 +308,16 @@ static int sysfs_store(struct dm_device *dev, const struct dm_attribute *attr, c
 	(void)len;
 	if (dm_sysfs_attr_policy(attr->name) != DM_SYSFS_PASS)
 		return -EACCES;
-	int r = attr_path(dev, attr->name, path, sizeof(path));
+	int r = sysfs_path(dev, attr_relpath(attr), path, sizeof(path));
 	if (r < 0)
 		return r;
-	snprintf(label, sizeof(label), "%s %s", attr->name, dm_device_get_name(dev));
+	snprintf(label, sizeof(label), "%s %s", attr_relpath(attr), dm_device_get_name(dev));
 	return dm_run_write(label, path, buf, SYSFS_WRITE_TIMEOUT_MS);
 }
 
 const struct dm_attribute_group dm_sysfs_attrs_group = {
 	.for_each = sysfs_for_each,
 	.find = sysfs_find,
+	.for_each_dir = sysfs_for_each_dir,
+	.has_dir = sysfs_has_dir,
 };

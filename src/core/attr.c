@@ -381,17 +381,20 @@ static int take_first(const struct dm_attribute *a, void *data)
 static int find_in_group(const struct dm_attribute_group *g, void *data)
 {
 	struct find_ctx *c = data;
-	if (!same_group(g, c->group) || is_dynamic(g) != c->dynamic)
+	if (is_dynamic(g) != c->dynamic)
 		return 0;
 	if (c->dynamic) {
+		/* a dynamic group's tree holds any directory: its own say */
 		const struct dm_attribute *a = NULL;
 		if (c->name)
-			a = g->find(c->dev, c->name);
+			a = g->find(c->dev, c->group, c->name);
 		else
-			g->for_each(c->dev, take_first, &a);
+			g->for_each(c->dev, c->group, take_first, &a);
 		c->found = a;
 		return a != NULL;
 	}
+	if (!same_group(g, c->group))
+		return 0;
 	for (const struct dm_attribute *const *a = g->attrs; *a; a++)
 		if ((!c->name || strcmp((*a)->name, c->name) == 0) && attr_visible(c->dev, g, *a)) {
 			c->found = *a;
@@ -456,9 +459,9 @@ static int list_dynamic_one(const struct dm_attribute *a, void *data)
 static int list_dynamic_group(const struct dm_attribute_group *g, void *data)
 {
 	struct list_ctx *c = data;
-	if (!same_group(g, c->group) || !is_dynamic(g))
+	if (!is_dynamic(g))
 		return 0;
-	return g->for_each(c->dev, list_dynamic_one, c);
+	return g->for_each(c->dev, c->group, list_dynamic_one, c);
 }
 
 static int list_group(const struct dm_attribute_group *g, void *data)
@@ -520,11 +523,51 @@ static int list_named_group(const struct dm_attribute_group *g, void *data)
 	return c->fn(g->name, c->data);
 }
 
+struct dir_ctx {
+	struct dm_device *dev;
+	const char *parent;
+	int (*fn)(const char *, void *);
+	void *data;
+};
+
+/* A directory of a dynamic group, listed unless a table group has its
+ * name (pm/ is driverfsd's). */
+static int list_dynamic_dir(const char *name, void *data)
+{
+	struct dir_ctx *c = data;
+	struct find_ctx f = { .dev = c->dev, .group = name };
+	if (!c->parent && for_each_group_locked(c->dev, find_in_group, &f))
+		return 0;
+	return c->fn(name, c->data);
+}
+
+static int list_dynamic_dirs(const struct dm_attribute_group *g, void *data)
+{
+	struct dir_ctx *c = data;
+	if (!is_dynamic(g) || !g->for_each_dir)
+		return 0;
+	return g->for_each_dir(c->dev, c->parent, list_dynamic_dir, c);
+}
+
+int dm_device_for_each_dir_locked(struct dm_device *dev, const char *parent,
+				  int (*fn)(const char *, void *), void *data)
+{
+	struct group_ctx c = { .dev = dev, .fn = fn, .data = data };
+	struct dir_ctx d = { .dev = dev, .parent = parent, .fn = fn, .data = data };
+	int r = parent ? 0 : for_each_group_locked(dev, list_named_group, &c);
+	return r ? r : for_each_group_locked(dev, list_dynamic_dirs, &d);
+}
+
 int dm_device_for_each_group_locked(struct dm_device *dev, int (*fn)(const char *, void *),
 				    void *data)
 {
-	struct group_ctx c = { .dev = dev, .fn = fn, .data = data };
-	return for_each_group_locked(dev, list_named_group, &c);
+	return dm_device_for_each_dir_locked(dev, NULL, fn, data);
+}
+
+static int has_dynamic_dir(const struct dm_attribute_group *g, void *data)
+{
+	struct find_ctx *c = data;
+	return is_dynamic(g) && g->has_dir && g->has_dir(c->dev, c->group);
 }
 
 int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const char *name,
@@ -534,9 +577,8 @@ int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const c
 		return -ENODEV;
 	if (!name) {
 		struct find_ctx c = { .dev = dev, .group = group };
-		struct find_ctx d = { .dev = dev, .group = group, .dynamic = true };
 		if (!group || (!for_each_group_locked(dev, find_in_group, &c) &&
-			       !for_each_group_locked(dev, find_in_group, &d)))
+			       !for_each_group_locked(dev, has_dynamic_dir, &c)))
 			return -ENOENT;
 		*ret = (struct dm_file_info){ .name = group, .mode = 0755 };
 		return 0;

@@ -341,6 +341,10 @@ int dm_device_for_each_file_locked(struct dm_device *dev, const char *group,
 				   int (*fn)(const struct dm_file_info *, void *), void *data);
 int dm_device_for_each_group_locked(struct dm_device *dev, int (*fn)(const char *, void *),
 				    void *data);
+/* The subdirectories of @parent, a group path ("queue", "queue/iosched"),
+ * or with @parent NULL the device's groups (as above): their names. */
+int dm_device_for_each_dir_locked(struct dm_device *dev, const char *parent,
+				  int (*fn)(const char *, void *), void *data);
 /* 0 and *ret filled when the file (or, with name NULL, the group) exists. */
 int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const char *name,
 			       struct dm_file_info *ret);

@@ -19,9 +19,10 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	struct fs_target found;
+	char group[FS_GROUP_MAX];
 	uint64_t ino = 0, gen = 0;
 	dm_model_read_lock(fs->model);
-	r = fs_view_find_locked(fs->model, &dir, name, &found);
+	r = fs_view_find_locked(fs->model, &dir, name, &found, group);
 	/* references are taken before the lock is dropped */
 	if (r == 0)
 		r = fs_table_lookup(fs->table, parent, dir.depth + 1, name, &found, &ino, &gen);

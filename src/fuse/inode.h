@@ -48,6 +48,10 @@ enum fs_kind {
 	FS_LINK_TO_DEV, /* a link to a device directory, from a bus, driver or class */
 };
 
+/* The longest group path a node may have ("pm", "queue/iosched": the
+ * device's attribute directories, nested), with its NUL. */
+#define FS_GROUP_MAX 256
+
 /* Whether a node of @kind is a directory (else a file or a link). */
 static inline bool fs_kind_is_dir(enum fs_kind kind)
 {
@@ -96,7 +100,7 @@ bool fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n);
 /* A caller's copy of a node, holding its own references. */
 struct fs_ref {
 	struct fs_target t;
-	char group[64];
+	char group[FS_GROUP_MAX];
 	char name[256];
 	uint64_t ino;
 	uint64_t gen; /* with ino, names this node and no later one */

@@ -33,6 +33,18 @@ static int emit_group(const char *group, void *data)
 	return w->emit(w->ctx, group, &t, S_IFDIR);
 }
 
+/* A subdirectory @name of the group directory being walked: its group is
+ * the path to it ("queue/iosched"), valid during the emit only. */
+static int emit_subgroup(const char *name, void *data)
+{
+	struct walk *w = data;
+	char path[FS_GROUP_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", w->dir->t.group, name) >= sizeof(path))
+		return 0; /* too deep to name: left out */
+	struct fs_target t = { .kind = FS_GROUP, .dev = w->dir->t.dev, .group = path };
+	return w->emit(w->ctx, name, &t, S_IFDIR);
+}
+
 static int emit_file(const struct dm_file_info *fi, void *data)
 {
 	struct walk *w = data;
@@ -147,7 +159,9 @@ int fs_view_walk_locked(struct dm_model *m, const struct fs_ref *dir, fs_emit_fn
 		r = walk_device_dir(&w);
 		break;
 	case FS_GROUP:
-		r = dm_device_for_each_file_locked(d->dev, d->group, emit_file, &w);
+		r = dm_device_for_each_dir_locked(d->dev, d->group, emit_subgroup, &w);
+		if (!r)
+			r = dm_device_for_each_file_locked(d->dev, d->group, emit_file, &w);
 		break;
 	case FS_BUSES:
 		r = dm_model_for_each_bus_locked(m, emit_bus, &w);
@@ -373,7 +387,7 @@ static bool in_listing(struct dm_device *dev, void *data)
  * serves: a device's children, the links of bus, class, interface and
  * driver listings (which may hold 10^5 entries). Lock held. */
 static bool find_indexed_locked(struct dm_model *m, const struct fs_ref *dir, const char *name,
-				struct fs_target *ret)
+				struct fs_target *ret, char *group, size_t size)
 {
 	const struct fs_target *d = &dir->t;
 	struct dm_device *dev;
@@ -395,6 +409,21 @@ static bool find_indexed_locked(struct dm_model *m, const struct fs_ref *dir, co
 		}
 		if (dm_device_stat_file_locked(d->dev, NULL, name, &fi) == 0) {
 			*ret = (struct fs_target){ .kind = FS_ATTR, .dev = d->dev };
+			return true;
+		}
+		return false;
+	case FS_GROUP:
+		/* a subdirectory (its path into @group), then a file */
+		if (dm_device_is_dead(d->dev))
+			return false;
+		if (dm_name_is_valid(name) &&
+		    (size_t)snprintf(group, size, "%s/%s", d->group, name) < size &&
+		    dm_device_stat_file_locked(d->dev, group, NULL, &fi) == 0) {
+			*ret = (struct fs_target){ .kind = FS_GROUP, .dev = d->dev, .group = group };
+			return true;
+		}
+		if (dm_device_stat_file_locked(d->dev, d->group, name, &fi) == 0) {
+			*ret = (struct fs_target){ .kind = FS_ATTR, .dev = d->dev, .group = d->group };
 			return true;
 		}
 		return false;
@@ -426,14 +455,14 @@ static bool find_indexed_locked(struct dm_model *m, const struct fs_ref *dir, co
 static bool fully_indexed(const struct fs_ref *dir)
 {
 	return dir->t.kind == FS_BUS_DEVICES || dir->t.kind == FS_CLASS_DEVICES ||
-	       dir->t.kind == FS_IFACE || dir->t.kind == FS_DRIVER;
+	       dir->t.kind == FS_IFACE || dir->t.kind == FS_DRIVER || dir->t.kind == FS_GROUP;
 }
 
 int fs_view_find_locked(struct dm_model *m, const struct fs_ref *dir, const char *name,
-			struct fs_target *ret)
+			struct fs_target *ret, char group[FS_GROUP_MAX])
 {
 	struct find_ctx f = { .name = name };
-	f.ok = find_indexed_locked(m, dir, name, &f.found);
+	f.ok = find_indexed_locked(m, dir, name, &f.found, group, FS_GROUP_MAX);
 	int r = f.ok || fully_indexed(dir) ? 0 : fs_view_walk_locked(m, dir, find_emit, &f);
 	if (r < 0)
 		return r;

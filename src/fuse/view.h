@@ -39,12 +39,14 @@ typedef int (*fs_emit_fn)(void *ctx, const char *name, const struct fs_target *t
 int fs_view_walk_locked(struct dm_model *m, const struct fs_ref *dir, fs_emit_fn emit, void *ctx);
 
 /* The target of @name in the directory @dir: from an index where one
- * serves (a device's children; bus, class, interface and driver listings,
- * which may hold 10^5 entries), else by walking @dir. -ENOENT when there is
- * no such entry. Call with the model's read lock held; the target holds no
- * reference (take one before dropping the lock). */
+ * serves (a device's children, groups and files; an attribute directory's;
+ * bus, class, interface and driver listings, which may hold 10^5 entries),
+ * else by walking @dir. -ENOENT when there is no such entry. A nested
+ * attribute directory's path is put in @group, which the target's group
+ * then points to. Call with the model's read lock held; the target holds
+ * no reference (take one before dropping the lock). */
 int fs_view_find_locked(struct dm_model *m, const struct fs_ref *dir, const char *name,
-			struct fs_target *ret);
+			struct fs_target *ret, char group[FS_GROUP_MAX]);
 
 /* The target of the link node @n ("../" up to the mount root, then the
  * path there) into @buf; returns its length. -ENOENT when the device or

@@ -128,13 +128,20 @@ def saveable(value):
 def tree(mnt, live=False):
     """{relative path: (kind, content or link target, mode)} of a mount, less
     the pm/ directories: they pass the machine's sysfs through, live, and a
-    snapshot has no machine behind it. Of the live mount's values read from
+    snapshot has no machine behind it; nor, in the live mount, the device's
+    other attribute directories, which a snapshot does not keep. Of the live mount's values read from
     sysfs (its files of size 4096: docs/design.md §6.6), those a snapshot
     does not keep (binary) are left out, and their modes are compared
     without write bits: a snapshot serves them as read-only static values."""
     out = {}
     for top, dirs, files in os.walk(mnt):
         dirs[:] = [d for d in dirs if d != "pm"]
+        if live and os.path.relpath(top, mnt).split(os.sep)[0] == "root":
+            # a device's attribute directories (queue/ ...) are sysfs's,
+            # and a snapshot (format 1) keeps none: only device directories
+            # (each has a power file) are compared
+            dirs[:] = [d for d in dirs if os.path.islink(os.path.join(top, d))
+                       or os.path.isfile(os.path.join(top, d, "power"))]
         for name in dirs + files:
             p = os.path.join(top, name)
             rel = os.path.relpath(p, mnt)

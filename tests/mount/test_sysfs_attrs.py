@@ -34,6 +34,11 @@ def add_files(root):
     for name in LEFT_OUT:
         with open(os.path.join(root, SYS_XHCI, name), "w") as f:
             f.write("x\n")
+    os.makedirs(os.path.join(root, SYS_XHCI, "queue", "iosched"))
+    for name, value in (("queue/scheduler", "none [mq-deadline]\n"),
+                        ("queue/iosched/quantum", "4\n")):
+        with open(os.path.join(root, SYS_XHCI, name), "w") as f:
+            f.write(value)
     secret = os.path.join(root, SYS_XHCI, "root_only")
     with open(secret, "w") as f:
         f.write("secret\n")
@@ -161,6 +166,31 @@ def test_other_users_cannot_write(d):
 
     assert as_nobody(try_write, d.path("root", XHCI, "enable")) == errno.EACCES
     assert read(sysfs(d, "enable")) == b"1\n"
+
+
+def test_attribute_directories_nest(d):
+    """queue/ and queue/iosched/ as sysfs has them; power/ is pm/ only."""
+    top = d.path("root", XHCI)
+    listed = os.listdir(top)
+    assert "queue" in listed and "pm" in listed and "power" not in [
+        n for n in listed if os.path.isdir(os.path.join(top, n))]
+    assert sorted(os.listdir(os.path.join(top, "queue"))) == ["iosched", "scheduler"]
+    assert os.listdir(os.path.join(top, "queue", "iosched")) == ["quantum"]
+    assert read(os.path.join(top, "queue", "scheduler")) == b"none [mq-deadline]\n"
+    assert read(os.path.join(top, "queue", "iosched", "quantum")) == b"4\n"
+    with open(os.path.join(top, "queue", "iosched", "quantum"), "w") as f:
+        f.write("8\n")
+    assert read(sysfs(d, "queue/iosched/quantum")) == b"8\n"
+    with pytest.raises(FileNotFoundError):
+        os.stat(os.path.join(top, "queue", "nothing"))
+    with pytest.raises(FileNotFoundError):
+        os.listdir(os.path.join(top, "queue", "nothing"))
+    # found by name as well as by listing (a fresh lookup of each level)
+    assert os.path.isdir(os.path.join(top, "queue", "iosched"))
+    # what is found equals what sysfs has, all the way down
+    found = {os.path.relpath(os.path.join(t, f), top)
+             for t, _, fs in os.walk(os.path.join(top, "queue")) for f in fs}
+    assert found == {"queue/scheduler", "queue/iosched/quantum"}
 
 
 def test_an_attribute_the_kernel_adds_shows_after_the_change_event(d):

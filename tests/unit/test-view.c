@@ -167,7 +167,8 @@ static int find(struct fixture *f, const struct fs_ref *dir, const char *name,
 		struct fs_target *ret)
 {
 	dm_model_read_lock(f->m);
-	int r = fs_view_find_locked(f->m, dir, name, ret);
+	static char group[FS_GROUP_MAX];
+	int r = fs_view_find_locked(f->m, dir, name, ret, group);
 	dm_model_unlock(f->m);
 	return r;
 }
@@ -328,24 +329,47 @@ static const struct dm_attribute dyn_vendor = { .name = "vendor", .mode = 0444,
 static const struct dm_attribute dyn_extra = { .name = "extra", .mode = 0644,
 					       .flags = DM_ATTR_LIVE, .show = extra_show };
 
-static int dyn_for_each(struct dm_device *dev, int (*fn)(const struct dm_attribute *, void *),
-			void *data)
+static int dyn_for_each(struct dm_device *dev, const char *dir,
+			int (*fn)(const struct dm_attribute *, void *), void *data)
 {
 	(void)dev;
+	if (dir && strcmp(dir, "sub") == 0)
+		return fn(&dyn_extra, data);
+	if (dir)
+		return 0;
 	int r = fn(&dyn_vendor, data);
 	return r ? r : fn(&dyn_extra, data);
 }
 
-static const struct dm_attribute *dyn_find(struct dm_device *dev, const char *name)
+static const struct dm_attribute *dyn_find(struct dm_device *dev, const char *dir,
+					   const char *name)
 {
 	(void)dev;
-	if (strcmp(name, "vendor") == 0)
+	if (dir && strcmp(dir, "sub") != 0)
+		return NULL;
+	if (!dir && strcmp(name, "vendor") == 0)
 		return &dyn_vendor;
 	return strcmp(name, "extra") == 0 ? &dyn_extra : NULL;
 }
 
+/* one subdirectory, "sub", holding "extra" */
+static int dyn_for_each_dir(struct dm_device *dev, const char *dir,
+			    int (*fn)(const char *, void *), void *data)
+{
+	(void)dev;
+	return dir ? 0 : fn("sub", data);
+}
+
+static bool dyn_has_dir(struct dm_device *dev, const char *dir)
+{
+	(void)dev;
+	return dir && strcmp(dir, "sub") == 0;
+}
+
 static const struct dm_attribute_group dyn_group = { .for_each = dyn_for_each,
-						     .find = dyn_find };
+						     .find = dyn_find,
+						     .for_each_dir = dyn_for_each_dir,
+						     .has_dir = dyn_has_dir };
 
 static void test_dynamic_group(void **state)
 {
@@ -385,6 +409,28 @@ static void test_dynamic_group(void **state)
 	assert_int_equal(fs_view_stat(f->m, &f->start, &file, &st, NULL), 0);
 	assert_int_equal(st.st_mode & 0777, 0644);
 	assert_int_equal(st.st_size, 4096); /* a live value: sized as sysfs sizes it */
+
+	/* its directory "sub", and the file in it */
+	snprintf(expect, sizeof(expect), "sub:%d/d;", FS_GROUP);
+	assert_non_null(strstr(text, expect));
+	assert_int_equal(find(f, &dir, "sub", &t), 0);
+	assert_int_equal(t.kind, FS_GROUP);
+	assert_string_equal(t.group, "sub");
+	struct fs_ref sub = node((struct fs_target){ .kind = FS_GROUP, .dev = d, .group = "sub" },
+				 "sub", 3);
+	snprintf(expect, sizeof(expect), "extra:%d/f;", FS_ATTR);
+	assert_string_equal(walk(f, &sub, &r), expect);
+	assert_int_equal(find(f, &sub, "extra", &t), 0);
+	assert_int_equal(t.kind, FS_ATTR);
+	assert_string_equal(t.group, "sub");
+	assert_int_equal(find(f, &sub, "vendor", &t), -ENOENT);
+	assert_int_equal(find(f, &sub, "deeper", &t), -ENOENT);
+	assert_int_equal(dm_device_show(d, "sub", "extra", buf, sizeof(buf)), 7);
+	struct fs_ref subfile = node((struct fs_target){ .kind = FS_ATTR, .dev = d, .group = "sub" },
+				     "extra", 4);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &subfile, &st, NULL), 0);
+	assert_int_equal(fs_view_stat(f->m, &f->start, &sub, &st, NULL), 0);
+	assert_true(S_ISDIR(st.st_mode));
 	dm_device_unref(d);
 }
 
