@@ -33,8 +33,8 @@ enum dm_sysfs_attr_policy dm_sysfs_attr_policy(const char *name)
 	 * (eject, reset), and memory-mapped or capability-limited ones
 	 * (PCI resources, ROM, config, VPD): docs/design.md §6.7. */
 	static const char *const left_out[] = {
-		"bind", "config", "delete", "eject", "legacy_io", "legacy_mem", "new_id",
-		"remove", "remove_id", "rescan", "reset", "rom", "scan", "unbind", "vpd",
+		"bind", "delete", "eject", "legacy_io", "legacy_mem", "new_id", "remove",
+		"remove_id", "rescan", "reset", "rom", "scan", "unbind", "vpd",
 	};
 	/* Binding and authorization: the binding work's, through its
 	 * transaction; a write to uevent makes the kernel send an event. */
@@ -44,6 +44,8 @@ enum dm_sysfs_attr_policy dm_sysfs_attr_policy(const char *name)
 	for (size_t i = 0; i < sizeof(left_out) / sizeof(left_out[0]); i++)
 		if (strcmp(name, left_out[i]) == 0)
 			return DM_SYSFS_LEFT_OUT;
+	if (strcmp(name, "config") == 0)
+		return DM_SYSFS_PCI_CONFIG;
 	/* resource0, resource0_wc, resource2_uc ...: mmap() only */
 	if (strncmp(name, "resource", 8) == 0 && name[8] >= '0' && name[8] <= '9')
 		return DM_SYSFS_LEFT_OUT;
@@ -228,16 +230,35 @@ static int sysfs_for_each_dir(struct dm_device *dev, const char *dir,
 	return r;
 }
 
+/* Whether the attribute file @path is a PCI function's: its directory's
+ * subsystem link ends in bus/pci. */
+static bool on_pci(const char *path)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash || (size_t)snprintf(link, sizeof(link), "%.*s/subsystem", (int)(slash - path),
+				       path) >= sizeof(link))
+		return false;
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return false;
+	target[n] = '\0';
+	const char *base = strrchr(target, '/');
+	return base && strcmp(base, "/pci") == 0 && base - target >= 4 &&
+	       strncmp(base - 4, "/bus", 4) == 0;
+}
+
 /* The attribute of the regular file @path, @rel under the device's
  * directory, named @name, or NULL. */
 static const struct dm_attribute *attr_of(const char *path, const char *rel, const char *name)
 {
 	struct stat st;
 	enum dm_sysfs_attr_policy p = dm_sysfs_attr_policy(name);
-	if (p == DM_SYSFS_LEFT_OUT || lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+	if (p == DM_SYSFS_LEFT_OUT || lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (p == DM_SYSFS_PCI_CONFIG && (strchr(rel, '/') || !on_pci(path))))
 		return NULL;
 	mode_t mode = st.st_mode & 0777;
-	if (p == DM_SYSFS_READ_ONLY)
+	if (p != DM_SYSFS_PASS)
 		mode &= ~(mode_t)0222;
 	/* a file neither root nor anyone may read or write is of no use */
 	return mode ? intern(rel, mode) : NULL;
@@ -296,6 +317,13 @@ static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, ch
 	}
 	r = dm_read_all(fd, 4096, SYSFS_VALUE_MAX, ret, ret_len);
 	close(fd);
+	/* config: what a reader without CAP_SYS_ADMIN gets, the header (its
+	 * type at 0x0e; 2, a CardBus bridge's, is twice as long) */
+	if (r == 0 && dm_sysfs_attr_policy(attr->name) == DM_SYSFS_PCI_CONFIG) {
+		size_t keep = *ret_len > 0x0e && ((*ret)[0x0e] & 0x7f) == 2 ? 128 : 64;
+		if (*ret_len > keep)
+			*ret_len = keep;
+	}
 	return r;
 }
 

@@ -22,6 +22,11 @@ enum dm_sysfs_attr_policy {
 	DM_SYSFS_PASS, /* shown, with sysfs's mode */
 	DM_SYSFS_READ_ONLY, /* shown, never written through the tree */
 	DM_SYSFS_LEFT_OUT, /* not shown */
+	/* a PCI function's config: shown read-only, as much of it as sysfs
+	 * gives a reader without CAP_SYS_ADMIN (the header: 64 bytes, 128 for
+	 * a CardBus bridge), since FUSE tells the daemon a reader's uid and
+	 * not its capabilities; left out elsewhere */
+	DM_SYSFS_PCI_CONFIG,
 };
 
 /* What the tree does with the sysfs attribute @name. */

@@ -88,9 +88,18 @@ static int show_file(struct dm_fs *fs, fuse_ino_t ino, struct dm_blob **ret)
 		r = n.t.kind == FS_ATTR ? dm_device_show_blob(n.t.dev, n.t.group, n.name, ret)
 					: -EISDIR;
 	}
+	if (r == -ENOENT && n.t.kind == FS_ATTR) {
+		/* the file went away while open; else ENOENT is the value's
+		 * own answer (a sysfs attribute the kernel reads so), kept */
+		struct dm_file_info fi;
+		dm_model_read_lock(fs->model);
+		if (dm_device_stat_file_locked(n.t.dev, n.t.group, n.name, &fi) < 0)
+			r = -ENODEV;
+		dm_model_unlock(fs->model);
+	} else if (r == -ENOENT) {
+		r = -ENODEV;
+	}
 	fs_ref_release(&n);
-	if (r == -ENOENT)
-		r = -ENODEV; /* the file went away while open */
 	return r < 0 ? r : 0;
 }
 

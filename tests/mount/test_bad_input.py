@@ -55,15 +55,22 @@ def writable_files(d):
     test_sysfs_attrs.py has the kernel's refusals come back."""
     out = []
     sysfs = d.testbed.get_root_dir() + "/sys" if d.testbed else None
+    devpaths = {}  # device directory -> its devpath
     for top, dirs, files in os.walk(os.path.join(d.mnt, "root")):
-        devpath = None
         if "devpath" in files and sysfs:
-            devpath = read(os.path.join(top, "devpath")).decode().strip()
+            devpaths[top] = read(os.path.join(top, "devpath")).decode().strip()
+        # the device this directory belongs to (an attribute directory's
+        # is the nearest one up with a devpath)
+        dev, rel = top, ""
+        while dev not in devpaths and dev != d.mnt:
+            dev, part = os.path.split(dev)
+            rel = os.path.join(part, rel)
         for name in files:
             path = os.path.join(top, name)
             if not os.lstat(path).st_mode & 0o222:
                 continue
-            if devpath and name != "power" and os.path.isfile(sysfs + devpath + "/" + name):
+            if dev in devpaths and not (name == "power" and not rel) and \
+                    os.path.isfile(sysfs + devpaths[dev] + "/" + os.path.join(rel, name)):
                 continue
             out.append(path)
     return sorted(out)

@@ -24,7 +24,9 @@ OWN = {"name", "devpath", "uevent", "modalias", "power", "power_error", "kernel_
        "resource", "numa_node", "dev", "devnode"}
 # left out of the tree (src/buses/sysfs-attrs.c): memory-mapped, capability-
 # limited, binding or side-effecting files; added to the testbed here
-LEFT_OUT = ("config", "rom", "resource0", "resource2_wc", "remove", "rescan", "reset")
+LEFT_OUT = ("rom", "resource0", "resource2_wc", "remove", "rescan", "reset")
+# a PCI function's config space: 256 bytes, header type 0 at 0x0e
+CONFIG = bytes(range(256))[:0x0e] + b"\x00" + bytes(range(0x0f, 256))
 EBUSY_SUFFIX = "0000:00:14.0/d3cold_allowed"
 
 
@@ -39,6 +41,8 @@ def add_files(root):
                         ("queue/iosched/quantum", "4\n")):
         with open(os.path.join(root, SYS_XHCI, name), "w") as f:
             f.write(value)
+    with open(os.path.join(root, SYS_XHCI, "config"), "wb") as f:
+        f.write(CONFIG)
     secret = os.path.join(root, SYS_XHCI, "root_only")
     with open(secret, "w") as f:
         f.write("secret\n")
@@ -70,7 +74,7 @@ def test_each_sysfs_file_is_there_with_its_bytes(d):
         if not e.is_file(follow_symlinks=False) or e.name in LEFT_OUT:
             continue
         assert e.name in listed, f"{e.name} of sysfs is missing from the device's directory"
-        if e.name in OWN:
+        if e.name in OWN or e.name == "config":  # config: its own test
             continue
         assert read(d.path("root", XHCI, e.name)) == read(e.path), e.name
         passed += 1
@@ -89,6 +93,24 @@ def test_left_out_and_read_only_files(d):
     st = os.stat(d.path("root", XHCI, "driver_override"))
     assert st.st_mode & 0o222 == 0
     assert read(d.path("root", XHCI, "driver_override")) == b"(null)\n"
+
+
+def test_pci_config_is_what_an_unprivileged_reader_gets(d):
+    """sysfs gives a reader without CAP_SYS_ADMIN the header alone (64 bytes;
+    128 for a CardBus bridge): every reader of the tree gets that, root too,
+    since FUSE tells the daemon no capability; and no write reaches it."""
+    p = d.path("root", XHCI, "config")
+    assert read(p) == CONFIG[:64]
+    assert os.stat(p).st_mode & 0o222 == 0
+    assert as_nobody(lambda q: open(q, "rb").read().hex(), p) == CONFIG[:64].hex()
+    with open(sysfs(d, "config"), "r+b") as f:
+        f.seek(0x0e)
+        f.write(b"\x02")  # a CardBus bridge's header
+    try:
+        assert read(p) == (CONFIG[:0x0e] + b"\x02" + CONFIG[0x0f:])[:128]
+    finally:
+        with open(sysfs(d, "config"), "wb") as f:
+            f.write(CONFIG)
 
 
 def test_modes_are_never_looser_than_sysfs(d):

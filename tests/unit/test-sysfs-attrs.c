@@ -18,7 +18,7 @@ static void test_policy(void **state)
 	(void)state;
 	static const char *const left_out[] = { "bind", "unbind", "new_id", "remove_id", "remove",
 						"rescan", "scan", "delete", "eject", "reset",
-						"rom", "config", "vpd", "legacy_io", "legacy_mem",
+						"rom", "vpd", "legacy_io", "legacy_mem",
 						"resource0", "resource2_wc", "resource5_uc" };
 	for (size_t i = 0; i < sizeof(left_out) / sizeof(left_out[0]); i++)
 		assert_int_equal(dm_sysfs_attr_policy(left_out[i]), DM_SYSFS_LEFT_OUT);
@@ -26,6 +26,7 @@ static void test_policy(void **state)
 						 "authorized_default", "uevent" };
 	for (size_t i = 0; i < sizeof(read_only) / sizeof(read_only[0]); i++)
 		assert_int_equal(dm_sysfs_attr_policy(read_only[i]), DM_SYSFS_READ_ONLY);
+	assert_int_equal(dm_sysfs_attr_policy("config"), DM_SYSFS_PCI_CONFIG);
 	/* the text resource table, tunables and ordinary values pass */
 	static const char *const pass[] = { "resource", "resources", "online", "size", "mtu",
 					    "enable", "d3cold_allowed", "reset_method", "state" };
