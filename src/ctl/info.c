@@ -5,6 +5,7 @@
  */
 #include "commands.h"
 #include "ctl.h"
+#include "snapshot/format.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,19 +41,24 @@ static void info_files(int rootfd, const char *dev, const char *group, struct in
 		char power[PATH_MAX + 300];
 		struct stat st;
 		snprintf(power, sizeof(power), "%s/%s/power", dir, name);
-		/* a group has no power file; a child device has */
-		if (names[i]->d_type == DT_DIR && name[0] != '.' && !group &&
-		    fstatat(rootfd, power, &st, 0) < 0) {
-			info_files(rootfd, dev, name, o); /* a group, not a child device */
+		/* a group (pm/, queue/, queue/iosched/) has no power file; a
+		 * child device has */
+		if (names[i]->d_type == DT_DIR && name[0] != '.' &&
+		    (group || fstatat(rootfd, power, &st, 0) < 0)) {
+			info_files(rootfd, dev, full, o); /* a group, not a child device */
 		} else if (names[i]->d_type == DT_REG) {
 			int len = ctl_read(rootfd, dir, name, value, sizeof(value));
+			/* a binary value (USB descriptors, PCI config) is no text */
+			bool text = len >= 0 && dm_snapshot_value_is_text(value, (size_t)len);
 			if (len == -EACCES) {
 				/* write-only files have no value */
 			} else if (o->files) {
 				json_object_object_add(o->files, full,
-						       len < 0 ? NULL : json_object_new_string(value));
+						       text ? json_object_new_string(value) : NULL);
 			} else if (len < 0) {
 				printf("%s: (%s)\n", full, strerror(-len));
+			} else if (!text) {
+				printf("%s: (binary, %d bytes)\n", full, len);
 			} else {
 				while (len > 0 && value[len - 1] == '\n')
 					value[--len] = '\0';

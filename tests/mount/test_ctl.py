@@ -236,11 +236,16 @@ def test_info_json_is_the_files(d):
             if os.path.islink(os.path.join(top, n)):
                 continue
             try:
-                with open(os.path.join(top, n)) as f:
-                    v = f.read()
+                with open(os.path.join(top, n), "rb") as f:
+                    b = f.read()
             except PermissionError:
                 continue
-            files[rel] = v[:-1] if v.endswith("\n") else v
+            b = b[:-1] if b.endswith(b"\n") else b
+            try:
+                v = b.decode() if b"\0" not in b else None
+            except UnicodeDecodeError:
+                v = None  # binary: null
+            files[rel] = v
     assert info["files"] == files
     bound = json.loads(ctl(d.mnt, "info", "0000:00:07.2", "--json").stdout)
     assert bound["driver"] == "uhci_hcd" and bound["subsystem"] == "pci"

@@ -87,7 +87,7 @@ def read_tree(mnt):
                 out[rel] = "-> " + os.readlink(p)
             elif os.path.isfile(p):
                 try:
-                    with open(p) as f:
+                    with open(p, "rb") as f:  # sysfs values may be binary
                         out[rel] = f.read()
                 except OSError as e:
                     out[rel] = f"error {e.errno}"
