@@ -8,11 +8,16 @@
  * driverfsd costs above it is driverfsd's own; what minfs costs above a
  * tmpfs is FUSE's.
  *
- *   minfs [-f] [--opendir] [--no-io-uring] SRC MOUNTPOINT
+ *   minfs [-f] [--opendir] [--open] [--no-io-uring] SRC MOUNTPOINT
  *
  * --opendir answers opendir (with cache_readdir and keep_cache) instead of
  * letting the kernel skip it (FUSE_CAP_NO_OPENDIR_SUPPORT): two requests per
  * directory listed, warm or cold.
+ *
+ * --open answers open and release, with no work, and reads with direct_io,
+ * as driverfsd serves a value it reads live (a sysfs attribute passed
+ * through): the floor of such a file, an open, a read and a release round
+ * trip each.
  *
  * Requests come over io_uring where the kernel offers it, as driverfsd's do
  * (src/fuse/uring.h); --no-io-uring takes them all through /dev/fuse.
@@ -54,6 +59,7 @@ struct minfs {
 	uint32_t *hash; /* (parent, name) -> inode; 0 empty */
 	uint32_t hash_mask;
 	bool opendir;
+	bool open; /* --open */
 	atomic_uint_fast64_t requests;
 };
 
@@ -207,8 +213,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct minfs *m = userdata;
 	atomic_fetch_add_explicit(&m->requests, 1, memory_order_relaxed);
-	conn->want |= conn->capable & (FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_CACHE_SYMLINKS |
-				       FUSE_CAP_READDIRPLUS);
+	conn->want |= conn->capable & ((m->open ? 0 : FUSE_CAP_NO_OPEN_SUPPORT) |
+				       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_READDIRPLUS);
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	if (!m->opendir)
 		conn->want |= conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
@@ -328,8 +334,19 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct minfs *m = req_minfs(req);
+	if (!m->open) {
+		fuse_reply_err(req, ENOSYS); /* once: the kernel opens files by itself */
+		return;
+	}
+	fi->direct_io = 1; /* every read comes here, as a live value's does */
+	fuse_reply_open(req, fi);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
 	req_minfs(req);
-	fuse_reply_err(req, ENOSYS); /* once: the kernel opens files by itself */
+	fuse_reply_err(req, 0);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -365,6 +382,7 @@ static const struct fuse_lowlevel_ops minfs_ops = {
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,
 	.open = op_open,
+	.release = op_release,
 	.read = op_read,
 	.statfs = op_statfs,
 };
@@ -379,13 +397,15 @@ int main(int argc, char **argv)
 			foreground = true;
 		else if (!strcmp(argv[i], "--opendir"))
 			m.opendir = true;
+		else if (!strcmp(argv[i], "--open"))
+			m.open = true;
 		else if (!strcmp(argv[i], "--no-io-uring"))
 			no_io_uring = true;
 		else
 			break;
 	}
 	if (argc - i != 2) {
-		fprintf(stderr, "usage: minfs [-f] [--opendir] [--no-io-uring] SRC MOUNTPOINT\n");
+		fprintf(stderr, "usage: minfs [-f] [--opendir] [--open] [--no-io-uring] SRC MOUNTPOINT\n");
 		return 2;
 	}
 	int r = load(&m, argv[i]);

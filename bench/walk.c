@@ -6,9 +6,12 @@
  *   <dirs> <files> <links> <bytes> <seconds> <errors> <p50-us> <p99-us>
  * the last two being the latency of reading one file (open, read to the end,
  * close) in microseconds. With --stat it only lstat()s every entry instead of
- * reading it (and the percentiles are those of one lstat).
+ * reading it (and the percentiles are those of one lstat). With --files
+ * LIST it reads only the files LIST names, one path under DIR per line, in
+ * that order (the same files of two trees, side by side).
  *
  *   walk [--stat] DIR
+ *   walk --files LIST DIR
  */
 #include <dirent.h>
 #include <errno.h>
@@ -61,6 +64,45 @@ static double percentile(struct counts *c, double p)
 	return c->lat[i];
 }
 
+/* Opens, reads to its end and closes the file @name of @dirfd, timed. */
+static void read_file(int dirfd, const char *name, struct counts *c)
+{
+	char buf[65536];
+	double t0 = now_us();
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* write-only files (sysfs' remove, rescan) are not errors */
+		if (errno != EACCES)
+			c->errors++;
+		return;
+	}
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		c->bytes += (unsigned long)n;
+	/* sysfs refuses some reads (EIO, ENODEV...): count, go on */
+	if (n < 0)
+		c->errors++;
+	c->files++;
+	close(fd);
+	record(c, now_us() - t0);
+}
+
+/* The files LIST names (one path under @dirfd per line). */
+static int read_list(int dirfd, const char *list, struct counts *c)
+{
+	FILE *f = fopen(list, "r");
+	if (!f)
+		return -1;
+	char line[4096];
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (*line)
+			read_file(dirfd, line, c);
+	}
+	fclose(f);
+	return 0;
+}
+
 static void walk(int dirfd, struct counts *c)
 {
 	DIR *d = fdopendir(dirfd);
@@ -103,26 +145,9 @@ static void walk(int dirfd, struct counts *c)
 			else
 				c->links++;
 			break;
-		case DT_REG: {
-			double t0 = now_us();
-			int fd = openat(dirfd, e->d_name, O_RDONLY | O_CLOEXEC);
-			if (fd < 0) {
-				/* write-only files (sysfs' remove, rescan) are not errors */
-				if (errno != EACCES)
-					c->errors++;
-				break;
-			}
-			ssize_t n;
-			while ((n = read(fd, buf, sizeof(buf))) > 0)
-				c->bytes += (unsigned long)n;
-			/* sysfs refuses some reads (EIO, ENODEV...): count, go on */
-			if (n < 0)
-				c->errors++;
-			c->files++;
-			close(fd);
-			record(c, now_us() - t0);
+		case DT_REG:
+			read_file(dirfd, e->d_name, c);
 			break;
-		}
 		default:
 			c->errors++; /* d_type must always be filled */
 		}
@@ -133,13 +158,18 @@ static void walk(int dirfd, struct counts *c)
 int main(int argc, char **argv)
 {
 	struct counts c = { 0 };
+	const char *list = NULL;
 	if (argc == 3 && strcmp(argv[1], "--stat") == 0) {
 		c.stat_only = 1;
 		argv++;
 		argc--;
+	} else if (argc == 4 && strcmp(argv[1], "--files") == 0) {
+		list = argv[2];
+		argv += 2;
+		argc -= 2;
 	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: walk [--stat] DIR\n");
+		fprintf(stderr, "usage: walk [--stat] DIR\n       walk --files LIST DIR\n");
 		return 2;
 	}
 	int fd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -149,7 +179,15 @@ int main(int argc, char **argv)
 	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	walk(fd, &c);
+	if (list) {
+		if (read_list(fd, list, &c) < 0) {
+			perror(list);
+			return 1;
+		}
+		close(fd);
+	} else {
+		walk(fd, &c);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	qsort(c.lat, c.n_lat, sizeof(*c.lat), cmp_double);
 	printf("%lu %lu %lu %lu %.6f %lu %.2f %.2f\n", c.dirs, c.files, c.links, c.bytes,

@@ -1,0 +1,116 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# attrs-bench.sh - the sysfs attributes driverfsd passes through, against
+# their floor and against sysfs (run as root, by hand; it only reads the
+# machine's devices). driverfsd serves this machine's tree; the files it
+# passes through (its files of size 4096 under root/, read live: docs/
+# design.md §6.7) are listed; the same files are read, in the same order,
+# ROUNDS times (default 7) interleaved from three places:
+#   driverfs   the mount (an open, a read and a release round trip each, and
+#              the daemon's own read of sysfs);
+#   minfs      build/minfs --open serving a copy of their values: the FUSE
+#              floor of a value read live (open, read with direct_io,
+#              release, no work behind them);
+#   sysfs      the files themselves, under /sys.
+# Prints the medians of the time to read them all and of one read's p50 and
+# p99, and the ratios driverfs/minfs (the target is 1.3) and driverfs/sysfs.
+# TRANSPORT=dev takes every FUSE request through /dev/fuse.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$here/build}
+rounds=${ROUNDS:-7}
+work=$(mktemp -d /tmp/driverfs-attrs.XXXXXX)
+mnt=$work/driverfs tmp=$work/tmpfs min=$work/minfs list=$work/files sys_list=$work/sys-files
+param=/sys/module/fuse/parameters/enable_uring
+transport=()
+if [ "${TRANSPORT:-}" = dev ]; then
+	transport=(--no-io-uring)
+elif [ -e "$param" ]; then
+	echo Y >"$param"
+fi
+mkdir -p "$mnt" "$tmp" "$min"
+
+cleanup() {
+	fusermount3 -u "$mnt" 2>/dev/null || true
+	fusermount3 -u "$min" 2>/dev/null || true
+	umount "$tmp" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+[ "$(id -u)" -eq 0 ] || { echo "attrs-bench: run as root (tmpfs, the machine's tree)" >&2; exit 2; }
+# shellcheck source=bench/bench-lib.sh
+. "$here/bench/bench-lib.sh"
+
+"$build/driverfsd" "${transport[@]}" "$mnt" 2>/dev/null
+mount -t tmpfs -o size=1g driverfs-attrs "$tmp"
+# the passed-through files, their values copied, and their sysfs paths
+/usr/bin/python3 - "$mnt" "$tmp" "$list" "$sys_list" <<'EOF'
+import os
+import sys
+
+mnt, tmp, listing, sys_listing = sys.argv[1:]
+root = os.path.join(mnt, "root")
+names, sys_names = [], []
+devpaths = {}
+for top, dirs, files in os.walk(root):
+    dirs[:] = [d for d in dirs if d != "pm"]
+    if "devpath" in files:
+        with open(os.path.join(top, "devpath")) as f:
+            devpaths[top] = f.read().strip()
+    dev, rel = top, ""
+    while dev not in devpaths and dev != root:
+        dev, part = os.path.split(dev)
+        rel = os.path.join(part, rel)
+    if dev not in devpaths:
+        continue
+    for name in files:
+        p = os.path.join(top, name)
+        st = os.lstat(p)
+        if name == "kernel_driver" or st.st_size != 4096 or not st.st_mode & 0o444:
+            continue
+        try:
+            with open(p, "rb") as f:
+                value = f.read()
+        except OSError:
+            continue  # what sysfs refuses (EIO ...) is no read to time
+        r = os.path.relpath(p, mnt)
+        os.makedirs(os.path.join(tmp, os.path.dirname(r)), exist_ok=True)
+        with open(os.path.join(tmp, r), "wb") as f:
+            f.write(value)
+        names.append(r)
+        sys_names.append(os.path.join(devpaths[dev], rel, name).lstrip("/"))
+with open(listing, "w") as f:
+    f.write("\n".join(names) + "\n")
+with open(sys_listing, "w") as f:
+    f.write("\n".join(sys_names) + "\n")
+EOF
+"$build/minfs" --open "${transport[@]}" "$tmp" "$min" 2>/dev/null
+n=$(wc -l < "$list")
+
+declare -A res=()
+for _ in $(seq "$rounds"); do
+	for k in d:$mnt:$list m:$min:$list s:/sys:$sys_list; do
+		IFS=: read -r w dir files <<<"$k"
+		"$build/walk" --files "$files" "$dir" >/dev/null # warm
+		line=$("$build/walk" --files "$files" "$dir")
+		res[all_$w]+="$(echo "$line" | field 5) "
+		res[p50_$w]+="$(echo "$line" | field 7) "
+		res[p99_$w]+="$(echo "$line" | field 8) "
+	done
+done
+med() { echo "${res[$1]}" | tr ' ' '\n' | median; }
+echo "attrs-bench $(date -u +%F) on $(nproc) cores: $n passed-through files, $rounds rounds; $(uptime)"
+printf "%-24s %10s %10s %10s %9s %9s\n" measure driverfs minfs sysfs d/minfs d/sysfs
+for m in all p50 p99; do
+	d=$(med "${m}_d") mi=$(med "${m}_m") s=$(med "${m}_s")
+	case $m in
+	all) label="read them all (s)" ;;
+	p50) label="one read p50 (us)" ;;
+	p99) label="one read p99 (us)" ;;
+	esac
+	printf "%-24s %10.4f %10.4f %10.4f %8.2fx %8.2fx\n" "$label" "$d" "$mi" "$s" \
+		"$(ratio "$d" "$mi")" "$(ratio "$d" "$s")"
+done
