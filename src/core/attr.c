@@ -690,7 +690,12 @@ int dm_device_show_blob(struct dm_device *dev, const char *group, const char *na
 		return dm_model_show_log(dev->model, ret);
 	char *buf;
 	size_t len;
-	r = dm_device_show_alloc(dev, group, name, &buf, &len);
+	/* the attribute found once: a value read whole (a sysfs attribute
+	 * passed through) needs no second look-up */
+	if (a && a->show_alloc && (a->mode & 0444))
+		r = a->show_alloc(dev, a, &buf, &len);
+	else
+		r = dm_device_show_alloc(dev, group, name, &buf, &len);
 	return r < 0 ? r : dm_blob_new(buf, len, ret);
 }
 
