@@ -23,28 +23,15 @@ rounds=${ROUNDS:-7}
 sizes=("$@")
 [ "$#" -gt 0 ] || sizes=(10000)
 work=$(mktemp -d /tmp/driverfs-ab.XXXXXX)
-param=/sys/module/fuse/parameters/enable_uring
-transport=()
-if [ "${TRANSPORT:-}" = dev ]; then
-	transport=(--no-io-uring)
-elif [ -e "$param" ]; then
-	echo Y >"$param"
-fi
-mkdir -p "$work/old" "$work/new"
-
-cleanup() {
-	fusermount3 -u "$work/old" 2>/dev/null || true
-	fusermount3 -u "$work/new" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-[ "$(id -u)" -eq 0 ] || { echo "ab-bench: run as root (like fs-bench.sh)" >&2; exit 2; }
+# shellcheck source=bench/bench-lib.sh
+. "$here/bench/bench-lib.sh"
+trap 'clean_up "$work/old" "$work/new"' EXIT
+need_root "like fs-bench.sh"
 for b in "$old" "$new"; do
 	[ -x "$b/driverfsd" ] || { echo "ab-bench: no driverfsd in $b" >&2; exit 2; }
 done
-# shellcheck source=bench/bench-lib.sh
-. "$here/bench/bench-lib.sh"
+set_transport
+mkdir -p "$work/old" "$work/new"
 
 # mounts build $1's daemon at $work/$2 (in the background: it returns once
 # the tree is served) and prints the seconds that took
@@ -57,7 +44,8 @@ mount_one() {
 }
 unmount_one() {
 	local pid
-	pid=$(pgrep -of "$1/driverfsd --snapshot $snap") || true
+	# the daemon of that mount (two builds may be the same directory)
+	pid=$(pgrep -of "$1/driverfsd --snapshot $snap .*$work/$2\$") || true
 	fusermount3 -u "$work/$2"
 	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
 }
@@ -77,27 +65,14 @@ for n in "${sizes[@]}"; do
 			res[load_$v]+="$(mount_one "$b" "$v") "
 		done
 		for v in $order; do
-			dir=$work/$v
-			walk "$dir" >/dev/null
-			line=$(walk "$dir")
-			res[warm_$v]+="$(echo "$line" | field 5) "
-			res[p50_$v]+="$(echo "$line" | field 7) "
-			res[p99_$v]+="$(echo "$line" | field 8) "
-			res[stat_$v]+="$(walk --stat "$dir" | field 5) "
+			warm_round "$v" "$work/$v"
 		done
 		unmount_one "$old" old
 		unmount_one "$new" new
 	done
-	med() { echo "${res[$1]}" | tr ' ' '\n' | median; }
 	for m in warm stat p50 p99 load; do
 		o=$(med ${m}_old) w=$(med ${m}_new)
-		case $m in
-		warm) label="warm walk+read (s)" ;;
-		stat) label="warm stat all (s)" ;;
-		p50) label="read latency p50 (us)" ;;
-		p99) label="read latency p99 (us)" ;;
-		load) label="load (s)" ;;
-		esac
+		label=$(label_of $m)
 		q=$(ratio "$w" "$o")
 		ok=no
 		[ "$(echo "$q <= 1.10" | bc -l)" = 1 ] && ok=yes

@@ -23,26 +23,12 @@ build=${BUILD:-$here/build}
 rounds=${ROUNDS:-7}
 work=$(mktemp -d /tmp/driverfs-attrs.XXXXXX)
 mnt=$work/driverfs tmp=$work/tmpfs min=$work/minfs list=$work/files sys_list=$work/sys-files
-param=/sys/module/fuse/parameters/enable_uring
-transport=()
-if [ "${TRANSPORT:-}" = dev ]; then
-	transport=(--no-io-uring)
-elif [ -e "$param" ]; then
-	echo Y >"$param"
-fi
-mkdir -p "$mnt" "$tmp" "$min"
-
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
-	fusermount3 -u "$min" 2>/dev/null || true
-	umount "$tmp" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-[ "$(id -u)" -eq 0 ] || { echo "attrs-bench: run as root (tmpfs, the machine's tree)" >&2; exit 2; }
 # shellcheck source=bench/bench-lib.sh
 . "$here/bench/bench-lib.sh"
+trap 'clean_up "$mnt" "$min" "$tmp"' EXIT
+need_root "tmpfs, the machine's tree"
+set_transport
+mkdir -p "$mnt" "$tmp" "$min"
 
 "$build/driverfsd" "${transport[@]}" "$mnt" 2>/dev/null
 mount -t tmpfs -o size=1g driverfs-attrs "$tmp"
@@ -101,7 +87,6 @@ for _ in $(seq "$rounds"); do
 		res[p99_$w]+="$(echo "$line" | field 8) "
 	done
 done
-med() { echo "${res[$1]}" | tr ' ' '\n' | median; }
 echo "attrs-bench $(date -u +%F) on $(nproc) cores: $n passed-through files, $rounds rounds; $(uptime)"
 printf "%-24s %10s %10s %10s %9s %9s\n" measure driverfs minfs sysfs d/minfs d/sysfs
 for m in all p50 p99; do

@@ -1,10 +1,13 @@
-# shellcheck shell=bash disable=SC2154
+# shellcheck shell=bash disable=SC2154,SC2034
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # bench-lib.sh - what the filesystem benchmarks share (sourced, not run):
-# medians, walks that fail on any error, waiting for a mount.
-# Needs $build (the build directory whose walk is used).
+# medians, walks that fail on any error, waiting for a mount, the FUSE
+# transport, the clean-up, the warm rounds and the measures' labels.
+# Needs $build (the build directory whose walk is used) and $work.
 
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# The median of the numbers on standard input, one or more per line (blank
+# lines, such as the one a list's trailing space leaves, are not numbers).
+median() { tr -s ' ' '\n' | sort -g | awk 'NF {v[++n] = $1} END {print v[int((n + 1) / 2)]}'; }
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 # one walk's line; fails on any error
 walk() {
@@ -22,4 +25,54 @@ wait_mount() {
 		kill -0 "$2" 2>/dev/null || { echo "bench: the server of $1 exited" >&2; exit 1; }
 		sleep 0.01
 	done
+}
+
+# The FUSE transport the servers take, in ${transport[@]}: TRANSPORT=dev
+# puts every request through /dev/fuse (--no-io-uring); otherwise the fuse
+# module is told to offer io_uring where it has the parameter.
+fuse_param=/sys/module/fuse/parameters/enable_uring
+transport=()
+set_transport() {
+	if [ "${TRANSPORT:-}" = dev ]; then
+		transport=(--no-io-uring)
+	elif [ -e "$fuse_param" ]; then
+		echo Y >"$fuse_param"
+	fi
+}
+# Unmounts each mount given (FUSE or tmpfs), quietly, then removes $work.
+clean_up() {
+	local m
+	for m in "$@"; do
+		fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+# Exits (2) unless run as root; $1 says why root is needed.
+need_root() {
+	[ "$(id -u)" -eq 0 ] || { echo "$(basename "$0"): run as root ($1)" >&2; exit 2; }
+}
+# One warm round of the tree @2 into res[MEASURE_@1] (an associative array
+# of the caller's): the second of two walks and reads, its read latency
+# p50 and p99, and a stat of every entry.
+warm_round() {
+	local line
+	walk "$2" >/dev/null
+	line=$(walk "$2")
+	res[warm_$1]+="$(echo "$line" | field 5) "
+	res[p50_$1]+="$(echo "$line" | field 7) "
+	res[p99_$1]+="$(echo "$line" | field 8) "
+	res[stat_$1]+="$(walk --stat "$2" | field 5) "
+}
+# The median of res[@1].
+med() { echo "${res[$1]}" | median; }
+# How a measure is printed.
+label_of() {
+	case $1 in
+	warm) echo "warm walk+read (s)" ;;
+	stat) echo "warm stat all (s)" ;;
+	p50) echo "read latency p50 (us)" ;;
+	p99) echo "read latency p99 (us)" ;;
+	cold) echo "cold walk+read (s)" ;;
+	load) echo "load (s)" ;;
+	esac
 }

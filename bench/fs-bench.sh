@@ -30,27 +30,12 @@ sizes=("$@")
 py=/usr/bin/python3
 work=$(mktemp -d /tmp/driverfs-bench.XXXXXX)
 mnt=$work/driverfs tmp=$work/tmpfs min=$work/minfs
-param=/sys/module/fuse/parameters/enable_uring
-transport=()
-if [ "${TRANSPORT:-}" = dev ]; then
-	transport=(--no-io-uring)
-elif [ -e "$param" ]; then
-	echo Y >"$param"
-fi
-mkdir -p "$mnt" "$tmp" "$min"
-
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
-	fusermount3 -u "$min" 2>/dev/null || true
-	umount "$tmp" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-[ "$(id -u)" -eq 0 ] || { echo "fs-bench: run as root (drop_caches, tmpfs)" >&2; exit 2; }
-
 # shellcheck source=bench/bench-lib.sh
 . "$here/bench/bench-lib.sh"
+trap 'clean_up "$mnt" "$min" "$tmp"' EXIT
+need_root "drop_caches, tmpfs"
+set_transport
+mkdir -p "$mnt" "$tmp" "$min"
 # unmounts $1, waits for the server $2 to exit; prints the requests it logged ($3)
 stop() {
 	fusermount3 -u "$1"
@@ -79,7 +64,7 @@ print_load() {
 		"$rss_load" "$rss_walk"
 }
 
-if [ "${#transport[@]}" -gt 0 ] || [ "$(cat "$param" 2>/dev/null)" != Y ]; then
+if [ "${#transport[@]}" -gt 0 ] || [ "$(cat "$fuse_param" 2>/dev/null)" != Y ]; then
 	via="/dev/fuse"
 else
 	via="io_uring"
@@ -114,13 +99,7 @@ for n in "${sizes[@]}"; do
 	declare -A res=()
 	for r in $(seq "$rounds"); do
 		for k in d:$mnt t:$tmp m:$min; do
-			w=${k%%:*} dir=${k#*:}
-			walk "$dir" >/dev/null
-			line=$(walk "$dir")
-			res[warm_$w]+="$(echo "$line" | field 5) "
-			res[p50_$w]+="$(echo "$line" | field 7) "
-			res[p99_$w]+="$(echo "$line" | field 8) "
-			res[stat_$w]+="$(walk --stat "$dir" | field 5) "
+			warm_round "${k%%:*}" "${k#*:}"
 		done
 		[ "$r" -eq 1 ] && rss_walk=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
 		# cold: fresh servers, the kernel's caches dropped
@@ -138,17 +117,9 @@ for n in "${sizes[@]}"; do
 		pid=$(daemon_pid)
 		start_minfs
 	done
-	med() { echo ${res[$1]} | tr ' ' '\n' | median; }
 	for m in warm stat p50 p99 cold; do
 		d=$(med ${m}_d) t=$(med ${m}_t) mi=$(med ${m}_m)
-		case $m in
-		warm) label="warm walk+read (s)" ;;
-		stat) label="warm stat all (s)" ;;
-		p50) label="read latency p50 (us)" ;;
-		p99) label="read latency p99 (us)" ;;
-		cold) label="cold walk+read (s)" ;;
-		esac
-		printf "%-8s %-24s %10.3f %10.3f %10.3f %7.2fx %7.2fx %7.2fx\n" "$n" "$label" "$d" "$t" \
+		printf "%-8s %-24s %10.3f %10.3f %10.3f %7.2fx %7.2fx %7.2fx\n" "$n" "$(label_of $m)" "$d" "$t" \
 			"$mi" "$(ratio "$d" "$t")" "$(ratio "$mi" "$t")" "$(ratio "$d" "$mi")"
 	done
 	# the latency targets are against tmpfs: how much of the gap is FUSE's
