@@ -76,6 +76,17 @@ def pull_out(d, top, records=None):
         event(d, "remove", p)
     for p in gone:
         d.testbed.remove_device("/sys" + p)
+    # umockdev's remove_device() leaves the links to the device behind,
+    # dangling (/sys/dev/char/M:m, a driver's link to it, its class link);
+    # a later add of a device of the same number or name would fail on one
+    # (umockdev aborts the process), so they go as the kernel's would
+    sys_dir = d.testbed.get_sys_dir()
+    for part in ("dev", "bus", "class"):
+        for top, dirs, files in os.walk(os.path.join(sys_dir, part)):
+            for name in dirs + files:
+                link = os.path.join(top, name)
+                if os.path.islink(link) and not os.path.exists(link):
+                    os.unlink(link)
 
 
 def wait_rescan(d, timeout=30, after=0):

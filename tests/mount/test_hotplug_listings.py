@@ -6,6 +6,7 @@ a driver's directory hold the driver. Also the power_log copies shared by
 open files and bounded per uid (item 7), and links deeper than 64 levels."""
 import ctypes
 import os
+import re
 import struct
 
 from harness import Daemon
@@ -57,6 +58,23 @@ def start_a_listing(path):
         os.close(fd)
 
 
+def renumbered(block, k):
+    """The record @block of the keyboard with the device node the kernel
+    gives its @k-th copy: a name and number of its own (its number + 10k),
+    as the kernel does and umockdev wants (it keeps a removed device's
+    node, and a second node of that name aborts it)."""
+    node = re.search(r"^N: ([^=\n]*?)(\d+)(=|$)", block, re.M)
+    if not node:
+        return block
+    stem, num = node.group(1), node.group(2)
+    renamed = f"{stem}{int(num) + 10 * k:0{len(num)}d}"
+    block = re.sub(rf"{re.escape(stem + num)}(?!\d)", renamed, block)
+    block = re.sub(r"^E: MINOR=(\d+)$", lambda m: f"E: MINOR={int(m.group(1)) + 10 * k}",
+                   block, flags=re.M)
+    return re.sub(r"^A: dev=(\d+):(\d+)", lambda m: f"A: dev={m.group(1)}:{int(m.group(2)) + 10 * k}",
+                  block, flags=re.M)
+
+
 def test_a_new_directory_in_a_reused_slot_lists_its_own_entries(tmp_path):
     # A device's directory is listed in part and closed; the device goes
     # (its nodes forgotten) and another comes whose directory takes the
@@ -78,7 +96,7 @@ def test_a_new_directory_in_a_reused_slot_lists_its_own_entries(tmp_path):
             assert not os.path.exists(old)
             # a copy of the keyboard at another port
             name = f"1-1.2.{k}"
-            records = [b.replace("1-1.2.1", name) for b in kbd]
+            records = [renumbered(b.replace("1-1.2.1", name), k) for b in kbd]
             top = KBD.replace("1-1.2.1", name)
             for b in records:
                 assert d.testbed.add_from_string(b + "\n")
