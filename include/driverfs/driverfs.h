@@ -98,8 +98,12 @@ struct dm_attribute {
  * read lock and may block on nothing but sysfs; the attributes they give
  * must live as long as the model. Such a group comes after every table and
  * static value: a name one of those has is theirs, and the group's
- * attribute or directory of that name is hidden.
+ * attribute or directory of that name is hidden; where driverfsd gives the
+ * name its own meaning ("name", "devpath", "power" ...: docs/design.md
+ * §6.7), the attribute shows in the device's own directory as
+ * DM_SHADOWED_PREFIX "<name>".
  */
+#define DM_SHADOWED_PREFIX "sysfs:"
 struct dm_attribute_group {
 	const char *name;
 	const struct dm_attribute *const *attrs; /* NULL-terminated */

@@ -425,6 +425,34 @@ static const struct dm_attribute *fixed_find_locked(struct dm_device *dev, const
 	return NULL;
 }
 
+/* Whether driverfsd's file @name (of a device's own directory) means
+ * something else than sysfs's file of that name: the tree's description of
+ * the device, its sysfs path, its PM state and journal, its kernel driver
+ * and node (docs/design.md §6.7). Every other file of driverfsd's that
+ * sysfs also has (the per-bus values, dev, modalias, uevent) holds sysfs's
+ * value of that name. */
+static bool has_own_meaning(const char *name)
+{
+	static const char *const own[] = {
+		"devnode", "devpath", "kernel_driver", "name", "power", "power_error", "power_log",
+	};
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (strcmp(name, own[i]) == 0)
+			return true;
+	return false;
+}
+
+/* For DM_SHADOWED_PREFIX "<name>" in the device's own directory, where
+ * <name> is one of has_own_meaning(): <name>, sysfs's file of which the
+ * name shows; NULL for any other name. */
+static const char *shadowed_name(const char *group, const char *name)
+{
+	size_t n = sizeof(DM_SHADOWED_PREFIX) - 1;
+	return !group && strncmp(name, DM_SHADOWED_PREFIX, n) == 0 && has_own_meaning(name + n)
+		       ? name + n
+		       : NULL;
+}
+
 /* The file @name of @group: a table attribute or a static value, else an
  * attribute of a dynamic group; NULL when there is none. */
 static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const char *group,
@@ -433,7 +461,16 @@ static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const 
 	const struct dm_attribute *a = fixed_find_locked(dev, group, name, ret_value);
 	if (a)
 		return a;
-	struct find_ctx c = { .dev = dev, .group = group, .name = name, .dynamic = true };
+	/* "sysfs:name": sysfs's "name", which the tree's "name" hides (or,
+	 * in a snapshot's files, a file saved under that name) */
+	const char *real = shadowed_name(group, name);
+	const struct dm_value *v;
+	struct find_ctx c = { .dev = dev, .group = group, .name = real, .dynamic = true };
+	*ret_value = NULL;
+	if (real && fixed_find_locked(dev, NULL, real, &v) &&
+	    for_each_group_locked(dev, find_in_group, &c))
+		return c.found;
+	c.name = name;
 	return for_each_group_locked(dev, find_in_group, &c) ? c.found : NULL;
 }
 
@@ -444,15 +481,21 @@ struct list_ctx {
 	void *data;
 };
 
-/* An attribute of a dynamic group, listed unless a table attribute or a
- * static value has its name. */
+/* An attribute of a dynamic group, listed under its name unless a table
+ * attribute or a static value has it; then, where driverfsd's file means
+ * something else (has_own_meaning()), under DM_SHADOWED_PREFIX "<name>". */
 static int list_dynamic_one(const struct dm_attribute *a, void *data)
 {
 	struct list_ctx *c = data;
 	const struct dm_value *v;
-	if (fixed_find_locked(c->dev, c->group, a->name, &v))
-		return 0;
+	char shadowed[sizeof(DM_SHADOWED_PREFIX) + DM_NAME_MAX];
 	struct dm_file_info fi = { .name = a->name, .mode = a->mode, .flags = a->flags };
+	if (fixed_find_locked(c->dev, c->group, a->name, &v)) {
+		if (c->group || !has_own_meaning(a->name))
+			return 0;
+		snprintf(shadowed, sizeof(shadowed), "%s%s", DM_SHADOWED_PREFIX, a->name);
+		fi.name = shadowed;
+	}
 	return c->fn(&fi, c->data);
 }
 

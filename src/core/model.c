@@ -487,7 +487,7 @@ void dm_device_array_free(struct dm_device **devs, size_t n)
 bool dm_name_is_valid(const char *name)
 {
 	return name && *name && !strchr(name, '/') && strcmp(name, ".") != 0 &&
-	       strcmp(name, "..") != 0 && strlen(name) <= 255;
+	       strcmp(name, "..") != 0 && strlen(name) <= DM_NAME_MAX;
 }
 
 bool dm_name_is_printable(const char *name)

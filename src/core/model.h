@@ -87,6 +87,8 @@ struct dm_pm_handler {
 };
 
 /* ---- names ---- */
+/* The longest name of one directory entry. */
+#define DM_NAME_MAX 255
 /* Whether @name can be one directory entry of the mount: 1..255 bytes, no
  * '/', neither "." nor "..". Every name the model holds (devices, drivers,
  * buses, classes, interfaces, value files) passes it: sysfs gives no other,
@@ -96,6 +98,17 @@ bool dm_name_is_valid(const char *name);
  * for names a configuration file gives (drivers.d), which its error
  * messages quote. */
 bool dm_name_is_printable(const char *name);
+
+/* ---- attributes of dynamic groups ---- */
+/* The attribute of the file @path (under a device's directory: "size",
+ * "queue/scheduler") with @mode, made like @kind (its flags, show and
+ * store; no store when @mode has no write bit), on first use; the same one
+ * for every later call with these three. They live as long as the process
+ * and are shared by every device. NULL when out of memory. */
+const struct dm_attribute *dm_attribute_intern(const struct dm_attribute *kind, const char *path,
+					       mode_t mode);
+/* The path an attribute dm_attribute_intern() made stands for. */
+const char *dm_attribute_path(const struct dm_attribute *attr);
 
 /* ---- model ---- */
 int dm_model_new(struct dm_model **ret);
@@ -214,6 +227,9 @@ void dm_device_set_bus(struct dm_device *dev, struct dm_bus *bus);
 void dm_device_set_class(struct dm_device *dev, struct dm_class *c, struct dm_interface *iface);
 /* Extra attribute tables of this device (at most DM_DEVICE_MAX_GROUPS). */
 int dm_device_add_group(struct dm_device *dev, const struct dm_attribute_group *g);
+/* The same for the root device, which is in the model from its start
+ * (takes the write lock). 0 or -E2BIG. */
+int dm_model_add_root_group(struct dm_model *m, const struct dm_attribute_group *g);
 /* Private data of the enumerator that made the device. */
 void dm_device_set_bus_data(struct dm_device *dev, void *data, void (*free_data)(void *));
 void *dm_device_get_bus_data(const struct dm_device *dev);

@@ -69,8 +69,10 @@ def writable_files(d):
             path = os.path.join(top, name)
             if not os.lstat(path).st_mode & 0o222:
                 continue
+            # sysfs:NAME is sysfs's NAME, beside driverfsd's own NAME
+            sysfs_name = name[len("sysfs:"):] if name.startswith("sysfs:") and not rel else name
             if dev in devpaths and not (name == "power" and not rel) and \
-                    os.path.isfile(sysfs + devpaths[dev] + "/" + os.path.join(rel, name)):
+                    os.path.isfile(sysfs + devpaths[dev] + "/" + os.path.join(rel, sysfs_name)):
                 continue
             out.append(path)
     return sorted(out)

@@ -268,12 +268,16 @@ def test_device_strings_stay_in_their_file():
             inp = os.path.relpath(device_dir(d, INPUT), d.mnt)
             hid = os.path.relpath(device_dir(d, HID), d.mnt)
             changed = sorted(p for p in clean if clean[p] != dirty[p])
+            # (sysfs:name is the input device's sysfs name, passed through
+            # byte for byte as sysfs gives it: docs/design.md §6.7)
             allowed = {hub + "/product", hub + "/manufacturer", hub + "/serial",
-                       inp + "/name", hid + "/uevent"}
+                       inp + "/name", inp + "/sysfs:name", hid + "/uevent"}
             assert set(changed) <= allowed, f"other files changed: {sorted(set(changed) - allowed)}"
-            for p in allowed:
+            for p in allowed - {inp + "/sysfs:name"}:
                 what = dirty[p][3]
                 assert len(what) <= 4096, f"{p}: {len(what)} bytes"
+            with open(os.path.join(d.testbed.get_root_dir(), "sys" + INPUT, "name"), "rb") as f:
+                assert dirty[inp + "/sysfs:name"][3] == f.read()
             # one value per file, cut at the device's newline
             assert dirty[hub + "/product"][3] == b"Evil\n", dirty[hub + "/product"]
             assert dirty[hub + "/manufacturer"][3] == b"/../..\x01\x1b[31mred\x7f\t\n"

@@ -316,8 +316,9 @@ static void test_removed_device(void **state)
 }
 
 /* A dynamic group (driverfs.h: for_each and find instead of a table), as
- * the sysfs passthrough is: "vendor" (which the device's static value
- * shadows) and "extra". */
+ * the sysfs passthrough is: "vendor" and "name" (which the device's static
+ * values shadow; driverfsd's "name" means something else than sysfs's) and
+ * "extra". */
 static int extra_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
 		      size_t size)
 {
@@ -326,6 +327,8 @@ static int extra_show(struct dm_device *dev, const struct dm_attribute *attr, ch
 }
 static const struct dm_attribute dyn_vendor = { .name = "vendor", .mode = 0444,
 						.flags = DM_ATTR_LIVE, .show = extra_show };
+static const struct dm_attribute dyn_name = { .name = "name", .mode = 0444,
+					      .flags = DM_ATTR_LIVE, .show = extra_show };
 static const struct dm_attribute dyn_extra = { .name = "extra", .mode = 0644,
 					       .flags = DM_ATTR_LIVE, .show = extra_show };
 
@@ -338,6 +341,7 @@ static int dyn_for_each(struct dm_device *dev, const char *dir,
 	if (dir)
 		return 0;
 	int r = fn(&dyn_vendor, data);
+	r = r ? r : fn(&dyn_name, data);
 	return r ? r : fn(&dyn_extra, data);
 }
 
@@ -349,6 +353,8 @@ static const struct dm_attribute *dyn_find(struct dm_device *dev, const char *di
 		return NULL;
 	if (!dir && strcmp(name, "vendor") == 0)
 		return &dyn_vendor;
+	if (!dir && strcmp(name, "name") == 0)
+		return &dyn_name;
 	return strcmp(name, "extra") == 0 ? &dyn_extra : NULL;
 }
 
@@ -378,10 +384,12 @@ static void test_dynamic_group(void **state)
 	int r;
 	assert_int_equal(dm_device_new(f->m, "dyn", &d), 0);
 	assert_int_equal(dm_device_set_value(d, "vendor", "0x8086"), 0);
+	assert_int_equal(dm_device_set_value(d, "name", "Dynamic device"), 0);
 	assert_int_equal(dm_device_add_group(d, &dyn_group), 0);
 	assert_int_equal(dm_device_add(d, NULL), 0);
 
-	/* listed after the static values, the shadowed name once */
+	/* listed after the static values; sysfs's "vendor" (the same value)
+	 * hidden, sysfs's "name" (another) as "sysfs:name" */
 	struct fs_ref dir = node((struct fs_target){ .kind = FS_DEV, .dev = d }, "dyn", 2);
 	const char *text = walk(f, &dir, &r);
 	assert_int_equal(r, 0);
@@ -389,7 +397,15 @@ static void test_dynamic_group(void **state)
 	snprintf(expect, sizeof(expect), "vendor:%d/f;", FS_ATTR);
 	const char *first = strstr(text, expect);
 	assert_non_null(first);
-	assert_null(strstr(first + 1, "vendor:"));
+	char again[sizeof(expect) + 1];
+	snprintf(again, sizeof(again), ";%s", expect);
+	assert_null(strstr(first, again)); /* once */
+	snprintf(expect, sizeof(expect), "sysfs:vendor:");
+	assert_null(strstr(text, expect));
+	snprintf(expect, sizeof(expect), "sysfs:name:%d/f;", FS_ATTR);
+	const char *shadowed = strstr(text, expect);
+	assert_non_null(shadowed);
+	assert_true(shadowed > first);
 	snprintf(expect, sizeof(expect), "extra:%d/f;", FS_ATTR);
 	const char *extra = strstr(text, expect);
 	assert_non_null(extra);
@@ -404,6 +420,15 @@ static void test_dynamic_group(void **state)
 	assert_string_equal(buf, "0x8086\n");
 	assert_int_equal(dm_device_show(d, NULL, "extra", buf, sizeof(buf)), 7);
 	assert_string_equal(buf, "extra!\n");
+	/* sysfs's "name" under DM_SHADOWED_PREFIX; no other name takes it */
+	assert_int_equal(find(f, &dir, "sysfs:name", &t), 0);
+	assert_int_equal(dm_device_show(d, NULL, "sysfs:name", buf, sizeof(buf)), 6);
+	assert_string_equal(buf, "name!\n");
+	assert_int_equal(dm_device_show(d, NULL, "name", buf, sizeof(buf)), 15);
+	assert_int_equal(find(f, &dir, "sysfs:vendor", &t), -ENOENT);
+	assert_int_equal(find(f, &dir, "sysfs:extra", &t), -ENOENT);
+	assert_int_equal(find(f, &dir, "sysfs:", &t), -ENOENT);
+	assert_int_equal(dm_device_show(d, NULL, "sysfs:nothing", buf, sizeof(buf)), -ENOENT);
 	struct stat st;
 	struct fs_ref file = node((struct fs_target){ .kind = FS_ATTR, .dev = d }, "extra", 3);
 	assert_int_equal(fs_view_stat(f->m, &f->start, &file, &st, NULL), 0);
