@@ -17,6 +17,9 @@
 # daemon's load time and memory, and /sys/devices on the host per entry.
 # LOAD_ONLY=1: only the load time and memory (after load, after one walk).
 # SNAPDIR=DIR: keep the snapshots in DIR (snap-N.json) and reuse them.
+# ATTRS=1: snapshots with the sysfs attributes of real hardware as a saved
+# machine keeps them (gen-snapshot.py --attrs; snap-attrs-N.json): the
+# memory a snapshot's saved values take, beside the live-shaped default.
 # Both servers take requests over io_uring where the kernel offers it (the
 # script sets the fuse module's enable_uring=Y when it has the parameter);
 # TRANSPORT=dev takes them all through /dev/fuse (--no-io-uring).
@@ -75,8 +78,13 @@ echo "fs-bench $(date -u +%F) on $(nproc) cores, FUSE requests over $via; $(upti
 printf "%-8s %-24s %10s %10s %10s %8s %8s %8s\n" devices measure driverfs tmpfs minfs d/tmpfs \
 	m/tmpfs d/minfs
 for n in "${sizes[@]}"; do
-	snap=${SNAPDIR:-$work}/snap-$n.json
-	[ -f "$snap" ] || $py "$here/bench/gen-snapshot.py" "$n" "$snap"
+	if [ "${ATTRS:-0}" = 1 ]; then
+		snap=${SNAPDIR:-$work}/snap-attrs-$n.json
+		[ -f "$snap" ] || $py "$here/bench/gen-snapshot.py" --attrs "$n" "$snap"
+	else
+		snap=${SNAPDIR:-$work}/snap-$n.json
+		[ -f "$snap" ] || $py "$here/bench/gen-snapshot.py" "$n" "$snap"
+	fi
 	t0=$(date +%s.%N)
 	"$build/driverfsd" --snapshot "$snap" "${transport[@]}" "$mnt" 2>/dev/null
 	t1=$(date +%s.%N)

@@ -48,9 +48,11 @@ static const struct command {
 	  "                             resume DEV (its suspended ancestors first) and its\n"
 	  "                             subtree, parents first\n" },
 	{ "save", ctl_cmd_save,
-	  "  save FILE                  the whole model as JSON in driverfsd's snapshot\n"
+	  "  save [--sanitize] FILE     the whole model as JSON in driverfsd's snapshot\n"
 	  "                             format (driverfsd --snapshot FILE serves it);\n"
-	  "                             FILE - writes to standard output\n" },
+	  "                             FILE - writes to standard output; --sanitize\n"
+	  "                             masks serial numbers, MAC and WWN addresses,\n"
+	  "                             UUIDs and the host name and drops binary values\n" },
 };
 
 static void usage(FILE *f)

@@ -2,16 +2,13 @@
 /* sysfs-attrs.c - a device's own sysfs attributes, passed through. */
 #include "sysfs-attrs.h"
 
-#include "core/hashmap.h"
 #include "drivers/runner.h"
 #include "readall.h"
 
 #include <dirent.h>
-#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,64 +52,15 @@ enum dm_sysfs_attr_policy dm_sysfs_attr_policy(const char *name)
 	return DM_SYSFS_PASS;
 }
 
-/* ---- one attribute object per path and mode, shared by every device ---- */
-
-struct interned {
-	struct dm_attribute attr; /* its name: the last part of @path */
-	struct interned *next; /* the same path with another mode */
-	char path[]; /* under the device's directory: "size", "queue/scheduler" */
-};
-
-static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dm_hashmap interned; /* path -> struct interned list */
-static bool interned_ready;
-
 static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
 		      size_t *ret_len);
 static int sysfs_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
 		       size_t len);
 
-/* The attribute of @path with @mode, made on first use; they live as long
- * as the process. NULL when out of memory. */
-static const struct dm_attribute *intern(const char *path, mode_t mode)
-{
-	pthread_mutex_lock(&intern_lock);
-	if (!interned_ready) {
-		dm_hashmap_init(&interned, dm_hash_string, dm_cmp_string);
-		interned_ready = true;
-	}
-	struct interned *head = dm_hashmap_get(&interned, path), *a;
-	for (a = head; a && a->attr.mode != mode; a = a->next)
-		;
-	if (!a) {
-		size_t len = strlen(path) + 1;
-		a = calloc(1, sizeof(*a) + len);
-		if (a) {
-			memcpy(a->path, path, len);
-			const char *slash = strrchr(a->path, '/');
-			a->attr = (struct dm_attribute){
-				.name = slash ? slash + 1 : a->path, .mode = mode,
-				.flags = DM_ATTR_LIVE | DM_ATTR_SYSFS, .show_alloc = sysfs_show,
-				.store = (mode & 0222) ? sysfs_store : NULL,
-			};
-			if (head) {
-				a->next = head->next;
-				head->next = a;
-			} else if (dm_hashmap_put(&interned, a->path, a) < 0) {
-				free(a);
-				a = NULL;
-			}
-		}
-	}
-	pthread_mutex_unlock(&intern_lock);
-	return a ? &a->attr : NULL;
-}
-
-/* The path under the device's directory of an attribute intern() made. */
-static const char *attr_relpath(const struct dm_attribute *attr)
-{
-	return ((const struct interned *)((const char *)attr - offsetof(struct interned, attr)))->path;
-}
+/* What every passed-through attribute is made like (dm_attribute_intern()). */
+static const struct dm_attribute sysfs_kind = {
+	.flags = DM_ATTR_LIVE | DM_ATTR_SYSFS, .show_alloc = sysfs_show, .store = sysfs_store,
+};
 
 /* ---- sysfs ---- */
 
@@ -261,7 +209,7 @@ static const struct dm_attribute *attr_of(const char *path, const char *rel, con
 	if (p != DM_SYSFS_PASS)
 		mode &= ~(mode_t)0222;
 	/* a file neither root nor anyone may read or write is of no use */
-	return mode ? intern(rel, mode) : NULL;
+	return mode ? dm_attribute_intern(&sysfs_kind, rel, mode) : NULL;
 }
 
 static int sysfs_for_each(struct dm_device *dev, const char *dir,
@@ -304,7 +252,7 @@ static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, ch
 		      size_t *ret_len)
 {
 	char path[PATH_MAX];
-	int r = sysfs_path(dev, attr_relpath(attr), path, sizeof(path));
+	int r = sysfs_path(dev, dm_attribute_path(attr), path, sizeof(path));
 	if (r < 0)
 		return r;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -336,10 +284,10 @@ static int sysfs_store(struct dm_device *dev, const struct dm_attribute *attr, c
 	(void)len;
 	if (dm_sysfs_attr_policy(attr->name) != DM_SYSFS_PASS)
 		return -EACCES;
-	int r = sysfs_path(dev, attr_relpath(attr), path, sizeof(path));
+	int r = sysfs_path(dev, dm_attribute_path(attr), path, sizeof(path));
 	if (r < 0)
 		return r;
-	snprintf(label, sizeof(label), "%s %s", attr_relpath(attr), dm_device_get_name(dev));
+	snprintf(label, sizeof(label), "%s %s", dm_attribute_path(attr), dm_device_get_name(dev));
 	return dm_run_write(label, path, buf, SYSFS_WRITE_TIMEOUT_MS);
 }
 

@@ -187,6 +187,20 @@ int dm_device_add_group(struct dm_device *dev, const struct dm_attribute_group *
 	return 0;
 }
 
+int dm_model_add_root_group(struct dm_model *m, const struct dm_attribute_group *g)
+{
+	struct dm_device *root = dm_model_get_root(m);
+	int r = 0;
+	/* root is in the model from its start: readers may be walking it */
+	dm_model_write_lock(m);
+	if (root->n_groups >= DM_DEVICE_MAX_GROUPS)
+		r = -E2BIG;
+	else
+		root->groups[root->n_groups++] = g;
+	dm_model_unlock(m);
+	return r;
+}
+
 void dm_device_set_bus_data(struct dm_device *dev, void *data, void (*free_data)(void *))
 {
 	dev->bus_data = data;

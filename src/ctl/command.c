@@ -16,7 +16,8 @@ int ctl_parse_args(const char *cmd, int argc, char **argv, unsigned allowed, int
 		unsigned flag;
 	} flags[] = { { "--json", CTL_OPT_JSON },
 		      { "--dry-run", CTL_OPT_DRY_RUN },
-		      { "--pm-order", CTL_OPT_PM_ORDER } };
+		      { "--pm-order", CTL_OPT_PM_ORDER },
+		      { "--sanitize", CTL_OPT_SANITIZE } };
 	*a = (struct ctl_args){ 0 };
 	for (int i = 0; i < argc; i++) {
 		const char *s = argv[i];

@@ -86,6 +86,7 @@ enum {
 	CTL_OPT_PM_ORDER = 1 << 2,
 	CTL_OPT_FILTER = 1 << 3,
 	CTL_OPT_OUTPUT = 1 << 4, /* -o NAME[,NAME...] */
+	CTL_OPT_SANITIZE = 1 << 5,
 };
 
 struct ctl_args {

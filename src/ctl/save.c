@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* What the bus/ and class/ listings say of a device. */
@@ -27,6 +28,7 @@ struct membership {
 };
 
 struct save {
+	const struct dm_sanitizer *sanitize; /* NULL: keep everything */
 	const char *mnt;
 	int rootfd;
 	struct membership *m;
@@ -225,46 +227,109 @@ static void merge_membership(struct save *s, const char *path, const char *dirna
 		d->sysname = sysname;
 }
 
-/* Files of a device directory that are not values: derived from the model
- * (docs/snapshot.md). */
-static bool is_derived(const char *name)
-{
-	static const char *const derived[] = { "devpath", "kernel_driver", "power", "power_error",
-					       "power_log" };
-	for (size_t i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
-		if (strcmp(name, derived[i]) == 0)
-			return true;
-	return false;
-}
-
 static int by_name(const struct dirent **a, const struct dirent **b)
 {
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-/* The device's static values, in name order. */
-static int save_values(struct save *s, const char *path, json_object *values)
+/* The whole content of the file @path under the mount (at most a
+ * snapshot's largest value and one byte more): 0, or -errno. */
+static int read_whole(int rootfd, const char *path, char **ret, size_t *ret_len)
 {
+	int fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap + 1);
+	int r = buf ? 0 : -ENOMEM;
+	while (r == 0) {
+		if (len == cap) {
+			if (cap > DM_SNAPSHOT_FILE_MAX)
+				break; /* too long to keep: the format leaves it out */
+			char *b = realloc(buf, 2 * cap + 1);
+			if (!b) {
+				r = -ENOMEM;
+				break;
+			}
+			buf = b;
+			cap *= 2;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = -errno;
+		else if (n == 0)
+			break;
+		else
+			len += (size_t)n;
+	}
+	close(fd);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+/* The files of the directory @rel of the device at @path (@rel NULL: its
+ * own) in name order, then its attribute directories (neither devices nor
+ * pm/, which passes the machine's sysfs through live), as driverfsd --save
+ * lists them (format.h). */
+static int save_dir(struct save *s, const char *path, const char *rel, int depth,
+		    json_object *owner)
+{
+	char dir[PATH_MAX];
 	struct dirent **names;
-	int n = scandirat(s->rootfd, *path ? path : ".", &names, NULL, by_name);
+	if (rel)
+		snprintf(dir, sizeof(dir), "%s%s%s", path, *path ? "/" : "", rel);
+	else
+		snprintf(dir, sizeof(dir), "%s", *path ? path : ".");
+	int n = scandirat(s->rootfd, dir, &names, NULL, by_name);
 	if (n < 0)
 		return -errno;
 	int r = 0;
-	for (int i = 0; i < n; i++) {
-		char value[2 * 4096 + 2];
-		if (r == 0 && names[i]->d_type == DT_REG && !is_derived(names[i]->d_name)) {
-			r = ctl_read_raw(s->rootfd, path, names[i]->d_name, value, sizeof(value));
-			/* what cannot be read or kept (format.h) is left out, as
-			 * driverfsd --save leaves it */
-			if (r >= 0 && dm_snapshot_file_is_kept(value, (size_t)r)) {
-				value[r - 1] = '\0';
-				r = dm_snapshot_add_value(values, names[i]->d_name, value);
-			} else {
-				r = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; r == 0 && i < n; i++) {
+			const char *name = names[i]->d_name;
+			char file[PATH_MAX], power[PATH_MAX + 8];
+			struct stat st;
+			if (name[0] == '.' || (!rel && dm_snapshot_is_derived(name)) ||
+			    (size_t)snprintf(file, sizeof(file), "%s/%s", dir, name) >= sizeof(file) ||
+			    fstatat(s->rootfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			if (pass == 0 && S_ISREG(st.st_mode)) {
+				char *buf = NULL;
+				size_t len = 0;
+				if (!(st.st_mode & 0444) || read_whole(s->rootfd, file, &buf, &len) < 0)
+					buf = NULL; /* saved with its mode alone */
+				r = dm_snapshot_add_file(owner, name, st.st_mode & 0777, buf, len,
+							 s->sanitize);
+				free(buf);
+			} else if (pass == 1 && S_ISDIR(st.st_mode)) {
+				/* a device directory has a power file */
+				snprintf(power, sizeof(power), "%s/power", file);
+				if ((!rel && strcmp(name, "pm") == 0) ||
+				    fstatat(s->rootfd, power, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+				    depth >= DM_SNAPSHOT_DIR_DEPTH_MAX)
+					continue;
+				char sub[PATH_MAX];
+				json_object *o;
+				int k = rel ? snprintf(sub, sizeof(sub), "%s/%s", rel, name)
+					    : snprintf(sub, sizeof(sub), "%s", name);
+				if (k < 0 || (size_t)k > DM_SNAPSHOT_DIR_PATH_MAX)
+					continue;
+				r = dm_snapshot_add_dir(owner, name, &o);
+				if (r == 0)
+					r = save_dir(s, path, sub, depth + 1, o);
 			}
 		}
-		free(names[i]);
 	}
+	for (int i = 0; i < n; i++)
+		free(names[i]);
 	free(names);
 	return r < 0 ? r : 0;
 }
@@ -285,10 +350,10 @@ static int save_device(struct save *s, const char *path, json_object *devices)
 	d.suspended = strcmp(power, "suspended") == 0;
 	d.driver = ctl_link_name(s->rootfd, path, "driver", driver, sizeof(driver));
 	merge_membership(s, path, dirname, &d);
-	json_object *values;
-	r = dm_snapshot_add_device(devices, &d, &values);
+	json_object *obj;
+	r = dm_snapshot_add_device(devices, &d, &obj);
 	if (r == 0)
-		r = save_values(s, path, values);
+		r = save_dir(s, path, NULL, 0, obj);
 	char **children;
 	size_t n;
 	if (r == 0)
@@ -304,9 +369,13 @@ static int save_device(struct save *s, const char *path, json_object *devices)
 	return r;
 }
 
-static int save(const char *mnt, const char *file)
+static int save(const char *mnt, const char *file, bool sanitize)
 {
-	struct save s = { .mnt = mnt, .rootfd = ctl_open_root(mnt) };
+	struct dm_sanitizer rules;
+	if (sanitize)
+		dm_sanitizer_init(&rules);
+	struct save s = { .mnt = mnt, .rootfd = ctl_open_root(mnt),
+			  .sanitize = sanitize ? &rules : NULL };
 	if (s.rootfd < 0)
 		return CTL_FAILED;
 	json_object *buses, *classes, *devices;
@@ -346,10 +415,10 @@ static int save(const char *mnt, const char *file)
 int ctl_cmd_save(const char *mnt, int argc, char **argv)
 {
 	struct ctl_args a;
-	int ret = ctl_parse_args("save", argc, argv, 0, 1, false, &a);
+	int ret = ctl_parse_args("save", argc, argv, CTL_OPT_SANITIZE, 1, false, &a);
 	if (ret)
 		return ret;
 	if (!a.arg)
 		return ctl_usage_error("save", "needs a FILE (- for standard output)", NULL);
-	return save(mnt, a.arg);
+	return save(mnt, a.arg, a.flags & CTL_OPT_SANITIZE);
 }

@@ -28,6 +28,7 @@ struct options {
 	const char *mountpoint; /* NULL: the config's */
 	const char *config; /* NULL: DEFAULT_CONFIG, which may be missing */
 	const char *save; /* --save FILE */
+	bool sanitize; /* --sanitize (with --save) */
 	const char *snapshot; /* --snapshot FILE */
 	const char *helper; /* --hotplug-helper CMDLINE */
 	const char *record; /* --transition-record FILE */

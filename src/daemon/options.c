@@ -34,6 +34,9 @@ static void usage(FILE *f)
 		"                     print each error as FILE:LINE: message and exit (status 1\n"
 		"                     on any error, 0 and no output when all is valid)\n"
 		"      --save FILE    write the model as JSON to FILE and exit (no mount)\n"
+		"      --sanitize     with --save: mask serial numbers, MAC and WWN\n"
+		"                     addresses, UUIDs and the host name, and drop binary\n"
+		"                     values (a snapshot to attach to a public bug report)\n"
 		"      --snapshot FILE  serve the model saved in FILE, read-only, instead of\n"
 		"                     this machine's (with --save: convert, for a round trip)\n"
 		"      --hotplug-helper CMDLINE  run this program (an absolute path, with\n"
@@ -64,6 +67,7 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 		{ "debug", no_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "save", required_argument, NULL, 's' },
+		{ "sanitize", no_argument, NULL, 'Z' },
 		{ "snapshot", required_argument, NULL, 'S' },
 		{ "hotplug-helper", required_argument, NULL, 'H' },
 		{ "coldplug", no_argument, NULL, 'C' },
@@ -84,6 +88,9 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 's':
 			o->save = optarg;
+			break;
+		case 'Z':
+			o->sanitize = true;
 			break;
 		case 'S':
 			o->snapshot = optarg;
@@ -141,6 +148,10 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 			usage(stderr);
 			return -EINVAL;
 		}
+	}
+	if (o->sanitize && !o->save) {
+		fprintf(stderr, "driverfsd: --sanitize goes with --save\n");
+		return -EINVAL;
 	}
 	/* checked before anything is mounted: the helper starts only later */
 	if (o->record && o->record[0] != '/') {

@@ -200,7 +200,7 @@ int daemon_set_up_model(struct daemon *d)
 
 int daemon_save(struct daemon *d)
 {
-	int r = dm_snapshot_save(d->model, d->o->save);
+	int r = dm_snapshot_save(d->model, d->o->save, d->o->sanitize);
 	if (r < 0)
 		log_err("%s: %s", d->o->save, strerror(-r));
 	return r;

@@ -3,6 +3,8 @@
  * driverfsctl. */
 #include "format.h"
 
+#include "base64.h"
+
 #include <driverfs/driverfs.h>
 
 #include <errno.h>
@@ -112,10 +114,10 @@ int dm_snapshot_add_string(json_object *array, const char *s)
 }
 
 int dm_snapshot_add_device(json_object *devices, const struct dm_snapshot_device *d,
-			   json_object **ret_values)
+			   json_object **ret_dev)
 {
-	json_object *o = json_object_new_object(), *values = json_object_new_object();
-	int r = o && values ? 0 : -ENOMEM;
+	json_object *o = json_object_new_object();
+	int r = o ? 0 : -ENOMEM;
 	r = r ? r : add_string(o, "path", d->path);
 	r = r ? r : add_string(o, "devpath", d->devpath);
 	r = r ? r : add_string(o, "sysname", d->sysname);
@@ -125,18 +127,93 @@ int dm_snapshot_add_device(json_object *devices, const struct dm_snapshot_device
 	r = r ? r : add_string(o, "driver", d->driver);
 	r = r ? r : add_string(o, "kernel_driver", d->kernel_driver);
 	r = r ? r : add_string(o, "power", d->suspended ? "suspended" : "on");
-	r = r ? r : add_owned(o, "values", json_object_get(values));
-	json_object_put(values);
+	r = r ? r : add_owned(o, "values", json_object_new_object());
 	r = r ? r : append_owned(devices, json_object_get(o));
 	json_object_put(o);
 	if (r == 0)
-		*ret_values = values;
+		*ret_dev = o;
 	return r;
 }
 
-int dm_snapshot_add_value(json_object *values, const char *name, const char *value)
+/* The object @key of @owner, added (empty) when it has none. */
+static json_object *member(json_object *owner, const char *key)
 {
-	return add_string(values, name, value);
+	json_object *o;
+	if (json_object_object_get_ex(owner, key, &o))
+		return o;
+	o = json_object_new_object();
+	return add_owned(owner, key, o) < 0 ? NULL : o;
+}
+
+/* Adds @len bytes of @text as the string @key of @o. */
+static int add_bytes(json_object *o, const char *key, const char *text, size_t len)
+{
+	return add_owned(o, key, json_object_new_string_len(text, (int)len));
+}
+
+int dm_snapshot_add_file(json_object *owner, const char *name, mode_t mode, const char *content,
+			 size_t len, const struct dm_sanitizer *sanitize)
+{
+	char *masked = NULL;
+	bool text = content && dm_snapshot_value_is_text(content, len);
+	if (content && len > DM_SNAPSHOT_FILE_MAX)
+		return 0; /* no attribute holds as much: left out */
+	if (sanitize && content && !text)
+		return 0; /* a format it does not parse may hide a serial */
+	if (sanitize && text) {
+		masked = dm_sanitize_text(sanitize, name, content, len, &len);
+		if (!masked)
+			return -ENOMEM;
+		content = masked;
+	}
+	int r;
+	mode &= 0777;
+	if (text && mode == 0444 && len > 0 && content[len - 1] == '\n') {
+		json_object *values = member(owner, "values");
+		r = values ? add_bytes(values, name, content, len - 1) : -ENOMEM;
+	} else {
+		char m[8];
+		json_object *files = member(owner, "files"), *f = json_object_new_object();
+		snprintf(m, sizeof(m), "%04o", (unsigned)mode);
+		r = files && f ? add_string(f, "mode", m) : -ENOMEM;
+		if (r == 0 && text) {
+			r = add_bytes(f, "text", content, len);
+		} else if (r == 0 && content) {
+			char *b64 = dm_base64_encode(content, len);
+			r = b64 ? add_string(f, "base64", b64) : -ENOMEM;
+			free(b64);
+		}
+		if (r == 0)
+			r = add_owned(files, name, f);
+		else
+			json_object_put(f);
+	}
+	free(masked);
+	return r;
+}
+
+bool dm_snapshot_is_derived(const char *name)
+{
+	static const char *const derived[] = { "devpath", "kernel_driver", "power", "power_error",
+					       "power_log" };
+	for (size_t i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
+		if (strcmp(name, derived[i]) == 0)
+			return true;
+	return false;
+}
+
+int dm_snapshot_add_dir(json_object *owner, const char *name, json_object **ret_dir)
+{
+	json_object *dirs = member(owner, "dirs"), *d = json_object_new_object();
+	int r = dirs && d ? add_owned(d, "values", json_object_new_object()) : -ENOMEM;
+	if (r == 0) {
+		r = add_owned(dirs, name, d);
+		if (r == 0)
+			*ret_dir = d;
+		return r;
+	}
+	json_object_put(d);
+	return r;
 }
 
 /* The length of the UTF-8 sequence @s starts (at most @len bytes), or 0
@@ -169,15 +246,10 @@ static size_t utf8_seq(const unsigned char *s, size_t len)
 	return n;
 }
 
-bool dm_snapshot_file_is_kept(const char *content, size_t len)
-{
-	return len > 0 && content[len - 1] == '\n' && dm_snapshot_value_is_text(content, len - 1);
-}
-
 bool dm_snapshot_value_is_text(const char *value, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)value;
-	if (len >= DM_ATTR_MAX)
+	if (len > DM_ATTR_MAX)
 		return false;
 	for (size_t i = 0; i < len;) {
 		size_t n = s[i] ? utf8_seq(s + i, len - i) : 0;

@@ -11,8 +11,21 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
+#include <sys/types.h>
+
+#include "sanitize.h"
+
 #define DM_SNAPSHOT_FORMAT "driverfs-snapshot"
-#define DM_SNAPSHOT_VERSION 1
+/* The version written; a loader takes this one and every one back to
+ * DM_SNAPSHOT_VERSION_MIN (version 1 has no "files" or "dirs"). */
+#define DM_SNAPSHOT_VERSION 2
+#define DM_SNAPSHOT_VERSION_MIN 1
+/* The longest value a snapshot holds (a binary attribute, decoded). */
+#define DM_SNAPSHOT_FILE_MAX ((size_t)1 << 20)
+/* The deepest attribute directory and the longest path of one under a
+ * device, as the tree passes them through from sysfs. */
+#define DM_SNAPSHOT_DIR_DEPTH_MAX 8
+#define DM_SNAPSHOT_DIR_PATH_MAX 200
 
 /* A new document with its empty "buses", "classes" and "devices" arrays,
  * which the document owns (borrowed into the ret_ pointers); NULL on ENOMEM. */
@@ -40,21 +53,35 @@ struct dm_snapshot_device {
 	bool suspended;
 };
 
-/* Appends the device @d to @devices; *ret_values (borrowed) is its "values"
- * object, to be filled in name order with dm_snapshot_add_value(). */
+/* Appends the device @d to @devices; *ret_dev (borrowed) is its object,
+ * for dm_snapshot_add_file() and dm_snapshot_add_dir(). */
 int dm_snapshot_add_device(json_object *devices, const struct dm_snapshot_device *d,
-			   json_object **ret_values);
-int dm_snapshot_add_value(json_object *values, const char *name, const char *value);
-/* Whether a value of @len bytes can be saved in this format: UTF-8 text
- * without a NUL, shorter than a page. */
+			   json_object **ret_dev);
+
+/*
+ * One file of a device's directory or of one of its attribute directories
+ * (@owner: the object dm_snapshot_add_device() or dm_snapshot_add_dir()
+ * gave): @len bytes of @content, as a read of the file from offset 0 gave
+ * them (NULL: the read failed), and its @mode. Where it goes
+ * (docs/snapshot.md): a mode-0444 file whose content is text ending in one
+ * newline is a value ("values", the newline off); any other is a "files"
+ * entry with its mode and its bytes, as text or in base64. With @sanitize,
+ * values are masked (sanitize.h) and binary ones dropped. Files come in
+ * name order, all before the owner's first directory. 0 or -ENOMEM.
+ */
+int dm_snapshot_add_file(json_object *owner, const char *name, mode_t mode, const char *content,
+			 size_t len, const struct dm_sanitizer *sanitize);
+/* Whether the file @name of a device's own directory is left out of its
+ * entry: derived from the model or kept in other members (devpath,
+ * kernel_driver, power, power_error, power_log). */
+bool dm_snapshot_is_derived(const char *name);
+/* An attribute directory of @owner, in name order after the owner's
+ * files; *ret_dir (borrowed) takes its own files and directories. */
+int dm_snapshot_add_dir(json_object *owner, const char *name, json_object **ret_dir);
+
+/* Whether @len bytes of @value are text a snapshot holds as a JSON string:
+ * UTF-8 without a NUL, a page at most (what sysfs gives of a value). */
 bool dm_snapshot_value_is_text(const char *value, size_t len);
-/* Whether the content of a value file (@len bytes, as read) is kept in a
- * snapshot: text, as above, followed by exactly the one newline a loaded
- * static value is shown with, so that the snapshot's mount shows the same
- * bytes. Others (binary sysfs attributes such as USB descriptors, values
- * without a newline, empty files) are left out, by driverfsd --save and
- * driverfsctl save alike. */
-bool dm_snapshot_file_is_kept(const char *content, size_t len);
 
 /* The document as the file holds it, without the final newline; owned by
  * @doc. */

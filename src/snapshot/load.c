@@ -4,6 +4,7 @@
 
 #include "core/hashmap.h"
 #include "core/thread.h"
+#include "files.h"
 #include "format.h"
 #include "json-stream.h"
 #include "readall.h"
@@ -23,12 +24,14 @@
 
 #define FORMAT DM_SNAPSHOT_FORMAT
 #define VERSION DM_SNAPSHOT_VERSION
+#define VERSION_MIN DM_SNAPSHOT_VERSION_MIN
 
 /* Bound in the snapshot: a driver matches the devices recorded as bound
- * to it (the device's bus data holds that driver). */
+ * to it (the device's bus data, its struct dm_snapshot_files, holds that
+ * driver). */
 static int snapshot_match(struct dm_device *dev, struct dm_driver *drv)
 {
-	return dm_device_get_bus_data(dev) == drv; /* a reference, or NULL */
+	return dm_snapshot_files_get_driver(dm_device_get_bus_data(dev)) == drv;
 }
 
 static const struct dm_bus_type snapshot_bus_type = {
@@ -161,9 +164,34 @@ static struct dm_device *find_path(struct dm_model *m, const char *path, size_t 
 	return dev; /* the model keeps it: nothing is removed while loading */
 }
 
-static void driver_put(void *drv)
+static void files_free(void *f)
 {
-	dm_driver_unref(drv);
+	dm_snapshot_files_free(f);
+}
+
+/* The device's files of format 2 ("files", "dirs") and its bound driver
+ * (a reference, taken; NULL for none), as its bus data; the group that
+ * serves the files when there are any. */
+static int set_files(struct dm_model *m, struct dm_device *dev, json_object *o,
+		     struct dm_driver *drv, char *err, size_t size)
+{
+	struct dm_snapshot_files *f = dm_snapshot_files_new();
+	if (!f) {
+		if (drv)
+			dm_driver_unref(drv);
+		return -ENOMEM;
+	}
+	dm_snapshot_files_set_driver(f, drv);
+	int r = dm_snapshot_files_parse(f, o, err, size);
+	if (r == 0 && !dm_snapshot_files_empty(f))
+		r = dev == dm_model_get_root(m) ? dm_model_add_root_group(m, &dm_snapshot_files_group)
+						: dm_device_add_group(dev, &dm_snapshot_files_group);
+	if (r < 0 || (!drv && dm_snapshot_files_empty(f))) {
+		dm_snapshot_files_free(f);
+		return r;
+	}
+	dm_device_set_bus_data(dev, f, files_free);
+	return 0;
 }
 
 /* The device added last, and its path: a file in global-list order names
@@ -214,8 +242,11 @@ static int load_device(struct dm_model *m, struct last_added *last, json_object 
 		return dm_snapshot_fail(err, size, "devices[%zu]: needs a string path, an object of "
 					"values, strings elsewhere, power on|suspended", i);
 	if (!*path) { /* root */
-		if (set_values(dm_model_get_root(m), values) < 0)
-			return dm_snapshot_fail(err, size, "devices[%zu] (root): bad values", i);
+		char why[200] = "";
+		struct dm_device *root = dm_model_get_root(m);
+		if (set_values(root, values) < 0 || set_files(m, root, o, NULL, why, sizeof(why)) < 0)
+			return dm_snapshot_fail(err, size, "devices[%zu] (root): bad values%s%s", i,
+						*why ? ": " : "", why);
 		return 0;
 	}
 	const char *slash = strrchr(path, '/');
@@ -235,6 +266,7 @@ static int load_device(struct dm_model *m, struct last_added *last, json_object 
 		r = dm_device_set_kernel_driver(dev, kdriver);
 	if (r >= 0)
 		r = set_values(dev, values);
+	struct dm_driver *drv = NULL;
 	if (r >= 0 && busname) {
 		struct dm_bus *bus;
 		r = dm_bus_get(m, busname, &snapshot_bus_type, &bus);
@@ -242,9 +274,16 @@ static int load_device(struct dm_model *m, struct last_added *last, json_object 
 			dm_device_set_bus(dev, bus);
 		/* the bound driver, which the buses listed (else it stays
 		 * unbound): snapshot_match() knows it by its pointer */
-		struct dm_driver *drv = r >= 0 && driver ? dm_bus_find_driver(bus, driver) : NULL;
-		if (drv)
-			dm_device_set_bus_data(dev, drv, driver_put);
+		drv = r >= 0 && driver ? dm_bus_find_driver(bus, driver) : NULL;
+	}
+	char why[200] = "";
+	if (r >= 0)
+		r = set_files(m, dev, o, drv, why, sizeof(why));
+	else if (drv)
+		dm_driver_unref(drv);
+	if (*why) {
+		dm_device_unref(dev);
+		return dm_snapshot_fail(err, size, "devices[%zu] %s: %s", i, path, why);
 	}
 	if (r >= 0 && clsname) {
 		struct dm_class *cls;
@@ -447,12 +486,13 @@ static int load_head(struct dm_model *m, json_object *const *mem, bool have_devi
 	json_object *format = mem[M_FORMAT], *version = mem[M_VERSION];
 	if (!have_devices || !format || !json_object_is_type(format, json_type_string) ||
 	    strcmp(json_object_get_string(format), FORMAT) || !version ||
-	    !json_object_is_type(version, json_type_int) || json_object_get_int(version) != VERSION ||
+	    !json_object_is_type(version, json_type_int) || json_object_get_int(version) < VERSION_MIN ||
+	    json_object_get_int(version) > VERSION ||
 	    !json_object_is_type(mem[M_BUSES], json_type_array) ||
 	    !json_object_is_type(mem[M_CLASSES], json_type_array))
-		return dm_snapshot_fail(r->err, r->err_size, "%s: not a %s version %d file (format, "
-					"version, buses, classes and devices needed)", r->file,
-					FORMAT, VERSION);
+		return dm_snapshot_fail(r->err, r->err_size, "%s: not a %s file of version %d to %d "
+					"(format, version, buses, classes and devices needed)",
+					r->file, FORMAT, VERSION_MIN, VERSION);
 	int ret = load_buses(m, mem[M_BUSES], r->err, r->err_size);
 	return ret < 0 ? ret : load_classes(m, mem[M_CLASSES], r->err, r->err_size);
 }

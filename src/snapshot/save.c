@@ -6,82 +6,112 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A value of a device's entry: a static one, copied under the model lock,
- * or the name of a sysfs attribute, read after it (values are read without
- * the lock, as every show() is). */
-struct saved_value {
+/* A file of a device: listed under the model lock, read after it (values
+ * are read without the lock, as every show() is). */
+struct saved_file {
+	char *group; /* NULL: the device's own directory */
 	char *name;
-	char *value; /* NULL: to be read */
+	mode_t mode;
 };
 
-/* A device whose "values" object is filled after the lock is dropped. */
+/* A device whose files are read and written once the lock is dropped. */
 struct saved_device {
 	struct dm_device *dev; /* referenced */
-	json_object *values; /* borrowed from the document */
-	struct saved_value *v;
+	json_object *obj; /* borrowed from the document */
+	struct saved_file *f;
 	size_t n, cap;
-	int err;
+	char **dirs; /* attribute directories: "queue", "queue/iosched" */
+	size_t n_dirs, cap_dirs;
 };
 
 struct saving {
 	json_object *devices;
 	struct saved_device *devs;
 	size_t n, cap;
+	const struct dm_sanitizer *sanitize;
 };
 
-static int keep(struct saved_device *sd, const char *name, const char *value)
+static bool grow(void **v, size_t *cap, size_t n, size_t size)
 {
-	if (sd->n == sd->cap) {
-		size_t cap = sd->cap ? 2 * sd->cap : 16;
-		struct saved_value *v = realloc(sd->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		sd->v = v;
-		sd->cap = cap;
-	}
-	struct saved_value *e = &sd->v[sd->n];
-	e->name = strdup(name);
-	e->value = value ? strdup(value) : NULL;
-	if (!e->name || (value && !e->value)) {
-		free(e->name);
-		free(e->value);
-		return -ENOMEM;
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? 2 * *cap : 16;
+	void *p = realloc(*v, c * size);
+	if (!p)
+		return false;
+	*v = p;
+	*cap = c;
+	return true;
+}
+
+struct listing {
+	struct saved_device *sd;
+	const char *group;
+	int depth;
+};
+
+static int list_file(const struct dm_file_info *fi, void *data)
+{
+	struct listing *l = data;
+	struct saved_device *sd = l->sd;
+	if (!l->group && dm_snapshot_is_derived(fi->name))
+		return 0;
+	if (!grow((void **)&sd->f, &sd->cap, sd->n, sizeof(*sd->f)))
+		return 1;
+	struct saved_file *f = &sd->f[sd->n];
+	*f = (struct saved_file){ .name = strdup(fi->name), .mode = fi->mode & 0777,
+				  .group = l->group ? strdup(l->group) : NULL };
+	if (!f->name || (l->group && !f->group)) {
+		free(f->name);
+		free(f->group);
+		return 1;
 	}
 	sd->n++;
 	return 0;
 }
 
-static int keep_value(const char *name, const char *value, void *data)
-{
-	return keep(data, name, value) < 0;
-}
+static int list_files(struct saved_device *sd, const char *group, int depth);
 
-/* The readable sysfs attributes of the device, by name. */
-static int keep_sysfs(const struct dm_file_info *fi, void *data)
+/* An attribute directory (not pm/, which passes the machine's sysfs
+ * through live: no place in a snapshot), its files and its own. */
+static int list_dir(const char *name, void *data)
 {
-	if (!(fi->flags & DM_ATTR_SYSFS) || !(fi->mode & 0444))
+	struct listing *l = data;
+	struct saved_device *sd = l->sd;
+	char path[DM_SNAPSHOT_DIR_PATH_MAX + 1];
+	if ((!l->group && strcmp(name, "pm") == 0) || l->depth >= DM_SNAPSHOT_DIR_DEPTH_MAX)
 		return 0;
-	return keep(data, fi->name, NULL) < 0;
+	int n = l->group ? snprintf(path, sizeof(path), "%s/%s", l->group, name)
+			 : snprintf(path, sizeof(path), "%s", name);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return 0;
+	if (!grow((void **)&sd->dirs, &sd->cap_dirs, sd->n_dirs, sizeof(*sd->dirs)) ||
+	    !(sd->dirs[sd->n_dirs] = strdup(path)))
+		return 1;
+	sd->n_dirs++;
+	return list_files(sd, path, l->depth + 1);
 }
 
-/* One device's entry: keys in a fixed order; its values come later. */
+static int list_files(struct saved_device *sd, const char *group, int depth)
+{
+	struct listing l = { .sd = sd, .group = group, .depth = depth };
+	return dm_device_for_each_file_locked(sd->dev, group, list_file, &l) ||
+	       dm_device_for_each_dir_locked(sd->dev, group, list_dir, &l);
+}
+
+/* One device's entry: keys in a fixed order; its files come later. */
 static int save_device(struct dm_device *dev, void *data)
 {
 	struct saving *s = data;
 	char path[PATH_MAX];
 	if (dm_device_path_locked(dev, path, sizeof(path)) < 0)
 		return 1;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 256;
-		struct saved_device *v = realloc(s->devs, cap * sizeof(*v));
-		if (!v)
-			return 1;
-		s->devs = v;
-		s->cap = cap;
-	}
+	if (!grow((void **)&s->devs, &s->cap, s->n, sizeof(*s->devs)))
+		return 1;
 	struct dm_bus *bus = dm_device_get_bus_locked(dev);
 	struct dm_class *cls = dm_device_get_class_locked(dev);
 	struct dm_interface *iface = dm_device_get_interface_locked(dev);
@@ -100,54 +130,78 @@ static int save_device(struct dm_device *dev, void *data)
 	};
 	struct saved_device *sd = &s->devs[s->n];
 	*sd = (struct saved_device){ .dev = dev };
-	if (dm_snapshot_add_device(s->devices, &d, &sd->values) < 0)
+	if (dm_snapshot_add_device(s->devices, &d, &sd->obj) < 0)
 		return 1;
 	s->n++;
 	dm_device_ref(dev);
-	return dm_device_for_each_value_locked(dev, keep_value, sd) ||
-	       dm_device_for_each_file_locked(dev, NULL, keep_sysfs, sd);
+	return list_files(sd, NULL, 0);
 }
 
-static int by_name(const void *a, const void *b)
+static int file_by_name(const void *a, const void *b)
 {
-	return strcmp(((const struct saved_value *)a)->name, ((const struct saved_value *)b)->name);
+	return strcmp(((const struct saved_file *)a)->name, ((const struct saved_file *)b)->name);
 }
 
-/* Reads the device's sysfs values (their newline off, as a static value is
- * kept), leaving out those it cannot read or keep (format.h), and fills its
- * "values" object in name order. */
-static int fill_values(struct saved_device *sd)
+static int dir_by_name(const void *a, const void *b)
 {
-	for (size_t i = 0; i < sd->n; i++) {
-		struct saved_value *e = &sd->v[i];
-		char *buf;
-		size_t len;
-		if (e->value || dm_device_show_alloc(sd->dev, NULL, e->name, &buf, &len) < 0)
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool same_group(const char *a, const char *b)
+{
+	return a ? b && strcmp(a, b) == 0 : !b;
+}
+
+/* The directory @dir of the device (NULL: its own) into @owner: its files
+ * read now and in name order, then its directories, as format.h wants. */
+static int fill_dir(const struct saving *s, struct saved_device *sd, const char *dir,
+		    json_object *owner)
+{
+	struct saved_file *files = malloc((sd->n ? sd->n : 1) * sizeof(*files));
+	if (!files)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < sd->n; i++)
+		if (same_group(sd->f[i].group, dir))
+			files[n++] = sd->f[i];
+	qsort(files, n, sizeof(*files), file_by_name);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		if (!(files[i].mode & 0444) ||
+		    dm_device_show_alloc(sd->dev, dir, files[i].name, &buf, &len) < 0)
+			buf = NULL; /* saved with its mode alone */
+		r = dm_snapshot_add_file(owner, files[i].name, files[i].mode, buf, len, s->sanitize);
+		free(buf);
+	}
+	free(files);
+	/* the directories right under @dir, in name order */
+	size_t skip = dir ? strlen(dir) + 1 : 0;
+	for (size_t i = 0; r == 0 && i < sd->n_dirs; i++) {
+		const char *p = sd->dirs[i];
+		if (dir && (strncmp(p, dir, skip - 1) != 0 || p[skip - 1] != '/'))
 			continue;
-		if (dm_snapshot_file_is_kept(buf, len)) {
-			buf[len - 1] = '\0';
-			e->value = buf;
-		} else {
-			free(buf);
-		}
+		if (strchr(p + skip, '/'))
+			continue;
+		json_object *sub;
+		r = dm_snapshot_add_dir(owner, p + skip, &sub);
+		if (r == 0)
+			r = fill_dir(s, sd, p, sub);
 	}
-	qsort(sd->v, sd->n, sizeof(*sd->v), by_name);
-	for (size_t i = 0; i < sd->n; i++) {
-		const char *v = sd->v[i].value;
-		if (v && dm_snapshot_value_is_text(v, strlen(v)) &&
-		    dm_snapshot_add_value(sd->values, sd->v[i].name, v) < 0)
-			return -ENOMEM;
-	}
-	return 0;
+	return r;
 }
 
 static void saved_device_done(struct saved_device *sd)
 {
 	for (size_t i = 0; i < sd->n; i++) {
-		free(sd->v[i].name);
-		free(sd->v[i].value);
+		free(sd->f[i].name);
+		free(sd->f[i].group);
 	}
-	free(sd->v);
+	free(sd->f);
+	for (size_t i = 0; i < sd->n_dirs; i++)
+		free(sd->dirs[i]);
+	free(sd->dirs);
 	dm_device_unref(sd->dev);
 }
 
@@ -177,10 +231,10 @@ static int save_class(struct dm_class *c, void *data)
 	       dm_class_for_each_interface_locked(c, save_iface, ifaces);
 }
 
-static json_object *model_json(struct dm_model *m)
+static json_object *model_json(struct dm_model *m, const struct dm_sanitizer *sanitize)
 {
 	json_object *buses, *classes;
-	struct saving s = { 0 };
+	struct saving s = { .sanitize = sanitize };
 	json_object *doc = dm_snapshot_doc_new(&buses, &classes, &s.devices);
 	if (!doc)
 		return NULL;
@@ -190,7 +244,10 @@ static json_object *model_json(struct dm_model *m)
 		     dm_model_for_each_device_locked(m, save_device, &s);
 	dm_model_unlock(m);
 	for (size_t i = 0; i < s.n; i++) {
-		if (!failed && fill_values(&s.devs[i]) < 0)
+		struct saved_device *sd = &s.devs[i];
+		if (!failed && sd->n_dirs)
+			qsort(sd->dirs, sd->n_dirs, sizeof(*sd->dirs), dir_by_name);
+		if (!failed && fill_dir(&s, sd, NULL, sd->obj) < 0)
 			failed = 1;
 		saved_device_done(&s.devs[i]);
 	}
@@ -202,9 +259,12 @@ static json_object *model_json(struct dm_model *m)
 	return doc;
 }
 
-int dm_snapshot_save(struct dm_model *m, const char *path)
+int dm_snapshot_save(struct dm_model *m, const char *path, bool sanitize)
 {
-	json_object *doc = model_json(m);
+	struct dm_sanitizer rules;
+	if (sanitize)
+		dm_sanitizer_init(&rules);
+	json_object *doc = model_json(m, sanitize ? &rules : NULL);
 	if (!doc)
 		return -ENOMEM;
 	int r = dm_snapshot_write_file(doc, path);

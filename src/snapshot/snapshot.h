@@ -11,8 +11,9 @@
 
 #include "core/model.h"
 
-/* Writes @m to @path (through a temporary file renamed into place). */
-int dm_snapshot_save(struct dm_model *m, const char *path);
+/* Writes @m to @path (through a temporary file renamed into place); with
+ * @sanitize, what identifies the machine is masked (sanitize.h). */
+int dm_snapshot_save(struct dm_model *m, const char *path, bool sanitize);
 
 /*
  * Fills the empty model @m from @path. Drivers come back bound to the devices

@@ -18,6 +18,7 @@ gi.require_version("UMockdev", "1.0")
 from gi.repository import UMockdev  # noqa: E402
 
 DAEMON = os.environ.get("DRIVERFSD", "driverfsd")
+CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
 
 
 def parse_testbed(path):

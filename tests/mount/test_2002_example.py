@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from harness import Daemon
+from harness import CTL, Daemon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED = os.path.join(HERE, "..", "testbeds", "2002-example.umockdev")
@@ -76,7 +76,6 @@ def test_ethernet_audio_and_graphics(d):
     assert "G400" in read(d, "root", "pci0000:00", "0000:00:01.0", "0000:01:00.0", "name")
 
 
-CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
 
 
 def ctl(d, *args):

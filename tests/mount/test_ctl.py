@@ -15,12 +15,11 @@ import tempfile
 import gi
 import pytest
 
-from harness import DAEMON, Daemon, umockdev_env
+from harness import CTL, DAEMON, Daemon, umockdev_env
 
 gi.require_version("UMockdev", "1.0")
 from gi.repository import UMockdev  # noqa: E402
 
-CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBEDS = os.path.join(HERE, "..", "testbeds")
 EXAMPLE = os.path.join(TESTBEDS, "2002-example.umockdev")

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from harness import Daemon, in_background, pci_pmcsr
+from harness import CTL, Daemon, in_background, pci_pmcsr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
@@ -257,7 +257,6 @@ def test_busy_while_a_transition_runs(env):
     assert env.read("root", NIC, "power") == "suspended\n"
 
 
-CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
 
 
 def ctl(env, *args):

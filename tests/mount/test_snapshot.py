@@ -11,7 +11,7 @@ import tempfile
 import gi
 import pytest
 
-from harness import DAEMON, Daemon, umockdev_env
+from harness import CTL, DAEMON, Daemon, umockdev_env
 
 gi.require_version("UMockdev", "1.0")
 from gi.repository import UMockdev  # noqa: E402
@@ -57,7 +57,8 @@ def test_members_in_any_order_load_the_same(saved):
     reordered = os.path.join(tmp, "reordered.json")
     with open(reordered, "w") as f:
         json.dump({"devices": doc["devices"], "classes": doc["classes"], "extra": [1, {"a": 2}],
-                   "version": 1, "buses": doc["buses"], "format": doc["format"]}, f, indent=3)
+                   "version": doc["version"], "buses": doc["buses"], "format": doc["format"]},
+                  f, indent=3)
     again = os.path.join(tmp, "again.json")
     r = subprocess.run([DAEMON, "--snapshot", reordered, "--save", again], capture_output=True,
                        text=True, timeout=60)
@@ -111,37 +112,15 @@ def test_save_writes_into_what_is_not_a_regular_file(saved):
     assert not [n for n in os.listdir(tmp) if ".json." in n]  # no temporary file left
 
 
-def saveable(value):
-    """Whether a snapshot (format 1) keeps a value read from the tree: UTF-8
-    text without a NUL, shorter than a page, and one newline after it
-    (src/snapshot/format.c, dm_snapshot_file_is_kept())."""
-    if not value.endswith(b"\n"):
-        return False
-    value = value[:-1]
-    try:
-        value.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return b"\0" not in value and len(value) < 4096
-
-
-def tree(mnt, live=False):
-    """{relative path: (kind, content or link target, mode)} of a mount, less
-    the pm/ directories: they pass the machine's sysfs through, live, and a
-    snapshot has no machine behind it; nor, in the live mount, the device's
-    other attribute directories, which a snapshot does not keep. Of the live mount's values read from
-    sysfs (its files of size 4096: docs/design.md §6.6), those a snapshot
-    does not keep (binary) are left out, and their modes are compared
-    without write bits: a snapshot serves them as read-only static values."""
+def tree(mnt):
+    """{relative path: (kind, content or link target or read error, mode)} of
+    a mount, less the pm/ directories: they pass the machine's sysfs
+    through, live, and a snapshot has no machine behind it. Everything else
+    a snapshot (format 2) keeps: values as bytes, binary ones too, modes,
+    attribute directories."""
     out = {}
     for top, dirs, files in os.walk(mnt):
         dirs[:] = [d for d in dirs if d != "pm"]
-        if live and os.path.relpath(top, mnt).split(os.sep)[0] == "root":
-            # a device's attribute directories (queue/ ...) are sysfs's,
-            # and a snapshot (format 1) keeps none: only device directories
-            # (each has a power file) are compared
-            dirs[:] = [d for d in dirs if os.path.islink(os.path.join(top, d))
-                       or os.path.isfile(os.path.join(top, d, "power"))]
         for name in dirs + files:
             p = os.path.join(top, name)
             rel = os.path.relpath(p, mnt)
@@ -151,14 +130,12 @@ def tree(mnt, live=False):
             elif os.path.isdir(p):
                 out[rel] = ("dir", None, st.st_mode)
             else:
-                with open(p, "rb") as f:
-                    value = f.read()
-                mode = st.st_mode
-                if st.st_size == 4096 and name != "kernel_driver":
-                    if live and not saveable(value):
-                        continue
-                    mode &= ~0o222
-                out[rel] = ("file", value, mode)
+                try:
+                    with open(p, "rb") as f:
+                        value = f.read()
+                except OSError as e:
+                    value = e.errno
+                out[rel] = ("file", value, st.st_mode)
     return out
 
 
@@ -167,9 +144,10 @@ def test_snapshot_mount_shows_what_the_live_mount_showed(saved):
     live = Daemon(TESTBED)
     snap = Daemon(None, ["--snapshot", first])
     try:
-        a, b = tree(live.mnt, live=True), tree(snap.mnt)
+        a, b = tree(live.mnt), tree(snap.mnt)
         assert set(a) == set(b), sorted(set(a) ^ set(b))[:10]
-        # a snapshot is read-only: its writable files show as they were
+        # a snapshot is read-only (mounted ro): its writable files show
+        # with their modes, as they were
         diff = [p for p in a if a[p] != b[p]]
         assert diff == [], [(p, a[p], b[p]) for p in diff[:5]]
         assert len(a) > 1000
@@ -195,7 +173,7 @@ def test_snapshot_mount_is_read_only(saved):
 @pytest.mark.parametrize("text, message", [
     ('{"format": "driverfs-snapshot", "version": 1, "buses": [], ', "first.json"),
     ('{"format": "something-else", "version": 1, "buses": [], "classes": [], "devices": []}',
-     "not a driverfs-snapshot version 1 file"),
+     "not a driverfs-snapshot file of version 1 to 2"),
     ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": [], "devices": ['
      '{"path": "a/b", "values": {}}]}', "devices[0] a/b: its parent is not listed before it"),
     ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": [], "devices": ['
@@ -213,8 +191,31 @@ def test_snapshot_mount_is_read_only(saved):
     ('{"devices": [{"path": "a", "values": {}}], "format": "driverfs-snapshot", "version": 1, '
      '"buses": [], "classes": []', "not JSON"),
     ('{"format": "driverfs-snapshot", "version": 1, "buses": [], "classes": []}',
-     "not a driverfs-snapshot version 1 file"),
-])
+     "not a driverfs-snapshot file of version 1 to 2"),
+    ('{"format": "driverfs-snapshot", "version": 3, "buses": [], "classes": [], "devices": []}',
+     "not a driverfs-snapshot file of version 1 to 2"),
+    # format 2's files and directories, each checked
+] + [('{"format": "driverfs-snapshot", "version": 2, "buses": [], "classes": [], "devices": ['
+      '{"path": "a", "values": {}, %s}]}' % member, message) for member, message in [
+    ('"files": {"x": {"mode": "0844", "text": ""}}', "devices[0] a: file x: not a valid"),
+    ('"files": {"x": {"mode": "-644", "text": ""}}', "devices[0] a: file x: not a valid"),
+    ('"files": {"x": {"mode": "0644", "text": "", "base64": ""}}', "file x: not a valid"),
+    ('"files": {"x": {"mode": "0644", "base64": "Zg="}}', "file x: not a valid"),
+    ('"files": {"x": {"mode": "0644", "text": 7}}', "file x: not a valid"),
+    ('"files": {"x": {"mode": "0644", "colour": "red"}}', "file x: not a valid"),
+    ('"files": {"..": {"mode": "0644"}}', "file ..: not a valid"),
+    ('"files": {"x": "0644"}', "file x: not a valid"),
+    ('"dirs": {"q": {"values": {"a/b": "1"}}}', "value q/a/b: not a valid"),
+    ('"dirs": {"q": {"values": {"a": "1"}, "files": {"a": {"mode": "0644"}}}}',
+     "file q/a: listed twice"),
+    ('"dirs": {"q": []}', "directory q: not a valid"),
+    # nine levels: one more than sysfs's attribute directories get
+    ('"dirs": {"d": ' + '{"dirs": {"d": ' * 8 + '{}' + '}}' * 8 + '}',
+     "directory d/d/d/d/d/d/d/d/d: not a valid"),
+    ('"dirs": {"d": ' + '{"dirs": {"d": ' * 7 + '{}' + '}}' * 7 + '}, "files": {"x": 1}',
+     "file x: not a valid"),
+    ('"files": []', "values, files and dirs must be objects"),
+]])
 def test_bad_snapshot_is_refused_with_a_clear_message(saved, text, message):
     tmp, _ = saved
     bad = os.path.join(tmp, "bad", "first.json")
@@ -226,3 +227,84 @@ def test_bad_snapshot_is_refused_with_a_clear_message(saved, text, message):
     assert r.returncode != 0
     assert message in r.stderr, r.stderr
     assert not os.path.exists(bad + ".out")
+
+
+FORMAT_1 = os.path.join(HERE, "..", "fuzz", "snapshot", "usbkbd.json")
+
+
+def test_a_format_1_snapshot_still_loads(tmp_path):
+    """A file of the previous format loads and is saved again in this one,
+    every value kept; its mount serves them."""
+    import json
+    out = tmp_path / "again.json"
+    r = subprocess.run([DAEMON, "--snapshot", FORMAT_1, "--save", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with open(FORMAT_1) as f:
+        old = json.load(f)
+    new = json.loads(out.read_text())
+    assert old["version"] == 1 and new["version"] == 2
+    assert [d["path"] for d in old["devices"]] == [d["path"] for d in new["devices"]]
+    for a, b in zip(old["devices"], new["devices"]):
+        assert a["values"] == b["values"], a["path"]
+        assert "files" not in b and "dirs" not in b
+    snap = Daemon(None, ["--snapshot", FORMAT_1])
+    try:
+        dev = next(d for d in old["devices"] if d["values"].get("serial"))
+        with open(snap.path("root", *dev["path"].split("/"), "serial")) as f:
+            assert f.read() == dev["values"]["serial"] + "\n"
+    finally:
+        snap.stop()
+
+
+USB_TESTBED = os.path.join(HERE, "..", "testbeds", "usb-tree.umockdev")
+
+
+def test_sanitize_masks_identifiers_and_drops_binary(tmp_path):
+    """--sanitize, on driverfsd --save and driverfsctl save alike: serial
+    numbers and the other identifiers masked, binary values (USB
+    descriptors) dropped, nothing else changed; both write the same file."""
+    import json
+
+    tb = UMockdev.Testbed.new()
+    assert tb.add_from_file(USB_TESTBED)
+    plain, masked = tmp_path / "plain.json", tmp_path / "masked.json"
+    for out, extra in ((plain, []), (masked, ["--sanitize"])):
+        r = subprocess.run([DAEMON, "--save", str(out)] + extra, env=umockdev_env(tb),
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    a, b = json.loads(plain.read_text()), json.loads(masked.read_text())
+    serials = [(d["path"], d["values"]["serial"]) for d in a["devices"]
+               if d["values"].get("serial")]
+    assert serials, "the testbed's USB devices have serial numbers"
+    text = masked.read_text()
+    for _, serial in serials:
+        assert json.dumps(serial) not in text
+    assert '"base64"' in plain.read_text() and '"base64"' not in text
+
+    def files(doc):
+        out = {}
+        for d in doc["devices"]:
+            for k, v in d["values"].items():
+                out[(d["path"], k)] = v
+            for k, v in d.get("files", {}).items():
+                if "base64" not in v:
+                    out[(d["path"], k)] = v.get("text")
+        return out
+    fa, fb = files(a), files(b)
+    assert set(fb) <= set(fa)
+    changed = {k for k in fb if fa[k] != fb[k]}
+    assert {k for k in changed if k[1] == "serial"} == {(p, "serial") for p, _ in serials}
+    assert all(fb[k].startswith("[REMOVED]") or "[REMOVED]" in fb[k] for k in changed)
+    # driverfsctl save --sanitize of the sanitized snapshot's mount: the same
+    snap = Daemon(None, ["--snapshot", str(masked)])
+    try:
+        again = tmp_path / "again.json"
+        r = subprocess.run([CTL, "-m", snap.mnt, "save", "--sanitize", str(again)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert again.read_text() == text
+    finally:
+        snap.stop()
+    r = subprocess.run([DAEMON, "--sanitize"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--sanitize goes with --save" in r.stderr

@@ -227,3 +227,88 @@ def test_an_attribute_the_kernel_adds_shows_after_the_change_event(d):
     d.testbed.uevent("/" + SYS_XHCI, "change")
     d.wait_status(lambda line: line.startswith(f"STATUS=hotplug change /devices/{XHCI} "))
     assert "new_attr" not in os.listdir(d.path("root", XHCI))
+
+
+def device_files(top):
+    """{path under @top: (bytes or read errno, mode)} of a device directory's
+    files and attribute directories (not pm/, nor child devices)."""
+    out = {}
+    for t, dirs, files in os.walk(top):
+        dirs[:] = [x for x in dirs if not (t == top and x == "pm") and
+                   not os.path.isfile(os.path.join(t, x, "power"))]
+        for name in dirs + files:
+            p = os.path.join(t, name)
+            st = os.lstat(p)
+            if os.path.islink(p) or os.path.isdir(p):
+                out[os.path.relpath(p, top)] = (None, st.st_mode)
+                continue
+            try:
+                value = read(p)
+            except OSError as e:
+                value = e.errno
+            out[os.path.relpath(p, top)] = (value, st.st_mode)
+    return out
+
+
+def test_a_snapshot_keeps_binary_values_modes_and_directories(d, tmp_path):
+    """driverfsd --save and driverfsctl save write the same file; its mount
+    shows the function's files as the live mount did: config's header
+    (binary), the root-only file with its mode, queue/iosched/ nested."""
+    import subprocess
+    from harness import CTL, DAEMON, umockdev_env
+    saved, ctl_saved = tmp_path / "saved.json", tmp_path / "ctl.json"
+    r = subprocess.run([DAEMON, "--save", str(saved)], env=umockdev_env(d.testbed),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([CTL, "-m", d.mnt, "save", str(ctl_saved)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert ctl_saved.read_text() == saved.read_text()
+    live = device_files(d.path("root", XHCI))
+    snap = Daemon(None, ["--snapshot", str(saved)])
+    try:
+        got = device_files(snap.path("root", XHCI))
+    finally:
+        snap.stop()
+    assert got == live, sorted(k for k in set(got) | set(live) if got.get(k) != live.get(k))
+    assert live["config"][0] == CONFIG[:64]
+    assert live["root_only"][1] & 0o777 == 0o400
+    assert live["queue/iosched/quantum"][0] in (b"4\n", b"8\n")
+
+
+USB_TESTBED = os.path.join(HERE, "..", "testbeds", "usb-tree.umockdev")
+KBD = "pci0000:00/0000:00:14.0/usb1/1-1/1-1.2/1-1.2.1"
+KBD_INPUT = KBD + "/1-1.2.1:1.0/0003:05F3:0007.0001/input5"
+
+
+def test_a_name_driverfsd_gives_its_own_meaning_shows_sysfs_value_beside_it(tmp_path):
+    """USB's devpath (a port chain) and an input device's name (its
+    description) are sysfs:devpath and sysfs:name beside driverfsd's
+    devpath (the sysfs path) and name; names whose value driverfsd copies
+    from sysfs (the per-bus values, dev, uevent) are one file."""
+    daemon = Daemon(USB_TESTBED)
+    try:
+        sys_kbd = os.path.join(daemon.testbed.get_root_dir(), "sys/devices", KBD)
+        kbd = daemon.path("root", KBD)
+        listed = os.listdir(kbd)
+        assert "sysfs:devpath" in listed and "devpath" in listed
+        assert read(os.path.join(kbd, "sysfs:devpath")) == read(os.path.join(sys_kbd, "devpath"))
+        assert read(os.path.join(kbd, "sysfs:devpath")) == b"1.2.1\n"
+        assert read(os.path.join(kbd, "devpath")) == f"/devices/{KBD}\n".encode()
+        for same in ("idVendor", "dev", "uevent"):
+            assert same in listed and f"sysfs:{same}" not in listed, same
+        with pytest.raises(FileNotFoundError):
+            os.stat(os.path.join(kbd, "sysfs:idVendor"))
+        with pytest.raises(FileNotFoundError):
+            os.stat(os.path.join(kbd, "sysfs:nothing"))
+
+        inp = daemon.path("root", KBD_INPUT)
+        sys_name = read(os.path.join(sys_kbd, "1-1.2.1:1.0/0003:05F3:0007.0001/input/input5",
+                                     "name"))
+        assert sys_name == b"HID 05f3:0007 Keyboard\n"
+        assert read(os.path.join(inp, "sysfs:name")) == sys_name
+        assert "sysfs:name" in os.listdir(inp)
+        sys_mode = os.stat(os.path.join(sys_kbd, "1-1.2.1:1.0/0003:05F3:0007.0001/input/input5",
+                                        "name")).st_mode
+        assert os.stat(os.path.join(inp, "sysfs:name")).st_mode & 0o777 == sys_mode & 0o777
+    finally:
+        daemon.stop()
