@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
@@ -120,7 +121,14 @@ static int start(struct daemon *d)
 	r = d->o->snapshot ? 0 : dm_service_new(m, daemon_reload, d, &d->service);
 	if (r < 0)
 		return daemon_fail(r);
-	log_info("serving %zu devices at %s", dm_model_count_devices(m), d->mountpoint);
+	/* the memory the loaded tree takes, for the figures in bench/RESULTS.md:
+	 * all the heap in use (every arena, mmapped blocks too), the
+	 * libraries' included */
+	struct mallinfo2 mi = mallinfo2();
+	size_t n = dm_model_count_devices(m);
+	size_t heap = mi.uordblks + mi.hblkhd;
+	log_info("serving %zu devices at %s (heap in use %zu KiB, %.2f KiB per device)", n,
+		 d->mountpoint, heap / 1024, n ? (double)heap / 1024 / (double)n : 0.0);
 	r = dm_unmount_watch_start(d->mountpoint);
 	if (r < 0)
 		log_warn("no unmount watcher (%s): a killed daemon's mount is left to "
