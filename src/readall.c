@@ -3,15 +3,19 @@
 #include "readall.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-int dm_read_all(int fd, size_t first, size_t max, char **ret, size_t *ret_len)
+/* dm_read_all(), which @short_is_end stops at a first read that comes
+ * back short (*ret_len < @first - 1). */
+static int read_from(int fd, size_t first, size_t max, bool short_is_end, char **ret,
+		     size_t *ret_len)
 {
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	int r = 0;
-	for (;;) {
+	for (bool once = false;; once = true) {
 		/* always room for a byte past the data (a NUL, for callers) */
 		if (len + 1 >= cap) {
 			size_t more = cap ? cap * 2 : first;
@@ -37,6 +41,8 @@ int dm_read_all(int fd, size_t first, size_t max, char **ret, size_t *ret_len)
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		if (short_is_end && !once && len < cap - 1)
+			break;
 	}
 	if (r < 0) {
 		free(buf);
@@ -45,4 +51,15 @@ int dm_read_all(int fd, size_t first, size_t max, char **ret, size_t *ret_len)
 	*ret = buf;
 	*ret_len = len;
 	return 0;
+}
+
+int dm_read_all(int fd, size_t first, size_t max, char **ret, size_t *ret_len)
+{
+	return read_from(fd, first, max, false, ret, ret_len);
+}
+
+int dm_read_value(int fd, size_t max, char **ret, size_t *ret_len)
+{
+	/* a page and the byte after it: a value of a whole page is one read */
+	return read_from(fd, 4097 + 1, max, true, ret, ret_len);
 }

@@ -11,4 +11,10 @@
  * returned then). Does not close @fd. */
 int dm_read_all(int fd, size_t first, size_t max, char **ret, size_t *ret_len);
 
+/* The same for a sysfs attribute (or a regular file): a first read of a
+ * page that comes back short is the whole value, as sysfs gives a value
+ * whole at its first read; a full one is read on to the end. One read for
+ * most values instead of two. */
+int dm_read_value(int fd, size_t max, char **ret, size_t *ret_len);
+
 #endif

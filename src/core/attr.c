@@ -631,7 +631,7 @@ int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const c
 	if (!a)
 		return -ENOENT;
 	*ret = (struct dm_file_info){ .name = v ? v->name : a->name, .mode = a->mode,
-				      .flags = a->flags };
+				      .flags = a->flags, .attr = v ? NULL : a };
 	return 0;
 }
 
@@ -761,4 +761,19 @@ int dm_device_store(struct dm_device *dev, const char *group, const char *name, 
 	memcpy(copy, buf, len);
 	copy[len] = '\0';
 	return a->store(dev, a, copy, len);
+}
+
+int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *attr,
+			     struct dm_blob **ret)
+{
+	if (!(attr->mode & 0444))
+		return -EACCES; /* as dm_device_show() answers it */
+	if (!attr->show_alloc || attr == &power_log_attr)
+		return -EINVAL;
+	if (dm_device_is_dead(dev))
+		return -ENODEV;
+	char *buf;
+	size_t len;
+	int r = attr->show_alloc(dev, attr, &buf, &len);
+	return r < 0 ? r : dm_blob_new(buf, len, ret);
 }

@@ -352,6 +352,9 @@ struct dm_file_info {
 	const char *name;
 	mode_t mode;
 	unsigned flags;
+	/* dm_device_stat_file_locked(): the file's attribute, NULL for a
+	 * static value or a directory; for dm_device_show_attr_blob() */
+	const struct dm_attribute *attr;
 };
 int dm_device_for_each_file_locked(struct dm_device *dev, const char *group,
 				   int (*fn)(const struct dm_file_info *, void *), void *data);
@@ -378,6 +381,12 @@ int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *n
  * dm_model_show_log()), any other a copy of its own. */
 int dm_device_show_blob(struct dm_device *dev, const char *group, const char *name,
 			struct dm_blob **ret);
+/* The same for the attribute @attr of @dev a dm_device_stat_file_locked()
+ * gave, without looking it up again (a file opened once and read): for an
+ * attribute read whole (show_alloc), a copy of its own; -ENODEV when the
+ * device was removed, -EINVAL for any other. */
+int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *attr,
+			     struct dm_blob **ret);
 /* Writes a whole value: -EACCES when read-only, -EFBIG when longer than
  * DM_ATTR_MAX, -EINVAL for an empty value, else what store() returns. Call
  * without the lock. */

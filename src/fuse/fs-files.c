@@ -53,6 +53,9 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			fuse_reply_err(req, -r);
 			return;
 		}
+		const struct dm_attribute *a = info.attr;
+		if (a && a->show_alloc && !(a->flags & DM_ATTR_UNBOUNDED))
+			fs_open_value_get(&fs->opens, fi->fh)->attr = a;
 	}
 	/* writes go to the store whole, one value per write */
 	if (changing || (fi->flags & O_ACCMODE) != O_RDONLY)
@@ -72,8 +75,9 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /* The whole value of the file @ino, as a copy of its own or the one
- * shared (the journal's). */
-static int show_file(struct dm_fs *fs, fuse_ino_t ino, struct dm_blob **ret)
+ * shared (the journal's); @attr: its attribute, found at open, or NULL. */
+static int show_file(struct dm_fs *fs, fuse_ino_t ino, const struct dm_attribute *attr,
+		     struct dm_blob **ret)
 {
 	struct fs_ref n;
 	int r = fs_table_get(fs->table, ino, &n);
@@ -85,8 +89,9 @@ static int show_file(struct dm_fs *fs, fuse_ino_t ino, struct dm_blob **ret)
 		if (r >= 0)
 			r = (copy = strdup(value)) ? dm_blob_new(copy, (size_t)r, ret) : -ENOMEM;
 	} else {
-		r = n.t.kind == FS_ATTR ? dm_device_show_blob(n.t.dev, n.t.group, n.name, ret)
-					: -EISDIR;
+		r = n.t.kind != FS_ATTR ? -EISDIR
+		    : attr	       ? dm_device_show_attr_blob(n.t.dev, attr, ret)
+				       : dm_device_show_blob(n.t.dev, n.t.group, n.name, ret);
 	}
 	if (r == -ENOENT && n.t.kind == FS_ATTR) {
 		/* the file went away while open; else ENOENT is the value's
@@ -121,7 +126,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int r = 0;
 	if (!v) {
 		/* a static value: the kernel caches its pages */
-		r = show_file(fs, ino, &b);
+		r = show_file(fs, ino, NULL, &b);
 		if (r < 0)
 			fuse_reply_err(req, -r);
 		else
@@ -131,7 +136,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	pthread_mutex_lock(&v->lock);
 	if (off == 0 || !v->value) {
-		r = show_file(fs, ino, &b);
+		r = show_file(fs, ino, v->attr, &b);
 		if (r == 0)
 			r = fs_open_value_set(&fs->opens, v, b);
 	}

@@ -37,6 +37,9 @@ struct fs_open_value {
 	struct dm_blob *value; /* NULL until taken */
 	uid_t uid; /* the opener's, charged for it */
 	size_t charged; /* the bytes charged for the value */
+	/* the attribute found at open when it is read whole (show_alloc): no
+	 * second look-up at each read (dm_device_show_attr_blob()) */
+	const struct dm_attribute *attr;
 };
 
 struct uid_use {

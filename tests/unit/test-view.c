@@ -73,11 +73,17 @@ static int teardown(void **state)
 /* A node as the table would copy it: @t at @depth (the mount root is 0). */
 static struct fs_ref node(struct fs_target t, const char *name, unsigned depth)
 {
+	/* the group path outlives the node, which is returned by value (a
+	 * pointer into its own n.group would point into this frame) */
+	static char groups[64][FS_GROUP_MAX];
+	static unsigned next;
 	struct fs_ref n = { .t = t, .depth = depth, .ino = 2 };
 	snprintf(n.name, sizeof(n.name), "%s", name);
 	if (t.group) {
+		char *g = groups[next++ % 64];
+		snprintf(g, FS_GROUP_MAX, "%s", t.group);
 		snprintf(n.group, sizeof(n.group), "%s", t.group);
-		n.t.group = n.group;
+		n.t.group = g;
 	}
 	return n;
 }
