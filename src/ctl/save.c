@@ -304,9 +304,10 @@ static int save_dir(struct save *s, const char *path, const char *rel, int depth
 			if (pass == 0 && S_ISREG(st.st_mode)) {
 				char *buf = NULL;
 				size_t len = 0;
-				if (!(st.st_mode & 0444) || read_whole(s->rootfd, file, &buf, &len) < 0)
-					buf = NULL; /* saved with its mode alone */
-				r = dm_snapshot_add_file(owner, name, st.st_mode & 0777, buf, len,
+				int e = st.st_mode & 0444 ? read_whole(s->rootfd, file, &buf, &len) : 0;
+				if (e < 0)
+					buf = NULL; /* saved with its mode and the read's error */
+				r = dm_snapshot_add_file(owner, name, st.st_mode & 0777, buf, len, -e,
 							 s->sanitize);
 				free(buf);
 			} else if (pass == 1 && S_ISDIR(st.st_mode)) {

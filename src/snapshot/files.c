@@ -14,8 +14,9 @@
 
 struct saved_file {
 	const struct dm_attribute *attr; /* interned: its path names the file */
-	char *data; /* NULL: the saved read failed (reads give EIO) */
+	char *data; /* NULL: the saved read failed (reads give @err) */
 	size_t len;
+	int err; /* the saved read's errno, else EIO */
 };
 
 struct dm_snapshot_files {
@@ -29,8 +30,13 @@ struct dm_snapshot_files {
 static int files_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
 		      size_t *ret_len);
 
-/* What every saved file is made like: a value that never changes. */
+/* What every saved file is made like: a value that never changes; and
+ * one whose saved read failed, which gives its error at each read (as a
+ * live value: no read when it is stat()ed, for the size of a static one,
+ * whose failure would hide the file). */
 static const struct dm_attribute saved_kind = { .show_alloc = files_show };
+static const struct dm_attribute failed_kind = { .flags = DM_ATTR_LIVE,
+						 .show_alloc = files_show };
 
 struct dm_snapshot_files *dm_snapshot_files_new(void)
 {
@@ -93,30 +99,38 @@ static int join(const char *dir, const char *name, char *buf, size_t size)
 }
 
 static int add_file(struct dm_snapshot_files *f, const char *path, mode_t mode, char *data,
-		    size_t len)
+		    size_t len, int err)
 {
-	const struct dm_attribute *a = dm_attribute_intern(&saved_kind, path, mode);
+	const struct dm_attribute *a =
+		dm_attribute_intern(data ? &saved_kind : &failed_kind, path, mode);
 	if (!a || !grow((void **)&f->f, &f->cap, f->n, sizeof(*f->f))) {
 		free(data);
 		return -ENOMEM;
 	}
-	f->f[f->n++] = (struct saved_file){ .attr = a, .data = data, .len = len };
+	f->f[f->n++] = (struct saved_file){ .attr = a, .data = data, .len = len,
+					     .err = err ? err : EIO };
 	return 0;
 }
 
-/* A "files" entry: {"mode": "0644"} and at most one of "text", "base64". */
+/* A "files" entry: {"mode": "0644"} and at most one of "text", "base64",
+ * "error". */
 static int parse_file(struct dm_snapshot_files *f, const char *path, json_object *o)
 {
-	json_object *mode, *text = NULL, *b64 = NULL;
+	json_object *mode, *text = NULL, *b64 = NULL, *error = NULL;
 	if (!json_object_is_type(o, json_type_object) ||
 	    !json_object_object_get_ex(o, "mode", &mode) ||
 	    !json_object_is_type(mode, json_type_string))
 		return -EINVAL;
 	json_object_object_get_ex(o, "text", &text);
 	json_object_object_get_ex(o, "base64", &b64);
+	json_object_object_get_ex(o, "error", &error);
+	int err = error && json_object_is_type(error, json_type_string)
+			  ? dm_snapshot_errno(json_object_get_string(error))
+			  : 0;
 	if ((text && !json_object_is_type(text, json_type_string)) ||
-	    (b64 && !json_object_is_type(b64, json_type_string)) || (text && b64) ||
-	    json_object_object_length(o) != 1 + (text != NULL) + (b64 != NULL))
+	    (b64 && !json_object_is_type(b64, json_type_string)) || (error && !err) ||
+	    (text != NULL) + (b64 != NULL) + (error != NULL) > 1 ||
+	    json_object_object_length(o) != 1 + (text != NULL) + (b64 != NULL) + (error != NULL))
 		return -EINVAL;
 	const char *m = json_object_get_string(mode);
 	char *end;
@@ -139,7 +153,7 @@ static int parse_file(struct dm_snapshot_files *f, const char *path, json_object
 		if (r < 0)
 			return r;
 	}
-	return add_file(f, path, (mode_t)bits, data, len);
+	return add_file(f, path, (mode_t)bits, data, len, err);
 }
 
 static int parse_dir(struct dm_snapshot_files *f, json_object *o, const char *dir, int depth,
@@ -179,7 +193,7 @@ static int parse_members(struct dm_snapshot_files *f, json_object *o, const char
 				return -ENOMEM;
 			memcpy(data, json_object_get_string(v), len);
 			memcpy(data + len, "\n", 2);
-			r = add_file(f, path, 0444, data, len + 1);
+			r = add_file(f, path, 0444, data, len + 1, 0);
 			if (r < 0)
 				return r;
 		}
@@ -290,7 +304,7 @@ static int files_show(struct dm_device *dev, const struct dm_attribute *attr, ch
 	if (!s)
 		return -ENOENT;
 	if (!s->data)
-		return -EIO;
+		return -s->err;
 	char *copy = malloc(s->len + 1);
 	if (!copy)
 		return -ENOMEM;

@@ -152,7 +152,7 @@ static int add_bytes(json_object *o, const char *key, const char *text, size_t l
 }
 
 int dm_snapshot_add_file(json_object *owner, const char *name, mode_t mode, const char *content,
-			 size_t len, const struct dm_sanitizer *sanitize)
+			 size_t len, int err, const struct dm_sanitizer *sanitize)
 {
 	char *masked = NULL;
 	bool text = content && dm_snapshot_value_is_text(content, len);
@@ -182,6 +182,8 @@ int dm_snapshot_add_file(json_object *owner, const char *name, mode_t mode, cons
 			char *b64 = dm_base64_encode(content, len);
 			r = b64 ? add_string(f, "base64", b64) : -ENOMEM;
 			free(b64);
+		} else if (r == 0 && err > 0 && strerrorname_np(err)) {
+			r = add_string(f, "error", strerrorname_np(err));
 		}
 		if (r == 0)
 			r = add_owned(files, name, f);
@@ -316,6 +318,17 @@ int dm_snapshot_write_file(json_object *doc, const char *path)
 		int r = errno ? -errno : -EIO;
 		unlink(tmp);
 		return r;
+	}
+	return 0;
+}
+
+int dm_snapshot_errno(const char *name)
+{
+	/* the names glibc gives, for the numbers this machine has */
+	for (int e = 1; e < 4096; e++) {
+		const char *n = strerrorname_np(e);
+		if (n && strcmp(n, name) == 0)
+			return e;
 	}
 	return 0;
 }

@@ -62,7 +62,8 @@ int dm_snapshot_add_device(json_object *devices, const struct dm_snapshot_device
  * One file of a device's directory or of one of its attribute directories
  * (@owner: the object dm_snapshot_add_device() or dm_snapshot_add_dir()
  * gave): @len bytes of @content, as a read of the file from offset 0 gave
- * them (NULL: the read failed), and its @mode. Where it goes
+ * them (NULL: no read, or one that failed with the errno @err, kept by its
+ * name: "EOPNOTSUPP"), and its @mode. Where it goes
  * (docs/snapshot.md): a mode-0444 file whose content is text ending in one
  * newline is a value ("values", the newline off); any other is a "files"
  * entry with its mode and its bytes, as text or in base64. With @sanitize,
@@ -70,7 +71,9 @@ int dm_snapshot_add_device(json_object *devices, const struct dm_snapshot_device
  * name order, all before the owner's first directory. 0 or -ENOMEM.
  */
 int dm_snapshot_add_file(json_object *owner, const char *name, mode_t mode, const char *content,
-			 size_t len, const struct dm_sanitizer *sanitize);
+			 size_t len, int err, const struct dm_sanitizer *sanitize);
+/* The errno of the name a file's "error" holds; 0 for none known. */
+int dm_snapshot_errno(const char *name);
 /* Whether the file @name of a device's own directory is left out of its
  * entry: derived from the model or kept in other members (devpath,
  * kernel_driver, power, power_error, power_log). */

@@ -169,10 +169,13 @@ static int fill_dir(const struct saving *s, struct saved_device *sd, const char 
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		char *buf = NULL;
 		size_t len = 0;
-		if (!(files[i].mode & 0444) ||
-		    dm_device_show_alloc(sd->dev, dir, files[i].name, &buf, &len) < 0)
-			buf = NULL; /* saved with its mode alone */
-		r = dm_snapshot_add_file(owner, files[i].name, files[i].mode, buf, len, s->sanitize);
+		int e = files[i].mode & 0444
+				? dm_device_show_alloc(sd->dev, dir, files[i].name, &buf, &len)
+				: 0;
+		if (e < 0)
+			buf = NULL; /* saved with its mode and the read's error */
+		r = dm_snapshot_add_file(owner, files[i].name, files[i].mode, buf, len, -e,
+					 s->sanitize);
 		free(buf);
 	}
 	free(files);

@@ -203,6 +203,8 @@ def test_snapshot_mount_is_read_only(saved):
     ('"files": {"x": {"mode": "0644", "base64": "Zg="}}', "file x: not a valid"),
     ('"files": {"x": {"mode": "0644", "text": 7}}', "file x: not a valid"),
     ('"files": {"x": {"mode": "0644", "colour": "red"}}', "file x: not a valid"),
+    ('"files": {"x": {"mode": "0644", "error": "EWHATEVER"}}', "file x: not a valid"),
+    ('"files": {"x": {"mode": "0644", "error": "EIO", "text": ""}}', "file x: not a valid"),
     ('"files": {"..": {"mode": "0644"}}', "file ..: not a valid"),
     ('"files": {"x": "0644"}', "file x: not a valid"),
     ('"dirs": {"q": {"values": {"a/b": "1"}}}', "value q/a/b: not a valid"),

@@ -30,7 +30,7 @@ static json_object *one_file(const char *name, mode_t mode, const char *content,
 	json_object *devices = json_object_new_array(), *dev;
 	struct dm_snapshot_device d = { .path = "x" };
 	assert_int_equal(dm_snapshot_add_device(devices, &d, &dev), 0);
-	assert_int_equal(dm_snapshot_add_file(dev, name, mode, content, len, san), 0);
+	assert_int_equal(dm_snapshot_add_file(dev, name, mode, content, len, 0, san), 0);
 	json_object *values, *files = NULL;
 	assert_true(json_object_object_get_ex(dev, "values", &values));
 	json_object_object_get_ex(dev, "files", &files);
@@ -75,6 +75,16 @@ static void test_where_each_file_goes(void **state)
 	/* unreadable when saved (write-only, a failed read): its mode alone */
 	check_file("reset", 0200, NULL, 0, NULL,
 		   "{\"values\":{},\"files\":{\"reset\":{\"mode\":\"0200\"}}}");
+	/* a read that failed: its error, by name */
+	json_object *devices = json_object_new_array(), *dev;
+	struct dm_snapshot_device d = { .path = "x" };
+	assert_int_equal(dm_snapshot_add_device(devices, &d, &dev), 0);
+	assert_int_equal(dm_snapshot_add_file(dev, "speed", 0444, NULL, 0, EOPNOTSUPP, NULL), 0);
+	assert_non_null(strstr(json(dev), "\"speed\":{\"mode\":\"0444\",\"error\":\"EOPNOTSUPP\"}"));
+	json_object_put(devices);
+	assert_int_equal(dm_snapshot_errno("EOPNOTSUPP"), EOPNOTSUPP);
+	assert_int_equal(dm_snapshot_errno("ENOENT"), ENOENT);
+	assert_int_equal(dm_snapshot_errno("EWHATEVER"), 0);
 	/* a page of text is no value: base64 */
 	static char page[4097];
 	memset(page, 'x', sizeof(page));
@@ -94,10 +104,10 @@ static void test_directories_nest(void **state)
 	json_object *devices = json_object_new_array(), *dev, *queue, *iosched;
 	struct dm_snapshot_device d = { .path = "sda" };
 	assert_int_equal(dm_snapshot_add_device(devices, &d, &dev), 0);
-	assert_int_equal(dm_snapshot_add_file(dev, "size", 0444, "8\n", 2, NULL), 0);
+	assert_int_equal(dm_snapshot_add_file(dev, "size", 0444, "8\n", 2, 0, NULL), 0);
 	assert_int_equal(dm_snapshot_add_dir(dev, "queue", &queue), 0);
-	assert_int_equal(dm_snapshot_add_file(queue, "scheduler", 0644, "none\n", 5, NULL), 0);
-	assert_int_equal(dm_snapshot_add_file(queue, "nr", 0444, "4\n", 2, NULL), 0);
+	assert_int_equal(dm_snapshot_add_file(queue, "scheduler", 0644, "none\n", 5, 0, NULL), 0);
+	assert_int_equal(dm_snapshot_add_file(queue, "nr", 0444, "4\n", 2, 0, NULL), 0);
 	assert_int_equal(dm_snapshot_add_dir(queue, "iosched", &iosched), 0);
 	assert_string_equal(json(dev),
 			    "{\"path\":\"sda\",\"power\":\"on\",\"values\":{\"size\":\"8\"},"
