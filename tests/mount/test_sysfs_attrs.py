@@ -229,6 +229,29 @@ def test_an_attribute_the_kernel_adds_shows_after_the_change_event(d):
     assert "new_attr" not in os.listdir(d.path("root", XHCI))
 
 
+def test_a_group_a_binding_adds_shows_after_the_bind_event(d):
+    """A driver's bind adds its attribute group (a directory of files); the
+    bind event shows it at once, the unbind event takes it away."""
+    group = sysfs(d, "driver_group")
+    top = d.path("root", XHCI)
+    assert "driver_group" not in os.listdir(top)
+    os.mkdir(group)
+    with open(os.path.join(group, "mode"), "w") as f:
+        f.write("fast\n")
+    d.testbed.uevent("/" + SYS_XHCI, "bind")
+    d.wait_status(lambda line: line.startswith(f"STATUS=hotplug bind /devices/{XHCI} "))
+    assert "driver_group" in os.listdir(top)
+    assert os.listdir(os.path.join(top, "driver_group")) == ["mode"]
+    assert read(os.path.join(top, "driver_group", "mode")) == b"fast\n"
+    os.unlink(os.path.join(group, "mode"))
+    os.rmdir(group)
+    d.testbed.uevent("/" + SYS_XHCI, "unbind")
+    d.wait_status(lambda line: line.startswith(f"STATUS=hotplug unbind /devices/{XHCI} "))
+    assert "driver_group" not in os.listdir(top)
+    with pytest.raises(FileNotFoundError):
+        os.stat(os.path.join(top, "driver_group"))
+
+
 def device_files(top):
     """{path under @top: (bytes or read errno, mode)} of a device directory's
     files and attribute directories (not pm/, nor child devices)."""
@@ -312,3 +335,4 @@ def test_a_name_driverfsd_gives_its_own_meaning_shows_sysfs_value_beside_it(tmp_
         assert os.stat(os.path.join(inp, "sysfs:name")).st_mode & 0o777 == sys_mode & 0o777
     finally:
         daemon.stop()
+
