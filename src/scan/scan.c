@@ -7,7 +7,9 @@
 #include "drivers/kernel.h"
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,6 +474,62 @@ int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
 	return 0;
 }
 
+struct bus_names {
+	char **names;
+	size_t n, cap;
+};
+
+static int collect_bus(struct dm_bus *bus, void *data)
+{
+	struct bus_names *b = data;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 16;
+		char **v = realloc(b->names, cap * sizeof(*v));
+		if (!v)
+			return 1;
+		b->names = v;
+		b->cap = cap;
+	}
+	return !(b->names[b->n++] = strdup(dm_bus_get_name(bus)));
+}
+
+/*
+ * Every driver the kernel has on a bus of the model (/sys/bus/<bus>/drivers),
+ * bound to a device or not (vfio-pci waiting for one), as a kernel driver
+ * proxy: the tree lists each (docs/design.md §3.4). A full scan's; a driver
+ * loaded later shows at its first binding or the next full rescan.
+ */
+static void add_sysfs_drivers(struct dm_model *m)
+{
+	struct bus_names b = { 0 };
+	dm_model_read_lock(m);
+	dm_model_for_each_bus_locked(m, collect_bus, &b);
+	dm_model_unlock(m);
+	for (size_t i = 0; i < b.n; i++) {
+		char path[PATH_MAX];
+		struct dm_bus *bus;
+		DIR *d = NULL;
+		if (b.names[i] && dm_name_is_valid(b.names[i]) &&
+		    (size_t)snprintf(path, sizeof(path), "/sys/bus/%s/drivers", b.names[i]) <
+			    sizeof(path) &&
+		    dm_bus_get(m, b.names[i], NULL, &bus) >= 0)
+			d = opendir(path);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			if (e->d_name[0] == '.' || !dm_name_is_valid(e->d_name) ||
+			    (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+				continue;
+			int r = kernel_driver_get(bus, e->d_name);
+			if (r < 0)
+				log_warn("%s/%s: %s", path, e->d_name, strerror(-r));
+		}
+		if (d)
+			closedir(d);
+		free(b.names[i]);
+	}
+	free(b.names);
+}
+
 int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sources,
 		      struct dm_scan_report *rep)
 {
@@ -491,6 +549,8 @@ int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sou
 	if (r == 0)
 		records_apply(m, &s, rep);
 	dm_scan_done(&s);
+	if (r == 0)
+		add_sysfs_drivers(m);
 	return r;
 }
 

@@ -348,3 +348,24 @@ def test_driverfsctl_json(d):
     kids = {c["path"]: c for c in tree["children"]}
     assert kids[PLACES["0000:01:00.0"]]["driver"] == "nvme"
     assert kids[PLACES["0000:01:00.0"]]["children"] == []
+
+
+def test_every_kernel_driver_has_its_directory_bound_or_not(tmp_path):
+    """A driver the kernel has on a bus with nothing bound to it (pci-stub,
+    or vfio-pci before anything is handed to it) has its directory under
+    bus/<bus>/drivers/ all the same, a kernel driver with no device links."""
+    def add_driver(root):
+        os.makedirs(os.path.join(root, "sys", "bus", "pci", "drivers", "pci-stub"))
+        os.makedirs(os.path.join(root, "sys", "bus", "pci", "drivers", ".hidden"))
+    daemon = Daemon(TESTBED, prepare=add_driver)
+    try:
+        drivers = os.listdir(daemon.path("bus", "pci", "drivers"))
+        assert "pci-stub" in drivers and ".hidden" not in drivers
+        for name in DRIVERS.values():
+            assert name in drivers
+        stub = daemon.path("bus", "pci", "drivers", "pci-stub")
+        with open(os.path.join(stub, "kind")) as f:
+            assert f.read() == "kernel\n"
+        assert sorted(os.listdir(stub)) == ["kind", "priority"]
+    finally:
+        daemon.stop()
