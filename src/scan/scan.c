@@ -3,6 +3,7 @@
 #include "scan.h"
 
 #include "buses/sysfs-attrs.h"
+#include "core/array.h"
 #include "buses/sysfs-pm.h"
 #include "drivers/kernel.h"
 #include "log.h"
@@ -482,14 +483,8 @@ struct bus_names {
 static int collect_bus(struct dm_bus *bus, void *data)
 {
 	struct bus_names *b = data;
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 16;
-		char **v = realloc(b->names, cap * sizeof(*v));
-		if (!v)
-			return 1;
-		b->names = v;
-		b->cap = cap;
-	}
+	if (!dm_array_grow((void **)&b->names, &b->cap, b->n, sizeof(*b->names), 16))
+		return 1;
 	return !(b->names[b->n++] = strdup(dm_bus_get_name(bus)));
 }
 

@@ -4,6 +4,7 @@
 #include "files.h"
 
 #include "base64.h"
+#include "core/array.h"
 #include "format.h"
 #include "json-stream.h"
 
@@ -75,19 +76,6 @@ struct dm_driver *dm_snapshot_files_get_driver(const struct dm_snapshot_files *f
 
 /* ---- parsing ---- */
 
-static bool grow(void **v, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return true;
-	size_t c = *cap ? 2 * *cap : 8;
-	void *p = realloc(*v, c * size);
-	if (!p)
-		return false;
-	*v = p;
-	*cap = c;
-	return true;
-}
-
 /* "@dir/@name" (or @name) into @buf: -EINVAL when @name is no valid name
  * or the path is too long. */
 static int join(const char *dir, const char *name, char *buf, size_t size)
@@ -103,7 +91,7 @@ static int add_file(struct dm_snapshot_files *f, const char *path, mode_t mode, 
 {
 	const struct dm_attribute *a =
 		dm_attribute_intern(data ? &saved_kind : &failed_kind, path, mode);
-	if (!a || !grow((void **)&f->f, &f->cap, f->n, sizeof(*f->f))) {
+	if (!a || !dm_array_grow((void **)&f->f, &f->cap, f->n, sizeof(*f->f), 8)) {
 		free(data);
 		return -ENOMEM;
 	}
@@ -225,7 +213,8 @@ static int parse_dir(struct dm_snapshot_files *f, json_object *o, const char *di
 		     char *err, size_t err_size)
 {
 	char *copy = strdup(dir);
-	if (!copy || !grow((void **)&f->dirs, &f->cap_dirs, f->n_dirs, sizeof(*f->dirs))) {
+	if (!copy ||
+	    !dm_array_grow((void **)&f->dirs, &f->cap_dirs, f->n_dirs, sizeof(*f->dirs), 8)) {
 		free(copy);
 		return -ENOMEM;
 	}

@@ -2,6 +2,7 @@
 /* save.c - the model written as a snapshot file, in format.c's layout. */
 #include "snapshot.h"
 
+#include "core/array.h"
 #include "format.h"
 
 #include <errno.h>
@@ -35,19 +36,6 @@ struct saving {
 	const struct dm_sanitizer *sanitize;
 };
 
-static bool grow(void **v, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return true;
-	size_t c = *cap ? 2 * *cap : 16;
-	void *p = realloc(*v, c * size);
-	if (!p)
-		return false;
-	*v = p;
-	*cap = c;
-	return true;
-}
-
 struct listing {
 	struct saved_device *sd;
 	const char *group;
@@ -60,7 +48,7 @@ static int list_file(const struct dm_file_info *fi, void *data)
 	struct saved_device *sd = l->sd;
 	if (!l->group && dm_snapshot_is_derived(fi->name))
 		return 0;
-	if (!grow((void **)&sd->f, &sd->cap, sd->n, sizeof(*sd->f)))
+	if (!dm_array_grow((void **)&sd->f, &sd->cap, sd->n, sizeof(*sd->f), 16))
 		return 1;
 	struct saved_file *f = &sd->f[sd->n];
 	*f = (struct saved_file){ .name = strdup(fi->name), .mode = fi->mode & 0777,
@@ -89,7 +77,7 @@ static int list_dir(const char *name, void *data)
 			 : snprintf(path, sizeof(path), "%s", name);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return 0;
-	if (!grow((void **)&sd->dirs, &sd->cap_dirs, sd->n_dirs, sizeof(*sd->dirs)) ||
+	if (!dm_array_grow((void **)&sd->dirs, &sd->cap_dirs, sd->n_dirs, sizeof(*sd->dirs), 16) ||
 	    !(sd->dirs[sd->n_dirs] = strdup(path)))
 		return 1;
 	sd->n_dirs++;
@@ -110,7 +98,7 @@ static int save_device(struct dm_device *dev, void *data)
 	char path[PATH_MAX];
 	if (dm_device_path_locked(dev, path, sizeof(path)) < 0)
 		return 1;
-	if (!grow((void **)&s->devs, &s->cap, s->n, sizeof(*s->devs)))
+	if (!dm_array_grow((void **)&s->devs, &s->cap, s->n, sizeof(*s->devs), 256))
 		return 1;
 	struct dm_bus *bus = dm_device_get_bus_locked(dev);
 	struct dm_class *cls = dm_device_get_class_locked(dev);
