@@ -722,6 +722,21 @@ int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *n
 	return 0;
 }
 
+int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *attr,
+			     struct dm_blob **ret)
+{
+	if (!(attr->mode & 0444))
+		return -EACCES; /* as dm_device_show() answers it */
+	if (!attr->show_alloc || attr == &power_log_attr)
+		return -EINVAL;
+	if (dm_device_is_dead(dev))
+		return -ENODEV;
+	char *buf;
+	size_t len;
+	int r = attr->show_alloc(dev, attr, &buf, &len);
+	return r < 0 ? r : dm_blob_new(buf, len, ret);
+}
+
 int dm_device_show_blob(struct dm_device *dev, const char *group, const char *name,
 			struct dm_blob **ret)
 {
@@ -731,14 +746,13 @@ int dm_device_show_blob(struct dm_device *dev, const char *group, const char *na
 		return r;
 	if (a == &power_log_attr)
 		return dm_model_show_log(dev->model, ret);
-	char *buf;
-	size_t len;
 	/* the attribute found once: a value read whole (a sysfs attribute
 	 * passed through) needs no second look-up */
 	if (a && a->show_alloc && (a->mode & 0444))
-		r = a->show_alloc(dev, a, &buf, &len);
-	else
-		r = dm_device_show_alloc(dev, group, name, &buf, &len);
+		return dm_device_show_attr_blob(dev, a, ret);
+	char *buf;
+	size_t len;
+	r = dm_device_show_alloc(dev, group, name, &buf, &len);
 	return r < 0 ? r : dm_blob_new(buf, len, ret);
 }
 
@@ -761,19 +775,4 @@ int dm_device_store(struct dm_device *dev, const char *group, const char *name, 
 	memcpy(copy, buf, len);
 	copy[len] = '\0';
 	return a->store(dev, a, copy, len);
-}
-
-int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *attr,
-			     struct dm_blob **ret)
-{
-	if (!(attr->mode & 0444))
-		return -EACCES; /* as dm_device_show() answers it */
-	if (!attr->show_alloc || attr == &power_log_attr)
-		return -EINVAL;
-	if (dm_device_is_dead(dev))
-		return -ENODEV;
-	char *buf;
-	size_t len;
-	int r = attr->show_alloc(dev, attr, &buf, &len);
-	return r < 0 ? r : dm_blob_new(buf, len, ret);
 }
