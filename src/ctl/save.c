@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ctl.h"
 
+#include "readall.h"
 #include "snapshot/format.h"
 
 #include <dirent.h>
@@ -232,47 +233,16 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-/* The whole content of the file @path under the mount (at most a
- * snapshot's largest value and one byte more): 0, or -errno. */
+/* The whole content of the file @path under the mount (as much as a
+ * snapshot keeps of a value: the daemon's own bound on one): 0, or -errno. */
 static int read_whole(int rootfd, const char *path, char **ret, size_t *ret_len)
 {
 	int fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap + 1);
-	int r = buf ? 0 : -ENOMEM;
-	while (r == 0) {
-		if (len == cap) {
-			if (cap > DM_SNAPSHOT_FILE_MAX)
-				break; /* too long to keep: the format leaves it out */
-			char *b = realloc(buf, 2 * cap + 1);
-			if (!b) {
-				r = -ENOMEM;
-				break;
-			}
-			buf = b;
-			cap *= 2;
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			r = -errno;
-		else if (n == 0)
-			break;
-		else
-			len += (size_t)n;
-	}
+	int r = dm_read_all(fd, 4096, DM_SNAPSHOT_FILE_MAX, ret, ret_len);
 	close(fd);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
+	return r;
 }
 
 /* The files of the directory @rel of the device at @path (@rel NULL: its
