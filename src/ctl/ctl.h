@@ -50,6 +50,9 @@ const char *ctl_link_name(int dirfd, const char *dir, const char *link, char *bu
  * @rootfd) in the model's order (natural order, as the global list has
  * them): a malloc()ed array of *ret_n malloc()ed names; free with
  * ctl_names_free(). 0 or -errno. */
+/* Whether @path (under the root/ fd @rootfd) is a device's directory rather
+ * than an attribute directory (pm/, queue/): it has a power file. */
+bool ctl_is_device_dir(int rootfd, const char *path);
 int ctl_children(int rootfd, const char *path, char ***ret, size_t *ret_n);
 void ctl_names_free(char **names, size_t n);
 /* "@path/@name" (or @name under root) into @out. */

@@ -38,13 +38,11 @@ static void info_files(int rootfd, const char *dev, const char *group, struct in
 		const char *name = names[i]->d_name;
 		char full[PATH_MAX + 300], value[2 * 4096 + 2];
 		snprintf(full, sizeof(full), "%s%s%s", group ? group : "", group ? "/" : "", name);
-		char power[PATH_MAX + 300];
-		struct stat st;
-		snprintf(power, sizeof(power), "%s/%s/power", dir, name);
-		/* a group (pm/, queue/, queue/iosched/) has no power file; a
-		 * child device has */
+		char sub[PATH_MAX + 300];
+		snprintf(sub, sizeof(sub), "%s/%s", dir, name);
+		/* a group (pm/, queue/, queue/iosched/), not a child device */
 		if (names[i]->d_type == DT_DIR && name[0] != '.' &&
-		    (group || fstatat(rootfd, power, &st, 0) < 0)) {
+		    (group || !ctl_is_device_dir(rootfd, sub))) {
 			info_files(rootfd, dev, full, o); /* a group, not a child device */
 		} else if (names[i]->d_type == DT_REG) {
 			int len = ctl_read(rootfd, dir, name, value, sizeof(value));

@@ -181,6 +181,16 @@ static int by_version(const struct dirent **a, const struct dirent **b)
 	return strverscmp((*a)->d_name, (*b)->d_name);
 }
 
+bool ctl_is_device_dir(int rootfd, const char *path)
+{
+	char power[PATH_MAX + 8];
+	struct stat st;
+	/* a device directory has a power file; an attribute group has not */
+	return (size_t)snprintf(power, sizeof(power), "%s/power", *path ? path : ".") <
+		       sizeof(power) &&
+	       fstatat(rootfd, power, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
 int ctl_children(int rootfd, const char *path, char ***ret, size_t *ret_n)
 {
 	struct dirent **names;
@@ -190,13 +200,10 @@ int ctl_children(int rootfd, const char *path, char ***ret, size_t *ret_n)
 	char **out = calloc((size_t)n + 1, sizeof(*out));
 	size_t kept = 0;
 	for (int i = 0; i < n; i++) {
-		char child[PATH_MAX], power[PATH_MAX + 8];
-		struct stat st;
+		char child[PATH_MAX];
 		ctl_join(child, sizeof(child), path, names[i]->d_name);
-		snprintf(power, sizeof(power), "%s/power", child);
-		/* a device directory has a power file; an attribute group has not */
 		if (out && names[i]->d_type == DT_DIR && names[i]->d_name[0] != '.' &&
-		    fstatat(rootfd, power, &st, 0) == 0 && S_ISREG(st.st_mode))
+		    ctl_is_device_dir(rootfd, child))
 			out[kept++] = strdup(names[i]->d_name);
 		free(names[i]);
 	}

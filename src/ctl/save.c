@@ -265,7 +265,7 @@ static int save_dir(struct save *s, const char *path, const char *rel, int depth
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; r == 0 && i < n; i++) {
 			const char *name = names[i]->d_name;
-			char file[PATH_MAX], power[PATH_MAX + 8];
+			char file[PATH_MAX];
 			struct stat st;
 			if (name[0] == '.' || (!rel && dm_snapshot_is_derived(name)) ||
 			    (size_t)snprintf(file, sizeof(file), "%s/%s", dir, name) >= sizeof(file) ||
@@ -281,10 +281,9 @@ static int save_dir(struct save *s, const char *path, const char *rel, int depth
 							 s->sanitize);
 				free(buf);
 			} else if (pass == 1 && S_ISDIR(st.st_mode)) {
-				/* a device directory has a power file */
-				snprintf(power, sizeof(power), "%s/power", file);
-				if ((!rel && strcmp(name, "pm") == 0) ||
-				    fstatat(s->rootfd, power, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+				/* child devices are in the device's own directory */
+				if ((!rel && (strcmp(name, "pm") == 0 ||
+					      ctl_is_device_dir(s->rootfd, file))) ||
 				    depth >= DM_SNAPSHOT_DIR_DEPTH_MAX)
 					continue;
 				char sub[PATH_MAX];
