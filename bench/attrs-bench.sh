@@ -17,7 +17,10 @@
 # p99, and the ratios driverfs/minfs (the target is 1.3) and driverfs/sysfs;
 # and the mount's time less the sysfs column's (the kernel's own work for
 # each value, which the floor does not do) against the floor.
-# TRANSPORT=dev takes every FUSE request through /dev/fuse.
+# TRANSPORT=dev takes every FUSE request through /dev/fuse. Where the
+# kernel offers FUSE passthrough the kernel reads the mount's files itself
+# (no READ round trip: docs/design.md §6.4); PASSTHROUGH=0 gives the daemon
+# --no-passthrough, every read through it.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +35,9 @@ need_root "tmpfs, the machine's tree"
 set_transport
 mkdir -p "$mnt" "$tmp" "$min"
 
-"$build/driverfsd" "${transport[@]}" "$mnt" 2>/dev/null
+own=()
+[ "${PASSTHROUGH:-1}" = 0 ] && own=(--no-passthrough)
+"$build/driverfsd" "${transport[@]}" "${own[@]}" "$mnt" 2>/dev/null
 mount -t tmpfs -o size=1g driverfs-attrs "$tmp"
 # the passed-through files, their values copied, and their sysfs paths
 /usr/bin/python3 - "$mnt" "$tmp" "$list" "$sys_list" <<'EOF'

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include "fuse/io.h"
 #include "fuse/uring.h"
 #include <inttypes.h>
 #include <limits.h>
@@ -426,8 +427,12 @@ int main(int argc, char **argv)
 	}
 	/* the same transport as driverfsd's: io_uring where the kernel offers it */
 	struct dm_uring *uring = NULL;
-	if (!no_io_uring && dm_uring_attach(se, DM_URING_THREADS_PER_CPU, &uring) < 0)
+	if (!no_io_uring && dm_uring_new(se, DM_URING_THREADS_PER_CPU, &uring) < 0)
 		uring = NULL;
+	if (uring && dm_fs_io_attach(se, uring, NULL) < 0) {
+		dm_uring_free(uring);
+		uring = NULL;
+	}
 	if (fuse_set_signal_handlers(se) != 0 || fuse_daemonize(foreground) != 0)
 		return 1;
 	/* the same loop as driverfsd's */
@@ -439,6 +444,7 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_idle_threads(cfg, 16);
 	r = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	dm_fs_io_detach(se);
 	dm_uring_free(uring);
 	fprintf(stderr, "fuse requests: %" PRIu64 "\n",
 		(uint64_t)atomic_load_explicit(&m.requests, memory_order_relaxed));

@@ -73,6 +73,17 @@ typedef int (*dm_store_fn)(struct dm_device *dev, const struct dm_attribute *att
 typedef int (*dm_show_alloc_fn)(struct dm_device *dev, const struct dm_attribute *attr,
 				char **ret, size_t *ret_len);
 
+/*
+ * open_source() is for a value that is a file of its own, read unchanged
+ * (a sysfs attribute passed through): it returns a descriptor of that file,
+ * opened read-only, whose reads give what show_alloc() would, so that the
+ * kernel may serve a reader from it directly (FUSE passthrough,
+ * docs/design.md §6.4); -errno (-EOPNOTSUPP: a value that is not such a
+ * file, or one show_alloc() alters) and the value is read through
+ * show_alloc(). Optional.
+ */
+typedef int (*dm_open_source_fn)(struct dm_device *dev, const struct dm_attribute *attr);
+
 struct dm_attribute {
 	const char *name;
 	mode_t mode; /* 0444, 0644, 0200 ... */
@@ -80,6 +91,7 @@ struct dm_attribute {
 	dm_show_fn show;
 	dm_store_fn store;
 	dm_show_alloc_fn show_alloc;
+	dm_open_source_fn open_source;
 };
 
 /*

@@ -56,10 +56,14 @@ static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, ch
 		      size_t *ret_len);
 static int sysfs_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
 		       size_t len);
+static int sysfs_open_source(struct dm_device *dev, const struct dm_attribute *attr);
 
 /* What every passed-through attribute is made like (dm_attribute_intern()). */
 static const struct dm_attribute sysfs_kind = {
-	.flags = DM_ATTR_LIVE | DM_ATTR_SYSFS, .show_alloc = sysfs_show, .store = sysfs_store,
+	.flags = DM_ATTR_LIVE | DM_ATTR_SYSFS,
+	.show_alloc = sysfs_show,
+	.store = sysfs_store,
+	.open_source = sysfs_open_source,
 };
 
 /* ---- sysfs ---- */
@@ -247,20 +251,27 @@ static const struct dm_attribute *sysfs_find(struct dm_device *dev, const char *
 	return attr_of(path, rel, name);
 }
 
-/* The whole value, as sysfs gives it (its newline included). */
-static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
-		      size_t *ret_len)
+/* The attribute's sysfs file, opened for reading. O_NONBLOCK: never
+ * blocks on what is not an attribute (the look-up took it for a regular
+ * file; a testbed's may have changed since). */
+static int open_attr(struct dm_device *dev, const struct dm_attribute *attr)
 {
 	char path[PATH_MAX];
 	int r = sysfs_path(dev, dm_attribute_path(attr), path, sizeof(path));
 	if (r < 0)
 		return r;
-	/* O_NONBLOCK: never blocks on what is not an attribute (the look-up
-	 * took it for a regular file; a testbed's may have changed since) */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The whole value, as sysfs gives it (its newline included). */
+static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
+		      size_t *ret_len)
+{
+	int fd = open_attr(dev, attr);
 	if (fd < 0)
-		return -errno;
-	r = dm_read_value(fd, SYSFS_VALUE_MAX, ret, ret_len);
+		return fd;
+	int r = dm_read_value(fd, SYSFS_VALUE_MAX, ret, ret_len);
 	close(fd);
 	/* config: what a reader without CAP_SYS_ADMIN gets, the header (its
 	 * type at 0x0e; 2, a CardBus bridge's, is twice as long) */
@@ -270,6 +281,25 @@ static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, ch
 			*ret_len = keep;
 	}
 	return r;
+}
+
+/* The attribute's sysfs file, for a reader the kernel serves from it: a
+ * regular file read unchanged. PCI config is not (what a reader without
+ * CAP_SYS_ADMIN gets is cut above, and a read through the descriptor
+ * would be made with the daemon's capabilities). */
+static int sysfs_open_source(struct dm_device *dev, const struct dm_attribute *attr)
+{
+	if (dm_sysfs_attr_policy(attr->name) == DM_SYSFS_PCI_CONFIG)
+		return -EOPNOTSUPP;
+	int fd = open_attr(dev, attr);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EOPNOTSUPP;
+	}
+	return fd;
 }
 
 /* One value per write, to the kernel, which checks it: its answer is the

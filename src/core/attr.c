@@ -737,6 +737,17 @@ int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *a
 	return r < 0 ? r : dm_blob_new(buf, len, ret);
 }
 
+int dm_device_open_attr_source(struct dm_device *dev, const struct dm_attribute *attr)
+{
+	if (!(attr->mode & 0444))
+		return -EACCES;
+	if (!attr->open_source)
+		return -EOPNOTSUPP;
+	if (dm_device_is_dead(dev))
+		return -ENODEV;
+	return attr->open_source(dev, attr);
+}
+
 int dm_device_show_blob(struct dm_device *dev, const char *group, const char *name,
 			struct dm_blob **ret)
 {

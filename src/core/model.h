@@ -387,6 +387,10 @@ int dm_device_show_blob(struct dm_device *dev, const char *group, const char *na
  * device was removed, -EINVAL for any other. */
 int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *attr,
 			     struct dm_blob **ret);
+/* A descriptor whose reads give the value of @attr (its open_source()),
+ * for a reader the kernel serves directly; -EOPNOTSUPP when it has none,
+ * -ENODEV when the device was removed. Call without the lock. */
+int dm_device_open_attr_source(struct dm_device *dev, const struct dm_attribute *attr);
 /* Writes a whole value: -EACCES when read-only, -EFBIG when longer than
  * DM_ATTR_MAX, -EINVAL for an empty value, else what store() returns. Call
  * without the lock. */

@@ -38,6 +38,7 @@ struct options {
 	bool foreground;
 	bool debug;
 	bool no_io_uring;
+	bool no_passthrough;
 	struct fuse_args fuse_args;
 };
 

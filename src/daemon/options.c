@@ -26,6 +26,8 @@ static void usage(FILE *f)
 		"  -o OPTIONS         extra FUSE mount options, comma-separated\n"
 		"      --no-io-uring  take every FUSE request through /dev/fuse, even where\n"
 		"                     the kernel offers io_uring (fuse.enable_uring=Y)\n"
+		"      --no-passthrough  take every read of a sysfs attribute through the\n"
+		"                     daemon, even where the kernel offers FUSE passthrough\n"
 		"  -c, --config FILE  the configuration file, see driverfsd.conf(5); default\n"
 		"                     " DEFAULT_CONFIG ",\n"
 		"                     which may be missing. Drivers are read from the\n"
@@ -76,6 +78,7 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 		{ "uevent-buffer", required_argument, NULL, 'B' },
 		{ "check-config", no_argument, NULL, 'K' },
 		{ "no-io-uring", no_argument, NULL, 'U' },
+		{ "no-passthrough", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -124,6 +127,9 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'U':
 			o->no_io_uring = true;
+			break;
+		case 'P':
+			o->no_passthrough = true;
 			break;
 		case 'f':
 			o->foreground = true;

@@ -219,6 +219,7 @@ int daemon_mount(struct daemon *d)
 		return r;
 	}
 	dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
+	dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
 	r = dm_fs_mount(d->fs, d->mountpoint);
 	if (r < 0) {
 		log_err("cannot mount at %s", d->mountpoint);

@@ -10,6 +10,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* fh: a slot of the open copies (open-value.h), with this bit when the
+ * file has a backing the kernel reads (passthrough.h). */
+#define FH_BACKED ((uint64_t)1 << 63)
+
+struct attr_source {
+	struct dm_device *dev;
+	const struct dm_attribute *attr;
+};
+
+static int open_attr_source(void *data)
+{
+	const struct attr_source *s = data;
+	return dm_device_open_attr_source(s->dev, s->attr);
+}
+
+/*
+ * A passed-through sysfs attribute, where the kernel offers passthrough,
+ * is read by the kernel itself from the sysfs file, opened anew for each
+ * open file (so read when opened, whole, as sysfs reads it): no READ comes
+ * here. A file open for writing shares its inode's backing (the kernel
+ * wants one per inode) but with direct_io, which takes its writes (and
+ * reads) here as before.
+ */
+static int32_t open_backing(struct dm_fs *fs, fuse_ino_t ino, struct dm_device *dev,
+			    const struct dm_attribute *attr)
+{
+	if (!attr || !attr->open_source || !fs_passthrough_on(&fs->passthrough))
+		return -1;
+	struct attr_source src = { .dev = dev, .attr = attr };
+	int32_t id;
+	return fs_passthrough_get(&fs->passthrough, ino, open_attr_source, &src, &id) < 0 ? -1
+											 : id;
+}
+
 /*
  * Every file is opened through the daemon, since only an open can ask for
  * direct_io: the kernel asks once per connection whether open is answered
@@ -41,15 +75,20 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (r == -ENODEV)
 			r = -ENOENT;
 	}
+	int32_t backing = r == 0 && n.t.kind == FS_ATTR ? open_backing(fs, ino, n.t.dev, info.attr)
+							: -1;
 	fs_ref_release(&n);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
+	bool reading = (fi->flags & O_ACCMODE) == O_RDONLY;
 	bool changing = info.flags & (DM_ATTR_LIVE | DM_ATTR_ANNOUNCED);
-	if (changing && (fi->flags & O_ACCMODE) != O_WRONLY) {
+	if (changing && (fi->flags & O_ACCMODE) != O_WRONLY && !(backing >= 0 && reading)) {
 		r = fs_open_value_new(&fs->opens, fuse_req_ctx(req)->uid, &fi->fh);
 		if (r < 0) {
+			if (backing >= 0)
+				fs_passthrough_put(&fs->passthrough, ino);
 			fuse_reply_err(req, -r);
 			return;
 		}
@@ -58,19 +97,27 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			fs_open_value_get(&fs->opens, fi->fh)->attr = a;
 	}
 	/* writes go to the store whole, one value per write */
-	if (changing || (fi->flags & O_ACCMODE) != O_RDONLY)
-		fi->direct_io = 1;
+	if (changing || !reading)
+		fi->direct_io = !(backing >= 0 && reading);
 	else
 		fi->keep_cache = 1;
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		fs_open_value_release(&fs->opens, fi->fh); /* interrupted: no release will come */
+	if (backing >= 0)
+		fi->fh |= FH_BACKED;
+	r = backing >= 0 ? fs_passthrough_reply_open(req, fi, backing) : fuse_reply_open(req, fi);
+	if (r == -ENOENT) {
+		/* interrupted: no release will come */
+		fs_open_value_release(&fs->opens, fi->fh & ~FH_BACKED);
+		if (backing >= 0)
+			fs_passthrough_put(&fs->passthrough, ino);
+	}
 }
 
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_RELEASE);
-	(void)ino;
-	fs_open_value_release(&fs->opens, fi->fh);
+	fs_open_value_release(&fs->opens, fi->fh & ~FH_BACKED);
+	if (fi->fh & FH_BACKED)
+		fs_passthrough_put(&fs->passthrough, ino);
 	fuse_reply_err(req, 0);
 }
 
@@ -121,7 +168,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_READ);
-	struct fs_open_value *v = fs_open_value_get(&fs->opens, fi->fh);
+	struct fs_open_value *v = fs_open_value_get(&fs->opens, fi->fh & ~FH_BACKED);
 	struct dm_blob *b = NULL;
 	int r = 0;
 	if (!v) {

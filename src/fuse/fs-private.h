@@ -15,6 +15,7 @@
 #include "listing.h"
 #include "notify.h"
 #include "open-value.h"
+#include "passthrough.h"
 
 #include <fuse_lowlevel.h>
 #include <stdatomic.h>
@@ -61,6 +62,7 @@ struct dm_fs {
 	struct dm_uring *uring; /* FUSE over io_uring, if the kernel offers it */
 	struct fs_listings listings; /* listings being read, one per directory */
 	struct fs_opens opens; /* copies of open files' changing values */
+	struct fs_passthrough passthrough; /* files the kernel reads itself */
 	struct fs_notifier notifier;
 
 	/* requests served, counted without a lock: a relaxed atomic add

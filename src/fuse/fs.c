@@ -10,6 +10,7 @@
  */
 #include "fs-private.h"
 
+#include "io.h"
 #include "uring.h"
 
 #include <errno.h>
@@ -62,6 +63,9 @@ int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size)
 	if (fs->uring && len >= 0 && (size_t)len < size)
 		len += snprintf(buf + len, size - (size_t)len, "; over io_uring: %" PRIu64,
 				dm_uring_served(fs->uring));
+	if (fs_passthrough_on(&fs->passthrough) && len >= 0 && (size_t)len < size)
+		len += snprintf(buf + len, size - (size_t)len, "; opened for passthrough: %" PRIu64,
+				fs_passthrough_opens(&fs->passthrough));
 	if (len >= 0 && (size_t)len < size)
 		len += snprintf(buf + len, size - (size_t)len, "; power_log built %" PRIu64 " times",
 				dm_model_count_log_builds(fs->model));
@@ -185,6 +189,7 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
 	clock_gettime(CLOCK_REALTIME, &fs->start);
 	fs_listings_init(&fs->listings);
 	fs_opens_init(&fs->opens);
+	fs_passthrough_init(&fs->passthrough, true);
 	/* ours, taken out of what FUSE is given (open-value.h) */
 	static const struct fuse_opt opts[] = {
 		{ "max_open_bytes_per_uid=%zu", offsetof(struct dm_fs, opens.uid_budget), 0 },
@@ -223,6 +228,7 @@ out_table:
 	fs_notifier_done(&fs->notifier);
 	fs_table_free(fs->table);
 out_free:
+	fs_passthrough_done(&fs->passthrough);
 	fs_opens_done(&fs->opens);
 	fs_listings_done(&fs->listings);
 	free(fs);
@@ -234,17 +240,26 @@ int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 	if (fuse_session_mount(fs->se, mountpoint) != 0)
 		return -EIO;
 	fs->mounted = true;
-	if (fs->no_io_uring)
-		return 0;
+	fs_passthrough_set_fd(&fs->passthrough, fuse_session_fd(fs->se));
 	/* else (no possible CPUs to read) the session reads /dev/fuse alone */
-	if (dm_uring_attach(fs->se, DM_URING_THREADS_PER_CPU, &fs->uring) < 0)
+	if (!fs->no_io_uring && dm_uring_new(fs->se, DM_URING_THREADS_PER_CPU, &fs->uring) < 0)
 		fs->uring = NULL;
+	/* without it, libfuse's own I/O: neither io_uring nor passthrough */
+	if (dm_fs_io_attach(fs->se, fs->uring, &fs->passthrough) < 0) {
+		dm_uring_free(fs->uring);
+		fs->uring = NULL;
+	}
 	return 0;
 }
 
 void dm_fs_set_io_uring(struct dm_fs *fs, bool on)
 {
 	fs->no_io_uring = !on;
+}
+
+void dm_fs_set_passthrough(struct dm_fs *fs, bool on)
+{
+	fs->passthrough.wanted = on;
 }
 
 void dm_fs_set_unmount_watched(struct dm_fs *fs)
@@ -288,7 +303,9 @@ void dm_fs_free(struct dm_fs *fs)
 		return;
 	fs_notifier_stop(&fs->notifier);
 	/* after the notifier, whose invalidations go through its writev */
+	dm_fs_io_detach(fs->se);
 	dm_uring_free(fs->uring);
+	fs_passthrough_done(&fs->passthrough);
 	fs_notifier_done(&fs->notifier);
 	fs_listings_done(&fs->listings);
 	fs_opens_done(&fs->opens);

@@ -32,6 +32,10 @@ void dm_fs_set_unmount_watched(struct dm_fs *fs);
 /* Before the mount: whether to serve over io_uring where the kernel offers
  * it (uring.h; the default) or only through /dev/fuse. */
 void dm_fs_set_io_uring(struct dm_fs *fs, bool on);
+/* Before the mount: whether the kernel is to read passed-through sysfs
+ * attributes itself where it offers FUSE passthrough (passthrough.h; the
+ * default) or every read is to come to the daemon. */
+void dm_fs_set_passthrough(struct dm_fs *fs, bool on);
 /* Starts the thread that tells the kernel what model changes made stale
  * (after the mount): from then on the model's listener is the fs's. */
 int dm_fs_start_notifier(struct dm_fs *fs);

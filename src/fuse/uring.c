@@ -160,50 +160,8 @@ static int possible_cpus(unsigned *ret)
 }
 
 static bool may_leave_idle(void);
-static ssize_t uring_read(struct dm_uring *u, int fd, void *buf, size_t len);
-static ssize_t uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count);
 
-/* libfuse's custom I/O gets the session's userdata, which is not ours:
- * the sessions served here are found by their /dev/fuse descriptor. */
-#define MAX_SESSIONS 8
-static struct dm_uring *_Atomic sessions[MAX_SESSIONS];
-
-static struct dm_uring *session_of(int fd)
-{
-	for (int i = 0; i < MAX_SESSIONS; i++) {
-		struct dm_uring *u = atomic_load_explicit(&sessions[i], memory_order_acquire);
-		if (u && u->fd == fd)
-			return u;
-	}
-	return NULL;
-}
-
-static void session_forget(struct dm_uring *u)
-{
-	for (int i = 0; i < MAX_SESSIONS; i++) {
-		struct dm_uring *mine = u;
-		atomic_compare_exchange_strong(&sessions[i], &mine, NULL);
-	}
-}
-
-static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
-{
-	struct dm_uring *u = session_of(fd);
-	return u ? uring_read(u, fd, buf, len) : read(fd, buf, len);
-}
-
-static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
-{
-	struct dm_uring *u = session_of(fd);
-	return u ? uring_writev(u, fd, iov, count) : writev(fd, iov, count);
-}
-
-static const struct fuse_custom_io io = {
-	.read = io_read,
-	.writev = io_writev,
-};
-
-int dm_uring_attach(struct fuse_session *se, unsigned per_cpu, struct dm_uring **ret)
+int dm_uring_new(struct fuse_session *se, unsigned per_cpu, struct dm_uring **ret)
 {
 	struct dm_uring *u = calloc(1, sizeof(*u));
 	if (!u)
@@ -212,8 +170,10 @@ int dm_uring_attach(struct fuse_session *se, unsigned per_cpu, struct dm_uring *
 	u->fd = fuse_session_fd(se);
 	u->per_cpu = per_cpu ? per_cpu : 1;
 	int r = possible_cpus(&u->n_cpus);
-	if (r < 0)
-		goto out_free;
+	if (r < 0) {
+		free(u);
+		return r;
+	}
 	u->idle_class = may_leave_idle();
 	if (sched_getaffinity(0, sizeof(u->cpus), &u->cpus) < 0) {
 		CPU_ZERO(&u->cpus);
@@ -222,30 +182,8 @@ int dm_uring_attach(struct fuse_session *se, unsigned per_cpu, struct dm_uring *
 	}
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
-	r = -EBUSY;
-	for (int i = 0; i < MAX_SESSIONS && r < 0; i++) {
-		struct dm_uring *none = NULL;
-		if (atomic_compare_exchange_strong(&sessions[i], &none, u))
-			r = 0;
-	}
-	if (r < 0)
-		goto out_destroy;
-	/* the same descriptor: libfuse keeps it and closes it as before */
-	if (fuse_session_custom_io(se, &io, u->fd) != 0) {
-		r = -EINVAL;
-		goto out_forget;
-	}
 	*ret = u;
 	return 0;
-
-out_forget:
-	session_forget(u);
-out_destroy:
-	pthread_cond_destroy(&u->cond);
-	pthread_mutex_destroy(&u->lock);
-out_free:
-	free(u);
-	return r;
 }
 
 /* ---- ring threads ---- */
@@ -600,19 +538,10 @@ static bool start_threads(struct dm_uring *u)
 }
 
 
-/* ---- libfuse's custom I/O ---- */
+/* ---- the session's I/O (io.c) ---- */
 
-static ssize_t uring_read(struct dm_uring *u, int fd, void *buf, size_t len)
+void dm_uring_saw_init(struct dm_uring *u, uint64_t flags, uint64_t unique)
 {
-	ssize_t n = read(fd, buf, len);
-	const struct fuse_in_header *in = buf;
-	if (n < (ssize_t)(sizeof(*in) + sizeof(struct fuse_init_in)) ||
-	    in->opcode != FUSE_INIT)
-		return n;
-	const struct fuse_init_in *init = (const void *)(in + 1);
-	uint64_t flags = init->flags;
-	if (flags & FUSE_INIT_EXT)
-		flags |= (uint64_t)init->flags2 << 32;
 	/* libfuse's loop cancels its threads when it ends, and reads with
 	 * cancellation on: not while this one holds the lock or waits */
 	int cancel;
@@ -620,12 +549,11 @@ static ssize_t uring_read(struct dm_uring *u, int fd, void *buf, size_t len)
 	bool ok = (flags & URING_INIT_FLAG) && start_threads(u);
 	pthread_mutex_lock(&u->lock);
 	u->init_pending = ok;
-	u->init_unique = in->unique;
+	u->init_unique = unique;
 	pthread_mutex_unlock(&u->lock);
 	if (!ok && u->n_threads)
 		set_start(u, START_ABORT);
 	pthread_setcancelstate(cancel, NULL);
-	return n;
 }
 
 /* The INIT reply asks for io_uring; the rings' payload buffers must hold
@@ -648,7 +576,7 @@ static bool init_reply_ask(struct dm_uring *u, struct iovec *iov, int count)
 	return true;
 }
 
-static ssize_t uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count)
+ssize_t dm_uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count)
 {
 	const struct fuse_out_header *out = iov[0].iov_base;
 	struct ring_thread *t = current_entry;
@@ -710,7 +638,6 @@ void dm_uring_free(struct dm_uring *u)
 	if (!u)
 		return;
 	dm_uring_stop(u);
-	session_forget(u);
 	free(u->threads);
 	pthread_cond_destroy(&u->cond);
 	pthread_mutex_destroy(&u->lock);

@@ -9,8 +9,9 @@
  * queues each request on its asker's CPU, served here by threads pinned to
  * that CPU: the asker sleeps, the server runs on the same CPU, no IPI.
  *
- * libfuse 3.14 knows nothing of it. This module sits under libfuse as its
- * custom I/O (fuse_session_custom_io()): it sees the kernel's INIT request,
+ * libfuse 3.14 knows nothing of it. This module sits under libfuse's
+ * custom I/O (io.h), which shows it every request read from /dev/fuse and
+ * hands it every reply: it sees the kernel's INIT request,
  * asks for io_uring in the INIT reply when the kernel offers it and every
  * ring could be set up, registers one ring entry per thread, and hands
  * each request to fuse_session_process_buf(), catching the handler's reply
@@ -23,6 +24,8 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 struct dm_uring;
 struct fuse_session;
@@ -34,10 +37,15 @@ struct fuse_session;
 #ifdef DM_HAVE_IO_URING
 
 /* Serves @se's requests over io_uring when the kernel offers it, with
- * @per_cpu threads (each holding one ring entry) per possible CPU: installs
- * this module as the session's custom I/O. Call after fuse_session_mount(),
- * before the session loop. */
-int dm_uring_attach(struct fuse_session *se, unsigned per_cpu, struct dm_uring **ret);
+ * @per_cpu threads (each holding one ring entry) per possible CPU, once
+ * given to the session's I/O (dm_fs_io_attach()). Call after
+ * fuse_session_mount(), before the session loop. */
+int dm_uring_new(struct fuse_session *se, unsigned per_cpu, struct dm_uring **ret);
+/* From the session's I/O: the kernel's INIT (its flags, flags2 above bit
+ * 31), which starts the ring threads, and a reply to go out (over a ring
+ * entry, or written to @fd). */
+void dm_uring_saw_init(struct dm_uring *u, uint64_t flags, uint64_t unique);
+ssize_t dm_uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count);
 /* Requests served over io_uring so far. Any thread, any time. */
 uint64_t dm_uring_served(const struct dm_uring *u);
 /* Ends the ring threads (waiting for the requests they serve) once the
@@ -47,13 +55,26 @@ void dm_uring_free(struct dm_uring *u);
 
 #else /* built with -Dio_uring=disabled: every request through /dev/fuse */
 
-static inline int dm_uring_attach(struct fuse_session *se, unsigned per_cpu,
-				  struct dm_uring **ret)
+static inline int dm_uring_new(struct fuse_session *se, unsigned per_cpu,
+			       struct dm_uring **ret)
 {
 	(void)se;
 	(void)per_cpu;
 	*ret = NULL;
 	return -EOPNOTSUPP;
+}
+
+static inline void dm_uring_saw_init(struct dm_uring *u, uint64_t flags, uint64_t unique)
+{
+	(void)u;
+	(void)flags;
+	(void)unique;
+}
+
+static inline ssize_t dm_uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count)
+{
+	(void)u;
+	return writev(fd, iov, count);
 }
 
 static inline uint64_t dm_uring_served(const struct dm_uring *u)

@@ -8,6 +8,7 @@ tests/helpers/failwrite.c) comes back unchanged; other users cannot write;
 an attribute the kernel adds shows after the device's change event."""
 import errno
 import os
+import re
 
 import pytest
 
@@ -336,3 +337,85 @@ def test_a_name_driverfsd_gives_its_own_meaning_shows_sysfs_value_beside_it(tmp_
     finally:
         daemon.stop()
 
+
+
+PASSTHROUGH = "the kernel reads passed-through attributes itself"
+
+
+def passthrough_opens(output):
+    m = re.search(r"; opened for passthrough: (\d+)", output)
+    return int(m.group(1)) if m else 0
+
+
+def daemon_reads(output):
+    m = re.search(r"fuse requests: .* read=(\d+)", output)
+    return int(m.group(1)) if m else 0
+
+
+@pytest.mark.parametrize("mode", ["passthrough", "no-passthrough"])
+def test_passed_through_values_are_the_same_read_by_the_kernel_or_the_daemon(mode):
+    """Where the kernel offers FUSE passthrough (docs/design.md §6.4) it
+    reads a passed-through attribute itself, from the sysfs file opened
+    anew at each open; --no-passthrough takes every read to the daemon.
+    Either way a value is read when opened, files open at once on one
+    attribute read the same value, a root write while another file holds
+    the attribute open reaches sysfs (and the kernel's refusal comes back),
+    and PCI config stays cut to what an unprivileged reader gets."""
+    args = ["--no-passthrough"] if mode == "no-passthrough" else []
+    daemon = Daemon(TESTBED, args, prepare=add_files, extra_env={
+        "LD_PRELOAD": os.environ["DRIVERFS_FAILWRITE"],
+        "DRIVERFS_FAIL_WRITES": f"{EBUSY_SUFFIX}={errno.EBUSY}"})
+    try:
+        cpus = daemon.path("root", XHCI, "local_cpulist")
+        sys_cpus = os.path.join(daemon.testbed.get_root_dir(), SYS_XHCI, "local_cpulist")
+        reads = 0
+        for value in (b"0-3\n", b"0\n", b"0-1\n"):
+            with open(sys_cpus, "wb") as f:
+                f.write(value)
+            assert read(cpus) == value
+            reads += 1
+        offered = PASSTHROUGH in daemon.output()
+        if mode == "passthrough" and not offered:
+            pytest.skip("this kernel offers no FUSE passthrough (Linux >= 6.9)")
+        assert offered == (mode == "passthrough")
+
+        with open(cpus, "rb") as held, open(cpus, "rb") as second:
+            reads += 2
+            with open(sys_cpus, "wb") as f:
+                f.write(b"0-7\n")
+            assert second.read() == b"0-7\n"
+            assert held.read() == b"0-7\n"
+            # a writer meanwhile: through the daemon, to sysfs
+            enable = daemon.path("root", XHCI, "enable")
+            with open(enable, "rb") as reader:
+                reads += 1
+                assert reader.read() == b"1\n"
+                with open(enable, "w") as f:
+                    f.write("0\n")
+                assert read(os.path.join(daemon.testbed.get_root_dir(), SYS_XHCI,
+                                         "enable")) == b"0\n"
+                assert read(enable) == b"0\n"
+                reads += 1
+            held_d3 = open(daemon.path("root", XHCI, "d3cold_allowed"), "rb")
+            with held_d3, pytest.raises(OSError) as e:
+                reads += 1
+                with open(daemon.path("root", XHCI, "d3cold_allowed"), "w") as f:
+                    f.write("0\n")
+            assert e.value.errno == errno.EBUSY
+        assert read(daemon.path("root", XHCI, "config")) == CONFIG[:64]
+        assert as_nobody(lambda q: open(q, "rb").read().hex(),
+                         daemon.path("root", XHCI, "config")) == CONFIG[:64].hex()
+        assert daemon.terminate() == 0
+        out = daemon.output()
+        opened = passthrough_opens(out)
+        if mode == "passthrough":
+            # every read-only open of a passed-through file but config's,
+            # none of whose reads came to the daemon: only config's (root's
+            # and nobody's, each to its end) did
+            assert opened >= reads, out
+            assert daemon_reads(out) <= 4, out
+        else:
+            assert opened == 0
+            assert daemon_reads(out) >= reads, out
+    finally:
+        daemon.stop()

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* passthrough.c - FUSE passthrough of sysfs attributes (see passthrough.h). */
+#include "passthrough.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <linux/fuse.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/* ---- the passthrough part of the FUSE protocol (7.40), not in the
+ * <linux/fuse.h> of Debian 12 nor in libfuse 3.14 ---- */
+
+#define PT_INIT_FLAG (1ULL << 37) /* FUSE_PASSTHROUGH */
+#define PT_OPEN_FLAG (1U << 7) /* FOPEN_PASSTHROUGH */
+
+struct pt_backing_map {
+	int32_t fd;
+	uint32_t flags;
+	uint64_t padding;
+};
+
+#define PT_IOC_MAGIC 229
+#define PT_IOC_BACKING_OPEN _IOW(PT_IOC_MAGIC, 1, struct pt_backing_map)
+#define PT_IOC_BACKING_CLOSE _IOW(PT_IOC_MAGIC, 2, uint32_t)
+
+/* fuse_init_out: max_stack_depth follows flags2 (libfuse 3.14 calls it
+ * unused[0]); fuse_open_out: backing_id follows open_flags (padding). */
+#define PT_INIT_STACK_DEPTH_OFF (offsetof(struct fuse_init_out, flags2) + sizeof(uint32_t))
+#define PT_OPEN_BACKING_OFF (offsetof(struct fuse_open_out, open_flags) + sizeof(uint32_t))
+_Static_assert(sizeof(struct fuse_open_out) == 16, "fuse_open_out's size");
+
+struct fs_backing {
+	uint64_t ino; /* the key */
+	int32_t id;
+	unsigned opens;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void fs_passthrough_init(struct fs_passthrough *pt, bool wanted)
+{
+	memset(pt, 0, sizeof(*pt));
+	pthread_mutex_init(&pt->lock, NULL);
+	pt->fd = -1;
+	pt->wanted = wanted;
+	dm_hashmap_init(&pt->backings, dm_hash_u64, cmp_u64);
+}
+
+static int close_backing(void *value, void *data)
+{
+	struct fs_backing *b = value;
+	struct fs_passthrough *pt = data;
+	uint32_t id = (uint32_t)b->id;
+	if (pt->fd >= 0)
+		(void)ioctl(pt->fd, PT_IOC_BACKING_CLOSE, &id);
+	free(b);
+	return 0;
+}
+
+void fs_passthrough_done(struct fs_passthrough *pt)
+{
+	dm_hashmap_for_each(&pt->backings, close_backing, pt);
+	dm_hashmap_done(&pt->backings);
+	pthread_mutex_destroy(&pt->lock);
+}
+
+void fs_passthrough_set_fd(struct fs_passthrough *pt, int fd)
+{
+	pt->fd = fd;
+}
+
+bool fs_passthrough_on(struct fs_passthrough *pt)
+{
+	return atomic_load_explicit(&pt->on, memory_order_acquire);
+}
+
+uint64_t fs_passthrough_opens(struct fs_passthrough *pt)
+{
+	return atomic_load_explicit(&pt->opens, memory_order_relaxed);
+}
+
+/* ---- INIT ---- */
+
+void fs_passthrough_saw_init(struct fs_passthrough *pt, uint64_t flags, uint64_t unique)
+{
+	if (!pt->wanted)
+		return;
+	pthread_mutex_lock(&pt->lock);
+	pt->offered = (flags & PT_INIT_FLAG) != 0;
+	pt->init_pending = true;
+	pt->init_unique = unique;
+	pthread_mutex_unlock(&pt->lock);
+}
+
+/* Asks for passthrough in the INIT reply, with backing files one level
+ * down (sysfs, or a testbed's tmpfs); not with writeback caching, which
+ * the kernel does not combine with it (libfuse asks for it only when told). */
+static void init_reply(struct fs_passthrough *pt, struct iovec *iov, int count)
+{
+	const struct fuse_out_header *out = iov[0].iov_base;
+	if (count < 2 || out->error != 0 || iov[1].iov_len < PT_INIT_STACK_DEPTH_OFF + 4)
+		return;
+	struct fuse_init_out *init = iov[1].iov_base;
+	if (init->flags & FUSE_WRITEBACK_CACHE)
+		return;
+	init->flags |= FUSE_INIT_EXT;
+	init->flags2 |= (uint32_t)(PT_INIT_FLAG >> 32);
+	uint32_t depth = 1;
+	memcpy((char *)init + PT_INIT_STACK_DEPTH_OFF, &depth, sizeof(depth));
+	atomic_store_explicit(&pt->on, true, memory_order_release);
+	log_info("the kernel reads passed-through attributes itself (FUSE passthrough)");
+}
+
+/* ---- opens ---- */
+
+/* The backing of the open being answered by this thread. */
+static __thread int32_t reply_backing = -1;
+
+void fs_passthrough_patch_reply(struct fs_passthrough *pt, struct iovec *iov, int count)
+{
+	const struct fuse_out_header *out = iov[0].iov_base;
+	if (reply_backing >= 0) {
+		if (count == 2 && out->error == 0 && iov[1].iov_len == sizeof(struct fuse_open_out)) {
+			struct fuse_open_out *o = iov[1].iov_base;
+			o->open_flags |= PT_OPEN_FLAG;
+			memcpy((char *)o + PT_OPEN_BACKING_OFF, &reply_backing, sizeof(int32_t));
+		}
+		return;
+	}
+	if (!pt->wanted)
+		return;
+	pthread_mutex_lock(&pt->lock);
+	bool init = pt->init_pending && out->unique == pt->init_unique;
+	if (init)
+		pt->init_pending = false;
+	bool offered = pt->offered;
+	pthread_mutex_unlock(&pt->lock);
+	if (init && offered)
+		init_reply(pt, iov, count);
+}
+
+int fs_passthrough_reply_open(fuse_req_t req, const struct fuse_file_info *fi, int32_t id)
+{
+	reply_backing = id;
+	int r = fuse_reply_open(req, fi);
+	reply_backing = -1;
+	return r;
+}
+
+static int backing_open(struct fs_passthrough *pt, int fd)
+{
+	struct pt_backing_map map = { .fd = fd };
+	int id = ioctl(pt->fd, PT_IOC_BACKING_OPEN, &map);
+	if (id >= 0)
+		return id;
+	int r = -errno;
+	/* not allowed at all (no CAP_SYS_ADMIN): every read goes through
+	 * the daemon from now on; else (a file the kernel will not back)
+	 * this file only */
+	if (r == -EPERM && atomic_exchange(&pt->on, false))
+		log_warn("FUSE passthrough refused (%s): values are read through the daemon",
+			 strerror(-r));
+	return r;
+}
+
+static void backing_close(struct fs_passthrough *pt, int32_t id)
+{
+	uint32_t u = (uint32_t)id;
+	if (ioctl(pt->fd, PT_IOC_BACKING_CLOSE, &u) < 0)
+		log_warn("cannot close a FUSE backing file: %s", strerror(errno));
+}
+
+/* One more open of @ino's backing, if it has one. */
+static bool backing_ref(struct fs_passthrough *pt, uint64_t ino, int32_t *ret_id)
+{
+	struct fs_backing *b = dm_hashmap_get(&pt->backings, &ino);
+	if (b) {
+		b->opens++;
+		*ret_id = b->id;
+	}
+	return b != NULL;
+}
+
+/* Registers a backing for @ino from @open_source's descriptor. */
+static int backing_new(struct fs_passthrough *pt, uint64_t ino, int (*open_source)(void *),
+		       void *data, int32_t *ret_id)
+{
+	/* the sysfs file is opened without the lock: opens of other files
+	 * go on meanwhile */
+	int fd = open_source(data);
+	if (fd < 0)
+		return fd;
+	int id = backing_open(pt, fd);
+	close(fd);
+	if (id < 0)
+		return id;
+	struct fs_backing *b = malloc(sizeof(*b));
+	int r = 0;
+	pthread_mutex_lock(&pt->lock);
+	/* another open of the inode may have registered one meanwhile */
+	bool found = backing_ref(pt, ino, ret_id);
+	if (!found) {
+		if (b)
+			*b = (struct fs_backing){ .ino = ino, .id = id, .opens = 1 };
+		if (!b || dm_hashmap_put(&pt->backings, &b->ino, b) < 0)
+			r = -ENOMEM;
+		else
+			*ret_id = id;
+	}
+	pthread_mutex_unlock(&pt->lock);
+	if (found || r < 0) {
+		free(b);
+		backing_close(pt, id);
+	}
+	return r;
+}
+
+int fs_passthrough_get(struct fs_passthrough *pt, uint64_t ino, int (*open_source)(void *),
+		       void *data, int32_t *ret_id)
+{
+	if (!fs_passthrough_on(pt) || pt->fd < 0)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&pt->lock);
+	bool found = backing_ref(pt, ino, ret_id);
+	pthread_mutex_unlock(&pt->lock);
+	int r = found ? 0 : backing_new(pt, ino, open_source, data, ret_id);
+	if (r == 0)
+		atomic_fetch_add_explicit(&pt->opens, 1, memory_order_relaxed);
+	return r;
+}
+
+void fs_passthrough_put(struct fs_passthrough *pt, uint64_t ino)
+{
+	pthread_mutex_lock(&pt->lock);
+	struct fs_backing *b = dm_hashmap_get(&pt->backings, &ino);
+	if (b && --b->opens == 0)
+		dm_hashmap_remove(&pt->backings, &ino);
+	else
+		b = NULL;
+	pthread_mutex_unlock(&pt->lock);
+	if (b) {
+		backing_close(pt, b->id);
+		free(b);
+	}
+}
