@@ -173,7 +173,7 @@ static int attach_mutex_held(struct dm_device *dev)
 	int bound = 0;
 
 	dm_model_read_lock(m);
-	if (dev->driver || !dev->bus || dm_device_is_dead(dev)) {
+	if (dev->driver || !dev->bus || dm_device_is_dead(dev) || dev->binding) {
 		dm_model_unlock(m);
 		return 0;
 	}
@@ -250,6 +250,20 @@ static void drop_claim_mutex_held(struct dm_device *dev)
 {
 	release_mutex_held(dev);
 	attach_mutex_held(dev);
+}
+
+void dm_device_set_binding(struct dm_device *dev, bool binding)
+{
+	pthread_mutex_lock(&dev->mutex);
+	dev->binding = binding;
+	/* at the end, offered as the kernel's binding now stands */
+	if (!binding) {
+		if (!claim_holds(dev))
+			drop_claim_mutex_held(dev);
+		else
+			attach_mutex_held(dev);
+	}
+	pthread_mutex_unlock(&dev->mutex);
 }
 
 int dm_device_recheck_claim(struct dm_device *dev)

@@ -113,6 +113,9 @@ struct dm_device {
 	/* kernel_driver when a user driver bound it: its claim holds while
 	 * the kernel's binding stays this one (dm_device_recheck_claim()) */
 	const char *claimed_under;
+	/* in a binding transaction (dm_device_set_binding()): offered to no
+	 * driver until it ends; under mutex */
+	bool binding;
 
 	/* Static values, packed: one array of entries sorted by name, one
 	 * buffer of their bytes (two allocations whatever their number). */

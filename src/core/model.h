@@ -286,6 +286,12 @@ void dm_device_release_driver(struct dm_device *dev);
  * before the hook runs. Returns 1 when a claim was dropped, else 0. Call
  * without the lock. */
 int dm_device_recheck_claim(struct dm_device *dev);
+/* A binding transaction (src/drivers/binding.h) begins (true) or ends:
+ * meanwhile the device is offered to no driver (a function briefly
+ * unbound is not pci-pm's); at the end a claim that no longer holds is
+ * dropped and an unbound device offered to the bus's drivers. Call
+ * without the lock. */
+void dm_device_set_binding(struct dm_device *dev, bool binding);
 /* What a user driver's suspend returns when it finds, before writing
  * anything, that the device is no longer its own (the kernel bound a
  * driver the model has not heard of yet): the model then releases the

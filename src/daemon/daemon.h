@@ -39,6 +39,7 @@ struct options {
 	bool debug;
 	bool no_io_uring;
 	bool no_passthrough;
+	const char *proc_root; /* --proc-root, or NULL */
 	struct fuse_args fuse_args;
 };
 

@@ -28,6 +28,9 @@ static void usage(FILE *f)
 		"                     the kernel offers io_uring (fuse.enable_uring=Y)\n"
 		"      --no-passthrough  take every read of a sysfs attribute through the\n"
 		"                     daemon, even where the kernel offers FUSE passthrough\n"
+		"      --proc-root DIR  read mounts, swaps, routes and processes' open files\n"
+		"                     under DIR instead of /proc, for the in-use checks of\n"
+		"                     binding requests (for tests)\n"
 		"  -c, --config FILE  the configuration file, see driverfsd.conf(5); default\n"
 		"                     " DEFAULT_CONFIG ",\n"
 		"                     which may be missing. Drivers are read from the\n"
@@ -79,6 +82,7 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 		{ "check-config", no_argument, NULL, 'K' },
 		{ "no-io-uring", no_argument, NULL, 'U' },
 		{ "no-passthrough", no_argument, NULL, 'P' },
+		{ "proc-root", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -130,6 +134,14 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'P':
 			o->no_passthrough = true;
+			break;
+		case 'R':
+			if (optarg[0] != '/') {
+				fprintf(stderr, "driverfsd: --proc-root needs an absolute path, "
+						"not '%s'\n", optarg);
+				return -EINVAL;
+			}
+			o->proc_root = optarg;
 			break;
 		case 'f':
 			o->foreground = true;

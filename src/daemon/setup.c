@@ -10,6 +10,7 @@
 #include "background.h"
 #include "core/model.h"
 #include "drivers/exec.h"
+#include "drivers/inuse.h"
 #include "drivers/pci-pm.h"
 #include "drivers/vfio-pci.h"
 #include "fuse/fs.h"
@@ -220,6 +221,8 @@ int daemon_mount(struct daemon *d)
 	}
 	dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
 	dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
+	if (d->o->proc_root)
+		dm_inuse_set_proc_root(d->o->proc_root);
 	r = dm_fs_mount(d->fs, d->mountpoint);
 	if (r < 0) {
 		log_err("cannot mount at %s", d->mountpoint);

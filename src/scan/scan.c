@@ -5,6 +5,7 @@
 #include "buses/sysfs-attrs.h"
 #include "core/array.h"
 #include "buses/sysfs-pm.h"
+#include "drivers/binding.h"
 #include "drivers/kernel.h"
 #include "log.h"
 
@@ -211,6 +212,9 @@ static int record_commit(struct dm_model *m, struct dm_record *rec)
 		r = dm_device_add_group(dev, &dm_sysfs_pm_group);
 	if (r >= 0)
 		r = dm_device_add_group(dev, &dm_sysfs_attrs_group);
+	/* bind and binding: moving it between kernel drivers */
+	if (r >= 0)
+		r = dm_device_add_group(dev, &dm_binding_group);
 	if (r >= 0 && rec->sysname)
 		r = dm_device_set_sysname(dev, rec->sysname);
 	if (r >= 0 && rec->driver)

@@ -15,6 +15,8 @@
  * plain file would obey. Loaded before umockdev's preload library
  * (LD_PRELOAD order). Every other open and write goes on as usual.
  */
+#include "preload.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -60,22 +62,13 @@ static int chosen_errno(int fd)
 	return errno_of_path(path);
 }
 
-int open(const char *path, int flags, ...)
+/* a file whose writes fail keeps its content */
+static bool fails(const char *path)
 {
-	static int (*real_open)(const char *, int, ...);
-	if (!real_open)
-		real_open = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
-	mode_t mode = 0;
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	if ((flags & O_TRUNC) && errno_of_path(path))
-		flags &= ~O_TRUNC;
-	return real_open(path, flags, mode);
+	return errno_of_path(path) != 0;
 }
+
+PRELOAD_OPEN_KEEPING_CONTENT(fails)
 
 ssize_t write(int fd, const void *buf, size_t count)
 {

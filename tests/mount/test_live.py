@@ -259,3 +259,50 @@ def test_a_saved_machine_shows_what_the_live_one_does(d, tmp_path):
                    isinstance(live[p][1], bytes) and isinstance(kept[p][1], bytes))]
     assert not differ, [(p, repr(live[p])[:80], repr(kept[p])[:80]) for p in sorted(differ)[:5]]
     assert len(live) > 100
+
+
+def pci_function_of(sys_path):
+    """The PCI function above a sysfs device directory, as a bus id."""
+    p = os.path.realpath(sys_path)
+    while p.startswith("/sys/devices/"):
+        if os.path.exists(os.path.join(p, "driver_override")) and \
+                os.path.basename(os.path.realpath(os.path.join(p, "subsystem"))) == "pci":
+            return os.path.basename(p)
+        p = os.path.dirname(p)
+    return None
+
+
+def dry_unbind(d, function):
+    """driverfsctl unbind --dry-run: writes nothing (a dry run never
+    reaches sysfs, and this is the machine the tests run on)."""
+    return subprocess.run([CTL, "-m", d.mnt, "unbind", "--dry-run", function],
+                          capture_output=True, text=True)
+
+
+CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
+
+
+def test_the_root_disk_and_the_default_route_nic_are_refused_dry(d):
+    """The machine's own disk (mounted as /) and NIC (carrying the default
+    route): a dry-run unbind of their PCI functions is refused, with those
+    reasons."""
+    checked = 0
+    with open("/proc/self/mountinfo") as f:
+        root = [line.split()[2] for line in f if line.split()[4] == "/"]
+    fn = pci_function_of(f"/sys/dev/block/{root[0]}") if root else None
+    if fn:
+        r = dry_unbind(d, fn)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "is mounted at /\n" in r.stdout and "nothing written" in r.stdout, r.stdout
+        checked += 1
+    with open("/proc/net/route") as f:
+        default = [line.split()[0] for line in f
+                   if line.split()[1:2] == ["00000000"] and line.split()[7] == "00000000"]
+    fn = pci_function_of(f"/sys/class/net/{default[0]}") if default else None
+    if fn:
+        r = dry_unbind(d, fn)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f"interface {default[0]} carries the default route" in r.stdout, r.stdout
+        checked += 1
+    if not checked:
+        pytest.skip("neither / nor the default route is on a PCI function here")

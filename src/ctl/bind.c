@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bind.c - driverfsctl bind and unbind: a request written to a device's
+ * binding file, which the daemon runs as a transaction (docs/design.md
+ * §7.5), and the report it left there.
+ */
+#include "commands.h"
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Copies the report in the device's binding file to standard output. */
+static void print_status(const char *dir)
+{
+	char path[PATH_MAX + 32], buf[4096];
+	snprintf(path, sizeof(path), "%s/binding", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, (size_t)n, stdout);
+	close(fd);
+	fflush(stdout);
+}
+
+/* @verb's arguments: DEV, DRIVER (bind only, unless --default), --force,
+ * --dry-run. */
+static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
+{
+	bool force = false, dry_run = false, to_default = false;
+	const char *dev = NULL, *driver = NULL;
+	bool bind = strcmp(verb, "bind") == 0;
+	for (int i = 0; i < argc; i++) {
+		const char *s = argv[i];
+		if (strcmp(s, "--force") == 0)
+			force = true;
+		else if (strcmp(s, "--dry-run") == 0)
+			dry_run = true;
+		else if (bind && strcmp(s, "--default") == 0)
+			to_default = true;
+		else if (s[0] == '-' && s[1] != '\0')
+			return ctl_usage_error(verb, "unknown option", s);
+		else if (!dev)
+			dev = s;
+		else if (bind && !driver)
+			driver = s;
+		else
+			return ctl_usage_error(verb, "unexpected argument", s);
+	}
+	if (!dev)
+		return ctl_usage_error(verb, "needs a DEV", NULL);
+	if (bind && !to_default && !driver)
+		return ctl_usage_error(verb, "needs a DRIVER (or --default)", NULL);
+	if (bind && to_default && driver)
+		return ctl_usage_error(verb, "takes a DRIVER or --default, not both:", driver);
+	if (driver && (strchr(driver, ' ') || strchr(driver, '/') || strchr(driver, '\n')))
+		return ctl_usage_error(verb, "not a driver name:", driver);
+
+	char rel[PATH_MAX], dir[PATH_MAX + 16], file[PATH_MAX + 32], req[512];
+	int r = ctl_resolve(mnt, dev, rel, sizeof(rel));
+	if (r < 0)
+		return ctl_fail_device(dev, -r);
+	snprintf(dir, sizeof(dir), "%s/root%s%s", mnt, *rel ? "/" : "", rel);
+	snprintf(file, sizeof(file), "%s/binding", dir);
+	snprintf(req, sizeof(req), "%s%s%s", !bind ? "none" : to_default ? "default" : driver,
+		 force ? " force" : "", dry_run ? " dry-run" : "");
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ctl_fail(file, errno == ENOENT ? "not a device of a bus with drivers" : NULL,
+				errno);
+	/* one whole request per write, as the file takes it */
+	ssize_t n = write(fd, req, strlen(req));
+	int err = n < 0 ? errno : 0;
+	close(fd);
+	/* a bad request changes nothing, the report included */
+	if (err != EINVAL)
+		print_status(dir);
+	if (err) {
+		char what[PATH_MAX + 600];
+		snprintf(what, sizeof(what), "%s %s", verb, dev);
+		return ctl_fail(what,
+				err == EBUSY ? "refused: the device is in use (see above; --force "
+					       "proceeds)"
+				: err == EINPROGRESS ? "pending, or another request for the device "
+						       "runs (see above)"
+				: err == EINVAL && driver
+					? "no kernel driver of that name on its bus (is its module loaded?)"
+					: NULL,
+				err);
+	}
+	return CTL_OK;
+}
+
+int ctl_cmd_bind(const char *mnt, int argc, char **argv)
+{
+	return bind_cmd(mnt, "bind", argc, argv);
+}
+
+int ctl_cmd_unbind(const char *mnt, int argc, char **argv)
+{
+	return bind_cmd(mnt, "unbind", argc, argv);
+}

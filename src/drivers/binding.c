@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* binding.c - binding transactions (see binding.h). */
+#include "binding.h"
+
+#include "core/hashmap.h"
+#include "inuse.h"
+#include "log.h"
+#include "runner.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const step_names[] = {
+	[DM_STEP_CHECK] = "check",
+	[DM_STEP_OVERRIDE] = "driver_override",
+	[DM_STEP_UNBIND] = "unbind",
+	[DM_STEP_PROBE] = "probe",
+	[DM_STEP_VERIFY] = "verify",
+};
+
+/* ---- the reports, one per device that had a request ---- */
+
+#define REPORT_MAX 2048
+
+struct report {
+	char *devpath; /* the key */
+	bool running;
+	char text[REPORT_MAX];
+};
+
+static pthread_mutex_t reports_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dm_hashmap reports;
+static bool reports_ready;
+
+/* @devpath's report, made when missing; reports_lock held. */
+static struct report *report_get_locked(const char *devpath)
+{
+	if (!reports_ready) {
+		dm_hashmap_init(&reports, dm_hash_string, dm_cmp_string);
+		reports_ready = true;
+	}
+	struct report *r = dm_hashmap_get(&reports, devpath);
+	if (r)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->devpath = strdup(devpath)) || dm_hashmap_put(&reports, r->devpath, r) < 0) {
+		if (r)
+			free(r->devpath);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+int dm_binding_status(struct dm_device *dev, char *buf, size_t size)
+{
+	const char *devpath = dm_device_get_devpath(dev);
+	buf[0] = '\0';
+	if (!devpath || size == 0)
+		return 0;
+	pthread_mutex_lock(&reports_lock);
+	struct report *r = reports_ready ? dm_hashmap_get(&reports, devpath) : NULL;
+	int n = r ? snprintf(buf, size, "%s", r->text) : 0;
+	pthread_mutex_unlock(&reports_lock);
+	return n < 0 ? 0 : (size_t)n >= size ? (int)size - 1 : n;
+}
+
+/* A kernel driver's name: what module and driver names are made of. */
+static bool is_driver_name(const char *s)
+{
+	if (!*s || strlen(s) > 64)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("_-.:+", *s))
+			return false;
+	return true;
+}
+
+/* ---- a transaction ---- */
+
+struct txn {
+	struct dm_device *dev;
+	const struct dm_bind_request *req;
+	char devdir[PATH_MAX]; /* /sys<devpath> */
+	char busdir[PATH_MAX]; /* /sys/bus/<bus> */
+	const char *name; /* the device's name on its bus */
+	char old_driver[256]; /* "" when unbound */
+	bool has_override;
+	char old_override[256]; /* "" when none */
+	/* what was done, for the rollback */
+	bool override_set, unbound;
+	char text[REPORT_MAX];
+	size_t len;
+};
+
+static void say(struct txn *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct txn *t, const char *fmt, ...)
+{
+	if (t->len >= sizeof(t->text) - 1)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(t->text + t->len, sizeof(t->text) - t->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		t->len = t->len + (size_t)n < sizeof(t->text) ? t->len + (size_t)n : sizeof(t->text) - 1;
+}
+
+/* The driver @t's device is bound to now, into @buf ("" when none). */
+static void current_driver(const struct txn *t, char *buf, size_t size)
+{
+	char link[PATH_MAX + 8], target[PATH_MAX];
+	snprintf(link, sizeof(link), "%s/driver", t->devdir);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	buf[0] = '\0';
+	if (n > 0) {
+		target[n] = '\0';
+		const char *slash = strrchr(target, '/');
+		const char *base = slash ? slash + 1 : target;
+		if (strlen(base) < size)
+			memcpy(buf, base, strlen(base) + 1);
+	}
+}
+
+static bool driver_exists(const struct txn *t, const char *driver)
+{
+	char path[PATH_MAX + 300];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/drivers/%s", t->busdir, driver);
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* One sysfs write of the transaction, labelled for the log. */
+static int sysfs_write(struct txn *t, const char *path, const char *value)
+{
+	char label[512];
+	/* the log's label: the file's path, cut if it must be */
+	snprintf(label, sizeof(label), "binding %.200s: %.290s", t->name, path);
+	return dm_run_write(label, path, value, DM_BIND_TIMEOUT_MS);
+}
+
+static int write_override(struct txn *t, const char *value)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/driver_override", t->devdir);
+	/* a lone newline clears it */
+	return sysfs_write(t, path, value[0] ? value : "\n");
+}
+
+static int write_driver_file(struct txn *t, const char *driver, const char *file)
+{
+	char path[PATH_MAX + 300];
+	snprintf(path, sizeof(path), "%s/drivers/%s/%s", t->busdir, driver, file);
+	return sysfs_write(t, path, t->name);
+}
+
+static int write_probe(struct txn *t)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/drivers_probe", t->busdir);
+	return sysfs_write(t, path, t->name);
+}
+
+/* Undoes what was done, in reverse: driver_override first, then the old
+ * driver bound again. */
+static void roll_back(struct txn *t)
+{
+	char now[256];
+	int r = 0;
+	if (t->override_set) {
+		r = write_override(t, t->old_override);
+		say(t, "rollback: driver_override restored to %s: %s\n",
+		    t->old_override[0] ? t->old_override : "(none)", r < 0 ? strerror(-r) : "ok");
+	}
+	current_driver(t, now, sizeof(now));
+	if (t->old_driver[0] && strcmp(now, t->old_driver) != 0) {
+		if (now[0]) {
+			int u = write_driver_file(t, now, "unbind");
+			say(t, "rollback: unbind from %s: %s\n", now, u < 0 ? strerror(-u) : "ok");
+		}
+		r = write_driver_file(t, t->old_driver, "bind");
+		say(t, "rollback: bind to %s again: %s\n", t->old_driver,
+		    r < 0 ? strerror(-r) : "ok");
+	} else if (!t->old_driver[0] && now[0]) {
+		r = write_driver_file(t, now, "unbind");
+		say(t, "rollback: unbind from %s: %s\n", now, r < 0 ? strerror(-r) : "ok");
+	}
+	current_driver(t, now, sizeof(now));
+	say(t, "after rollback: %s\n", now[0] ? now : "no driver");
+}
+
+/* A step failed with @r: the report says which, and what was undone. */
+static int failed(struct txn *t, enum dm_bind_step step, int r)
+{
+	if (r == -ETIMEDOUT) {
+		say(t, "pending: %s did not return within %d ms; the kernel may still "
+		       "finish it, and its uevent will show the outcome (nothing undone)\n",
+		    step_names[step], DM_BIND_TIMEOUT_MS);
+		return -EINPROGRESS;
+	}
+	say(t, "failed: %s: %s (%s)\n", step_names[step], strerror(-r), strerrorname_np(-r));
+	roll_back(t);
+	return r;
+}
+
+/* What stands against unbinding: each reason a line of the report; 0 or
+ * -EBUSY. */
+static int vetoes(struct txn *t)
+{
+	char reasons[REPORT_MAX] = "";
+	int n = dm_inuse_check(t->dev, reasons, sizeof(reasons));
+	if (n < 0) {
+		say(t, "in use: cannot tell (%s)\n", strerror(-n));
+		return -EBUSY;
+	}
+	say(t, "%s", reasons);
+	return n > 0 ? -EBUSY : 0;
+}
+
+/* The plan, one line per step that will be written. */
+static void plan(struct txn *t, const char *target, bool set_override, bool unbind)
+{
+	const struct dm_bind_request *req = t->req;
+	if (set_override)
+		say(t, "plan: driver_override <- %s\n",
+		    req->action == DM_BIND_TO ? target : "(none)");
+	if (unbind)
+		say(t, "plan: unbind from %s\n", t->old_driver);
+	if (req->action == DM_BIND_TO)
+		say(t, "plan: bind to %s\n", target);
+	else if (req->action == DM_BIND_DEFAULT)
+		say(t, "plan: probe (the kernel's default driver)\n");
+	say(t, "plan: verify the driver link\n");
+}
+
+static int run(struct txn *t)
+{
+	const struct dm_bind_request *req = t->req;
+	const char *target = req->action == DM_BIND_TO ? req->driver : NULL;
+	char path[PATH_MAX + 32];
+
+	current_driver(t, t->old_driver, sizeof(t->old_driver));
+	snprintf(path, sizeof(path), "%s/driver_override", t->devdir);
+	int r = dm_run_read(path, t->old_override, sizeof(t->old_override));
+	t->has_override = r >= 0;
+	if (!t->has_override || strcmp(t->old_override, "(null)") == 0)
+		t->old_override[0] = '\0';
+	say(t, "device %s, bound to %s, driver_override %s\n", t->name,
+	    t->old_driver[0] ? t->old_driver : "no driver",
+	    !t->has_override ? "(not on this bus)"
+	    : t->old_override[0] ? t->old_override : "(none)");
+	switch (req->action) {
+	case DM_BIND_TO:
+		say(t, "request: bind to %s%s%s\n", target, req->force ? ", forced" : "",
+		    req->dry_run ? ", dry run" : "");
+		break;
+	case DM_BIND_DEFAULT:
+		say(t, "request: bind to the kernel's default%s%s\n", req->force ? ", forced" : "",
+		    req->dry_run ? ", dry run" : "");
+		break;
+	case DM_BIND_NONE:
+		say(t, "request: unbind%s%s\n", req->force ? ", forced" : "",
+		    req->dry_run ? ", dry run" : "");
+		break;
+	}
+
+	/* check */
+	if (target && !driver_exists(t, target)) {
+		say(t, "refused: the bus has no driver %s (is its module loaded?)\n", target);
+		return -EINVAL;
+	}
+	if (req->action == DM_BIND_DEFAULT && !t->has_override) {
+		say(t, "refused: this bus has no driver_override; bind to a driver by name\n");
+		return -EOPNOTSUPP;
+	}
+	bool set_override = t->has_override &&
+			    (target ? strcmp(t->old_override, target) != 0
+				    : req->action == DM_BIND_DEFAULT && t->old_override[0]);
+	bool unbind = t->old_driver[0] && (!target || strcmp(t->old_driver, target) != 0);
+	if (target && !unbind && t->old_driver[0] && !set_override) {
+		say(t, "done: already bound to %s\n", target);
+		return 0;
+	}
+	if (req->action == DM_BIND_DEFAULT && t->old_driver[0] && !t->old_override[0]) {
+		say(t, "done: already bound to the kernel's default, %s\n", t->old_driver);
+		return 0;
+	}
+	if (req->action == DM_BIND_NONE && !t->old_driver[0]) {
+		say(t, "done: no driver is bound\n");
+		return 0;
+	}
+	int veto = unbind ? vetoes(t) : 0;
+	if (veto < 0 && !req->force && !req->dry_run) {
+		say(t, "refused: in use (force proceeds)\n");
+		return veto;
+	}
+	if (veto < 0 && req->force && !req->dry_run) {
+		say(t, "forced: proceeding although in use\n");
+		log_warn("binding %s: root forced %s past its in-use checks", t->name,
+			 target ? target : req->action == DM_BIND_DEFAULT ? "the default" : "an unbind");
+	}
+	plan(t, target, set_override, unbind);
+	if (req->dry_run) {
+		say(t, "dry run: nothing written%s\n",
+		    veto < 0 && !req->force ? "; refused: in use (force proceeds)" : "");
+		return veto < 0 && !req->force ? veto : 0;
+	}
+
+	/* override: from now on only @target may bind (or, cleared, any) */
+	if (set_override) {
+		r = write_override(t, target ? target : "");
+		if (r < 0)
+			return failed(t, DM_STEP_OVERRIDE, r);
+		t->override_set = true;
+	}
+	if (unbind) {
+		r = write_driver_file(t, t->old_driver, "unbind");
+		if (r < 0)
+			return failed(t, DM_STEP_UNBIND, r);
+		t->unbound = true;
+	}
+	if (target) {
+		r = write_driver_file(t, target, "bind");
+		if (r < 0)
+			return failed(t, DM_STEP_PROBE, r);
+	} else if (req->action == DM_BIND_DEFAULT) {
+		r = write_probe(t);
+		if (r < 0)
+			return failed(t, DM_STEP_PROBE, r);
+	}
+
+	char now[256];
+	current_driver(t, now, sizeof(now));
+	if (target && strcmp(now, target) != 0) {
+		say(t, "the driver link names %s\n", now[0] ? now : "no driver");
+		return failed(t, DM_STEP_VERIFY, -ENODEV);
+	}
+	if (req->action == DM_BIND_NONE && now[0]) {
+		say(t, "the kernel bound %s again\n", now);
+		return failed(t, DM_STEP_VERIFY, -EBUSY);
+	}
+	say(t, "done: %s\n", now[0] ? now : "no driver");
+	return 0;
+}
+
+int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req)
+{
+	const char *devpath = dm_device_get_devpath(dev);
+	const char *name = dm_device_get_sysname(dev);
+	struct dm_model *m = dm_device_get_model(dev);
+	dm_model_read_lock(m);
+	struct dm_bus *bus = dm_device_get_bus_locked(dev);
+	const char *busname = bus ? dm_bus_get_name(bus) : NULL;
+	dm_model_unlock(m);
+	if (!devpath || !busname || !name)
+		return -EOPNOTSUPP;
+	if (req->action == DM_BIND_TO && (!req->driver || !is_driver_name(req->driver)))
+		return -EINVAL;
+
+	struct txn *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->dev = dev;
+	t->req = req;
+	t->name = name;
+	if ((size_t)snprintf(t->devdir, sizeof(t->devdir), "/sys%s", devpath) >= sizeof(t->devdir) ||
+	    (size_t)snprintf(t->busdir, sizeof(t->busdir), "/sys/bus/%s", busname) >=
+		    sizeof(t->busdir)) {
+		free(t);
+		return -ENAMETOOLONG;
+	}
+	struct stat st;
+	if (stat(t->busdir, &st) < 0) {
+		free(t);
+		return -EOPNOTSUPP; /* a bus of the model the kernel has no drivers for */
+	}
+
+	pthread_mutex_lock(&reports_lock);
+	struct report *rep = report_get_locked(devpath);
+	bool busy = rep && rep->running;
+	if (rep && !busy)
+		rep->running = true;
+	pthread_mutex_unlock(&reports_lock);
+	if (!rep || busy) {
+		free(t);
+		return rep ? -EINPROGRESS : -ENOMEM;
+	}
+
+	if (!req->dry_run)
+		dm_device_set_binding(dev, true);
+	int r = run(t);
+	if (!req->dry_run)
+		dm_device_set_binding(dev, false);
+	if (r < 0 && !req->dry_run)
+		log_warn("binding %s: %s", name, strerror(-r));
+	else if (!req->dry_run)
+		log_info("binding %s: %s", name, t->len ? "done" : "");
+
+	pthread_mutex_lock(&reports_lock);
+	/* a bad value (no such driver) is its EINVAL alone: it changes
+	 * nothing, the last report included */
+	if (r != -EINVAL)
+		memcpy(rep->text, t->text, t->len + 1);
+	rep->running = false;
+	pthread_mutex_unlock(&reports_lock);
+	free(t);
+	return r;
+}
+
+int dm_bind_parse(char *buf, struct dm_bind_request *req)
+{
+	*req = (struct dm_bind_request){ 0 };
+	size_t len = strlen(buf);
+	if (len && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	bool first = true;
+	for (char *save = NULL, *word = strtok_r(buf, " ", &save); word;
+	     word = strtok_r(NULL, " ", &save)) {
+		if (first) {
+			if (strcmp(word, "default") == 0) {
+				req->action = DM_BIND_DEFAULT;
+			} else if (strcmp(word, "none") == 0) {
+				req->action = DM_BIND_NONE;
+			} else if (is_driver_name(word)) {
+				req->action = DM_BIND_TO;
+				req->driver = word;
+			} else {
+				return -EINVAL;
+			}
+			first = false;
+		} else if (strcmp(word, "force") == 0 && !req->force) {
+			req->force = true;
+		} else if (strcmp(word, "dry-run") == 0 && !req->dry_run) {
+			req->dry_run = true;
+		} else {
+			return -EINVAL;
+		}
+	}
+	return first ? -EINVAL : 0;
+}
+
+/* ---- the device files ---- */
+
+static int bind_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
+		      size_t len)
+{
+	(void)attr;
+	char copy[512];
+	struct dm_bind_request req;
+	if (len >= sizeof(copy))
+		return -EINVAL;
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	int r = dm_bind_parse(copy, &req);
+	return r < 0 ? r : dm_bind_device(dev, &req);
+}
+
+static int status_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
+		       size_t *ret_len)
+{
+	(void)attr;
+	char *buf = malloc(REPORT_MAX);
+	if (!buf)
+		return -ENOMEM;
+	int n = dm_binding_status(dev, buf, REPORT_MAX);
+	*ret = buf;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+/* read: the report of the last request; write: a request */
+static const struct dm_attribute binding_attr = {
+	.name = "binding", .mode = 0644, .flags = DM_ATTR_LIVE,
+	.show_alloc = status_show, .store = bind_store,
+};
+static const struct dm_attribute *const binding_attrs[] = { &binding_attr, NULL };
+
+/* Whether the kernel has drivers on bus @name (/sys/bus/<name>/drivers/),
+ * asked of sysfs once per bus: the buses are few and stay. */
+static bool bus_has_drivers(const char *name)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static struct {
+		char name[64];
+		bool has;
+	} known[32];
+	static size_t n_known;
+	bool has = false, found = false;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < n_known && !found; i++)
+		if (strcmp(known[i].name, name) == 0) {
+			found = true;
+			has = known[i].has;
+		}
+	if (!found) {
+		char path[PATH_MAX];
+		struct stat st;
+		has = (size_t)snprintf(path, sizeof(path), "/sys/bus/%s/drivers", name) <
+			      sizeof(path) &&
+		      stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+		if (n_known < sizeof(known) / sizeof(known[0]) && strlen(name) < sizeof(known[0].name)) {
+			snprintf(known[n_known].name, sizeof(known[0].name), "%s", name);
+			known[n_known++].has = has;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return has;
+}
+
+/* On the devices of a bus the kernel has drivers for (the lock is held:
+ * one stat of sysfs per bus, the first time, as the group contract allows). */
+static bool binding_visible(struct dm_device *dev, const struct dm_attribute *attr)
+{
+	(void)attr;
+	struct dm_bus *bus = dm_device_get_bus_locked(dev);
+	return dm_device_get_devpath(dev) && bus && bus_has_drivers(dm_bus_get_name(bus));
+}
+
+const struct dm_attribute_group dm_binding_group = {
+	.attrs = binding_attrs,
+	.is_visible = binding_visible,
+};

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * binding.h - moving a device between kernel drivers as one transaction
+ * (docs/design.md §7.5): check, set driver_override, unbind the current
+ * driver, probe, verify the driver link. A step that fails undoes the
+ * ones before it in reverse order (driver_override restored before the
+ * old driver is bound again) and the report names the step and its errno;
+ * a step the kernel does not answer in time is reported as pending and not
+ * undone (what the kernel does when its write returns comes as its uevent).
+ * While the transaction runs the device is offered to no driver
+ * (dm_device_set_binding()).
+ *
+ * Every sysfs access goes through the runner (timed, logged, bounded). The
+ * report of each device's last request is kept for its binding file. Call without the model lock.
+ */
+#ifndef DM_BINDING_H
+#define DM_BINDING_H
+
+#include "core/model.h"
+
+#include <stdbool.h>
+
+/* The time each sysfs write of a transaction may take, in milliseconds. */
+#define DM_BIND_TIMEOUT_MS 5000
+
+enum dm_bind_action {
+	DM_BIND_TO, /* bind to the driver named */
+	DM_BIND_DEFAULT, /* to the kernel's own choice: override cleared, probed */
+	DM_BIND_NONE, /* unbind, and bind nothing */
+};
+
+struct dm_bind_request {
+	enum dm_bind_action action;
+	const char *driver; /* DM_BIND_TO's */
+	bool force; /* proceed past the vetoes (logged) */
+	bool dry_run; /* the plan and the vetoes, nothing written */
+};
+
+/* The steps, as the report names them. */
+enum dm_bind_step {
+	DM_STEP_CHECK,
+	DM_STEP_OVERRIDE,
+	DM_STEP_UNBIND,
+	DM_STEP_PROBE,
+	DM_STEP_VERIFY,
+};
+
+/*
+ * Runs @req on @dev. 0 when done (or, dry, when it would be tried);
+ * -EBUSY when vetoed (the reasons in the report), -EINVAL for a driver the
+ * bus does not have, -EOPNOTSUPP for a device of no bus with drivers,
+ * -EINPROGRESS when another request for @dev runs or a step is pending,
+ * else the -errno of the failed step (everything undone). The report is
+ * kept for dm_binding_status().
+ */
+int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req);
+
+/* Parses what was written to a device's binding file: "DRIVER", "default" or
+ * "none", then optionally "force" and/or "dry-run", separated by spaces
+ * (one trailing newline allowed). 0 or -EINVAL; @req->driver points into
+ * @buf, which is modified. */
+int dm_bind_parse(char *buf, struct dm_bind_request *req);
+
+/* The report of @dev's last request into @buf (NUL-terminated), "" when
+ * there was none; returns its length. */
+int dm_binding_status(struct dm_device *dev, char *buf, size_t size);
+
+/* The device file binding (0644): root writes a request, anyone reads the
+ * report of the last one; on every device of a bus with drivers. */
+extern const struct dm_attribute_group dm_binding_group;
+
+#endif

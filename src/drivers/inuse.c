@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* inuse.c - what uses a device's subtree (see inuse.h). */
+#include "inuse.h"
+
+#include "core/array.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *proc_root = "/proc";
+
+void dm_inuse_set_proc_root(const char *dir)
+{
+	proc_root = dir;
+}
+
+/* ---- what the subtree has ---- */
+
+#define NAME_LEN 64
+
+/* A block device (of the subtree, or a holder above one), a network
+ * interface, or a /dev node. */
+struct thing {
+	char name[NAME_LEN];
+	char devt[32]; /* "MAJ:MIN" of a block device */
+	char node[PATH_MAX]; /* its /dev node */
+	char via[NAME_LEN]; /* a holder: the device of the subtree it holds */
+};
+
+struct things {
+	struct thing *v;
+	size_t n, cap;
+};
+
+static struct thing *add(struct things *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->v[i].name, name) == 0)
+			return NULL; /* known */
+	if (!dm_array_grow((void **)&t->v, &t->cap, t->n, sizeof(*t->v), 8))
+		return NULL;
+	struct thing *x = &t->v[t->n++];
+	memset(x, 0, sizeof(*x));
+	snprintf(x->name, sizeof(x->name), "%s", name);
+	return x;
+}
+
+struct member {
+	struct dm_device *dev; /* a reference */
+	const char *cls; /* its class's name, or NULL */
+};
+
+struct subtree {
+	struct member *v;
+	size_t n, cap;
+	bool failed;
+};
+
+static int collect(struct dm_device *dev, void *data)
+{
+	struct subtree *s = data;
+	if (!dm_array_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v), 16)) {
+		s->failed = true;
+		return 1;
+	}
+	struct dm_class *c = dm_device_get_class_locked(dev);
+	s->v[s->n++] = (struct member){ .dev = dm_device_ref(dev),
+					.cls = c ? dm_class_get_name(c) : NULL };
+	return dm_device_for_each_child_locked(dev, collect, s);
+}
+
+/* The first line of a small sysfs file, newline stripped. */
+static int read_line(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int r = fgets(buf, (int)size, f) ? 0 : -EIO;
+	fclose(f);
+	if (r == 0)
+		buf[strcspn(buf, "\n")] = '\0';
+	return r;
+}
+
+/* Adds the holders of block device @name (dm, md ...), transitively. */
+static void add_holders(struct things *blocks, const char *name, const char *via)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "/sys/class/block/%s/holders", name);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= NAME_LEN)
+			continue;
+		struct thing *h = add(blocks, e->d_name);
+		if (!h)
+			continue;
+		char path[PATH_MAX + 64];
+		snprintf(h->via, sizeof(h->via), "%s", via);
+		snprintf(path, sizeof(path), "/sys/class/block/%s/dev", e->d_name);
+		if (read_line(path, h->devt, sizeof(h->devt)) < 0)
+			h->devt[0] = '\0';
+		snprintf(h->node, sizeof(h->node), "/dev/%s", e->d_name);
+		char holder[NAME_LEN];
+		snprintf(holder, sizeof(holder), "%s", e->d_name);
+		add_holders(blocks, holder, via);
+	}
+	closedir(d);
+}
+
+/* ---- the reasons ---- */
+
+struct out {
+	char *buf;
+	size_t size, len;
+	int n;
+};
+
+static void reason(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reason(struct out *o, const char *fmt, ...)
+{
+	o->n++;
+	if (o->len + 1 >= o->size)
+		return;
+	int w = snprintf(o->buf + o->len, o->size - o->len, "in use: ");
+	if (w > 0)
+		o->len = o->len + (size_t)w < o->size ? o->len + (size_t)w : o->size - 1;
+	va_list ap;
+	va_start(ap, fmt);
+	w = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		o->len = o->len + (size_t)w < o->size ? o->len + (size_t)w : o->size - 1;
+	if (o->len + 1 < o->size) {
+		o->buf[o->len++] = '\n';
+		o->buf[o->len] = '\0';
+	}
+}
+
+/* What a holder holds, for a reason's words. */
+static void describe(const struct thing *b, char *buf, size_t size)
+{
+	char path[PATH_MAX], dm[NAME_LEN];
+	if (!b->via[0]) {
+		snprintf(buf, size, "%s", b->name);
+		return;
+	}
+	snprintf(path, sizeof(path), "/sys/class/block/%s/dm/name", b->name);
+	if (read_line(path, dm, sizeof(dm)) == 0)
+		snprintf(buf, size, "%s (%s, holding %s)", b->name, dm, b->via);
+	else
+		snprintf(buf, size, "%s (holding %s)", b->name, b->via);
+}
+
+static void check_mounts(struct out *o, const struct things *blocks)
+{
+	char path[PATH_MAX], line[PATH_MAX * 2];
+	snprintf(path, sizeof(path), "%s/self/mountinfo", proc_root);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char devt[32], mnt[PATH_MAX];
+		if (sscanf(line, "%*s %*s %31s %*s %4095s", devt, mnt) != 2)
+			continue;
+		for (size_t i = 0; i < blocks->n; i++) {
+			if (!blocks->v[i].devt[0] || strcmp(blocks->v[i].devt, devt) != 0)
+				continue;
+			char what[3 * NAME_LEN + 32];
+			describe(&blocks->v[i], what, sizeof(what));
+			reason(o, "%s is mounted at %s", what, mnt);
+		}
+	}
+	fclose(f);
+}
+
+static void check_swaps(struct out *o, const struct things *blocks)
+{
+	char path[PATH_MAX], line[PATH_MAX + 128];
+	snprintf(path, sizeof(path), "%s/swaps", proc_root);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char file[PATH_MAX];
+		if (sscanf(line, "%4095s", file) != 1 || file[0] != '/')
+			continue; /* the header */
+		const char *base = strrchr(file, '/') + 1;
+		for (size_t i = 0; i < blocks->n; i++) {
+			const struct thing *b = &blocks->v[i];
+			if (strcmp(base, b->name) != 0 && strcmp(file, b->node) != 0)
+				continue;
+			char what[3 * NAME_LEN + 32];
+			describe(b, what, sizeof(what));
+			reason(o, "%s is used as swap", what);
+		}
+	}
+	fclose(f);
+}
+
+static void check_holders(struct out *o, const struct things *blocks)
+{
+	for (size_t i = 0; i < blocks->n; i++) {
+		const struct thing *b = &blocks->v[i];
+		if (!b->via[0])
+			continue;
+		char what[3 * NAME_LEN + 32];
+		describe(b, what, sizeof(what));
+		reason(o, "%s", what);
+	}
+}
+
+/* An IPv4 route's destination, from /proc/net/route's hex. */
+static void route4(const char *hex, const char *mask, char *buf, size_t size)
+{
+	unsigned long d = strtoul(hex, NULL, 16), m = strtoul(mask, NULL, 16);
+	int bits = __builtin_popcountl(m);
+	if (d == 0 && m == 0)
+		snprintf(buf, size, "the default route");
+	else
+		snprintf(buf, size, "a route to %lu.%lu.%lu.%lu/%d", d & 0xff, (d >> 8) & 0xff,
+			 (d >> 16) & 0xff, (d >> 24) & 0xff, bits);
+}
+
+static void check_routes(struct out *o, const struct things *nets)
+{
+	char path[PATH_MAX], line[512];
+	snprintf(path, sizeof(path), "%s/net/route", proc_root);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			char iface[NAME_LEN], dest[16], gw[16], mask[16];
+			if (sscanf(line, "%63s %15s %15s %*s %*s %*s %*s %15s", iface, dest, gw,
+				   mask) != 4 ||
+			    !isxdigit((unsigned char)dest[0]))
+				continue;
+			for (size_t i = 0; i < nets->n; i++)
+				if (strcmp(iface, nets->v[i].name) == 0) {
+					char what[64];
+					route4(dest, mask, what, sizeof(what));
+					reason(o, "interface %s carries %s", iface, what);
+				}
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/net/ipv6_route", proc_root);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	bool seen[64] = { false };
+	while (fgets(line, sizeof(line), f)) {
+		char iface[NAME_LEN], dest[40];
+		unsigned plen;
+		if (sscanf(line, "%39s %x %*s %*s %*s %*s %*s %*s %*s %63s", dest, &plen, iface) != 3)
+			continue;
+		/* link-local and multicast routes every interface has */
+		if (strncmp(dest, "fe80", 4) == 0 || strncmp(dest, "ff00", 4) == 0)
+			continue;
+		for (size_t i = 0; i < nets->n && i < 64; i++)
+			if (strcmp(iface, nets->v[i].name) == 0 && !seen[i]) {
+				seen[i] = true;
+				reason(o, "interface %s carries IPv6 routes", iface);
+			}
+	}
+	fclose(f);
+}
+
+static void check_open_nodes(struct out *o, const struct things *nodes)
+{
+	DIR *procs = opendir(proc_root);
+	if (!procs)
+		return;
+	bool real = strcmp(proc_root, "/proc") == 0;
+	struct dirent *p;
+	while ((p = readdir(procs))) {
+		char *end;
+		long pid = strtol(p->d_name, &end, 10);
+		if (*end || pid <= 0 || (real && pid == getpid()))
+			continue;
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s/%ld/fd", proc_root, pid);
+		DIR *fds = opendir(dir);
+		if (!fds)
+			continue;
+		struct dirent *e;
+		bool *held = calloc(nodes->n ? nodes->n : 1, sizeof(*held));
+		while (held && (e = readdir(fds))) {
+			char link[PATH_MAX * 2], target[PATH_MAX];
+			snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+			ssize_t n = readlink(link, target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			for (size_t i = 0; i < nodes->n; i++)
+				if (!held[i] && strcmp(target, nodes->v[i].node) == 0)
+					held[i] = true;
+		}
+		closedir(fds);
+		char comm[64] = "?", path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%ld/comm", proc_root, pid);
+		(void)read_line(path, comm, sizeof(comm));
+		for (size_t i = 0; held && i < nodes->n; i++)
+			if (held[i])
+				reason(o, "%s is open in process %ld (%s)", nodes->v[i].node, pid, comm);
+		free(held);
+	}
+	closedir(procs);
+}
+
+int dm_inuse_check(struct dm_device *dev, char *buf, size_t size)
+{
+	struct dm_model *m = dm_device_get_model(dev);
+	struct subtree s = { 0 };
+	dm_model_read_lock(m);
+	collect(dev, &s);
+	dm_model_unlock(m);
+
+	struct things blocks = { 0 }, nets = { 0 }, nodes = { 0 };
+	for (size_t i = 0; i < s.n; i++) {
+		char devt[32] = "", node[PATH_MAX] = "";
+		struct dm_device *dev_i = s.v[i].dev;
+		(void)dm_device_get_value(dev_i, "dev", devt, sizeof(devt));
+		(void)dm_device_get_value(dev_i, "devnode", node, sizeof(node));
+		const char *name = dm_device_get_sysname(dev_i);
+		const char *cls = s.v[i].cls;
+		struct thing *x;
+		if (cls && strcmp(cls, "block") == 0 && (x = add(&blocks, name))) {
+			snprintf(x->devt, sizeof(x->devt), "%s", devt);
+			snprintf(x->node, sizeof(x->node), "%s", node);
+		} else if (cls && strcmp(cls, "net") == 0) {
+			add(&nets, name);
+		}
+		if (node[0] && (x = add(&nodes, name)))
+			snprintf(x->node, sizeof(x->node), "%s", node);
+		dm_device_unref(dev_i);
+	}
+	bool failed = s.failed;
+	free(s.v);
+	size_t n_own = blocks.n;
+	for (size_t i = 0; i < n_own; i++) {
+		char name[NAME_LEN];
+		snprintf(name, sizeof(name), "%s", blocks.v[i].name);
+		add_holders(&blocks, name, name);
+	}
+	/* a holder's node counts as the subtree's */
+	for (size_t i = n_own; i < blocks.n; i++) {
+		struct thing *x = add(&nodes, blocks.v[i].name);
+		if (x)
+			snprintf(x->node, sizeof(x->node), "%s", blocks.v[i].node);
+	}
+
+	struct out o = { .buf = buf, .size = size, .len = strlen(buf) };
+	if (!failed) {
+		check_mounts(&o, &blocks);
+		check_swaps(&o, &blocks);
+		check_holders(&o, &blocks);
+		check_routes(&o, &nets);
+		check_open_nodes(&o, &nodes);
+	}
+	free(blocks.v);
+	free(nets.v);
+	free(nodes.v);
+	return failed ? -ENOMEM : o.n;
+}

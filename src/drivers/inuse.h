@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * inuse.h - what would break if a device lost its driver (docs/design.md
+ * §7.5): for every device of its subtree,
+ *
+ *   - a block device (or a holder above it: dm, md, LVM; found through
+ *     sysfs holders/, transitively) that is mounted (mountinfo), used as
+ *     swap (swaps), or held at all;
+ *   - a network interface that carries a route (IPv4 or IPv6: an address
+ *     gives its interface the route of its prefix);
+ *   - a /dev node (of the subtree or of a holder) that a process holds
+ *     open, named with its pid and command.
+ *
+ * Mounts, swaps, routes and processes are read under the proc root
+ * (dm_inuse_set_proc_root(), "/proc" unless a test points it elsewhere);
+ * holders and dm names under /sys. Each reason is one line.
+ */
+#ifndef DM_INUSE_H
+#define DM_INUSE_H
+
+#include "core/model.h"
+
+#include <stddef.h>
+
+/* Where mounts, swaps, routes and /proc/PID/fd are read ("/proc"). Before
+ * any check; the string is kept. */
+void dm_inuse_set_proc_root(const char *dir);
+
+/*
+ * Appends to @buf (of @size bytes, holding a NUL-terminated text) one line
+ * per reason @dev's subtree is in use, each prefixed "in use: ". Returns
+ * the number of reasons, or -errno when the subtree cannot be read. Call
+ * without the model lock.
+ */
+int dm_inuse_check(struct dm_device *dev, char *buf, size_t size);
+
+#endif

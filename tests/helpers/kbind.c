@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * kbind.c - a preload library that plays the kernel's side of binding on a
+ * umockdev testbed, for the tests. A testbed's driver_override, bind,
+ * unbind and drivers_probe are plain files; this library turns the
+ * daemon's writes to them into what the kernel does (drivers/base/bus.c,
+ * dd.c, drivers/pci/pci-sysfs.c):
+ *
+ *   .../driver_override      the value (one trailing newline stripped), or
+ *                            "(null)" when empty; binds nothing
+ *   bus/B/drivers/D/bind     DEV: -ENODEV unless DEV is on bus B, has no
+ *                            driver and D matches it (its driver_override
+ *                            names D; without one, D's ids take DEV)
+ *   bus/B/drivers/D/unbind   DEV: -ENODEV unless DEV is bound to D
+ *   bus/B/drivers_probe      DEV: binds DEV to the driver its override
+ *                            names, else to the first whose ids take it
+ *
+ * A bind makes the device's driver link and the driver's link to the
+ * device and adds DRIVER= to the device's uevent file; an unbind takes
+ * them away. Then it tells the test, which owns the testbed and sends the
+ * uevent: a datagram "bind /devices/..." or "unbind /devices/..." to the
+ * socket DRIVERFS_KBIND_EVENTS names. A driver's ids are given as
+ *
+ *   DRIVERFS_KBIND_IDS="D=DEV[ DEV...][;D=...]"
+ *
+ * (a driver without any, vfio-pci or pci-stub, matches only by override).
+ * Refusals are read, at each write of one of these files, from the file
+ * DRIVERFS_KBIND_FAIL names, which the test may change at any time: lines
+ * "SUFFIX ERRNO", where a write to a file whose path ends in SUFFIX fails
+ * with ERRNO and does nothing; ERRNO 0 takes the write and does nothing
+ * (a probe deferred, a driver that declines quietly); ERRNO -1 makes the
+ * write wait 7 s, then act (an unbind waiting for whoever holds the device
+ * open), and -2 wait 2 s (a slow probe). Every other write
+ * goes on as usual.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "preload.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static ssize_t (*real_write)(int, const void *, size_t);
+
+/* The testbed's sys directory, "<UMOCKDEV_DIR>/sys". */
+static bool sys_dir(char *buf, size_t size)
+{
+	const char *root = getenv("UMOCKDEV_DIR");
+	return root && (size_t)snprintf(buf, size, "%s/sys", root) < size;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t len = strlen(text);
+	ssize_t n = real_write(fd, text, len);
+	int r = n == (ssize_t)len ? 0 : -EIO;
+	close(fd);
+	return r;
+}
+
+static int read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* The value written: one trailing newline stripped; a name of sysfs's
+ * kind, else -EINVAL. */
+static int value_of(const void *data, size_t count, char *buf, size_t size)
+{
+	if (count >= size)
+		return -EINVAL;
+	memcpy(buf, data, count);
+	buf[count] = '\0';
+	if (count && buf[count - 1] == '\n')
+		buf[--count] = '\0';
+	for (size_t i = 0; i < count; i++)
+		if (buf[i] == '/' || buf[i] == '\n' || buf[i] == ' ')
+			return -EINVAL;
+	return (int)count;
+}
+
+static void tell_test(const char *action, const char *devrel)
+{
+	const char *path = getenv("DRIVERFS_KBIND_EVENTS");
+	if (!path)
+		return;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return;
+	strcpy(sa.sun_path, path);
+	char msg[PATH_MAX + 16];
+	int n = snprintf(msg, sizeof(msg), "%s %s", action, devrel);
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return;
+	(void)sendto(s, msg, (size_t)n, 0, (struct sockaddr *)&sa, sizeof(sa));
+	close(s);
+}
+
+/* Whether driver @drv's ids take device @dev. */
+static bool ids_take(const char *drv, const char *dev)
+{
+	const char *spec = getenv("DRIVERFS_KBIND_IDS");
+	size_t dl = strlen(drv), nl = strlen(dev);
+	for (const char *p = spec; p && *p;) {
+		const char *end = strchr(p, ';');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > dl && strncmp(p, drv, dl) == 0 && p[dl] == '=') {
+			for (const char *q = p + dl + 1; q < p + len;) {
+				const char *sp = memchr(q, ' ', (size_t)(p + len - q));
+				size_t wl = sp ? (size_t)(sp - q) : (size_t)(p + len - q);
+				if (wl == nl && strncmp(q, dev, nl) == 0)
+					return true;
+				q += wl + 1;
+			}
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+/* @dev's path under sys ("devices/..."), from bus @bus's devices link. */
+static int device_rel(const char *sys, const char *bus, const char *dev, char *buf, size_t size)
+{
+	char link[PATH_MAX], real[PATH_MAX], realsys[PATH_MAX];
+	snprintf(link, sizeof(link), "%s/bus/%s/devices/%s", sys, bus, dev);
+	if (!realpath(link, real) || !realpath(sys, realsys))
+		return -ENODEV;
+	size_t sl = strlen(realsys);
+	if (strncmp(real, realsys, sl) != 0 || real[sl] != '/')
+		return -ENODEV;
+	return (size_t)snprintf(buf, size, "%s", real + sl + 1) < size ? 0 : -ENAMETOOLONG;
+}
+
+/* The driver @devdir is bound to, into @buf ("" when none). */
+static void bound_driver(const char *devdir, char *buf, size_t size)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	snprintf(link, sizeof(link), "%s/driver", devdir);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	buf[0] = '\0';
+	if (n > 0) {
+		target[n] = '\0';
+		const char *slash = strrchr(target, '/');
+		snprintf(buf, size, "%s", slash ? slash + 1 : target);
+	}
+}
+
+/* Rewrites the DRIVER= line of @devdir's uevent file: @drv, or none. */
+static void set_uevent_driver(const char *devdir, const char *drv)
+{
+	char path[PATH_MAX], text[8192], out[8300];
+	snprintf(path, sizeof(path), "%s/uevent", devdir);
+	if (read_file(path, text, sizeof(text)) < 0)
+		return;
+	size_t len = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+		if (strncmp(line, "DRIVER=", 7) != 0)
+			len += (size_t)snprintf(out + len, sizeof(out) - len, "%s\n", line);
+	if (drv)
+		snprintf(out + len, sizeof(out) - len, "DRIVER=%s\n", drv);
+	write_file(path, out);
+}
+
+static int do_bind(const char *sys, const char *bus, const char *drv, const char *dev)
+{
+	char rel[PATH_MAX], devdir[PATH_MAX], drvdir[PATH_MAX], cur[256], ovr[256];
+	int r = device_rel(sys, bus, dev, rel, sizeof(rel));
+	if (r < 0)
+		return r;
+	snprintf(devdir, sizeof(devdir), "%s/%s", sys, rel);
+	snprintf(drvdir, sizeof(drvdir), "%s/bus/%s/drivers/%s", sys, bus, drv);
+	struct stat st;
+	if (stat(drvdir, &st) < 0)
+		return -ENODEV;
+	bound_driver(devdir, cur, sizeof(cur));
+	if (cur[0])
+		return -ENODEV;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/driver_override", devdir);
+	bool has_ovr = read_file(path, ovr, sizeof(ovr)) >= 0;
+	if (has_ovr && ovr[0] && ovr[strlen(ovr) - 1] == '\n')
+		ovr[strlen(ovr) - 1] = '\0';
+	if (has_ovr && strcmp(ovr, "(null)") != 0 ? strcmp(ovr, drv) != 0 : !ids_take(drv, dev))
+		return -ENODEV;
+	/* the links, as sysfs makes them: relative */
+	char target[PATH_MAX * 2];
+	size_t depth = 1;
+	for (const char *p = rel; *p; p++)
+		depth += *p == '/';
+	size_t len = 0;
+	for (size_t i = 0; i < depth; i++)
+		len += (size_t)snprintf(target + len, sizeof(target) - len, "../");
+	snprintf(target + len, sizeof(target) - len, "bus/%s/drivers/%s", bus, drv);
+	snprintf(path, sizeof(path), "%s/driver", devdir);
+	if (symlink(target, path) < 0)
+		return -errno;
+	snprintf(target, sizeof(target), "../../../../%s", rel);
+	snprintf(path, sizeof(path), "%s/%s", drvdir, dev);
+	(void)symlink(target, path);
+	set_uevent_driver(devdir, drv);
+	char devpath[PATH_MAX + 2];
+	snprintf(devpath, sizeof(devpath), "/%s", rel);
+	tell_test("bind", devpath);
+	return 0;
+}
+
+static int do_unbind(const char *sys, const char *bus, const char *drv, const char *dev)
+{
+	char rel[PATH_MAX], devdir[PATH_MAX], cur[256], path[PATH_MAX];
+	int r = device_rel(sys, bus, dev, rel, sizeof(rel));
+	if (r < 0)
+		return r;
+	snprintf(devdir, sizeof(devdir), "%s/%s", sys, rel);
+	bound_driver(devdir, cur, sizeof(cur));
+	if (strcmp(cur, drv) != 0)
+		return -ENODEV;
+	snprintf(path, sizeof(path), "%s/driver", devdir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/bus/%s/drivers/%s/%s", sys, bus, drv, dev);
+	unlink(path);
+	set_uevent_driver(devdir, NULL);
+	char devpath[PATH_MAX + 2];
+	snprintf(devpath, sizeof(devpath), "/%s", rel);
+	tell_test("unbind", devpath);
+	return 0;
+}
+
+/* drivers_probe: the override's driver, else the first whose ids take it. */
+static int do_probe(const char *sys, const char *bus, const char *dev)
+{
+	char rel[PATH_MAX], devdir[PATH_MAX], cur[256], ovr[256], path[PATH_MAX];
+	int r = device_rel(sys, bus, dev, rel, sizeof(rel));
+	if (r < 0)
+		return r;
+	snprintf(devdir, sizeof(devdir), "%s/%s", sys, rel);
+	bound_driver(devdir, cur, sizeof(cur));
+	if (cur[0])
+		return 0;
+	snprintf(path, sizeof(path), "%s/driver_override", devdir);
+	if (read_file(path, ovr, sizeof(ovr)) > 0) {
+		ovr[strcspn(ovr, "\n")] = '\0';
+		if (strcmp(ovr, "(null)") != 0) {
+			(void)do_bind(sys, bus, ovr, dev);
+			return 0;
+		}
+	}
+	const char *spec = getenv("DRIVERFS_KBIND_IDS");
+	for (const char *p = spec; p && *p;) {
+		const char *eq = strchr(p, '='), *end = strchr(p, ';');
+		if (!eq || (end && eq > end))
+			break;
+		char drv[256];
+		snprintf(drv, sizeof(drv), "%.*s", (int)(eq - p), p);
+		if (ids_take(drv, dev) && do_bind(sys, bus, drv, dev) == 0)
+			return 0;
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+/* The refusal the test chose for @path: -ERRNO, 0 (do nothing), or 1. */
+static int chosen(const char *path)
+{
+	const char *file = getenv("DRIVERFS_KBIND_FAIL");
+	char text[4096];
+	if (!file || read_file(file, text, sizeof(text)) < 0)
+		return 1;
+	size_t pl = strlen(path);
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char suffix[512];
+		int err;
+		if (sscanf(line, "%511s %d", suffix, &err) != 2)
+			continue;
+		size_t sl = strlen(suffix);
+		if (sl <= pl && strcmp(path + pl - sl, suffix) == 0 && (err == -1 || err == -2)) {
+			sleep(err == -1 ? 7 : 2);
+			return 1;
+		}
+		if (sl <= pl && strcmp(path + pl - sl, suffix) == 0)
+			return -err;
+	}
+	return 1;
+}
+
+/* No binding file: the write goes on as usual. */
+#define NOT_MINE (-100000)
+
+/* The kernel's answer to writing @count bytes of @data to @path (under
+ * the testbed's @sys): count or -errno; NOT_MINE for any other file. */
+static ssize_t emulate(const char *sys, const char *path, const void *data, size_t count)
+{
+	char value[256], bus[256], drv[256], rest[16];
+	const char *rel = path + strlen(sys);
+	int len = value_of(data, count, value, sizeof(value));
+	size_t pl0 = strlen(rel);
+	bool binding_file = (pl0 > 16 && strcmp(rel + pl0 - 16, "/driver_override") == 0) ||
+			    (pl0 > 5 && strcmp(rel + pl0 - 5, "/bind") == 0) ||
+			    (pl0 > 7 && strcmp(rel + pl0 - 7, "/unbind") == 0) ||
+			    (pl0 > 14 && strcmp(rel + pl0 - 14, "/drivers_probe") == 0);
+	int refusal = binding_file ? chosen(path) : 1;
+	if (refusal <= 0)
+		return refusal < 0 ? refusal : (ssize_t)count;
+	size_t pl = strlen(rel);
+	if (pl > 16 && strcmp(rel + pl - 16, "/driver_override") == 0) {
+		if (len < 0)
+			return len;
+		char text[260];
+		snprintf(text, sizeof(text), "%s\n", len ? value : "(null)");
+		int r = write_file(path, text);
+		return r < 0 ? r : (ssize_t)count;
+	}
+	if (sscanf(rel, "/bus/%255[^/]/drivers/%255[^/]/%15s", bus, drv, rest) == 3 &&
+	    (strcmp(rest, "bind") == 0 || strcmp(rest, "unbind") == 0)) {
+		if (len <= 0)
+			return -ENODEV;
+		int r = rest[0] == 'b' ? do_bind(sys, bus, drv, value)
+				       : do_unbind(sys, bus, drv, value);
+		return r < 0 ? r : (ssize_t)count;
+	}
+	if (sscanf(rel, "/bus/%255[^/]/%15s", bus, rest) == 2 &&
+	    strcmp(rest, "drivers_probe") == 0) {
+		if (len <= 0)
+			return -ENODEV;
+		int r = do_probe(sys, bus, value);
+		return r < 0 ? r : (ssize_t)count;
+	}
+	return NOT_MINE;
+}
+
+/* Whether @path names one of the files played here (under /sys). */
+static bool binding_path(const char *path)
+{
+	static const char *const names[] = { "/driver_override", "/bind", "/unbind",
+					     "/drivers_probe" };
+	size_t pl = strlen(path);
+	if (strncmp(path, "/sys/", 5) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t nl = strlen(names[i]);
+		if (pl > nl && strcmp(path + pl - nl, names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+PRELOAD_OPEN_KEEPING_CONTENT(binding_path)
+
+ssize_t write(int fd, const void *buf, size_t count)
+{
+	if (!real_write)
+		real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+	char sys[PATH_MAX], link[64], path[PATH_MAX];
+	if (fd <= 2 || !sys_dir(sys, sizeof(sys)))
+		return real_write(fd, buf, count);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, path, sizeof(path) - 1);
+	size_t sl = strlen(sys);
+	if (n <= (ssize_t)sl || strncmp(path, sys, sl) != 0 || path[sl] != '/')
+		return real_write(fd, buf, count);
+	path[n] = '\0';
+	ssize_t r = emulate(sys, path, buf, count);
+	if (r == NOT_MINE)
+		return real_write(fd, buf, count);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}

@@ -1,0 +1,311 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Binding transactions (issue 17, docs/design.md §7.5) on the small PCI
+testbed, whose kernel is played by tests/helpers/kbind.c: a root write to a
+device's binding file (or driverfsctl bind) moves it to another kernel driver
+through check, driver_override, unbind, probe and verify; a failure at any
+step leaves the device exactly as it began (driver link, driver_override,
+uevent), with the step and errno in the report the binding file shows; a step the kernel does
+not answer in time is reported pending; a dry run writes nothing; while
+the transaction runs no user driver is offered the device."""
+import errno
+import os
+import socket
+import subprocess
+import threading
+
+import pytest
+
+from harness import Daemon
+
+HERE = os.path.dirname(__file__)
+TESTBED = os.path.join(HERE, "..", "testbeds", "small-pci.umockdev")
+CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
+NIC = "0000:00:1f.6"
+NIC_PLACE = "pci0000:00/" + NIC
+SYS_NIC = "sys/devices/" + NIC_PLACE
+IDS = "e1000e=0000:00:1f.6;xhci_hcd=0000:00:14.0;nvme=0000:01:00.0;pcieport=0000:00:1c.0"
+
+
+def add_drivers(root):
+    """vfio-pci and pci-stub loaded, with nothing bound; the bus's
+    drivers_probe."""
+    for drv in ("vfio-pci", "pci-stub"):
+        d = os.path.join(root, "sys", "bus", "pci", "drivers", drv)
+        os.makedirs(d)
+        for f in ("bind", "unbind", "new_id", "remove_id", "uevent"):
+            open(os.path.join(d, f), "w").close()
+    open(os.path.join(root, "sys", "bus", "pci", "drivers_probe"), "w").close()
+
+
+class Kernel:
+    """The uevents kbind asks for, sent from this process (the testbed's
+    owner), and the refusals it is told."""
+
+    def __init__(self, tmp):
+        self.events = os.path.join(tmp, "kbind-events")
+        self.fail = os.path.join(tmp, "kbind-fail")
+        open(self.fail, "w").close()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.events)
+        self.sock.settimeout(0.2)
+        self.testbed = None
+        self.stopped = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        while not self.stopped:
+            try:
+                msg = self.sock.recv(4096).decode()
+            except socket.timeout:
+                continue
+            action, devpath = msg.split(" ", 1)
+            self.testbed.uevent("/sys" + devpath, action)
+
+    def refuse(self, lines):
+        with open(self.fail, "w") as f:
+            f.write("".join(f"{suffix} {err}\n" for suffix, err in lines))
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    tmp = str(tmp_path_factory.mktemp("binding"))
+    k = Kernel(tmp)
+    d = Daemon(TESTBED, prepare=add_drivers, extra_env={
+        "LD_PRELOAD": os.environ["DRIVERFS_KBIND"],
+        "DRIVERFS_KBIND_EVENTS": k.events,
+        "DRIVERFS_KBIND_FAIL": k.fail,
+        "DRIVERFS_KBIND_IDS": IDS})
+    k.testbed = d.testbed
+    k.thread.start()
+    yield d, k
+    k.stopped = True
+    k.thread.join()
+    d.stop()
+
+
+def sysfs(d, *parts):
+    return os.path.join(d.testbed.get_root_dir(), SYS_NIC, *parts)
+
+
+def state(d):
+    """The kernel's side of the NIC's binding: its driver, driver_override,
+    the driver's link to it, and its uevent's DRIVER=."""
+    try:
+        drv = os.path.basename(os.readlink(sysfs(d, "driver")))
+    except FileNotFoundError:
+        drv = None
+    with open(sysfs(d, "driver_override")) as f:
+        override = f.read()
+    with open(sysfs(d, "uevent")) as f:
+        uevent = [line for line in f.read().splitlines() if line.startswith("DRIVER=")]
+    root = d.testbed.get_root_dir()
+    linked = sorted(drv for drv in os.listdir(os.path.join(root, "sys/bus/pci/drivers"))
+                    if os.path.lexists(os.path.join(root, "sys/bus/pci/drivers", drv, NIC)))
+    return drv, override, linked, uevent
+
+
+def request(d, text, place=NIC_PLACE):
+    """Writes @text to the binding file of the device at @place (the NIC)
+    in one write(2) (a buffered file would write a refused request again
+    when closed): 0 or the errno."""
+    fd = os.open(d.path("root", place, "binding"), os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+        return 0
+    except OSError as e:
+        return e.errno
+    finally:
+        os.close(fd)
+
+
+def status(d):
+    with open(d.path("root", NIC_PLACE, "binding")) as f:
+        return f.read()
+
+
+def kernel_driver(d):
+    try:
+        with open(d.path("root", NIC_PLACE, "kernel_driver")) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return None
+
+
+def wait_event(d, action):
+    d.wait_status(lambda line: line.startswith(f"STATUS=hotplug {action} /devices/{NIC_PLACE} "))
+
+
+@pytest.fixture(autouse=True)
+def no_event_left(env):
+    """Each test waits for every event its requests cause: none is left for
+    the next test's waits to take for its own."""
+    yield
+    d, _ = env
+    left = [line for line in getattr(d, "status_backlog", [])
+            if line.startswith("STATUS=hotplug ") and NIC_PLACE in line]
+    assert not left, left
+
+
+def test_the_file_is_there_and_only_root_writes(env):
+    d, _ = env
+    assert os.stat(d.path("root", NIC_PLACE, "binding")).st_mode & 0o777 == 0o644
+    assert status(d) == ""
+    for bad in ("\n", "vfio-pci extra", "a/b", "force", "vfio-pci force force"):
+        assert request(d, bad) == errno.EINVAL, bad
+    assert state(d) == ("e1000e", "(null)\n", ["e1000e"], ["DRIVER=e1000e"])
+
+
+def test_to_vfio_pci_and_back_to_the_default(env):
+    d, _ = env
+    begin = state(d)
+    assert request(d, "vfio-pci\n") == 0
+    assert state(d) == ("vfio-pci", "vfio-pci\n", ["vfio-pci"], ["DRIVER=vfio-pci"])
+    assert "done: vfio-pci" in status(d)
+    wait_event(d, "unbind")
+    wait_event(d, "bind")
+    assert kernel_driver(d) == "vfio-pci"
+    # the same again: nothing to do
+    assert request(d, "vfio-pci") == 0
+    assert "already bound to vfio-pci" in status(d)
+    assert request(d, "default") == 0
+    assert state(d) == begin
+    assert "done: e1000e" in status(d)
+    wait_event(d, "unbind")
+    wait_event(d, "bind")
+    assert kernel_driver(d) == "e1000e"
+
+
+def test_a_dry_run_writes_nothing_and_says_the_plan(env):
+    d, _ = env
+    begin = state(d)
+    assert request(d, "vfio-pci dry-run") == 0
+    assert state(d) == begin
+    s = status(d)
+    assert "plan: driver_override <- vfio-pci" in s
+    assert "plan: unbind from e1000e" in s and "plan: bind to vfio-pci" in s
+    assert "dry run: nothing written" in s
+
+
+def test_a_driver_the_bus_does_not_have_is_refused(env):
+    d, _ = env
+    begin, before = state(d), status(d)
+    # a bad value: EINVAL, and nothing changes, the last report included
+    assert request(d, "no-such-driver") == errno.EINVAL
+    assert status(d) == before
+    assert state(d) == begin
+
+
+@pytest.mark.parametrize("step,suffix,err", [
+    ("driver_override", f"{NIC}/driver_override", errno.EPERM),
+    ("unbind", "drivers/e1000e/unbind", errno.EBUSY),
+    ("probe", "drivers/vfio-pci/bind", errno.ENOMEM),
+    ("verify", "drivers/vfio-pci/bind", 0),
+])
+def test_a_failure_at_each_step_leaves_the_device_as_it_began(env, step, suffix, err):
+    d, k = env
+    begin = state(d)
+    k.refuse([(suffix, err)])
+    try:
+        got = request(d, "vfio-pci")
+    finally:
+        k.refuse([])
+    assert got == (err or errno.ENODEV)
+    s = status(d)
+    assert f"failed: {step}: " in s, s
+    assert state(d) == begin, s
+    if step != "driver_override":
+        assert "rollback: driver_override restored to (none): ok" in s, s
+    if step in ("probe", "verify"):
+        assert "rollback: bind to e1000e again: ok" in s, s
+        wait_event(d, "unbind")
+        wait_event(d, "bind")
+    assert kernel_driver(d) == "e1000e"
+
+
+def test_rollback_rebinds_the_old_driver_only_after_restoring_the_override(env):
+    """The old driver could not bind while driver_override names another:
+    the override is restored first (kbind refuses a bind the override
+    forbids, as the kernel does)."""
+    d, k = env
+    begin = state(d)
+    k.refuse([("drivers/vfio-pci/bind", errno.EINVAL)])
+    try:
+        assert request(d, "vfio-pci") == errno.EINVAL
+    finally:
+        k.refuse([])
+    s = status(d)
+    assert s.index("rollback: driver_override restored") < s.index("rollback: bind to e1000e")
+    assert state(d) == begin
+    wait_event(d, "unbind")
+    wait_event(d, "bind")
+
+
+def test_no_user_driver_is_offered_a_device_in_a_transaction(env):
+    """Between the unbind and a slow probe (kbind takes 2 s) the function
+    has no kernel driver, which pci-pm would claim; the transaction keeps it
+    from every driver until it ends."""
+    d, k = env
+    claim = d.path("bus", "pci", "drivers", "pci-pm", NIC)
+    k.refuse([("drivers/vfio-pci/bind", -2)])
+    result = {}
+    t = threading.Thread(target=lambda: result.update(r=request(d, "vfio-pci")))
+    try:
+        t.start()
+        wait_event(d, "unbind")
+        assert kernel_driver(d) is None
+        assert not os.path.lexists(claim), "pci-pm was offered the function mid-transaction"
+        t.join(30)
+    finally:
+        k.refuse([])
+    assert result["r"] == 0
+    wait_event(d, "bind")
+    assert kernel_driver(d) == "vfio-pci" and not os.path.lexists(claim)
+    # unbound for good: now pci-pm may have it
+    assert request(d, "none") == 0
+    wait_event(d, "unbind")
+    assert os.path.lexists(claim), "an unbound function is pci-pm's once the transaction ended"
+    assert request(d, "default") == 0
+    wait_event(d, "bind")
+    assert not os.path.lexists(claim) and kernel_driver(d) == "e1000e"
+
+
+def test_unbind_and_bind_by_driverfsctl(env):
+    d, _ = env
+    r = subprocess.run([CTL, "-m", d.mnt, "unbind", NIC], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "done: no driver" in r.stdout
+    assert state(d)[0] is None and state(d)[1] == "(null)\n"
+    wait_event(d, "unbind")
+    assert kernel_driver(d) is None
+    r = subprocess.run([CTL, "-m", d.mnt, "bind", "--dry-run", NIC, "pci-stub"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "dry run" in r.stdout, r.stdout + r.stderr
+    assert state(d)[0] is None
+    r = subprocess.run([CTL, "-m", d.mnt, "bind", "--default", NIC], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert state(d)[0] == "e1000e"
+    wait_event(d, "bind")
+    r = subprocess.run([CTL, "-m", d.mnt, "bind", NIC, "no-such-driver"], capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    assert "no kernel driver of that name on its bus" in r.stderr
+
+
+def test_a_step_the_kernel_does_not_answer_in_time_is_pending(env):
+    """An unbind that waits (kbind makes it wait 7 s, the transaction's
+    bound is 5 s) is reported pending, nothing undone; the kernel's write
+    then finishes and its uevent shows the outcome."""
+    d, k = env
+    k.refuse([("drivers/e1000e/unbind", -1)])
+    try:
+        assert request(d, "pci-stub") == errno.EINPROGRESS
+    finally:
+        k.refuse([])
+    assert "pending: unbind did not return" in status(d)
+    wait_event(d, "unbind")
+    # the override stayed: the device is unbound, pci-stub may take it
+    assert state(d)[:2] == (None, "pci-stub\n")
+    assert request(d, "default") == 0
+    wait_event(d, "bind")
+    assert state(d) == ("e1000e", "(null)\n", ["e1000e"], ["DRIVER=e1000e"])

@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The in-use checks of a binding request (issue 17, docs/design.md §7.5):
+before a device loses its driver, driverfsd lists what would break and
+refuses (EBUSY), each reason a line of the report; force proceeds (logged),
+a dry run lists them and writes nothing. On the USB tree testbed's SATA
+controller: a partition mounted, one used as swap and held by an LVM volume
+(a dm holder, itself mounted at /), and the disk's node held open by a
+process; on the server testbed a NIC whose interface carries routes. Mounts,
+swaps, routes and processes come from a proc root the test writes
+(driverfsd --proc-root); the kernel is played by tests/helpers/kbind.c."""
+import errno
+import os
+import subprocess
+
+from harness import Daemon
+from test_binding import Kernel
+from test_binding import request as binding_request
+
+HERE = os.path.dirname(__file__)
+USB_TESTBED = os.path.join(HERE, "..", "testbeds", "usb-tree.umockdev")
+SERVER_TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
+CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
+SATA = "0000:00:17.0"
+SATA_PLACE = "pci0000:00/" + SATA
+SDA = "sys/devices/pci0000:00/0000:00:17.0/ata1/host0/target0:0:0/0:0:0:0/block/sda"
+NIC = "0000:07:00.0"
+NIC_PLACE = "pci0000:00/0000:00:1c.4/" + NIC
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def add_lvm_and_vfio(root):
+    """An LVM volume dm-0 (vg-root) on sda2, and vfio-pci loaded."""
+    dm = os.path.join(root, "sys/devices/virtual/block/dm-0")
+    write(os.path.join(dm, "dev"), "254:0\n")
+    write(os.path.join(dm, "dm/name"), "vg-root\n")
+    os.makedirs(os.path.join(root, "sys/class/block"), exist_ok=True)
+    if not os.path.lexists(os.path.join(root, "sys/class/block/dm-0")):
+        os.symlink("../../devices/virtual/block/dm-0", os.path.join(root, "sys/class/block/dm-0"))
+    holders = os.path.join(root, SDA, "sda2/holders")
+    os.makedirs(holders)
+    os.symlink(os.path.relpath(dm, holders), os.path.join(holders, "dm-0"))
+    for name, place in (("sda2", os.path.join(root, SDA, "sda2")),):
+        link = os.path.join(root, "sys/class/block", name)
+        if not os.path.lexists(link):
+            os.symlink(os.path.relpath(place, os.path.dirname(link)), link)
+    drv = os.path.join(root, "sys/bus/pci/drivers/vfio-pci")
+    os.makedirs(drv)
+    for f in ("bind", "unbind"):
+        open(os.path.join(drv, f), "w").close()
+    open(os.path.join(root, "sys/bus/pci/drivers_probe"), "w").close()
+
+
+def proc_root(tmp, mounts="", swaps="", route="", ipv6_route="", opened=()):
+    proc = os.path.join(tmp, "proc")
+    write(os.path.join(proc, "self/mountinfo"),
+          "1 0 0:30 / /proc rw - proc proc rw\n" + mounts)
+    write(os.path.join(proc, "swaps"), "Filename\tType\tSize\tUsed\tPriority\n" + swaps)
+    write(os.path.join(proc, "net/route"),
+          "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n"
+          + route)
+    write(os.path.join(proc, "net/ipv6_route"), ipv6_route)
+    for pid, comm, node in opened:
+        write(os.path.join(proc, str(pid), "comm"), comm + "\n")
+        os.makedirs(os.path.join(proc, str(pid), "fd"), exist_ok=True)
+        os.symlink(node, os.path.join(proc, str(pid), "fd", "3"))
+    return proc
+
+
+def request(d, place, text):
+    return binding_request(d, text, place)
+
+
+def report(d, place):
+    with open(d.path("root", place, "binding")) as f:
+        return f.read()
+
+
+def driver_of(d, place):
+    link = os.path.join(d.testbed.get_root_dir(), "sys/devices", place, "driver")
+    return os.path.basename(os.readlink(link)) if os.path.lexists(link) else None
+
+
+def test_a_disk_in_use_is_refused_with_every_reason_and_force_proceeds(tmp_path):
+    proc = proc_root(str(tmp_path),
+                     mounts="29 1 254:0 / / rw,relatime - ext4 /dev/mapper/vg-root rw\n"
+                            "30 29 8:1 / /boot rw,relatime - ext4 /dev/sda1 rw\n",
+                     swaps="/dev/sda2                               partition\t999420\t0\t-2\n",
+                     opened=[(4242, "qemu-system-x86", "/dev/sda")])
+    k = Kernel(str(tmp_path))
+    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_vfio, extra_env={
+        "LD_PRELOAD": os.environ["DRIVERFS_KBIND"],
+        "DRIVERFS_KBIND_EVENTS": k.events,
+        "DRIVERFS_KBIND_FAIL": k.fail,
+        "DRIVERFS_KBIND_IDS": "ahci=0000:00:17.0"})
+    k.testbed = d.testbed
+    k.thread.start()
+    try:
+        assert request(d, SATA_PLACE, "vfio-pci") == errno.EBUSY
+        r = report(d, SATA_PLACE)
+        for reason in ("in use: sda1 is mounted at /boot",
+                       "in use: dm-0 (vg-root, holding sda2) is mounted at /",
+                       "in use: sda2 is used as swap",
+                       "in use: dm-0 (vg-root, holding sda2)\n",
+                       "in use: /dev/sda is open in process 4242 (qemu-system-x86)",
+                       "refused: in use"):
+            assert reason in r, r
+        assert "plan:" not in r
+        assert driver_of(d, SATA_PLACE) == "ahci"
+        with open(os.path.join(d.testbed.get_root_dir(), "sys/devices", SATA_PLACE,
+                               "driver_override")) as f:
+            assert f.read() == "(null)\n"
+
+        # a dry run: the reasons and the plan, nothing written, refused
+        out = subprocess.run([CTL, "-m", d.mnt, "bind", "--dry-run", SATA, "vfio-pci"],
+                             capture_output=True, text=True)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "in use: sda1 is mounted at /boot" in out.stdout
+        assert "plan: unbind from ahci" in out.stdout and "nothing written" in out.stdout
+        assert driver_of(d, SATA_PLACE) == "ahci"
+
+        # forced: done, and the log says who forced what
+        out = subprocess.run([CTL, "-m", d.mnt, "bind", "--force", SATA, "vfio-pci"],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "forced: proceeding although in use" in out.stdout
+        assert driver_of(d, SATA_PLACE) == "vfio-pci"
+        assert "root forced vfio-pci past its in-use checks" in d.output()
+        # back: nothing of the disk is bound now (its subtree stays in the
+        # model until the kernel removes it), forced again
+        assert request(d, SATA_PLACE, "default force") == 0
+        assert driver_of(d, SATA_PLACE) == "ahci"
+    finally:
+        k.stopped = True
+        k.thread.join()
+        d.stop()
+
+
+def test_a_nic_carrying_routes_is_refused(tmp_path):
+    proc = proc_root(
+        str(tmp_path),
+        route="eno1\t00000000\t0102A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n"
+              "eno1\t0002A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0\n"
+              "eno2\t0003A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0\n",
+        ipv6_route="20010db8000000000000000000000000 40 00000000000000000000000000000000 00 "
+                   "00000000000000000000000000000000 00000100 00000001 00000000 00000001"
+                   "     eno1\n"
+                   "fe800000000000000000000000000000 40 00000000000000000000000000000000 00 "
+                   "00000000000000000000000000000000 00000100 00000001 00000000 00000001"
+                   "     eno2\n")
+    d = Daemon(SERVER_TESTBED, ["--proc-root", proc])
+    try:
+        assert request(d, NIC_PLACE, "none dry-run") == errno.EBUSY
+        r = report(d, NIC_PLACE)
+        assert "in use: interface eno1 carries the default route" in r, r
+        assert "in use: interface eno1 carries a route to 192.168.2.0/24" in r, r
+        assert "in use: interface eno1 carries IPv6 routes" in r, r
+        assert "eno2" not in r  # another function's interface
+        assert "nothing written" in r
+        # its sibling function's interface has a route too, but no default
+        r2 = request(d, "pci0000:00/0000:00:1c.4/0000:07:00.1", "none dry-run")
+        assert r2 == errno.EBUSY
+        assert "interface eno2 carries a route to 192.168.3.0/24" in report(
+            d, "pci0000:00/0000:00:1c.4/0000:07:00.1")
+    finally:
+        d.stop()
