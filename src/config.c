@@ -5,6 +5,7 @@
 #include "conffile.h"
 #include "drivers/exec.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ struct config_parse {
 };
 
 /* One key: where it is and how its value is read into struct dm_config. */
-enum key_type { KEY_PATH, KEY_LOG_LEVEL, KEY_COMMAND, KEY_BOOL, KEY_TIMEOUT, KEY_YES };
+enum key_type { KEY_PATH, KEY_LOG_LEVEL, KEY_COMMAND, KEY_BOOL, KEY_TIMEOUT, KEY_YES, KEY_NAMES };
 
 struct config_key {
 	const char *section;
@@ -45,6 +46,7 @@ static const struct config_key keys[] = {
 	KEY("Sources", "USB", KEY_BOOL, source_usb),
 	KEY("Sources", "Udev", KEY_YES, source_udev),
 	KEY("PM", "HookTimeout", KEY_TIMEOUT, hook_timeout_s),
+	KEY("Binding", "Protect", KEY_NAMES, protect),
 };
 #undef KEY
 
@@ -94,6 +96,18 @@ static void set_value(struct dm_conffile *cf, const struct config_key *k, const 
 					  "every device, the others complete its records", k->name,
 					  value);
 		return;
+	case KEY_NAMES:
+		/* device names (bus ids) and driver names, separated by spaces */
+		for (const char *p = value; *p; p++) {
+			if (*p != ' ' && !isalnum((unsigned char)*p) && !strchr("_-.:+", *p)) {
+				dm_conffile_error(cf, "bad %s '%s' (device and driver names, "
+						      "separated by spaces)",
+						  k->name, value);
+				return;
+			}
+		}
+		dm_conffile_set_string(cf, field, value);
+		return;
 	case KEY_TIMEOUT:
 		if (!dm_conf_parse_int(value, 1, DM_EXEC_TIMEOUT_MAX_S, field))
 			dm_conffile_error(cf, "bad %s '%s' (seconds, from 1 to %d)", k->name, value,
@@ -119,7 +133,7 @@ static void config_key(struct dm_conffile *cf, const char *section, const char *
 	dm_conffile_error(cf, "unknown key %s in [%s]", key, section);
 }
 
-static const char *const sections[] = { "Daemon", "Sources", "PM", NULL };
+static const char *const sections[] = { "Daemon", "Sources", "PM", "Binding", NULL };
 
 static const struct dm_conffile_ops config_ops = {
 	.sections = sections,
@@ -133,6 +147,7 @@ void dm_config_done(struct dm_config *c)
 	free(c->mountpoint);
 	free(c->hotplug_helper);
 	free(c->transition_record);
+	free(c->protect);
 	*c = (struct dm_config){ 0 };
 }
 

@@ -14,11 +14,15 @@
  *   [PM]       HookTimeout=<seconds, 1..3600>     default 5: the Timeout=
  *                                                 of drivers.d files
  *                                                 that give none
+ *   [Binding]  Protect=<names>                    device names (bus ids)
+ *                                                 and kernel driver names
+ *                                                 never unbound without
+ *                                                 force, space-separated
  *
  * Syntax and error reporting: conffile.h's; unknown sections and keys are
  * errors. The command line wins over the file (MOUNTPOINT,
- * --hotplug-helper, --coldplug, --transition-record, -d). On SIGHUP, LogLevel= and HookTimeout=
- * take effect (with drivers.d); the others need a restart.
+ * --hotplug-helper, --coldplug, --transition-record, -d). On SIGHUP, LogLevel=, HookTimeout=
+ * and Protect= take effect (with drivers.d); the others need a restart.
  */
 #ifndef DM_CONFIG_H
 #define DM_CONFIG_H
@@ -40,6 +44,7 @@ struct dm_config {
 	bool source_pci, source_usb;
 	bool source_udev; /* always true (Udev=no is an error) */
 	int hook_timeout_s;
+	char *protect; /* [Binding] Protect=, or NULL */
 };
 
 /*

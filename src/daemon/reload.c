@@ -7,6 +7,7 @@
 #include "daemon.h"
 
 #include "config.h"
+#include "drivers/binding.h"
 #include "drivers/exec.h"
 #include "fuse/fs.h"
 #include "log.h"
@@ -153,6 +154,8 @@ void daemon_reload(void *data, char *status, size_t size)
 	}
 	warn_unreloadable(&d->cfg, &cfg);
 	dm_log_set_level(daemon_log_level(d->o, &cfg));
+	if (dm_binding_set_protected(cfg.protect) < 0)
+		log_err("reload: out of memory for Protect=; the list in effect stays");
 	dm_config_done(&d->cfg);
 	d->cfg = cfg;
 	log_info("reloaded %s and %s", d->cfg.path, d->cfg.drivers_dir);

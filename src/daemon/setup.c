@@ -9,6 +9,7 @@
 
 #include "background.h"
 #include "core/model.h"
+#include "drivers/binding.h"
 #include "drivers/exec.h"
 #include "drivers/inuse.h"
 #include "drivers/pci-pm.h"
@@ -223,6 +224,8 @@ int daemon_mount(struct daemon *d)
 	dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
 	if (d->o->proc_root)
 		dm_inuse_set_proc_root(d->o->proc_root);
+	if (dm_binding_set_protected(d->cfg.protect) < 0)
+		return -ENOMEM;
 	r = dm_fs_mount(d->fs, d->mountpoint);
 	if (r < 0) {
 		log_err("cannot mount at %s", d->mountpoint);

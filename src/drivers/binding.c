@@ -8,6 +8,7 @@
 #include "runner.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -211,18 +212,134 @@ static int failed(struct txn *t, enum dm_bind_step step, int r)
 	return r;
 }
 
+/* driverfsd.conf's Protect=, " name name ... " (spaces around each). */
+static pthread_mutex_t protected_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *protected_names;
+
+int dm_binding_set_protected(const char *names)
+{
+	char *copy = NULL;
+	if (names && *names) {
+		size_t len = strlen(names);
+		copy = malloc(len + 3);
+		if (!copy)
+			return -ENOMEM;
+		snprintf(copy, len + 3, " %s ", names);
+	}
+	pthread_mutex_lock(&protected_lock);
+	free(protected_names);
+	protected_names = copy;
+	pthread_mutex_unlock(&protected_lock);
+	return 0;
+}
+
+static bool is_protected(const char *name)
+{
+	char word[300];
+	if (!name[0] || (size_t)snprintf(word, sizeof(word), " %s ", name) >= sizeof(word))
+		return false;
+	pthread_mutex_lock(&protected_lock);
+	bool found = protected_names && strstr(protected_names, word);
+	pthread_mutex_unlock(&protected_lock);
+	return found;
+}
+
 /* What stands against unbinding: each reason a line of the report; 0 or
  * -EBUSY. */
 static int vetoes(struct txn *t)
 {
 	char reasons[REPORT_MAX] = "";
-	int n = dm_inuse_check(t->dev, reasons, sizeof(reasons));
-	if (n < 0) {
-		say(t, "in use: cannot tell (%s)\n", strerror(-n));
+	int n = 0;
+	if (is_protected(t->name)) {
+		say(t, "in use: %s is protected (driverfsd.conf, Protect=)\n", t->name);
+		n++;
+	}
+	if (is_protected(t->old_driver)) {
+		say(t, "in use: its driver %s is protected (driverfsd.conf, Protect=)\n",
+		    t->old_driver);
+		n++;
+	}
+	int r = dm_inuse_check(t->dev, reasons, sizeof(reasons));
+	if (r < 0) {
+		say(t, "in use: cannot tell (%s)\n", strerror(-r));
 		return -EBUSY;
 	}
+	n += r;
 	say(t, "%s", reasons);
 	return n > 0 ? -EBUSY : 0;
+}
+
+/* vfio-pci, or one of its variants (mlx5_vfio_pci, hisi_acc_vfio_pci ...). */
+static bool is_vfio_driver(const char *drv)
+{
+	size_t l = strlen(drv);
+	return strcmp(drv, "vfio-pci") == 0 ||
+	       (l > 8 && (strcmp(drv + l - 8, "vfio-pci") == 0 || strcmp(drv + l - 8, "vfio_pci") == 0));
+}
+
+/* A driver that lets VFIO own its device's DMA (the kernel's rule since
+ * 5.19), or none. */
+static bool lets_vfio_own(const char *drv)
+{
+	return !drv[0] || is_vfio_driver(drv) || strcmp(drv, "pci-stub") == 0 ||
+	       strcmp(drv, "pcieport") == 0;
+}
+
+/* For vfio-pci: the device's IOMMU group must be viable, every other
+ * member unbound or bound to a driver that lets VFIO own the group's DMA.
+ * 0, -EBUSY (a companion in the way: each named), or -EOPNOTSUPP (no
+ * IOMMU, and the kernel's no-IOMMU mode off: vfio-pci would not take it). */
+static int iommu_group_check(struct txn *t)
+{
+	char link[PATH_MAX + 16], target[PATH_MAX], value[8];
+	snprintf(link, sizeof(link), "%s/iommu_group", t->devdir);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0) {
+		if (dm_run_read("/sys/module/vfio/parameters/enable_unsafe_noiommu_mode", value,
+				sizeof(value)) >= 0 &&
+		    (value[0] == 'Y' || value[0] == '1')) {
+			say(t, "no IOMMU: the kernel's no-IOMMU mode is on "
+			       "(vfio.enable_unsafe_noiommu_mode): the device gets no DMA "
+			       "isolation\n");
+			return 0;
+		}
+		say(t, "refused: the device has no IOMMU group, and without an IOMMU vfio-pci "
+		       "cannot isolate it (the kernel's no-IOMMU mode, "
+		       "vfio.enable_unsafe_noiommu_mode, is off)\n");
+		return -EOPNOTSUPP;
+	}
+	target[n] = '\0';
+	const char *group = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "/sys/kernel/iommu_groups/%.64s/devices", group);
+	DIR *d = opendir(dir);
+	if (!d) {
+		say(t, "in use: IOMMU group %s cannot be read (%s)\n", group, strerror(errno));
+		return -EBUSY;
+	}
+	int blocking = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || strcmp(e->d_name, t->name) == 0)
+			continue;
+		char drv_link[PATH_MAX + 300], drv_target[PATH_MAX], drv[256] = "";
+		snprintf(drv_link, sizeof(drv_link), "%s/%s/driver", dir, e->d_name);
+		ssize_t m = readlink(drv_link, drv_target, sizeof(drv_target) - 1);
+		if (m > 0) {
+			drv_target[m] = '\0';
+			const char *base = strrchr(drv_target, '/') ? strrchr(drv_target, '/') + 1
+								   : drv_target;
+			snprintf(drv, sizeof(drv), "%.200s", base);
+		}
+		if (lets_vfio_own(drv))
+			continue;
+		say(t, "in use: IOMMU group %s: %s is bound to %s (VFIO needs every member "
+		       "unbound or bound to vfio-pci, pci-stub or pcieport)\n",
+		    group, e->d_name, drv);
+		blocking++;
+	}
+	closedir(d);
+	return blocking ? -EBUSY : 0;
 }
 
 /* The plan, one line per step that will be written. */
@@ -298,6 +415,13 @@ static int run(struct txn *t)
 		return 0;
 	}
 	int veto = unbind ? vetoes(t) : 0;
+	if (target && is_vfio_driver(target)) {
+		int g = iommu_group_check(t);
+		if (g == -EOPNOTSUPP)
+			return g;
+		if (g < 0)
+			veto = g;
+	}
 	if (veto < 0 && !req->force && !req->dry_run) {
 		say(t, "refused: in use (force proceeds)\n");
 		return veto;

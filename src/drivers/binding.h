@@ -55,6 +55,10 @@ enum dm_bind_step {
  */
 int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req);
 
+/* The devices (by name) and kernel drivers never unbound without force
+ * (driverfsd.conf's Protect=, space-separated; NULL: none). Copied. */
+int dm_binding_set_protected(const char *names);
+
 /* Parses what was written to a device's binding file: "DRIVER", "default" or
  * "none", then optionally "force" and/or "dry-run", separated by spaces
  * (one trailing newline allowed). 0 or -EINVAL; @req->driver points into

@@ -28,13 +28,19 @@ IDS = "e1000e=0000:00:1f.6;xhci_hcd=0000:00:14.0;nvme=0000:01:00.0;pcieport=0000
 
 def add_drivers(root):
     """vfio-pci and pci-stub loaded, with nothing bound; the bus's
-    drivers_probe."""
+    drivers_probe; the NIC alone in IOMMU group 7 (the USB controller in
+    none: a machine without an IOMMU for it)."""
     for drv in ("vfio-pci", "pci-stub"):
         d = os.path.join(root, "sys", "bus", "pci", "drivers", drv)
         os.makedirs(d)
         for f in ("bind", "unbind", "new_id", "remove_id", "uevent"):
             open(os.path.join(d, f), "w").close()
     open(os.path.join(root, "sys", "bus", "pci", "drivers_probe"), "w").close()
+    group = os.path.join(root, "sys", "kernel", "iommu_groups", "7", "devices")
+    os.makedirs(group)
+    nic = os.path.join(root, SYS_NIC)
+    os.symlink(os.path.relpath(nic, group), os.path.join(group, NIC))
+    os.symlink(os.path.relpath(os.path.dirname(group), nic), os.path.join(nic, "iommu_group"))
 
 
 class Kernel:
@@ -267,6 +273,25 @@ def test_no_user_driver_is_offered_a_device_in_a_transaction(env):
     assert request(d, "default") == 0
     wait_event(d, "bind")
     assert not os.path.lexists(claim) and kernel_driver(d) == "e1000e"
+
+
+def test_vfio_pci_without_an_iommu_is_refused_unless_no_iommu_mode_is_on(env):
+    d, _ = env
+    xhci = "pci0000:00/0000:00:14.0"
+    assert request(d, "vfio-pci dry-run", xhci) == errno.EOPNOTSUPP
+    with open(d.path("root", xhci, "binding")) as f:
+        assert "refused: the device has no IOMMU group" in f.read()
+    param = os.path.join(d.testbed.get_root_dir(), "sys/module/vfio/parameters")
+    os.makedirs(param)
+    with open(os.path.join(param, "enable_unsafe_noiommu_mode"), "w") as f:
+        f.write("Y\n")
+    try:
+        assert request(d, "vfio-pci dry-run", xhci) == 0
+        with open(d.path("root", xhci, "binding")) as f:
+            r = f.read()
+        assert "no IOMMU: the kernel's no-IOMMU mode is on" in r and "plan: bind to vfio-pci" in r
+    finally:
+        os.unlink(os.path.join(param, "enable_unsafe_noiommu_mode"))
 
 
 def test_unbind_and_bind_by_driverfsctl(env):

@@ -33,8 +33,9 @@ def write(path, text):
         f.write(text)
 
 
-def add_lvm_and_vfio(root):
-    """An LVM volume dm-0 (vg-root) on sda2, and vfio-pci loaded."""
+def add_lvm_and_stub(root):
+    """An LVM volume dm-0 (vg-root) on sda2, and pci-stub loaded (the
+    testbed has no IOMMU: no vfio-pci)."""
     dm = os.path.join(root, "sys/devices/virtual/block/dm-0")
     write(os.path.join(dm, "dev"), "254:0\n")
     write(os.path.join(dm, "dm/name"), "vg-root\n")
@@ -48,11 +49,15 @@ def add_lvm_and_vfio(root):
         link = os.path.join(root, "sys/class/block", name)
         if not os.path.lexists(link):
             os.symlink(os.path.relpath(place, os.path.dirname(link)), link)
-    drv = os.path.join(root, "sys/bus/pci/drivers/vfio-pci")
+    add_driver(root, "pci-stub")
+    open(os.path.join(root, "sys/bus/pci/drivers_probe"), "w").close()
+
+
+def add_driver(root, name="vfio-pci"):
+    drv = os.path.join(root, "sys/bus/pci/drivers", name)
     os.makedirs(drv)
     for f in ("bind", "unbind"):
         open(os.path.join(drv, f), "w").close()
-    open(os.path.join(root, "sys/bus/pci/drivers_probe"), "w").close()
 
 
 def proc_root(tmp, mounts="", swaps="", route="", ipv6_route="", opened=()):
@@ -92,7 +97,7 @@ def test_a_disk_in_use_is_refused_with_every_reason_and_force_proceeds(tmp_path)
                      swaps="/dev/sda2                               partition\t999420\t0\t-2\n",
                      opened=[(4242, "qemu-system-x86", "/dev/sda")])
     k = Kernel(str(tmp_path))
-    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_vfio, extra_env={
+    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_stub, extra_env={
         "LD_PRELOAD": os.environ["DRIVERFS_KBIND"],
         "DRIVERFS_KBIND_EVENTS": k.events,
         "DRIVERFS_KBIND_FAIL": k.fail,
@@ -100,7 +105,7 @@ def test_a_disk_in_use_is_refused_with_every_reason_and_force_proceeds(tmp_path)
     k.testbed = d.testbed
     k.thread.start()
     try:
-        assert request(d, SATA_PLACE, "vfio-pci") == errno.EBUSY
+        assert request(d, SATA_PLACE, "pci-stub") == errno.EBUSY
         r = report(d, SATA_PLACE)
         for reason in ("in use: sda1 is mounted at /boot",
                        "in use: dm-0 (vg-root, holding sda2) is mounted at /",
@@ -116,7 +121,7 @@ def test_a_disk_in_use_is_refused_with_every_reason_and_force_proceeds(tmp_path)
             assert f.read() == "(null)\n"
 
         # a dry run: the reasons and the plan, nothing written, refused
-        out = subprocess.run([CTL, "-m", d.mnt, "bind", "--dry-run", SATA, "vfio-pci"],
+        out = subprocess.run([CTL, "-m", d.mnt, "bind", "--dry-run", SATA, "pci-stub"],
                              capture_output=True, text=True)
         assert out.returncode == 1, out.stdout + out.stderr
         assert "in use: sda1 is mounted at /boot" in out.stdout
@@ -124,12 +129,12 @@ def test_a_disk_in_use_is_refused_with_every_reason_and_force_proceeds(tmp_path)
         assert driver_of(d, SATA_PLACE) == "ahci"
 
         # forced: done, and the log says who forced what
-        out = subprocess.run([CTL, "-m", d.mnt, "bind", "--force", SATA, "vfio-pci"],
+        out = subprocess.run([CTL, "-m", d.mnt, "bind", "--force", SATA, "pci-stub"],
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stdout + out.stderr
         assert "forced: proceeding although in use" in out.stdout
-        assert driver_of(d, SATA_PLACE) == "vfio-pci"
-        assert "root forced vfio-pci past its in-use checks" in d.output()
+        assert driver_of(d, SATA_PLACE) == "pci-stub"
+        assert "root forced pci-stub past its in-use checks" in d.output()
         # back: nothing of the disk is bound now (its subtree stays in the
         # model until the kernel removes it), forced again
         assert request(d, SATA_PLACE, "default force") == 0
@@ -138,6 +143,15 @@ def test_a_disk_in_use_is_refused_with_every_reason_and_force_proceeds(tmp_path)
         k.stopped = True
         k.thread.join()
         d.stop()
+
+
+def test_a_bad_protect_list_is_a_config_error(tmp_path):
+    conf = os.path.join(str(tmp_path), "bad.conf")
+    write(conf, "[Binding]\nProtect=nvme ../x\n")
+    r = subprocess.run([os.environ["DRIVERFSD"], "--check-config", "-c", conf],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert f"{conf}:2: bad Protect '" in r.stderr, r.stderr
 
 
 def test_a_nic_carrying_routes_is_refused(tmp_path):
@@ -152,7 +166,9 @@ def test_a_nic_carrying_routes_is_refused(tmp_path):
                    "fe800000000000000000000000000000 40 00000000000000000000000000000000 00 "
                    "00000000000000000000000000000000 00000100 00000001 00000000 00000001"
                    "     eno2\n")
-    d = Daemon(SERVER_TESTBED, ["--proc-root", proc])
+    conf = os.path.join(str(tmp_path), "driverfsd.conf")
+    write(conf, "[Binding]\nProtect=0000:07:00.1 ast\n")
+    d = Daemon(SERVER_TESTBED, ["--proc-root", proc, "-c", conf], prepare=add_driver)
     try:
         assert request(d, NIC_PLACE, "none dry-run") == errno.EBUSY
         r = report(d, NIC_PLACE)
@@ -164,7 +180,21 @@ def test_a_nic_carrying_routes_is_refused(tmp_path):
         # its sibling function's interface has a route too, but no default
         r2 = request(d, "pci0000:00/0000:00:1c.4/0000:07:00.1", "none dry-run")
         assert r2 == errno.EBUSY
-        assert "interface eno2 carries a route to 192.168.3.0/24" in report(
-            d, "pci0000:00/0000:00:1c.4/0000:07:00.1")
+        r2 = report(d, "pci0000:00/0000:00:1c.4/0000:07:00.1")
+        assert "interface eno2 carries a route to 192.168.3.0/24" in r2
+        # and it is protected by name (driverfsd.conf)
+        assert "in use: 0000:07:00.1 is protected (driverfsd.conf, Protect=)" in r2
+
+        # vfio-pci: the other function of its IOMMU group is bound to igb
+        assert request(d, NIC_PLACE, "vfio-pci dry-run") == errno.EBUSY
+        r = report(d, NIC_PLACE)
+        assert "in use: IOMMU group 91: 0000:07:00.1 is bound to igb" in r, r
+        # the VGA function's group companion is a bridge with no driver
+        vga = "pci0000:00/0000:00:1c.0/0000:05:00.0/0000:06:00.0"
+        # ... and its driver, ast, is protected
+        assert request(d, vga, "vfio-pci dry-run") == errno.EBUSY
+        r = report(d, vga)
+        assert "IOMMU group" not in r and "plan: unbind from ast" in r, r
+        assert "in use: its driver ast is protected (driverfsd.conf, Protect=)" in r, r
     finally:
         d.stop()
