@@ -252,6 +252,33 @@ static void drop_claim_mutex_held(struct dm_device *dev)
 	attach_mutex_held(dev);
 }
 
+static bool on_bus(struct dm_device *dev, void *bus)
+{
+	return dev->bus == bus;
+}
+
+int dm_driver_bind_request(struct dm_driver *drv, const char *devname, bool unbind)
+{
+	struct dm_bus *bus = drv->bus;
+	if (!bus)
+		return -ENODEV;
+	struct dm_model *m = bus->model;
+	dm_model_read_lock(m);
+	struct dm_device *dev = dm_model_find_listed_locked(m, devname, on_bus, bus);
+	if (dev && unbind && !same_name(dev->kernel_driver, drv->name))
+		dev = NULL;
+	if (dev)
+		dm_device_ref(dev);
+	dm_bind_request_fn fn = m->bind_request;
+	void *data = m->bind_request_data;
+	dm_model_unlock(m);
+	if (!dev)
+		return -ENODEV;
+	int r = fn ? fn(dev, unbind ? NULL : drv->name, data) : -EOPNOTSUPP;
+	dm_device_unref(dev);
+	return r;
+}
+
 void dm_device_set_binding(struct dm_device *dev, bool binding)
 {
 	pthread_mutex_lock(&dev->mutex);

@@ -48,6 +48,8 @@ struct dm_model {
 	_Atomic uint64_t pin_seq; /* add_seq when the last PM order was taken */
 	const struct dm_model_listener *listener;
 	void *listener_data;
+	dm_bind_request_fn bind_request; /* dm_model_set_bind_request() */
+	void *bind_request_data;
 	const struct dm_pm_handler *pm_handler;
 	void *pm_data;
 	/* dm_model_show_log(): the journal's last copy, of log_version; the

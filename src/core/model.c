@@ -120,6 +120,14 @@ void dm_model_set_listener(struct dm_model *m, const struct dm_model_listener *l
 	dm_model_unlock(m);
 }
 
+void dm_model_set_bind_request(struct dm_model *m, dm_bind_request_fn fn, void *data)
+{
+	dm_model_write_lock(m);
+	m->bind_request = fn;
+	m->bind_request_data = data;
+	dm_model_unlock(m);
+}
+
 void dm_model_set_pm_handler(struct dm_model *m, const struct dm_pm_handler *h, void *data)
 {
 	dm_model_write_lock(m);

@@ -116,6 +116,17 @@ int dm_model_new(struct dm_model **ret);
 void dm_model_free(struct dm_model *m);
 void dm_model_set_listener(struct dm_model *m, const struct dm_model_listener *l, void *data);
 void dm_model_set_pm_handler(struct dm_model *m, const struct dm_pm_handler *h, void *data);
+/* Who runs binding requests (the daemon: src/drivers/binding.h): @fn moves
+ * @dev to the kernel driver @driver, or with NULL unbinds it, and returns
+ * 0 or -errno. Kernel drivers' bind and unbind files go through it. */
+typedef int (*dm_bind_request_fn)(struct dm_device *dev, const char *driver, void *data);
+void dm_model_set_bind_request(struct dm_model *m, dm_bind_request_fn fn, void *data);
+/* A write naming the device @devname to kernel driver @drv's bind file
+ * (@unbind false) or unbind file: -ENODEV when its bus has no such device
+ * (or, to unbind, the kernel has not bound it to @drv), -EOPNOTSUPP when
+ * nobody runs requests, else what the request returns. Call without the
+ * lock. */
+int dm_driver_bind_request(struct dm_driver *drv, const char *devname, bool unbind);
 struct dm_device *dm_model_get_root(struct dm_model *m); /* no reference taken */
 
 /*

@@ -226,6 +226,8 @@ int daemon_mount(struct daemon *d)
 		dm_inuse_set_proc_root(d->o->proc_root);
 	if (dm_binding_set_protected(d->cfg.protect) < 0)
 		return -ENOMEM;
+	/* kernel drivers' bind and unbind files run the same transaction */
+	dm_model_set_bind_request(d->model, dm_binding_request, NULL);
 	r = dm_fs_mount(d->fs, d->mountpoint);
 	if (r < 0) {
 		log_err("cannot mount at %s", d->mountpoint);

@@ -34,6 +34,10 @@ static const char *const step_names[] = {
 struct report {
 	char *devpath; /* the key */
 	bool running;
+	/* the last request that wrote anything: whether it succeeded, and
+	 * the driver it left bound ("" none), for the why */
+	bool done, failed;
+	char left[64];
 	char text[REPORT_MAX];
 };
 
@@ -115,11 +119,12 @@ static void say(struct txn *t, const char *fmt, ...)
 		t->len = t->len + (size_t)n < sizeof(t->text) ? t->len + (size_t)n : sizeof(t->text) - 1;
 }
 
-/* The driver @t's device is bound to now, into @buf ("" when none). */
-static void current_driver(const struct txn *t, char *buf, size_t size)
+/* The driver the device at @devdir is bound to now, into @buf ("" when
+ * none). */
+static void driver_of(const char *devdir, char *buf, size_t size)
 {
 	char link[PATH_MAX + 8], target[PATH_MAX];
-	snprintf(link, sizeof(link), "%s/driver", t->devdir);
+	snprintf(link, sizeof(link), "%s/driver", devdir);
 	ssize_t n = readlink(link, target, sizeof(target) - 1);
 	buf[0] = '\0';
 	if (n > 0) {
@@ -129,6 +134,11 @@ static void current_driver(const struct txn *t, char *buf, size_t size)
 		if (strlen(base) < size)
 			memcpy(buf, base, strlen(base) + 1);
 	}
+}
+
+static void current_driver(const struct txn *t, char *buf, size_t size)
+{
+	driver_of(t->devdir, buf, size);
 }
 
 static bool driver_exists(const struct txn *t, const char *driver)
@@ -533,6 +543,13 @@ int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req)
 	 * nothing, the last report included */
 	if (r != -EINVAL)
 		memcpy(rep->text, t->text, t->len + 1);
+	/* for the why: what a request left bound (the default is the
+	 * kernel's own choice, not the request's) */
+	if (!req->dry_run && r != -EINVAL) {
+		rep->done = r == 0 && req->action != DM_BIND_DEFAULT;
+		rep->failed = r < 0;
+		current_driver(t, rep->left, sizeof(rep->left));
+	}
 	rep->running = false;
 	pthread_mutex_unlock(&reports_lock);
 	free(t);
@@ -571,6 +588,16 @@ int dm_bind_parse(char *buf, struct dm_bind_request *req)
 	return first ? -EINVAL : 0;
 }
 
+int dm_binding_request(struct dm_device *dev, const char *driver, void *data)
+{
+	(void)data;
+	struct dm_bind_request req = {
+		.action = driver ? DM_BIND_TO : DM_BIND_NONE,
+		.driver = driver,
+	};
+	return dm_bind_device(dev, &req);
+}
+
 /* ---- the device files ---- */
 
 static int bind_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
@@ -587,14 +614,72 @@ static int bind_store(struct dm_device *dev, const struct dm_attribute *attr, co
 	return r < 0 ? r : dm_bind_device(dev, &req);
 }
 
+/* Why @dev is bound as it is, a line or three, into @buf. */
+static int why(struct dm_device *dev, char *buf, size_t size)
+{
+	const char *devpath = dm_device_get_devpath(dev);
+	char devdir[PATH_MAX], path[PATH_MAX + 32], now[256], ovr[256] = "";
+	snprintf(devdir, sizeof(devdir), "/sys%.4000s", devpath ? devpath : "");
+	driver_of(devdir, now, sizeof(now));
+	snprintf(path, sizeof(path), "%s/driver_override", devdir);
+	if (dm_run_read(path, ovr, sizeof(ovr)) < 0 || strcmp(ovr, "(null)") == 0)
+		ovr[0] = '\0';
+	bool done = false, failed = false;
+	char left[64] = "";
+	pthread_mutex_lock(&reports_lock);
+	struct report *r = reports_ready && devpath ? dm_hashmap_get(&reports, devpath) : NULL;
+	if (r) {
+		done = r->done;
+		failed = r->failed;
+		memcpy(left, r->left, sizeof(left));
+	}
+	pthread_mutex_unlock(&reports_lock);
+	/* a request's binding holds while the kernel's stays the one it left */
+	bool by_request = done && strcmp(left, now) == 0;
+	int n;
+	if (now[0])
+		n = snprintf(buf, size, "bound to %s %s\n", now,
+			     by_request ? "by a request through driverfsd" : "by the kernel");
+	else
+		n = snprintf(buf, size, "no driver: %s\n",
+			     strcmp(ovr, "none") == 0 ? "driver_override is none"
+			     : by_request	      ? "unbound by a request through driverfsd"
+			     : failed ? "the last request failed (below)"
+				      : "no driver took it (none matches, or its module is not "
+					"loaded)");
+	if (n >= 0 && (size_t)n < size && ovr[0])
+		n += snprintf(buf + n, size - (size_t)n, "driver_override: %s\n", ovr);
+	struct dm_model *m = dm_device_get_model(dev);
+	dm_model_read_lock(m);
+	struct dm_driver *drv = dm_device_get_driver_locked(dev);
+	/* (driverfsd's vfio-pci stands for the kernel's: no word of it) */
+	if (n >= 0 && (size_t)n < size && drv && dm_driver_get_kind(drv) == DM_DRIVER_USER &&
+	    strcmp(dm_driver_get_name(drv), now) != 0)
+		n += snprintf(buf + n, size - (size_t)n, "held by user driver %s\n",
+			      dm_driver_get_name(drv));
+	dm_model_unlock(m);
+	return n < 0 ? 0 : (size_t)n >= size ? (int)size - 1 : n;
+}
+
+/* Why the device is bound as it is, then the report of the last request. */
 static int status_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
 		       size_t *ret_len)
 {
 	(void)attr;
-	char *buf = malloc(REPORT_MAX);
+	size_t size = REPORT_MAX + 1024;
+	char *buf = malloc(size);
 	if (!buf)
 		return -ENOMEM;
-	int n = dm_binding_status(dev, buf, REPORT_MAX);
+	int n = why(dev, buf, size);
+	char *report = buf + n + 1;
+	/* room left for the heading */
+	int m = dm_binding_status(dev, report, size - (size_t)n - 16);
+	if (m > 0) {
+		static const char head[] = "last request:\n";
+		memmove(buf + n + sizeof(head) - 1, report, (size_t)m);
+		memcpy(buf + n, head, sizeof(head) - 1);
+		n += (int)sizeof(head) - 1 + m;
+	}
 	*ret = buf;
 	*ret_len = (size_t)n;
 	return 0;

@@ -55,6 +55,10 @@ enum dm_bind_step {
  */
 int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req);
 
+/* A request of a kernel driver's bind file (@driver) or unbind file (NULL),
+ * as dm_model_set_bind_request() takes it: the same transaction. */
+int dm_binding_request(struct dm_device *dev, const char *driver, void *data);
+
 /* The devices (by name) and kernel drivers never unbound without force
  * (driverfsd.conf's Protect=, space-separated; NULL: none). Copied. */
 int dm_binding_set_protected(const char *names);

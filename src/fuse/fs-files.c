@@ -65,7 +65,9 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	struct dm_file_info info = { 0 };
 	if (n.t.kind == FS_DRV_ATTR) {
-		r = (fi->flags & O_ACCMODE) != O_RDONLY ? -EACCES : 0;
+		r = (fi->flags & O_ACCMODE) != O_RDONLY && !fs_view_driver_file_writable(n.name)
+			    ? -EACCES
+			    : 0;
 	} else if (n.t.kind != FS_ATTR) {
 		r = -EISDIR;
 	} else {
@@ -199,6 +201,22 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	dm_blob_unref(b);
 }
 
+/* A write to a kernel driver's bind or unbind file: the device's name,
+ * one trailing newline allowed. */
+static int driver_request(struct dm_driver *drv, const char *file, const char *data, size_t size)
+{
+	char name[DM_NAME_MAX + 1];
+	if (size && data[size - 1] == '\n')
+		size--;
+	if (size == 0 || size > DM_NAME_MAX || memchr(data, '\0', size))
+		return -EINVAL;
+	memcpy(name, data, size);
+	name[size] = '\0';
+	if (!dm_name_is_printable(name))
+		return -EINVAL;
+	return dm_driver_bind_request(drv, name, strcmp(file, "unbind") == 0);
+}
+
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
 		 struct fuse_file_info *fi)
 {
@@ -212,7 +230,9 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, 
 	}
 	/* one whole value per write, as sysfs takes it */
 	if (n.t.kind == FS_DRV_ATTR)
-		r = -EACCES;
+		r = !fs_view_driver_file_writable(n.name) ? -EACCES
+		    : off != 0			      ? -EINVAL
+						      : driver_request(n.t.drv, n.name, data, size);
 	else if (n.t.kind != FS_ATTR)
 		r = -EISDIR;
 	else if (off != 0)

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct walk {
 	const struct fs_ref *dir;
@@ -75,11 +76,36 @@ static int emit_driver(struct dm_driver *drv, void *data)
 }
 
 /* A driver's own files, beside the links to its devices: what the probe
- * order rests on, so that a client can save the model as driverfsd does. */
-static const char *const driver_files[] = { "kind", "priority" };
+ * order rests on, so that a client can save the model as driverfsd does;
+ * and a kernel driver's bind and unbind, as sysfs has them (write-only),
+ * which go through the binding transaction (dm_driver_bind_request()). */
+static const char *const driver_files[] = { "kind", "priority", "bind", "unbind" };
+
+bool fs_view_driver_file_writable(const char *name)
+{
+	return strcmp(name, "bind") == 0 || strcmp(name, "unbind") == 0;
+}
+
+/* bind and unbind: on a kernel driver's directory, and on a user
+ * driver's that stands for the kernel driver of its name (driverfsd's
+ * vfio-pci: docs/design.md §3.4), when the kernel has it. */
+static bool driver_has_file(struct dm_driver *drv, const char *name)
+{
+	if (!fs_view_driver_file_writable(name) || dm_driver_get_kind(drv) == DM_DRIVER_KERNEL)
+		return true;
+	char path[PATH_MAX];
+	struct stat st;
+	struct dm_bus *bus = dm_driver_get_bus(drv);
+	return bus &&
+	       (size_t)snprintf(path, sizeof(path), "/sys/bus/%s/drivers/%s", dm_bus_get_name(bus),
+				dm_driver_get_name(drv)) < sizeof(path) &&
+	       stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 int fs_view_driver_file_show(struct dm_driver *drv, const char *name, char *buf, size_t size)
 {
+	if (fs_view_driver_file_writable(name))
+		return driver_has_file(drv, name) ? dm_emit(buf, size, "%s", "") : -ENOENT;
 	if (strcmp(name, "kind") == 0)
 		return dm_emit(buf, size, "%s\n",
 			       dm_driver_get_kind(drv) == DM_DRIVER_KERNEL ? "kernel" : "user");
@@ -95,6 +121,8 @@ static int walk_driver_dir(struct walk *w)
 		return -ENOENT;
 	for (size_t i = 0; i < sizeof(driver_files) / sizeof(driver_files[0]); i++) {
 		struct fs_target t = { .kind = FS_DRV_ATTR, .drv = drv };
+		if (!driver_has_file(drv, driver_files[i]))
+			continue;
 		int r = w->emit(w->ctx, driver_files[i], &t, S_IFREG);
 		if (r)
 			return r;
@@ -285,7 +313,7 @@ int fs_view_stat(struct dm_model *m, const struct timespec *start, const struct 
 		int len = fs_view_driver_file_show(n->t.drv, n->name, buf, sizeof(buf));
 		if (!registered || len < 0)
 			return -ENOENT;
-		st->st_mode = S_IFREG | 0444;
+		st->st_mode = S_IFREG | (fs_view_driver_file_writable(n->name) ? 0200 : 0444);
 		st->st_nlink = 1;
 		st->st_size = len;
 		return 0;
@@ -432,7 +460,7 @@ static bool find_indexed_locked(struct dm_model *m, const struct fs_ref *dir, co
 			return false;
 		/* its own files, then the devices bound to it */
 		for (size_t i = 0; i < sizeof(driver_files) / sizeof(driver_files[0]); i++)
-			if (strcmp(name, driver_files[i]) == 0) {
+			if (strcmp(name, driver_files[i]) == 0 && driver_has_file(d->drv, name)) {
 				*ret = (struct fs_target){ .kind = FS_DRV_ATTR, .drv = d->drv };
 				return true;
 			}

@@ -62,7 +62,10 @@ int fs_view_stat(struct dm_model *m, const struct timespec *start, const struct 
 		 struct stat *st, double *ret_timeout);
 
 /* The value of a driver's own file @name ("kind", "priority"), with its
- * newline; -ENOENT when there is no such file. */
+ * newline ("" for a kernel driver's write-only bind and unbind); -ENOENT
+ * when there is no such file. */
 int fs_view_driver_file_show(struct dm_driver *drv, const char *name, char *buf, size_t size);
+/* Whether a driver's file @name takes writes: bind and unbind. */
+bool fs_view_driver_file_writable(const char *name);
 
 #endif

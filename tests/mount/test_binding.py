@@ -110,11 +110,10 @@ def state(d):
     return drv, override, linked, uevent
 
 
-def request(d, text, place=NIC_PLACE):
-    """Writes @text to the binding file of the device at @place (the NIC)
-    in one write(2) (a buffered file would write a refused request again
-    when closed): 0 or the errno."""
-    fd = os.open(d.path("root", place, "binding"), os.O_WRONLY)
+def write_once(path, text):
+    """@text written to @path in one write(2) (a buffered file would write a
+    refused request again when closed): 0 or the errno."""
+    fd = os.open(path, os.O_WRONLY)
     try:
         os.write(fd, text.encode())
         return 0
@@ -122,6 +121,11 @@ def request(d, text, place=NIC_PLACE):
         return e.errno
     finally:
         os.close(fd)
+
+
+def request(d, text, place=NIC_PLACE):
+    """@text written to the binding file of the device at @place (the NIC)."""
+    return write_once(d.path("root", place, "binding"), text)
 
 
 def status(d):
@@ -155,7 +159,8 @@ def no_event_left(env):
 def test_the_file_is_there_and_only_root_writes(env):
     d, _ = env
     assert os.stat(d.path("root", NIC_PLACE, "binding")).st_mode & 0o777 == 0o644
-    assert status(d) == ""
+    # why it is bound as it is; no request yet
+    assert status(d) == "bound to e1000e by the kernel\n"
     for bad in ("\n", "vfio-pci extra", "a/b", "force", "vfio-pci force force"):
         assert request(d, bad) == errno.EINVAL, bad
     assert state(d) == ("e1000e", "(null)\n", ["e1000e"], ["DRIVER=e1000e"])
@@ -167,6 +172,8 @@ def test_to_vfio_pci_and_back_to_the_default(env):
     assert request(d, "vfio-pci\n") == 0
     assert state(d) == ("vfio-pci", "vfio-pci\n", ["vfio-pci"], ["DRIVER=vfio-pci"])
     assert "done: vfio-pci" in status(d)
+    assert status(d).startswith("bound to vfio-pci by a request through driverfsd\n"
+                                "driver_override: vfio-pci\nlast request:\n"), status(d)
     wait_event(d, "unbind")
     wait_event(d, "bind")
     assert kernel_driver(d) == "vfio-pci"
@@ -217,6 +224,7 @@ def test_a_failure_at_each_step_leaves_the_device_as_it_began(env, step, suffix,
         k.refuse([])
     assert got == (err or errno.ENODEV)
     s = status(d)
+    assert s.startswith("bound to e1000e by the kernel\nlast request:\n"), s
     assert f"failed: {step}: " in s, s
     assert state(d) == begin, s
     if step != "driver_override":
@@ -270,9 +278,41 @@ def test_no_user_driver_is_offered_a_device_in_a_transaction(env):
     assert request(d, "none") == 0
     wait_event(d, "unbind")
     assert os.path.lexists(claim), "an unbound function is pci-pm's once the transaction ended"
+    assert status(d).startswith("no driver: unbound by a request through driverfsd\n"
+                                "driver_override: vfio-pci\n"
+                                "held by user driver pci-pm\n"), status(d)
     assert request(d, "default") == 0
     wait_event(d, "bind")
     assert not os.path.lexists(claim) and kernel_driver(d) == "e1000e"
+
+
+def driver_file(d, driver, name, text):
+    return write_once(d.path("bus", "pci", "drivers", driver, name), text)
+
+
+def test_the_kernel_drivers_bind_and_unbind_files_run_the_transaction(env):
+    d, _ = env
+    drivers = d.path("bus", "pci", "drivers")
+    for drv in ("vfio-pci", "e1000e", "pci-stub"):
+        assert {"bind", "unbind"} <= set(os.listdir(os.path.join(drivers, drv)))
+        assert os.stat(os.path.join(drivers, drv, "bind")).st_mode & 0o777 == 0o200
+    # a user driver's directory has none
+    assert "bind" not in os.listdir(os.path.join(drivers, "pci-pm"))
+    assert driver_file(d, "vfio-pci", "bind", NIC + "\n") == 0
+    assert state(d)[:2] == ("vfio-pci", "vfio-pci\n")
+    assert "done: vfio-pci" in status(d)
+    wait_event(d, "unbind")
+    wait_event(d, "bind")
+    # unbind names a device bound to that driver, else ENODEV
+    assert driver_file(d, "e1000e", "unbind", NIC) == errno.ENODEV
+    assert driver_file(d, "vfio-pci", "unbind", "0000:99:00.0") == errno.ENODEV
+    assert driver_file(d, "vfio-pci", "bind", "a/b") == errno.EINVAL
+    assert driver_file(d, "vfio-pci", "unbind", NIC) == 0
+    assert state(d)[0] is None
+    wait_event(d, "unbind")
+    assert request(d, "default") == 0
+    wait_event(d, "bind")
+    assert state(d) == ("e1000e", "(null)\n", ["e1000e"], ["DRIVER=e1000e"])
 
 
 def test_vfio_pci_without_an_iommu_is_refused_unless_no_iommu_mode_is_on(env):

@@ -77,12 +77,19 @@ def as_nobody(fn, *args):
 
 
 def read_everything(mnt):
-    """Errors reading any file or listing any directory, as nobody."""
+    """Errors reading any file or listing any directory, as nobody. Write-
+    only files (kernel drivers' bind and unbind, 0200 as in sysfs) are
+    nobody's to read: they must be only those."""
     errors, n = [], 0
     for top, dirs, files in os.walk(mnt, onerror=lambda e: errors.append(str(e))):
         for name in files:
             p = os.path.join(top, name)
             if os.path.islink(p):
+                continue
+            if not os.stat(p).st_mode & 0o444:
+                if name not in ("bind", "unbind") or os.path.basename(
+                        os.path.dirname(os.path.dirname(p))) != "drivers":
+                    errors.append(f"{p}: write-only")
                 continue
             try:
                 with open(p, "rb") as f:

@@ -366,6 +366,7 @@ def test_every_kernel_driver_has_its_directory_bound_or_not(tmp_path):
         stub = daemon.path("bus", "pci", "drivers", "pci-stub")
         with open(os.path.join(stub, "kind")) as f:
             assert f.read() == "kernel\n"
-        assert sorted(os.listdir(stub)) == ["kind", "priority"]
+        # and, a kernel driver's, bind and unbind (binding transactions)
+        assert sorted(os.listdir(stub)) == ["bind", "kind", "priority", "unbind"]
     finally:
         daemon.stop()

@@ -150,8 +150,10 @@ static void test_walk_each_kind(void **state)
 	assert_string_equal(walk(f, &devs, &r), expect);
 
 	struct fs_ref drv = node((struct fs_target){ .kind = FS_DRIVER, .drv = f->i915 }, "i915", 4);
-	snprintf(expect, sizeof(expect), "kind:%d/f;priority:%d/f;0000:00:02.0:%d/l;", FS_DRV_ATTR,
-		 FS_DRV_ATTR, FS_LINK_TO_DEV);
+	/* a kernel driver's: bind and unbind too (binding transactions) */
+	snprintf(expect, sizeof(expect),
+		 "kind:%d/f;priority:%d/f;bind:%d/f;unbind:%d/f;0000:00:02.0:%d/l;", FS_DRV_ATTR,
+		 FS_DRV_ATTR, FS_DRV_ATTR, FS_DRV_ATTR, FS_LINK_TO_DEV);
 	assert_string_equal(walk(f, &drv, &r), expect);
 
 	struct fs_ref cls = node((struct fs_target){ .kind = FS_CLASS, .class = f->drm }, "drm", 2);
