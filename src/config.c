@@ -47,6 +47,7 @@ static const struct config_key keys[] = {
 	KEY("Sources", "Udev", KEY_YES, source_udev),
 	KEY("PM", "HookTimeout", KEY_TIMEOUT, hook_timeout_s),
 	KEY("Binding", "Protect", KEY_NAMES, protect),
+	KEY("Binding", "PersistFile", KEY_PATH, persist_file),
 };
 #undef KEY
 
@@ -148,6 +149,7 @@ void dm_config_done(struct dm_config *c)
 	free(c->hotplug_helper);
 	free(c->transition_record);
 	free(c->protect);
+	free(c->persist_file);
 	*c = (struct dm_config){ 0 };
 }
 

@@ -18,6 +18,8 @@
  *                                                 and kernel driver names
  *                                                 never unbound without
  *                                                 force, space-separated
+ *              PersistFile=<absolute path>        default DM_PERSIST_FILE:
+ *                                                 persisted bindings
  *
  * Syntax and error reporting: conffile.h's; unknown sections and keys are
  * errors. The command line wins over the file (MOUNTPOINT,
@@ -45,6 +47,7 @@ struct dm_config {
 	bool source_udev; /* always true (Udev=no is an error) */
 	int hook_timeout_s;
 	char *protect; /* [Binding] Protect=, or NULL */
+	char *persist_file; /* [Binding] PersistFile=, or NULL: the default */
 };
 
 /*

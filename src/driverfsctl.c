@@ -48,14 +48,19 @@ static const struct command {
 	  "                             resume DEV (its suspended ancestors first) and its\n"
 	  "                             subtree, parents first\n" },
 	{ "bind", ctl_cmd_bind,
-	  "  bind DEV DRIVER|--default [--force] [--dry-run]\n"
+	  "  bind DEV DRIVER|--default [--force] [--dry-run] [--persist]\n"
 	  "                             move DEV to the kernel driver DRIVER (vfio-pci ...)\n"
 	  "                             or back to the kernel's default, as one\n"
 	  "                             transaction rolled back on failure; print its\n"
-	  "                             report (--dry-run: the plan, nothing written)\n" },
+	  "                             report (--dry-run: the plan, nothing written;\n"
+	  "                             --persist: kept across boots and replugs, and\n"
+	  "                             with --default forgotten)\n" },
 	{ "unbind", ctl_cmd_unbind,
-	  "  unbind DEV [--force] [--dry-run]\n"
+	  "  unbind DEV [--force] [--dry-run] [--persist]\n"
 	  "                             unbind DEV from its kernel driver\n" },
+	{ "bindings", ctl_cmd_bindings,
+	  "  bindings                   the persisted bindings, and whether each is in\n"
+	  "                             force\n" },
 	{ "save", ctl_cmd_save,
 	  "  save [--sanitize] FILE     the whole model as JSON in driverfsd's snapshot\n"
 	  "                             format (driverfsd --snapshot FILE serves it);\n"

@@ -31,10 +31,10 @@ static void print_status(const char *dir)
 }
 
 /* @verb's arguments: DEV, DRIVER (bind only, unless --default), --force,
- * --dry-run. */
+ * --dry-run, --persist. */
 static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 {
-	bool force = false, dry_run = false, to_default = false;
+	bool force = false, dry_run = false, to_default = false, persist = false;
 	const char *dev = NULL, *driver = NULL;
 	bool bind = strcmp(verb, "bind") == 0;
 	for (int i = 0; i < argc; i++) {
@@ -43,6 +43,8 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 			force = true;
 		else if (strcmp(s, "--dry-run") == 0)
 			dry_run = true;
+		else if (strcmp(s, "--persist") == 0)
+			persist = true;
 		else if (bind && strcmp(s, "--default") == 0)
 			to_default = true;
 		else if (s[0] == '-' && s[1] != '\0')
@@ -69,8 +71,8 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 		return ctl_fail_device(dev, -r);
 	snprintf(dir, sizeof(dir), "%s/root%s%s", mnt, *rel ? "/" : "", rel);
 	snprintf(file, sizeof(file), "%s/binding", dir);
-	snprintf(req, sizeof(req), "%s%s%s", !bind ? "none" : to_default ? "default" : driver,
-		 force ? " force" : "", dry_run ? " dry-run" : "");
+	snprintf(req, sizeof(req), "%s%s%s%s", !bind ? "none" : to_default ? "default" : driver,
+		 force ? " force" : "", dry_run ? " dry-run" : "", persist ? " persist" : "");
 	int fd = open(file, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return ctl_fail(file, errno == ENOENT ? "not a device of a bus with drivers" : NULL,
@@ -95,6 +97,24 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 					: NULL,
 				err);
 	}
+	return CTL_OK;
+}
+
+/* driverfsctl bindings: root/bindings, the persisted bindings and whether
+ * each is in force. */
+int ctl_cmd_bindings(const char *mnt, int argc, char **argv)
+{
+	if (argc > 0)
+		return ctl_usage_error("bindings", "unexpected argument", argv[0]);
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/root/bindings", mnt);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return ctl_fail(path, errno == ENOENT ? "not a live mount" : NULL, errno);
+	char line[512];
+	while (fgets(line, sizeof(line), f))
+		fputs(line, stdout);
+	fclose(f);
 	return CTL_OK;
 }
 

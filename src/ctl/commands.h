@@ -20,6 +20,7 @@ int ctl_cmd_resume(const char *mnt, int argc, char **argv);
 /* bind.c: a device moved between kernel drivers, as a transaction */
 int ctl_cmd_bind(const char *mnt, int argc, char **argv);
 int ctl_cmd_unbind(const char *mnt, int argc, char **argv);
+int ctl_cmd_bindings(const char *mnt, int argc, char **argv);
 /* save.c: the whole model in the snapshot format */
 int ctl_cmd_save(const char *mnt, int argc, char **argv);
 

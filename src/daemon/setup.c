@@ -12,6 +12,7 @@
 #include "drivers/binding.h"
 #include "drivers/exec.h"
 #include "drivers/inuse.h"
+#include "drivers/persist.h"
 #include "drivers/pci-pm.h"
 #include "drivers/vfio-pci.h"
 #include "fuse/fs.h"
@@ -158,6 +159,24 @@ static int load_snapshot(struct daemon *d)
 /* This machine's model: the PM engine, root's name, the user drivers, the
  * monitor, the enumeration, and the resume of what an earlier run left
  * suspended. */
+/* Binding requests (docs/design.md §7.5): their checks, kernel drivers'
+ * bind and unbind files, and the bindings persisted, applied now. */
+static int set_up_binding(struct daemon *d)
+{
+	if (d->o->proc_root)
+		dm_inuse_set_proc_root(d->o->proc_root);
+	if (dm_binding_set_protected(d->cfg.protect) < 0)
+		return daemon_fail(-ENOMEM);
+	dm_model_set_bind_request(d->model, dm_binding_request, NULL);
+	int r = dm_model_add_root_group(d->model, &dm_persist_root_group);
+	if (r < 0)
+		return daemon_fail(r);
+	/* a state file anyone but root could change is not applied */
+	if (dm_persist_load(d->cfg.persist_file) == 0)
+		dm_persist_apply_all(d->model);
+	return 0;
+}
+
 static int enumerate(struct daemon *d)
 {
 	const struct options *o = d->o;
@@ -187,9 +206,10 @@ static int enumerate(struct daemon *d)
 	r = dm_scan_model(m, d->sources);
 	if (r < 0)
 		return daemon_fail(r);
-	if (!o->save)
-		recover_transition(d->pm, o->record ? o->record : d->cfg.transition_record);
-	return 0;
+	if (o->save)
+		return 0;
+	recover_transition(d->pm, o->record ? o->record : d->cfg.transition_record);
+	return set_up_binding(d);
 }
 
 int daemon_set_up_model(struct daemon *d)
@@ -222,12 +242,6 @@ int daemon_mount(struct daemon *d)
 	}
 	dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
 	dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
-	if (d->o->proc_root)
-		dm_inuse_set_proc_root(d->o->proc_root);
-	if (dm_binding_set_protected(d->cfg.protect) < 0)
-		return -ENOMEM;
-	/* kernel drivers' bind and unbind files run the same transaction */
-	dm_model_set_bind_request(d->model, dm_binding_request, NULL);
 	r = dm_fs_mount(d->fs, d->mountpoint);
 	if (r < 0) {
 		log_err("cannot mount at %s", d->mountpoint);

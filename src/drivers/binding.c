@@ -4,6 +4,7 @@
 
 #include "core/hashmap.h"
 #include "inuse.h"
+#include "persist.h"
 #include "log.h"
 #include "runner.h"
 
@@ -533,6 +534,16 @@ int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req)
 	int r = run(t);
 	if (!req->dry_run)
 		dm_device_set_binding(dev, false);
+	if (r == 0 && req->persist && !req->dry_run) {
+		int p = dm_persist_set(busname, name,
+				       req->action == DM_BIND_TO     ? req->driver
+				       : req->action == DM_BIND_NONE ? "none"
+								     : NULL);
+		say(t, p < 0 ? "persisted: no (%s)\n" : "persisted: %s\n",
+		    p < 0 ? strerror(-p) : req->action == DM_BIND_DEFAULT ? "forgotten" : "yes");
+		if (p < 0)
+			r = p;
+	}
 	if (r < 0 && !req->dry_run)
 		log_warn("binding %s: %s", name, strerror(-r));
 	else if (!req->dry_run)
@@ -581,6 +592,8 @@ int dm_bind_parse(char *buf, struct dm_bind_request *req)
 			req->force = true;
 		} else if (strcmp(word, "dry-run") == 0 && !req->dry_run) {
 			req->dry_run = true;
+		} else if (strcmp(word, "persist") == 0 && !req->persist) {
+			req->persist = true;
 		} else {
 			return -EINVAL;
 		}

@@ -34,6 +34,7 @@ struct dm_bind_request {
 	const char *driver; /* DM_BIND_TO's */
 	bool force; /* proceed past the vetoes (logged) */
 	bool dry_run; /* the plan and the vetoes, nothing written */
+	bool persist; /* once done, recorded (persist.h); default forgets */
 };
 
 /* The steps, as the report names them. */
@@ -64,7 +65,7 @@ int dm_binding_request(struct dm_device *dev, const char *driver, void *data);
 int dm_binding_set_protected(const char *names);
 
 /* Parses what was written to a device's binding file: "DRIVER", "default" or
- * "none", then optionally "force" and/or "dry-run", separated by spaces
+ * "none", then optionally "force", "dry-run" and/or "persist", separated by spaces
  * (one trailing newline allowed). 0 or -EINVAL; @req->driver points into
  * @buf, which is modified. */
 int dm_bind_parse(char *buf, struct dm_bind_request *req);

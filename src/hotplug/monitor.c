@@ -4,6 +4,7 @@
 #include "core/thread.h"
 #include "helper.h"
 #include "drivers/hookenv.h"
+#include "drivers/persist.h"
 #include "log.h"
 
 #include <errno.h>
@@ -222,15 +223,19 @@ static void apply_records(struct dm_monitor *mon, struct udev_device **ds, size_
 		log_warn("hotplug: %zu events not applied: %s", *n, strerror(-r));
 	for (size_t i = 0; i < *n; i++) {
 		const char *action = udev_device_get_action(ds[i]);
-		struct dm_device *dev = mon->helper && (strcmp(action, "add") == 0 ||
-							strcmp(action, "change") == 0)
+		bool add = strcmp(action, "add") == 0;
+		struct dm_device *dev = add || (mon->helper && strcmp(action, "change") == 0)
 						? dm_model_find_devpath(mon->model,
 									udev_device_get_devpath(ds[i]))
 						: NULL;
-		if (dev) {
+		if (dev && mon->helper)
 			dm_helper_queue_device(mon->helper, dev, action, udev_device_get_seqnum(ds[i]));
+		/* the kernel bound its own driver before the event: a binding
+		 * persisted for the device is applied again (persist.h) */
+		if (dev && add)
+			dm_persist_device_added(dev);
+		if (dev)
 			dm_device_unref(dev);
-		}
 		report(mon, ds[i]);
 	}
 	*n = 0;

@@ -196,8 +196,11 @@ int dm_snapshot_add_file(json_object *owner, const char *name, mode_t mode, cons
 
 bool dm_snapshot_is_derived(const char *name)
 {
-	static const char *const derived[] = { "devpath", "kernel_driver", "power", "power_error",
-					       "power_log" };
+	/* driverfsd's own files, and its binding control files (the serving
+	 * daemon's state: docs/design.md §7.5) */
+	static const char *const derived[] = { "devpath",     "kernel_driver", "power",
+					       "power_error", "power_log",     "binding",
+					       "bindings" };
 	for (size_t i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
 		if (strcmp(name, derived[i]) == 0)
 			return true;

@@ -218,10 +218,12 @@ def test_nobody_reads_what_sysfs_gives_nobody(d):
 
 def whole_tree(mnt):
     """{path: (kind, bytes or read error or link target, mode)} of a mount,
-    less pm/ (the machine's runtime PM, live, which a snapshot does not keep)."""
+    less pm/ (the machine's runtime PM, live, which a snapshot does not keep)
+    and the binding control files (the serving daemon's state)."""
     out = {}
     for top, dirs, files in os.walk(mnt):
         dirs[:] = [x for x in dirs if x != "pm"]
+        files = [x for x in files if x not in ("binding", "bindings")]
         for name in dirs + files:
             p = os.path.join(top, name)
             st = os.lstat(p)

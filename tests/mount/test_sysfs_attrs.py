@@ -255,11 +255,14 @@ def test_a_group_a_binding_adds_shows_after_the_bind_event(d):
 
 def device_files(top):
     """{path under @top: (bytes or read errno, mode)} of a device directory's
-    files and attribute directories (not pm/, nor child devices)."""
+    files and attribute directories (not pm/, nor child devices, nor the
+    binding control file, the serving daemon's state)."""
     out = {}
     for t, dirs, files in os.walk(top):
         dirs[:] = [x for x in dirs if not (t == top and x == "pm") and
                    not os.path.isfile(os.path.join(t, x, "power"))]
+        if t == top:
+            files = [x for x in files if x != "binding"]
         for name in dirs + files:
             p = os.path.join(t, name)
             st = os.lstat(p)
