@@ -48,13 +48,14 @@ static const struct command {
 	  "                             resume DEV (its suspended ancestors first) and its\n"
 	  "                             subtree, parents first\n" },
 	{ "bind", ctl_cmd_bind,
-	  "  bind DEV DRIVER|--default [--force] [--dry-run] [--persist]\n"
+	  "  bind DEV DRIVER|--default [--force] [--dry-run] [--persist] [--group]\n"
 	  "                             move DEV to the kernel driver DRIVER (vfio-pci ...)\n"
 	  "                             or back to the kernel's default, as one\n"
 	  "                             transaction rolled back on failure; print its\n"
 	  "                             report (--dry-run: the plan, nothing written;\n"
 	  "                             --persist: kept across boots and replugs, and\n"
-	  "                             with --default forgotten)\n" },
+	  "                             with --default forgotten; --group: for vfio-pci,\n"
+	  "                             the IOMMU group's other members in the way too)\n" },
 	{ "unbind", ctl_cmd_unbind,
 	  "  unbind DEV [--force] [--dry-run] [--persist]\n"
 	  "                             unbind DEV from its kernel driver\n" },

@@ -257,6 +257,24 @@ static bool on_bus(struct dm_device *dev, void *bus)
 	return dev->bus == bus;
 }
 
+struct dm_device *dm_model_find_on_bus(struct dm_model *m, const char *bus, const char *name)
+{
+	struct dm_device *dev = NULL;
+	dm_model_read_lock(m);
+	struct dm_list *p;
+	dm_list_for_each(p, &m->buses) {
+		struct dm_bus *b = dm_list_entry(p, struct dm_bus, node);
+		if (strcmp(b->name, bus) == 0) {
+			dev = dm_model_find_listed_locked(m, name, on_bus, b);
+			break;
+		}
+	}
+	if (dev)
+		dm_device_ref(dev);
+	dm_model_unlock(m);
+	return dev;
+}
+
 int dm_driver_bind_request(struct dm_driver *drv, const char *devname, bool unbind)
 {
 	struct dm_bus *bus = drv->bus;

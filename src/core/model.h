@@ -127,6 +127,9 @@ void dm_model_set_bind_request(struct dm_model *m, dm_bind_request_fn fn, void *
  * nobody runs requests, else what the request returns. Call without the
  * lock. */
 int dm_driver_bind_request(struct dm_driver *drv, const char *devname, bool unbind);
+/* The live device named @name on the bus named @bus, referenced (unref
+ * it), or NULL. Call without the lock. */
+struct dm_device *dm_model_find_on_bus(struct dm_model *m, const char *bus, const char *name);
 struct dm_device *dm_model_get_root(struct dm_model *m); /* no reference taken */
 
 /*

@@ -31,10 +31,10 @@ static void print_status(const char *dir)
 }
 
 /* @verb's arguments: DEV, DRIVER (bind only, unless --default), --force,
- * --dry-run, --persist. */
+ * --dry-run, --persist, --group (bind). */
 static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 {
-	bool force = false, dry_run = false, to_default = false, persist = false;
+	bool force = false, dry_run = false, to_default = false, persist = false, group = false;
 	const char *dev = NULL, *driver = NULL;
 	bool bind = strcmp(verb, "bind") == 0;
 	for (int i = 0; i < argc; i++) {
@@ -45,6 +45,8 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 			dry_run = true;
 		else if (strcmp(s, "--persist") == 0)
 			persist = true;
+		else if (bind && strcmp(s, "--group") == 0)
+			group = true;
 		else if (bind && strcmp(s, "--default") == 0)
 			to_default = true;
 		else if (s[0] == '-' && s[1] != '\0')
@@ -71,8 +73,9 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 		return ctl_fail_device(dev, -r);
 	snprintf(dir, sizeof(dir), "%s/root%s%s", mnt, *rel ? "/" : "", rel);
 	snprintf(file, sizeof(file), "%s/binding", dir);
-	snprintf(req, sizeof(req), "%s%s%s%s", !bind ? "none" : to_default ? "default" : driver,
-		 force ? " force" : "", dry_run ? " dry-run" : "", persist ? " persist" : "");
+	snprintf(req, sizeof(req), "%s%s%s%s%s", !bind ? "none" : to_default ? "default" : driver,
+		 force ? " force" : "", dry_run ? " dry-run" : "", persist ? " persist" : "",
+		 group ? " group" : "");
 	int fd = open(file, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return ctl_fail(file, errno == ENOENT ? "not a device of a bus with drivers" : NULL,

@@ -2,6 +2,7 @@
 /* binding.c - binding transactions (see binding.h). */
 #include "binding.h"
 
+#include "core/array.h"
 #include "core/hashmap.h"
 #include "inuse.h"
 #include "persist.h"
@@ -375,6 +376,8 @@ static int run(struct txn *t)
 	const char *target = req->action == DM_BIND_TO ? req->driver : NULL;
 	char path[PATH_MAX + 32];
 
+	if (req->preface)
+		say(t, "%s", req->preface);
 	current_driver(t, t->old_driver, sizeof(t->old_driver));
 	snprintf(path, sizeof(path), "%s/driver_override", t->devdir);
 	int r = dm_run_read(path, t->old_override, sizeof(t->old_override));
@@ -426,7 +429,7 @@ static int run(struct txn *t)
 		return 0;
 	}
 	int veto = unbind ? vetoes(t) : 0;
-	if (target && is_vfio_driver(target)) {
+	if (target && is_vfio_driver(target) && !req->companions_moved) {
 		int g = iommu_group_check(t);
 		if (g == -EOPNOTSUPP)
 			return g;
@@ -486,7 +489,140 @@ static int run(struct txn *t)
 	return 0;
 }
 
+static int bind_one(struct dm_device *dev, const struct dm_bind_request *req);
+
+/* A member of an IOMMU group moved for a --group request, and how to put
+ * it back. */
+struct member {
+	struct dm_device *dev;
+	char driver[256]; /* its driver before ("" none) */
+	bool had_override; /* driver_override was set before */
+	bool moved;
+};
+
+/* The members of @dev's IOMMU group (itself aside) bound to a driver that
+ * keeps VFIO out, referenced, into *ret; their number, or -errno. */
+static int group_companions(struct dm_device *dev, struct member **ret)
+{
+	char devdir[PATH_MAX], link[PATH_MAX + 16], target[PATH_MAX], dir[PATH_MAX];
+	*ret = NULL;
+	snprintf(devdir, sizeof(devdir), "/sys%.4000s", dm_device_get_devpath(dev));
+	snprintf(link, sizeof(link), "%s/iommu_group", devdir);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return 0; /* no group: the request itself says so */
+	target[n] = '\0';
+	const char *group = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	snprintf(dir, sizeof(dir), "/sys/kernel/iommu_groups/%.64s/devices", group);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct member *v = NULL;
+	size_t count = 0, cap = 0;
+	int r = 0;
+	struct dirent *e;
+	while (r == 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || strcmp(e->d_name, dm_device_get_sysname(dev)) == 0)
+			continue;
+		char member_dir[PATH_MAX + 300], drv[256], ovr[256] = "";
+		snprintf(member_dir, sizeof(member_dir), "%s/%s", dir, e->d_name);
+		driver_of(member_dir, drv, sizeof(drv));
+		if (lets_vfio_own(drv))
+			continue;
+		struct dm_device *m = dm_model_find_on_bus(dm_device_get_model(dev), "pci", e->d_name);
+		if (!m) {
+			r = -ENODEV;
+			break;
+		}
+		if (!dm_array_grow((void **)&v, &cap, count, sizeof(*v), 4)) {
+			dm_device_unref(m);
+			r = -ENOMEM;
+			break;
+		}
+		snprintf(link, sizeof(link), "%.4000s/driver_override", member_dir);
+		bool had = dm_run_read(link, ovr, sizeof(ovr)) >= 0 && strcmp(ovr, "(null)") != 0;
+		v[count] = (struct member){ .dev = m, .had_override = had };
+		memcpy(v[count].driver, drv, sizeof(drv));
+		count++;
+	}
+	closedir(d);
+	if (r < 0) {
+		for (size_t i = 0; i < count; i++)
+			dm_device_unref(v[i].dev);
+		free(v);
+		return r;
+	}
+	*ret = v;
+	return (int)count;
+}
+
+/* --group: the companions in the way move to the same driver first, each
+ * by its own transaction, then the device; a failure puts back every
+ * member moved, last first (a companion's override cleared and the kernel's
+ * driver probed, or its old driver named when it had an override). */
+static int bind_group(struct dm_device *dev, const struct dm_bind_request *req)
+{
+	struct member *v;
+	int n = group_companions(dev, &v);
+	if (n < 0)
+		return n;
+	char preface[1024] = "";
+	size_t len = 0;
+	int r = 0;
+	for (int i = 0; i < n && r == 0; i++) {
+		struct dm_bind_request sub = *req;
+		sub.group = false;
+		sub.persist = false;
+		sub.companions_moved = true;
+		r = bind_one(v[i].dev, &sub);
+		v[i].moved = r == 0 && !req->dry_run;
+		int w = snprintf(preface + len, sizeof(preface) - len,
+				 "group: %s (%s) to %s: %s%s\n", dm_device_get_sysname(v[i].dev),
+				 v[i].driver, req->driver, r == 0 ? "done" : strerror(-r),
+				 req->dry_run ? " (dry run)" : "");
+		if (w > 0 && (size_t)w < sizeof(preface) - len)
+			len += (size_t)w;
+	}
+	struct dm_bind_request own = *req;
+	own.group = false;
+	own.companions_moved = n > 0;
+	own.preface = preface;
+	if (r == 0)
+		r = bind_one(dev, &own);
+	if (r < 0) {
+		for (int i = n - 1; i >= 0; i--) {
+			if (!v[i].moved)
+				continue;
+			struct dm_bind_request back = {
+				.action = v[i].had_override && v[i].driver[0] ? DM_BIND_TO
+					  : v[i].driver[0]		      ? DM_BIND_DEFAULT
+									      : DM_BIND_NONE,
+				.driver = v[i].driver,
+				.force = true,
+				.companions_moved = true,
+			};
+			int b = bind_one(v[i].dev, &back);
+			log_warn("binding %s: group rollback of %s to %s: %s",
+				 dm_device_get_sysname(dev), dm_device_get_sysname(v[i].dev),
+				 v[i].driver[0] ? v[i].driver : "no driver", b < 0 ? strerror(-b) : "ok");
+		}
+		if (r == -EINVAL)
+			r = -EIO; /* a member's failure, not the request's value */
+	}
+	for (int i = 0; i < n; i++)
+		dm_device_unref(v[i].dev);
+	free(v);
+	return r;
+}
+
 int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req)
+{
+	if (req->group && req->action == DM_BIND_TO && req->driver && is_vfio_driver(req->driver))
+		return bind_group(dev, req);
+	return bind_one(dev, req);
+}
+
+static int bind_one(struct dm_device *dev, const struct dm_bind_request *req)
 {
 	const char *devpath = dm_device_get_devpath(dev);
 	const char *name = dm_device_get_sysname(dev);
@@ -594,6 +730,8 @@ int dm_bind_parse(char *buf, struct dm_bind_request *req)
 			req->dry_run = true;
 		} else if (strcmp(word, "persist") == 0 && !req->persist) {
 			req->persist = true;
+		} else if (strcmp(word, "group") == 0 && !req->group) {
+			req->group = true;
 		} else {
 			return -EINVAL;
 		}

@@ -35,6 +35,10 @@ struct dm_bind_request {
 	bool force; /* proceed past the vetoes (logged) */
 	bool dry_run; /* the plan and the vetoes, nothing written */
 	bool persist; /* once done, recorded (persist.h); default forgets */
+	bool group; /* vfio-pci: the IOMMU group's companions in the way move too */
+	/* set by the group move for each member's own transaction */
+	bool companions_moved; /* the group's viability is being made */
+	const char *preface; /* said first in the report */
 };
 
 /* The steps, as the report names them. */
@@ -65,7 +69,8 @@ int dm_binding_request(struct dm_device *dev, const char *driver, void *data);
 int dm_binding_set_protected(const char *names);
 
 /* Parses what was written to a device's binding file: "DRIVER", "default" or
- * "none", then optionally "force", "dry-run" and/or "persist", separated by spaces
+ * "none", then optionally "force", "dry-run", "persist" and/or "group",
+ * separated by spaces
  * (one trailing newline allowed). 0 or -EINVAL; @req->driver points into
  * @buf, which is modified. */
 int dm_bind_parse(char *buf, struct dm_bind_request *req);

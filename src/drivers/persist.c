@@ -228,39 +228,6 @@ void dm_persist_device_added(struct dm_device *dev)
 	apply(dev);
 }
 
-struct found {
-	const char *bus;
-	struct dm_bus *match;
-};
-
-static int find_bus(struct dm_bus *bus, void *data)
-{
-	struct found *f = data;
-	if (strcmp(dm_bus_get_name(bus), f->bus) != 0)
-		return 0;
-	f->match = bus;
-	return 1;
-}
-
-static bool on_bus(struct dm_device *dev, void *bus)
-{
-	return dm_device_get_bus_locked(dev) == bus;
-}
-
-/* The device @name of @bus in @m, referenced, or NULL. */
-static struct dm_device *find_device(struct dm_model *m, const char *bus, const char *name)
-{
-	struct found f = { .bus = bus };
-	dm_model_read_lock(m);
-	dm_model_for_each_bus_locked(m, find_bus, &f);
-	struct dm_device *dev = f.match ? dm_model_find_listed_locked(m, name, on_bus, f.match)
-					: NULL;
-	if (dev)
-		dm_device_ref(dev);
-	dm_model_unlock(m);
-	return dev;
-}
-
 /* A copy of the entries (to walk without the lock), *ret_n of them; NULL
  * when none, or out of memory. */
 static struct entry *copy_entries(size_t *ret_n)
@@ -280,7 +247,7 @@ void dm_persist_apply_all(struct dm_model *m)
 	size_t n;
 	struct entry *copy = copy_entries(&n);
 	for (size_t i = 0; copy && i < n; i++) {
-		struct dm_device *dev = find_device(m, copy[i].bus, copy[i].name);
+		struct dm_device *dev = dm_model_find_on_bus(m, copy[i].bus, copy[i].name);
 		if (dev) {
 			apply(dev);
 			dm_device_unref(dev);
@@ -308,7 +275,7 @@ static int bindings_show(struct dm_device *root, const struct dm_attribute *attr
 	}
 	buf[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
-		struct dm_device *dev = find_device(m, copy[i].bus, copy[i].name);
+		struct dm_device *dev = dm_model_find_on_bus(m, copy[i].bus, copy[i].name);
 		const char *now = dev ? kernel_driver(dev) : NULL;
 		bool none = strcmp(copy[i].driver, "none") == 0;
 		bool in_force = dev && (none ? !now : now && strcmp(now, copy[i].driver) == 0);

@@ -67,6 +67,17 @@ class Kernel:
             action, devpath = msg.split(" ", 1)
             self.testbed.uevent("/sys" + devpath, action)
 
+    def env(self, ids):
+        """The daemon's environment: kbind preloaded, talking to this,
+        with the drivers' @ids (DRIVERFS_KBIND_IDS)."""
+        return {"LD_PRELOAD": os.environ["DRIVERFS_KBIND"], "DRIVERFS_KBIND_EVENTS": self.events,
+                "DRIVERFS_KBIND_FAIL": self.fail, "DRIVERFS_KBIND_IDS": ids}
+
+    def serve(self, d):
+        """Sends the uevents kbind asks for into @d's testbed, from now on."""
+        self.testbed = d.testbed
+        self.thread.start()
+
     def refuse(self, lines):
         with open(self.fail, "w") as f:
             f.write("".join(f"{suffix} {err}\n" for suffix, err in lines))
@@ -76,13 +87,8 @@ class Kernel:
 def env(tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp("binding"))
     k = Kernel(tmp)
-    d = Daemon(TESTBED, prepare=add_drivers, extra_env={
-        "LD_PRELOAD": os.environ["DRIVERFS_KBIND"],
-        "DRIVERFS_KBIND_EVENTS": k.events,
-        "DRIVERFS_KBIND_FAIL": k.fail,
-        "DRIVERFS_KBIND_IDS": IDS})
-    k.testbed = d.testbed
-    k.thread.start()
+    d = Daemon(TESTBED, prepare=add_drivers, extra_env=k.env(IDS))
+    k.serve(d)
     yield d, k
     k.stopped = True
     k.thread.join()

@@ -97,13 +97,9 @@ def test_a_disk_in_use_is_refused_with_every_reason_and_force_proceeds(tmp_path)
                      swaps="/dev/sda2                               partition\t999420\t0\t-2\n",
                      opened=[(4242, "qemu-system-x86", "/dev/sda")])
     k = Kernel(str(tmp_path))
-    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_stub, extra_env={
-        "LD_PRELOAD": os.environ["DRIVERFS_KBIND"],
-        "DRIVERFS_KBIND_EVENTS": k.events,
-        "DRIVERFS_KBIND_FAIL": k.fail,
-        "DRIVERFS_KBIND_IDS": "ahci=0000:00:17.0"})
-    k.testbed = d.testbed
-    k.thread.start()
+    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_stub,
+               extra_env=k.env("ahci=0000:00:17.0"))
+    k.serve(d)
     try:
         assert request(d, SATA_PLACE, "pci-stub") == errno.EBUSY
         r = report(d, SATA_PLACE)
@@ -197,4 +193,48 @@ def test_a_nic_carrying_routes_is_refused(tmp_path):
         assert "IOMMU group" not in r and "plan: unbind from ast" in r, r
         assert "in use: its driver ast is protected (driverfsd.conf, Protect=)" in r, r
     finally:
+        d.stop()
+
+
+def test_a_whole_iommu_group_moves_together_and_rolls_back_together(tmp_path):
+    """--group: the function's companion in IOMMU group 91 (the other igb
+    function) moves to vfio-pci first, then the function; when the
+    function's own move fails, the companion is put back too."""
+    k = Kernel(str(tmp_path))
+
+    def prepare(root):
+        add_driver(root)
+        open(os.path.join(root, "sys/bus/pci/drivers_probe"), "w").close()
+
+    d = Daemon(SERVER_TESTBED, prepare=prepare,
+               extra_env=k.env("igb=0000:07:00.0 0000:07:00.1"))
+    k.serve(d)
+    sibling = "pci0000:00/0000:00:1c.4/0000:07:00.1"
+
+    def override(place):
+        with open(os.path.join(d.testbed.get_root_dir(), "sys/devices", place,
+                               "driver_override")) as f:
+            return f.read()
+
+    try:
+        # the function's own override refused: the companion moved back
+        k.refuse([(f"{NIC}/driver_override", errno.EPERM)])
+        assert request(d, NIC_PLACE, "vfio-pci group") == errno.EPERM
+        k.refuse([])
+        r = report(d, NIC_PLACE)
+        assert "group: 0000:07:00.1 (igb) to vfio-pci: done" in r, r
+        assert "failed: driver_override" in r, r
+        assert driver_of(d, NIC_PLACE) == "igb" and driver_of(d, sibling) == "igb"
+        assert override(NIC_PLACE) == "(null)\n" and override(sibling) == "(null)\n"
+        assert "group rollback of 0000:07:00.1 to igb: ok" in d.output()
+
+        # and done
+        out = subprocess.run([CTL, "-m", d.mnt, "bind", "--group", NIC, "vfio-pci"],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "group: 0000:07:00.1 (igb) to vfio-pci: done" in out.stdout
+        assert driver_of(d, NIC_PLACE) == "vfio-pci" and driver_of(d, sibling) == "vfio-pci"
+    finally:
+        k.stopped = True
+        k.thread.join()
         d.stop()

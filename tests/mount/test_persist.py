@@ -38,8 +38,7 @@ def native(testbed):
 
 
 def start(tmp, k, conf, testbed=None):
-    env = {"LD_PRELOAD": os.environ["DRIVERFS_KBIND"], "DRIVERFS_KBIND_EVENTS": k.events,
-           "DRIVERFS_KBIND_FAIL": k.fail, "DRIVERFS_KBIND_IDS": IDS}
+    env = k.env(IDS)
     if testbed is None:
         d = Daemon(TESTBED, ["-c", conf], prepare=add_drivers, extra_env=env)
     else:
