@@ -81,8 +81,11 @@ static int power(const char *mnt, const char *verb, int argc, char **argv)
 		char what[PATH_MAX + 32];
 		snprintf(what, sizeof(what), "%s %s", verb, *rel ? rel : "(system)");
 		return ctl_fail(what,
-				err == EIO ? "a hook failed; rolled back (see the power_error of the "
-					     "device that failed)"
+				err == EIO && strcmp(verb, "resume") == 0
+					? "a resume hook failed (see the power_error of the device "
+					  "that failed); every other device was resumed"
+				: err == EIO ? "a hook failed; rolled back (see the power_error of the "
+					       "device that failed)"
 				: err == EBUSY ? "another transition is running"
 					       : NULL,
 				err);

@@ -283,6 +283,10 @@ static void complete(struct walk *w, int i, int r)
 		if (p >= 0 && --w->items[p].pending == 0)
 			w->ready[w->n_ready++] = p;
 	} else {
+		/* a resume that failed is reported (-EIO) and the walk goes on:
+		 * its children are resumed all the same */
+		if (r < 0 && !w->error)
+			w->error = r;
 		/* the children lists run backwards, so they pop in list order */
 		for (int c = it->first_child; c >= 0; c = w->items[c].next_sibling)
 			w->ready[w->n_ready++] = c;
@@ -449,10 +453,8 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 	dispatch(&w);
 	dm_pool_end(pm->pool);
 
-	if (!suspend)
-		return 0;
-	if (w.error == 0)
-		return 0;
+	if (!suspend || w.error == 0)
+		return w.error ? -EIO : 0;
 	/* roll back, parents first: exactly what this walk suspended */
 	for (size_t i = 0; i < n; i++)
 		if (w.items[i].done)
@@ -550,7 +552,10 @@ int dm_pm_recover(struct dm_pm *pm, void (*note)(const char *devpath, bool prese
 		}
 	}
 	r = marked ? dm_pm_resume(pm, NULL, 0) : 0;
-	/* what could not be resumed stays listed: a later start tries again */
+	/* what could not be resumed stays listed, each with its power_error:
+	 * a later start tries again */
+	if (r == -EIO)
+		r = 0;
 	size_t failed = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct dm_device *dev = dm_model_find_devpath(pm->model, list[i]);

@@ -40,8 +40,9 @@ int dm_pm_set_record(struct dm_pm *pm, const char *path);
  * parents first, every device it lists that the model holds (their
  * resume hooks find what their drivers kept there with
  * dm_device_get_kept_pm_state()), then removes it. @note (may be NULL) is told each listed devpath and whether it is
- * present. Returns how many devices it resumed, -EIO when some resume hook
- * failed (the walk still completed), or another -errno. */
+ * present. Returns how many devices it marked and resumed (one whose resume
+ * failed stays listed, with its power_error, for the next start), or
+ * -errno. */
 int dm_pm_recover(struct dm_pm *pm, void (*note)(const char *devpath, bool present, void *data),
 		  void *data);
 

@@ -957,9 +957,37 @@ static void test_recovery_keeps_what_failed(void **state)
 	test_rm_rf(dir);
 }
 
+/* A resume hook that fails: dm_pm_resume() says -EIO, as pm.h promises,
+ * and the walk still resumes every other device, children of the failed
+ * one included. */
+static void test_a_failed_resume_is_reported_and_the_walk_completes(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fixture_setup(&f, 12, 7);
+	size_t n = f.t.n;
+	assert_int_equal(dm_pm_suspend(f.pm, NULL, DM_PM_SERIAL), 0);
+	rec.resume_fail_at = 1;
+	rec.n = 0;
+	assert_int_equal(dm_pm_resume(f.pm, NULL, DM_PM_SERIAL), -EIO);
+	assert_int_equal(rec.n, n);
+	for (size_t i = 0; i < n; i++)
+		if (i != 1)
+			assert_int_equal(dm_device_get_power(f.t.dev[i]), DM_POWER_ON);
+	/* and in parallel */
+	rec.resume_fail_at = -1;
+	assert_int_equal(dm_pm_suspend(f.pm, NULL, 0), 0);
+	rec.resume_fail_at = 1;
+	assert_int_equal(dm_pm_resume(f.pm, NULL, 0), -EIO);
+	rec.resume_fail_at = -1;
+	assert_int_equal(dm_pm_resume(f.pm, NULL, 0), 0);
+	fixture_teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_failed_resume_is_reported_and_the_walk_completes),
 		cmocka_unit_test(test_suspend_children_first_resume_parents_first),
 		cmocka_unit_test(test_failure_at_every_position_rolls_back_exactly),
 		cmocka_unit_test(test_subtree_and_ancestors_and_log),
