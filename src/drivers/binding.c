@@ -363,7 +363,7 @@ static void plan(struct txn *t, const char *target, bool set_override, bool unbi
 		    req->action == DM_BIND_TO ? target : "(none)");
 	if (unbind)
 		say(t, "plan: unbind from %s\n", t->old_driver);
-	if (req->action == DM_BIND_TO)
+	if (req->action == DM_BIND_TO && strcmp(t->old_driver, target) != 0)
 		say(t, "plan: bind to %s\n", target);
 	else if (req->action == DM_BIND_DEFAULT)
 		say(t, "plan: probe (the kernel's default driver)\n");
@@ -465,7 +465,8 @@ static int run(struct txn *t)
 			return failed(t, DM_STEP_UNBIND, r);
 		t->unbound = true;
 	}
-	if (target) {
+	/* (bound to @target already, only its override was to be set) */
+	if (target && strcmp(t->old_driver, target) != 0) {
 		r = write_driver_file(t, target, "bind");
 		if (r < 0)
 			return failed(t, DM_STEP_PROBE, r);

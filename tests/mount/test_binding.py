@@ -194,6 +194,21 @@ def test_to_vfio_pci_and_back_to_the_default(env):
     assert kernel_driver(d) == "e1000e"
 
 
+def test_a_request_for_the_driver_it_has_only_sets_the_override(env):
+    """Bound to e1000e already (by the kernel, no override): a request for
+    e1000e pins it with driver_override and probes nothing."""
+    d, _ = env
+    assert request(d, "e1000e") == 0
+    assert state(d) == ("e1000e", "e1000e\n", ["e1000e"], ["DRIVER=e1000e"])
+    s = status(d)
+    assert "plan: driver_override <- e1000e" in s and "plan: bind to" not in s, s
+    assert "done: e1000e" in s
+    assert request(d, "default") == 0
+    wait_event(d, "unbind")
+    wait_event(d, "bind")
+    assert state(d) == ("e1000e", "(null)\n", ["e1000e"], ["DRIVER=e1000e"])
+
+
 def test_a_dry_run_writes_nothing_and_says_the_plan(env):
     d, _ = env
     begin = state(d)
