@@ -334,15 +334,9 @@ static int iommu_group_check(struct txn *t)
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.' || strcmp(e->d_name, t->name) == 0)
 			continue;
-		char drv_link[PATH_MAX + 300], drv_target[PATH_MAX], drv[256] = "";
-		snprintf(drv_link, sizeof(drv_link), "%s/%s/driver", dir, e->d_name);
-		ssize_t m = readlink(drv_link, drv_target, sizeof(drv_target) - 1);
-		if (m > 0) {
-			drv_target[m] = '\0';
-			const char *base = strrchr(drv_target, '/') ? strrchr(drv_target, '/') + 1
-								   : drv_target;
-			snprintf(drv, sizeof(drv), "%.200s", base);
-		}
+		char member[PATH_MAX + 300], drv[256];
+		snprintf(member, sizeof(member), "%s/%s", dir, e->d_name);
+		driver_of(member, drv, sizeof(drv));
 		if (lets_vfio_own(drv))
 			continue;
 		say(t, "in use: IOMMU group %s: %s is bound to %s (VFIO needs every member "

@@ -3,6 +3,7 @@
 #include "inuse.h"
 
 #include "core/array.h"
+#include "runner.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -77,19 +78,6 @@ static int collect(struct dm_device *dev, void *data)
 	return dm_device_for_each_child_locked(dev, collect, s);
 }
 
-/* The first line of a small sysfs file, newline stripped. */
-static int read_line(const char *path, char *buf, size_t size)
-{
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	int r = fgets(buf, (int)size, f) ? 0 : -EIO;
-	fclose(f);
-	if (r == 0)
-		buf[strcspn(buf, "\n")] = '\0';
-	return r;
-}
-
 /* Adds the holders of block device @name (dm, md ...), transitively. */
 static void add_holders(struct things *blocks, const char *name, const char *via)
 {
@@ -108,7 +96,7 @@ static void add_holders(struct things *blocks, const char *name, const char *via
 		char path[PATH_MAX + 64];
 		snprintf(h->via, sizeof(h->via), "%s", via);
 		snprintf(path, sizeof(path), "/sys/class/block/%s/dev", e->d_name);
-		if (read_line(path, h->devt, sizeof(h->devt)) < 0)
+		if (dm_run_read(path, h->devt, sizeof(h->devt)) < 0)
 			h->devt[0] = '\0';
 		snprintf(h->node, sizeof(h->node), "/dev/%s", e->d_name);
 		char holder[NAME_LEN];
@@ -156,7 +144,7 @@ static void describe(const struct thing *b, char *buf, size_t size)
 		return;
 	}
 	snprintf(path, sizeof(path), "/sys/class/block/%s/dm/name", b->name);
-	if (read_line(path, dm, sizeof(dm)) == 0)
+	if (dm_run_read(path, dm, sizeof(dm)) >= 0)
 		snprintf(buf, size, "%s (%s, holding %s)", b->name, dm, b->via);
 	else
 		snprintf(buf, size, "%s (holding %s)", b->name, b->via);
@@ -308,7 +296,8 @@ static void check_open_nodes(struct out *o, const struct things *nodes)
 		closedir(fds);
 		char comm[64] = "?", path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%ld/comm", proc_root, pid);
-		(void)read_line(path, comm, sizeof(comm));
+		if (dm_run_read(path, comm, sizeof(comm)) < 0)
+			snprintf(comm, sizeof(comm), "?");
 		for (size_t i = 0; held && i < nodes->n; i++)
 			if (held[i])
 				reason(o, "%s is open in process %ld (%s)", nodes->v[i].node, pid, comm);
