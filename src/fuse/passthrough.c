@@ -96,8 +96,8 @@ void fs_passthrough_saw_init(struct fs_passthrough *pt, uint64_t flags, uint64_t
 		return;
 	pthread_mutex_lock(&pt->lock);
 	pt->offered = (flags & PT_INIT_FLAG) != 0;
-	pt->init_pending = true;
 	pt->init_unique = unique;
+	atomic_store_explicit(&pt->init_pending, true, memory_order_release);
 	pthread_mutex_unlock(&pt->lock);
 }
 
@@ -136,12 +136,12 @@ void fs_passthrough_patch_reply(struct fs_passthrough *pt, struct iovec *iov, in
 		}
 		return;
 	}
-	if (!pt->wanted)
+	if (!pt->wanted || !atomic_load_explicit(&pt->init_pending, memory_order_acquire))
 		return;
 	pthread_mutex_lock(&pt->lock);
 	bool init = pt->init_pending && out->unique == pt->init_unique;
 	if (init)
-		pt->init_pending = false;
+		atomic_store(&pt->init_pending, false);
 	bool offered = pt->offered;
 	pthread_mutex_unlock(&pt->lock);
 	if (init && offered)

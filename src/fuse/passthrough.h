@@ -39,7 +39,9 @@ struct fs_passthrough {
 	int fd; /* the session's /dev/fuse: backings are registered there */
 	bool wanted; /* not --no-passthrough */
 	atomic_bool on; /* the kernel took it at INIT */
-	bool init_pending; /* the kernel's INIT was read, not yet answered */
+	/* the kernel's INIT was read, not yet answered: read without the lock
+	 * by every reply, which looks for the INIT's only while it is set */
+	atomic_bool init_pending;
 	uint64_t init_unique;
 	bool offered; /* the kernel's INIT offers passthrough */
 	struct dm_hashmap backings; /* inode number -> struct fs_backing */
