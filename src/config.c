@@ -5,7 +5,6 @@
 #include "conffile.h"
 #include "drivers/exec.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdlib.h>
@@ -99,13 +98,15 @@ static void set_value(struct dm_conffile *cf, const struct config_key *k, const 
 		return;
 	case KEY_NAMES:
 		/* device names (bus ids) and driver names, separated by spaces */
-		for (const char *p = value; *p; p++) {
-			if (*p != ' ' && !isalnum((unsigned char)*p) && !strchr("_-.:+", *p)) {
+		for (const char *p = value; *p; p += strspn(p, " ")) {
+			size_t len = strcspn(p, " ");
+			if (len && !dm_name_is_plain(p, len)) {
 				dm_conffile_error(cf, "bad %s '%s' (device and driver names, "
 						      "separated by spaces)",
 						  k->name, value);
 				return;
 			}
+			p += len;
 		}
 		dm_conffile_set_string(cf, field, value);
 		return;

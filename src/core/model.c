@@ -508,6 +508,19 @@ bool dm_name_is_printable(const char *name)
 	return true;
 }
 
+bool dm_name_is_plain(const char *name, size_t len)
+{
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+		/* (strchr() finds the NUL too) */
+		if (!isalnum((unsigned char)c) && (c == '\0' || !strchr("_-.:+", c)))
+			return false;
+	}
+	return true;
+}
+
 /* ---- buses, classes and interfaces ---- */
 
 /* Buses, classes and interfaces are each a named object on a list of its

@@ -98,6 +98,10 @@ bool dm_name_is_valid(const char *name);
  * for names a configuration file gives (drivers.d), which its error
  * messages quote. */
 bool dm_name_is_printable(const char *name);
+/* Whether the @len bytes at @name (1 or more) are what kernel driver, bus
+ * and device names are made of: letters, digits and "_-.:+" (binding
+ * requests, persisted bindings, Protect=). */
+bool dm_name_is_plain(const char *name, size_t len);
 
 /* ---- attributes of dynamic groups ---- */
 /* The attribute of the file @path (under a device's directory: "size",

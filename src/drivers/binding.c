@@ -9,7 +9,6 @@
 #include "log.h"
 #include "runner.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -83,12 +82,7 @@ int dm_binding_status(struct dm_device *dev, char *buf, size_t size)
 /* A kernel driver's name: what module and driver names are made of. */
 static bool is_driver_name(const char *s)
 {
-	if (!*s || strlen(s) > 64)
-		return false;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("_-.:+", *s))
-			return false;
-	return true;
+	return strlen(s) <= 64 && dm_name_is_plain(s, strlen(s));
 }
 
 /* ---- a transaction ---- */

@@ -36,13 +36,7 @@ static const char *state_file(void)
 /* A word of a line: what bus, device and driver names are made of. */
 static bool is_word(const char *s)
 {
-	if (!*s || strlen(s) >= WORD_MAX)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || strchr("_-.:+", *s)))
-			return false;
-	return true;
+	return strlen(s) < WORD_MAX && dm_name_is_plain(s, strlen(s));
 }
 
 static struct entry *find_locked(const char *bus, const char *name)
