@@ -137,6 +137,14 @@ static void current_driver(const struct txn *t, char *buf, size_t size)
 	driver_of(t->devdir, buf, size);
 }
 
+/* Whether the device's authorized (USB devices and interfaces) is 0. */
+static bool deauthorized(const struct txn *t)
+{
+	char path[PATH_MAX + 16], value[8];
+	snprintf(path, sizeof(path), "%s/authorized", t->devdir);
+	return dm_run_read(path, value, sizeof(value)) >= 0 && strcmp(value, "0") == 0;
+}
+
 static bool driver_exists(const struct txn *t, const char *driver)
 {
 	char path[PATH_MAX + 300];
@@ -396,9 +404,21 @@ static int run(struct txn *t)
 		say(t, "refused: the bus has no driver %s (is its module loaded?)\n", target);
 		return -EINVAL;
 	}
-	if (req->action == DM_BIND_DEFAULT && !t->has_override) {
-		say(t, "refused: this bus has no driver_override; bind to a driver by name\n");
-		return -EOPNOTSUPP;
+	/* USB: a deauthorized interface (or device) is probed by no driver,
+	 * and a libusb program cannot claim it either */
+	if (req->action != DM_BIND_NONE && deauthorized(t)) {
+		say(t, "refused: the device is deauthorized (its authorized is 0): no driver "
+		       "can probe it, nor can a program claim it through usbfs; write 1 to "
+		       "its authorized first\n");
+		return -ENODEV;
+	}
+	/* without driver_override (USB), the kernel's default is the driver
+	 * its probe picks: the one bound now, or, unbound, a probe */
+	if (req->action == DM_BIND_DEFAULT && !t->has_override && t->old_driver[0]) {
+		say(t, "done: bound to %s (this bus has no driver_override: the driver bound "
+		       "is the kernel's choice)\n",
+		    t->old_driver);
+		return 0;
 	}
 	bool set_override = t->has_override &&
 			    (target ? strcmp(t->old_override, target) != 0
@@ -764,6 +784,10 @@ static int why(struct dm_device *dev, char *buf, size_t size)
 	snprintf(path, sizeof(path), "%s/driver_override", devdir);
 	if (dm_run_read(path, ovr, sizeof(ovr)) < 0 || strcmp(ovr, "(null)") == 0)
 		ovr[0] = '\0';
+	char authorized[8] = "";
+	snprintf(path, sizeof(path), "%s/authorized", devdir);
+	bool deauth = dm_run_read(path, authorized, sizeof(authorized)) >= 0 &&
+		      strcmp(authorized, "0") == 0;
 	bool done = false, failed = false;
 	char left[64] = "";
 	pthread_mutex_lock(&reports_lock);
@@ -783,6 +807,8 @@ static int why(struct dm_device *dev, char *buf, size_t size)
 	else
 		n = snprintf(buf, size, "no driver: %s\n",
 			     strcmp(ovr, "none") == 0 ? "driver_override is none"
+			     : deauth ? "deauthorized (its authorized is 0: no driver probes it, "
+					"and no program can claim it through usbfs)"
 			     : by_request	      ? "unbound by a request through driverfsd"
 			     : failed ? "the last request failed (below)"
 				      : "no driver took it (none matches, or its module is not "

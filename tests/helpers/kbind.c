@@ -9,7 +9,8 @@
  *   .../driver_override      the value (one trailing newline stripped), or
  *                            "(null)" when empty; binds nothing
  *   bus/B/drivers/D/bind     DEV: -ENODEV unless DEV is on bus B, has no
- *                            driver and D matches it (its driver_override
+ *                            driver, is not deauthorized (USB's authorized
+ *                            0) and D matches it (its driver_override
  *                            names D; without one, D's ids take DEV)
  *   bus/B/drivers/D/unbind   DEV: -ENODEV unless DEV is bound to D
  *   bus/B/drivers_probe      DEV: binds DEV to the driver its override
@@ -200,6 +201,10 @@ static int do_bind(const char *sys, const char *bus, const char *drv, const char
 	if (cur[0])
 		return -ENODEV;
 	char path[PATH_MAX];
+	/* USB: a deauthorized device or interface is not probed */
+	snprintf(path, sizeof(path), "%s/authorized", devdir);
+	if (read_file(path, ovr, sizeof(ovr)) > 0 && ovr[0] == '0')
+		return -ENODEV;
 	snprintf(path, sizeof(path), "%s/driver_override", devdir);
 	bool has_ovr = read_file(path, ovr, sizeof(ovr)) >= 0;
 	if (has_ovr && ovr[0] && ovr[strlen(ovr) - 1] == '\n')
