@@ -8,6 +8,7 @@
 
 #include "background.h"
 #include "core/model.h"
+#include "drivers/needs.h"
 #include "fuse/fs.h"
 #include "fuse/unmount-watch.h"
 #include "hotplug/helper.h"
@@ -167,6 +168,11 @@ int daemon_serve(struct daemon *d)
 	int r = start(d);
 	if (r < 0)
 		return r;
+	/* served: the devices exec drivers need are moved now, on the
+	 * needs thread, while this one serves (needs.h) */
+	r = dm_needs_start();
+	if (r < 0)
+		log_warn("exec drivers' KernelDriver=: cannot start: %s", strerror(-r));
 	r = dm_fs_loop(d->fs);
 	sd_notify(0, "STOPPING=1");
 	dm_service_free(d->service);

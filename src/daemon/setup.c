@@ -12,6 +12,7 @@
 #include "drivers/binding.h"
 #include "drivers/exec.h"
 #include "drivers/inuse.h"
+#include "drivers/needs.h"
 #include "drivers/persist.h"
 #include "drivers/pci-pm.h"
 #include "drivers/vfio-pci.h"
@@ -256,6 +257,8 @@ void daemon_tear_down(struct daemon *d)
 	dm_monitor_free(d->monitor);
 	dm_helper_free(d->helper);
 	dm_fs_free(d->fs);
+	/* the kernel drivers exec drivers needed stay bound (needs.h) */
+	dm_needs_stop();
 	dm_exec_unload(d->exec);
 	driver_drop(d->pci_pm);
 	driver_drop(d->vfio);

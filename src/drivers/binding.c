@@ -500,12 +500,42 @@ static int run(struct txn *t)
 
 static int bind_one(struct dm_device *dev, const struct dm_bind_request *req);
 
+/* Whether driver_override in @devdir names a driver. */
+static bool has_override(const char *devdir)
+{
+	char path[PATH_MAX + 32], ovr[256];
+	snprintf(path, sizeof(path), "%.4000s/driver_override", devdir);
+	return dm_run_read(path, ovr, sizeof(ovr)) >= 0 && ovr[0] && strcmp(ovr, "(null)") != 0;
+}
+
+void dm_binding_save(struct dm_device *dev, struct dm_binding_saved *ret)
+{
+	char devdir[PATH_MAX];
+	const char *devpath = dm_device_get_devpath(dev);
+	*ret = (struct dm_binding_saved){ 0 };
+	snprintf(devdir, sizeof(devdir), "/sys%.4000s", devpath ? devpath : "");
+	driver_of(devdir, ret->driver, sizeof(ret->driver));
+	ret->had_override = has_override(devdir);
+}
+
+int dm_binding_restore(struct dm_device *dev, const struct dm_binding_saved *saved, bool force)
+{
+	struct dm_bind_request back = {
+		.action = saved->had_override && saved->driver[0] ? DM_BIND_TO
+			  : saved->driver[0]			  ? DM_BIND_DEFAULT
+								  : DM_BIND_NONE,
+		.driver = saved->driver,
+		.force = force,
+		.companions_moved = true,
+	};
+	return dm_bind_device(dev, &back);
+}
+
 /* A member of an IOMMU group moved for a --group request, and how to put
  * it back. */
 struct member {
 	struct dm_device *dev;
-	char driver[256]; /* its driver before ("" none) */
-	bool had_override; /* driver_override was set before */
+	struct dm_binding_saved before;
 	bool moved;
 };
 
@@ -533,7 +563,7 @@ static int group_companions(struct dm_device *dev, struct member **ret)
 	while (r == 0 && (e = readdir(d))) {
 		if (e->d_name[0] == '.' || strcmp(e->d_name, dm_device_get_sysname(dev)) == 0)
 			continue;
-		char member_dir[PATH_MAX + 300], drv[256], ovr[256] = "";
+		char member_dir[PATH_MAX + 300], drv[256];
 		snprintf(member_dir, sizeof(member_dir), "%s/%s", dir, e->d_name);
 		driver_of(member_dir, drv, sizeof(drv));
 		if (lets_vfio_own(drv))
@@ -548,10 +578,8 @@ static int group_companions(struct dm_device *dev, struct member **ret)
 			r = -ENOMEM;
 			break;
 		}
-		snprintf(link, sizeof(link), "%.4000s/driver_override", member_dir);
-		bool had = dm_run_read(link, ovr, sizeof(ovr)) >= 0 && strcmp(ovr, "(null)") != 0;
-		v[count] = (struct member){ .dev = m, .had_override = had };
-		memcpy(v[count].driver, drv, sizeof(drv));
+		v[count] = (struct member){ .dev = m };
+		dm_binding_save(m, &v[count].before);
 		count++;
 	}
 	closedir(d);
@@ -587,7 +615,7 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req)
 		v[i].moved = r == 0 && !req->dry_run;
 		int w = snprintf(preface + len, sizeof(preface) - len,
 				 "group: %s (%s) to %s: %s%s\n", dm_device_get_sysname(v[i].dev),
-				 v[i].driver, req->driver, r == 0 ? "done" : strerror(-r),
+				 v[i].before.driver, req->driver, r == 0 ? "done" : strerror(-r),
 				 req->dry_run ? " (dry run)" : "");
 		if (w > 0 && (size_t)w < sizeof(preface) - len)
 			len += (size_t)w;
@@ -602,18 +630,11 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req)
 		for (int i = n - 1; i >= 0; i--) {
 			if (!v[i].moved)
 				continue;
-			struct dm_bind_request back = {
-				.action = v[i].had_override && v[i].driver[0] ? DM_BIND_TO
-					  : v[i].driver[0]		      ? DM_BIND_DEFAULT
-									      : DM_BIND_NONE,
-				.driver = v[i].driver,
-				.force = true,
-				.companions_moved = true,
-			};
-			int b = bind_one(v[i].dev, &back);
+			int b = dm_binding_restore(v[i].dev, &v[i].before, true);
 			log_warn("binding %s: group rollback of %s to %s: %s",
 				 dm_device_get_sysname(dev), dm_device_get_sysname(v[i].dev),
-				 v[i].driver[0] ? v[i].driver : "no driver", b < 0 ? strerror(-b) : "ok");
+				 v[i].before.driver[0] ? v[i].before.driver : "no driver",
+				 b < 0 ? strerror(-b) : "ok");
 		}
 		if (r == -EINVAL)
 			r = -EIO; /* a member's failure, not the request's value */

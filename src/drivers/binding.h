@@ -60,6 +60,21 @@ enum dm_bind_step {
  */
 int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req);
 
+/* A device's kernel binding as it stood, to be put back: its driver
+ * ("" none) and whether driver_override named one. */
+struct dm_binding_saved {
+	char driver[64];
+	bool had_override;
+};
+
+/* @dev's binding now, into @ret (read from sysfs). */
+void dm_binding_save(struct dm_device *dev, struct dm_binding_saved *ret);
+
+/* Puts back the binding @saved as one transaction: the old driver named
+ * when an override chose it, else the kernel's default, or no driver;
+ * @force passes the vetoes. As dm_bind_device(). */
+int dm_binding_restore(struct dm_device *dev, const struct dm_binding_saved *saved, bool force);
+
 /* A request of a kernel driver's bind file (@driver) or unbind file (NULL),
  * as dm_model_set_bind_request() takes it: the same transaction. */
 int dm_binding_request(struct dm_device *dev, const char *driver, void *data);

@@ -37,6 +37,7 @@ static void exec_conf_free(struct exec_conf *c)
 	free(c->path);
 	free(c->name);
 	free(c->bus);
+	free(c->kernel_driver);
 	for (int h = 0; h < N_HOOKS; h++)
 		free(c->hooks[h]);
 	for (size_t i = 0; i < c->n_match; i++) {
@@ -72,6 +73,15 @@ static void handle_driver(struct dm_conffile *cf, struct exec_conf *c, const cha
 		set_name(cf, key, value, &c->name, &c->name_line);
 	} else if (strcmp(key, "Bus") == 0) {
 		set_name(cf, key, value, &c->bus, &c->bus_line);
+	} else if (strcmp(key, "KernelDriver") == 0) {
+		if (dm_conffile_duplicate(cf, key, c->kernel_driver_line))
+			return;
+		c->kernel_driver_line = dm_conffile_line(cf);
+		/* a kernel driver's name: what sysfs's driver directories have */
+		if (strlen(value) > 63 || !dm_name_is_plain(value, strlen(value)))
+			dm_conffile_error(cf, "bad KernelDriver '%s' (a kernel driver's name)", value);
+		else
+			dm_conffile_set_string(cf, &c->kernel_driver, value);
 	} else if (strcmp(key, "Priority") == 0) {
 		if (dm_conffile_duplicate(cf, key, c->priority_line))
 			return;

@@ -35,6 +35,8 @@ struct exec_conf {
 	unsigned name_line;
 	char *bus;
 	unsigned bus_line;
+	char *kernel_driver; /* KernelDriver=, or NULL */
+	unsigned kernel_driver_line;
 	int priority;
 	unsigned priority_line;
 	int timeout_s;

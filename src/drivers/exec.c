@@ -8,6 +8,7 @@
 
 #include "conffile.h"
 #include "drivers/hookenv.h"
+#include "drivers/needs.h"
 #include "drivers/runner.h"
 #include "log.h"
 
@@ -23,6 +24,7 @@ struct exec_driver {
 	struct dm_driver_ops ops; /* NULL where the file has no hook */
 	struct dm_model *model;
 	char *name;
+	char *kernel_driver; /* KernelDriver=: the one it needs, or NULL */
 	int timeout_ms;
 	char **argv[N_HOOKS];
 };
@@ -35,6 +37,7 @@ static void exec_driver_free(void *data)
 	for (int h = 0; h < N_HOOKS; h++)
 		dm_strv_free(ed->argv[h]);
 	free(ed->name);
+	free(ed->kernel_driver);
 	free(ed);
 }
 
@@ -75,14 +78,30 @@ static int exec_call(struct exec_driver *ed, enum exec_hook hook, struct dm_devi
 	return r;
 }
 
+/* With KernelDriver=, the device is first moved to that kernel driver
+ * (needs.h: offered again once the kernel has bound it); a probe hook that
+ * then declines gives it back. */
 static int exec_probe(struct dm_device *dev, void *data)
 {
-	return exec_call(data, HOOK_PROBE, dev);
+	struct exec_driver *ed = data;
+	if (ed->kernel_driver) {
+		int r = dm_needs_kernel_driver(dev, ed->kernel_driver, ed->name);
+		if (r < 0)
+			return r == -EAGAIN ? -ENODEV : r;
+	}
+	int r = ed->argv[HOOK_PROBE] ? exec_call(ed, HOOK_PROBE, dev) : 0;
+	if (r < 0 && ed->kernel_driver)
+		dm_needs_release(dev, true);
+	return r;
 }
 
 static void exec_remove(struct dm_device *dev, void *data)
 {
-	(void)exec_call(data, HOOK_REMOVE, dev); /* logged by the runner */
+	struct exec_driver *ed = data;
+	if (ed->argv[HOOK_REMOVE])
+		(void)exec_call(ed, HOOK_REMOVE, dev); /* logged by the runner */
+	if (ed->kernel_driver)
+		dm_needs_release(dev, false);
 }
 
 static int exec_suspend(struct dm_device *dev, void *data)
@@ -109,6 +128,10 @@ static int exec_driver_new(struct dm_model *m, const struct exec_conf *c,
 		return -ENOMEM;
 	}
 	ed->model = m;
+	if (c->kernel_driver && !(ed->kernel_driver = strdup(c->kernel_driver))) {
+		exec_driver_free(ed);
+		return -ENOMEM;
+	}
 	ed->timeout_ms = c->timeout_s * 1000;
 	for (int h = 0; h < N_HOOKS; h++) {
 		size_t n;
@@ -120,8 +143,8 @@ static int exec_driver_new(struct dm_model *m, const struct exec_conf *c,
 	}
 	/* absent hooks stay NULL: no probe accepts every matching device,
 	 * and the PM engine skips devices with no suspend/resume */
-	ed->ops.probe = ed->argv[HOOK_PROBE] ? exec_probe : NULL;
-	ed->ops.remove = ed->argv[HOOK_REMOVE] ? exec_remove : NULL;
+	ed->ops.probe = ed->argv[HOOK_PROBE] || ed->kernel_driver ? exec_probe : NULL;
+	ed->ops.remove = ed->argv[HOOK_REMOVE] || ed->kernel_driver ? exec_remove : NULL;
 	ed->ops.suspend = ed->argv[HOOK_SUSPEND] ? exec_suspend : NULL;
 	ed->ops.resume = ed->argv[HOOK_RESUME] ? exec_resume : NULL;
 	*ret = ed;
@@ -314,7 +337,10 @@ int dm_exec_reload(struct dm_model *m, struct dm_exec_set **set, const char *dir
 		exec_set_free(new);
 		goto out_put;
 	}
-	/* the old drivers go first: the new ones may have their names */
+	/* the old drivers go first: the new ones may have their names; no
+	 * device is given back meanwhile to the kernel driver it had before
+	 * a driver needed another (a new one may need the same) */
+	dm_needs_hold(true);
 	exec_set_unregister(old);
 	r = exec_set_register(m, new, errors);
 	if (r != 0) {
@@ -332,6 +358,7 @@ int dm_exec_reload(struct dm_model *m, struct dm_exec_set **set, const char *dir
 	 * be asked again about a device it just declined. */
 	for (size_t i = 0; i < released.n; i++)
 		dm_device_attach(released.v[i]);
+	dm_needs_hold(false);
 out_put:
 	for (size_t i = 0; i < released.n; i++)
 		dm_device_unref(released.v[i]);

@@ -278,7 +278,7 @@ static int env_add(struct env *e, const char *key, size_t klen, const char *valu
 static bool env_is_reserved(const char *key, size_t klen)
 {
 	static const char *const reserved[] = { "ACTION", "DRIVERFS_PATH", "DEVPATH", "DEVPATH_OLD",
-						"BUS",	  "CLASS",	   "DRIVER",  "DEVNAME",
+						"BUS",	  "CLASS",	   "DRIVER",  "KERNEL_DRIVER", "DEVNAME",
 						"PATH",	  "SUBSYSTEM",	   "SEQNUM" };
 	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
 		if (strlen(reserved[i]) == klen && strncmp(reserved[i], key, klen) == 0)
@@ -423,6 +423,7 @@ struct dev_info {
 	char path[PATH_MAX];
 	char *bus;
 	char *class;
+	char *kernel_driver; /* the kernel's driver of the device, or NULL */
 };
 
 static int dev_info_read(struct dm_device *dev, struct dev_info *ret)
@@ -436,13 +437,16 @@ static int dev_info_read(struct dm_device *dev, struct dev_info *ret)
 	struct dm_class *class = dm_device_get_class_locked(dev);
 	ret->bus = bus ? strdup(dm_bus_get_name(bus)) : NULL;
 	ret->class = class ? strdup(dm_class_get_name(class)) : NULL;
+	const char *kdrv = dm_device_get_kernel_driver(dev);
+	ret->kernel_driver = kdrv ? strdup(kdrv) : NULL;
 	dm_model_unlock(m);
 
-	if (r >= 0 && ((bus && !ret->bus) || (class && !ret->class)))
+	if (r >= 0 && ((bus && !ret->bus) || (class && !ret->class) || (kdrv && !ret->kernel_driver)))
 		r = -ENOMEM;
 	if (r < 0) {
 		free(ret->bus);
 		free(ret->class);
+		free(ret->kernel_driver);
 		return r;
 	}
 	return 0;
@@ -489,7 +493,7 @@ int dm_hook_env(struct dm_device *dev, const char *action, const char *driver,
 
 	for (const char *const *x = extra; x && *x; x++)
 		n_extra++;
-	char **vars = calloc(8 + n_extra + 1, sizeof(*vars));
+	char **vars = calloc(9 + n_extra + 1, sizeof(*vars));
 	r = vars ? 0 : -ENOMEM;
 	if (!r)
 		r = var_add(vars, &n, "ACTION", action);
@@ -503,6 +507,8 @@ int dm_hook_env(struct dm_device *dev, const char *action, const char *driver,
 		r = var_add(vars, &n, "CLASS", info.class);
 	if (!r)
 		r = var_add(vars, &n, "DRIVER", driver);
+	if (!r)
+		r = var_add(vars, &n, "KERNEL_DRIVER", info.kernel_driver);
 	if (!r)
 		r = var_add(vars, &n, "DEVNAME", has_devname ? devname : NULL);
 	if (!r)
@@ -520,5 +526,6 @@ int dm_hook_env(struct dm_device *dev, const char *action, const char *driver,
 	free(uevent);
 	free(info.bus);
 	free(info.class);
+	free(info.kernel_driver);
 	return r;
 }
