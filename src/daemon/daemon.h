@@ -40,6 +40,7 @@ struct options {
 	bool no_io_uring;
 	bool no_passthrough;
 	const char *proc_root; /* --proc-root, or NULL */
+	const char *modules_dir; /* --modules-dir, or NULL */
 	struct fuse_args fuse_args;
 };
 

@@ -31,6 +31,9 @@ static void usage(FILE *f)
 		"      --proc-root DIR  read mounts, swaps, routes and processes' open files\n"
 		"                     under DIR instead of /proc, for the in-use checks of\n"
 		"                     binding requests (for tests)\n"
+		"      --modules-dir DIR  look up the kernel modules that could drive a\n"
+		"                     device in DIR instead of /lib/modules/RELEASE (for\n"
+		"                     tests)\n"
 		"  -c, --config FILE  the configuration file, see driverfsd.conf(5); default\n"
 		"                     " DEFAULT_CONFIG ",\n"
 		"                     which may be missing. Drivers are read from the\n"
@@ -65,6 +68,16 @@ static void usage(FILE *f)
 		"HookTimeout= without unmounting; a configuration with errors is not taken.\n");
 }
 
+/* A directory option's value must be an absolute path (the daemon's
+ * working directory is /). */
+static bool absolute(const char *value, const char *option)
+{
+	if (value[0] == '/')
+		return true;
+	fprintf(stderr, "driverfsd: %s needs an absolute path, not '%s'\n", option, value);
+	return false;
+}
+
 int daemon_parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
@@ -83,6 +96,7 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 		{ "no-io-uring", no_argument, NULL, 'U' },
 		{ "no-passthrough", no_argument, NULL, 'P' },
 		{ "proc-root", required_argument, NULL, 'R' },
+		{ "modules-dir", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -136,12 +150,14 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 			o->no_passthrough = true;
 			break;
 		case 'R':
-			if (optarg[0] != '/') {
-				fprintf(stderr, "driverfsd: --proc-root needs an absolute path, "
-						"not '%s'\n", optarg);
+			if (!absolute(optarg, "--proc-root"))
 				return -EINVAL;
-			}
 			o->proc_root = optarg;
+			break;
+		case 'M':
+			if (!absolute(optarg, "--modules-dir"))
+				return -EINVAL;
+			o->modules_dir = optarg;
 			break;
 		case 'f':
 			o->foreground = true;

@@ -12,6 +12,7 @@
 #include "drivers/binding.h"
 #include "drivers/exec.h"
 #include "drivers/inuse.h"
+#include "drivers/modules.h"
 #include "drivers/needs.h"
 #include "drivers/persist.h"
 #include "drivers/pci-pm.h"
@@ -166,6 +167,8 @@ static int set_up_binding(struct daemon *d)
 {
 	if (d->o->proc_root)
 		dm_inuse_set_proc_root(d->o->proc_root);
+	if (d->o->modules_dir)
+		dm_modules_set_dir(d->o->modules_dir);
 	if (dm_binding_set_protected(d->cfg.protect) < 0)
 		return daemon_fail(-ENOMEM);
 	dm_model_set_bind_request(d->model, dm_binding_request, NULL);

@@ -5,6 +5,7 @@
 #include "core/array.h"
 #include "core/hashmap.h"
 #include "inuse.h"
+#include "modules.h"
 #include "persist.h"
 #include "log.h"
 #include "runner.h"
@@ -836,6 +837,15 @@ static int why(struct dm_device *dev, char *buf, size_t size)
 					"loaded)");
 	if (n >= 0 && (size_t)n < size && ovr[0])
 		n += snprintf(buf + n, size - (size_t)n, "driver_override: %s\n", ovr);
+	/* what modprobe would load for it (its modalias, through libkmod) */
+	char alias[520], modules[512];
+	snprintf(path, sizeof(path), "%s/modalias", devdir);
+	if (n >= 0 && (size_t)n < size && dm_run_read(path, alias, sizeof(alias)) > 0) {
+		int c = dm_modules_candidates(alias, modules, sizeof(modules));
+		if (c >= 0)
+			n += snprintf(buf + n, size - (size_t)n, "candidate modules: %s\n",
+				      c ? modules : "none (no module's alias matches its modalias)");
+	}
 	struct dm_model *m = dm_device_get_model(dev);
 	dm_model_read_lock(m);
 	struct dm_driver *drv = dm_device_get_driver_locked(dev);

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* modules.c - the kernel modules that could drive a device (see modules.h). */
+#include "modules.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <libkmod.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A libkmod context is not thread-safe: one, used under the lock. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kmod_ctx *ctx;
+static bool tried;
+static char *dir;
+
+void dm_modules_set_dir(const char *d)
+{
+	pthread_mutex_lock(&lock);
+	free(dir);
+	dir = d ? strdup(d) : NULL;
+	pthread_mutex_unlock(&lock);
+}
+
+/* kmod logs through syslog by default: into ours, at debug level. */
+static void kmod_log(void *data, int priority, const char *file, int line, const char *fn,
+		     const char *format, va_list args)
+{
+	(void)data, (void)priority, (void)file, (void)line, (void)fn;
+	char msg[512];
+	vsnprintf(msg, sizeof(msg), format, args);
+	msg[strcspn(msg, "\n")] = '\0';
+	log_debug("libkmod: %s", msg);
+}
+
+/* The context, made the first time (lock held); NULL when the modules
+ * directory has no indexes. */
+static struct kmod_ctx *context_locked(void)
+{
+	if (tried)
+		return ctx;
+	tried = true;
+	const char *null_config = NULL;
+	/* no modprobe.d: aliases a local configuration adds are policy, not
+	 * what the modules say they drive */
+	ctx = kmod_new(dir, &null_config);
+	if (!ctx)
+		return NULL;
+	kmod_set_log_fn(ctx, kmod_log, NULL);
+	/* without the alias index (depmod's) there is nothing to look in */
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/modules.alias.bin", kmod_get_dirname(ctx));
+	if (access(path, R_OK) < 0) {
+		log_info("no kernel module indexes in %s: bindings name no candidate modules",
+			 kmod_get_dirname(ctx));
+		kmod_unref(ctx);
+		ctx = NULL;
+		return NULL;
+	}
+	/* the indexes mapped once; where one cannot be (an empty
+	 * modules.builtin.bin), each lookup opens the files itself */
+	if (kmod_load_resources(ctx) < 0)
+		log_debug("libkmod: the indexes in %s are read at each lookup",
+			  kmod_get_dirname(ctx));
+	return ctx;
+}
+
+/* A modalias as the kernel writes them: "bus:" then printable ASCII, no
+ * spaces, bounded. */
+static bool is_modalias(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 512 || !strchr(s, ':'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return false;
+	return true;
+}
+
+static const char *state_name(int state)
+{
+	switch (state) {
+	case KMOD_MODULE_LIVE:
+		return "loaded";
+	case KMOD_MODULE_BUILTIN:
+		return "built in";
+	case KMOD_MODULE_COMING:
+		return "loading";
+	case KMOD_MODULE_GOING:
+		return "unloading";
+	default:
+		return "not loaded";
+	}
+}
+
+int dm_modules_candidates(const char *modalias, char *buf, size_t size)
+{
+	if (size)
+		buf[0] = '\0';
+	if (!is_modalias(modalias))
+		return -EINVAL;
+	pthread_mutex_lock(&lock);
+	struct kmod_ctx *c = context_locked();
+	if (!c) {
+		pthread_mutex_unlock(&lock);
+		return -ENOENT;
+	}
+	struct kmod_list *list = NULL, *l;
+	int r = kmod_module_new_from_lookup(c, modalias, &list);
+	int n = 0;
+	size_t len = 0;
+	if (r >= 0) {
+		kmod_list_foreach(l, list) {
+			struct kmod_module *mod = kmod_module_get_module(l);
+			int w = snprintf(buf + len, size - len, "%s%s (%s)", n ? ", " : "",
+					 kmod_module_get_name(mod),
+					 state_name(kmod_module_get_initstate(mod)));
+			kmod_module_unref(mod);
+			if (w < 0 || (size_t)w >= size - len)
+				break; /* what fits */
+			len += (size_t)w;
+			n++;
+		}
+		kmod_module_unref_list(list);
+	}
+	pthread_mutex_unlock(&lock);
+	return r < 0 ? r : n;
+}
