@@ -33,7 +33,9 @@ struct thing {
 	char name[NAME_LEN];
 	char devt[32]; /* "MAJ:MIN" of a block device */
 	char node[PATH_MAX]; /* its /dev node */
-	char via[NAME_LEN]; /* a holder: the device of the subtree it holds */
+	char via[NAME_LEN]; /* a holder: the device of the subtree it holds; a
+			     * multipath namespace: its controller */
+	bool namespace; /* an NVMe multipath namespace (or its partition) */
 };
 
 struct things {
@@ -106,6 +108,99 @@ static void add_holders(struct things *blocks, const char *name, const char *via
 	closedir(d);
 }
 
+/* Whether @name is a controller's name, "nvme<N>". */
+static bool is_nvme_ctrl(const char *name)
+{
+	if (strncmp(name, "nvme", 4) != 0 || !name[4])
+		return false;
+	for (const char *p = name + 4; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return false;
+	return true;
+}
+
+/* Adds block device @name of directory @dir as the namespace (or its
+ * partition) of controller @ctrl; its partitions too. */
+static void add_namespace(struct things *blocks, const char *dir, const char *name,
+			  const char *ctrl)
+{
+	char path[2 * PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s/dev", dir, name);
+	struct thing probe;
+	if (dm_run_read(path, probe.devt, sizeof(probe.devt)) < 0)
+		return; /* not a block device (a controller's link, a file) */
+	struct thing *x = add(blocks, name);
+	if (!x)
+		return;
+	memcpy(x->devt, probe.devt, sizeof(x->devt));
+	snprintf(x->node, sizeof(x->node), "/dev/%s", name);
+	snprintf(x->via, sizeof(x->via), "%s", ctrl);
+	x->namespace = true;
+	/* its partitions are directories of its own with a "partition" */
+	char sub[PATH_MAX + NAME_LEN];
+	snprintf(sub, sizeof(sub), "%s/%s", dir, name);
+	DIR *d = opendir(sub);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= NAME_LEN)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/partition", sub, e->d_name);
+		if (access(path, F_OK) == 0)
+			add_namespace(blocks, sub, e->d_name, ctrl);
+	}
+	closedir(d);
+}
+
+/*
+ * NVMe multipath: a controller's namespaces are not below it but in its
+ * subsystem (/devices/virtual/nvme-subsystem/nvme-subsysN/nvmeNnM, which
+ * links to each controller by name). Each subsystem of a controller of the
+ * subtree (@ctrls) whose every controller is in the subtree loses its
+ * namespaces with it: they, and their partitions, are the subtree's.
+ */
+static void add_nvme_namespaces(struct things *blocks, const struct things *ctrls)
+{
+	if (ctrls->n == 0)
+		return;
+	DIR *d = opendir("/sys/class/nvme-subsystem");
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= NAME_LEN)
+			continue;
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "/sys/class/nvme-subsystem/%s", e->d_name);
+		DIR *s = opendir(dir);
+		if (!s)
+			continue;
+		char ours[NAME_LEN] = "";
+		bool other = false;
+		struct dirent *c;
+		while ((c = readdir(s)))
+			if (is_nvme_ctrl(c->d_name)) {
+				bool in = false;
+				for (size_t i = 0; i < ctrls->n && !in; i++)
+					in = strcmp(ctrls->v[i].name, c->d_name) == 0;
+				if (!in)
+					other = true; /* another path stays */
+				else if (!ours[0])
+					snprintf(ours, sizeof(ours), "%.63s", c->d_name);
+			}
+		if (ours[0] && !other) {
+			rewinddir(s);
+			while ((c = readdir(s)))
+				if (c->d_name[0] != '.' && !is_nvme_ctrl(c->d_name) &&
+				    strlen(c->d_name) < NAME_LEN)
+					add_namespace(blocks, dir, c->d_name, ours);
+		}
+		closedir(s);
+	}
+	closedir(d);
+}
+
 /* ---- the reasons ---- */
 
 struct out {
@@ -141,6 +236,10 @@ static void describe(const struct thing *b, char *buf, size_t size)
 	char path[PATH_MAX], dm[NAME_LEN];
 	if (!b->via[0]) {
 		snprintf(buf, size, "%s", b->name);
+		return;
+	}
+	if (b->namespace) {
+		snprintf(buf, size, "%s (a multipath namespace of %s)", b->name, b->via);
 		return;
 	}
 	snprintf(path, sizeof(path), "/sys/class/block/%s/dm/name", b->name);
@@ -200,8 +299,8 @@ static void check_holders(struct out *o, const struct things *blocks)
 {
 	for (size_t i = 0; i < blocks->n; i++) {
 		const struct thing *b = &blocks->v[i];
-		if (!b->via[0])
-			continue;
+		if (!b->via[0] || b->namespace)
+			continue; /* the subtree's own: in use only when used */
 		char what[3 * NAME_LEN + 32];
 		describe(b, what, sizeof(what));
 		reason(o, "%s", what);
@@ -314,7 +413,7 @@ int dm_inuse_check(struct dm_device *dev, char *buf, size_t size)
 	collect(dev, &s);
 	dm_model_unlock(m);
 
-	struct things blocks = { 0 }, nets = { 0 }, nodes = { 0 };
+	struct things blocks = { 0 }, nets = { 0 }, nodes = { 0 }, ctrls = { 0 };
 	for (size_t i = 0; i < s.n; i++) {
 		char devt[32] = "", node[PATH_MAX] = "";
 		struct dm_device *dev_i = s.v[i].dev;
@@ -328,6 +427,8 @@ int dm_inuse_check(struct dm_device *dev, char *buf, size_t size)
 			snprintf(x->node, sizeof(x->node), "%s", node);
 		} else if (cls && strcmp(cls, "net") == 0) {
 			add(&nets, name);
+		} else if (cls && strcmp(cls, "nvme") == 0) {
+			add(&ctrls, name);
 		}
 		if (node[0] && (x = add(&nodes, name)))
 			snprintf(x->node, sizeof(x->node), "%s", node);
@@ -335,14 +436,18 @@ int dm_inuse_check(struct dm_device *dev, char *buf, size_t size)
 	}
 	bool failed = s.failed;
 	free(s.v);
+	add_nvme_namespaces(&blocks, &ctrls);
+	free(ctrls.v);
 	size_t n_own = blocks.n;
 	for (size_t i = 0; i < n_own; i++) {
 		char name[NAME_LEN];
 		snprintf(name, sizeof(name), "%s", blocks.v[i].name);
 		add_holders(&blocks, name, name);
 	}
-	/* a holder's node counts as the subtree's */
-	for (size_t i = n_own; i < blocks.n; i++) {
+	/* a holder's node (and a namespace's) counts as the subtree's */
+	for (size_t i = 0; i < blocks.n; i++) {
+		if (i < n_own && !blocks.v[i].namespace)
+			continue; /* added with the subtree's nodes */
 		struct thing *x = add(&nodes, blocks.v[i].name);
 		if (x)
 			snprintf(x->node, sizeof(x->node), "%s", blocks.v[i].node);

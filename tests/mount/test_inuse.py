@@ -238,3 +238,42 @@ def test_a_whole_iommu_group_moves_together_and_rolls_back_together(tmp_path):
         k.stopped = True
         k.thread.join()
         d.stop()
+
+
+NVME0_FN = "pci0000:00/0000:00:02.0/0000:01:00.0/0000:02:08.0/0000:03:00.0"
+NVME1_FN = "pci0001:00/0001:00:02.0/0001:01:00.0/0001:02:01.0/0001:04:00.0"
+
+
+def second_path_to_nvme1(root):
+    """nvme-subsys1 reached through a second controller too (nvme5, a
+    dual-ported drive's other port): its namespace outlives nvme1."""
+    add_driver(root)
+    subsys = os.path.join(root, "sys/devices/virtual/nvme-subsystem/nvme-subsys1")
+    os.symlink(os.readlink(os.path.join(subsys, "nvme1")), os.path.join(subsys, "nvme5"))
+
+
+def test_a_multipath_nvme_namespace_in_use_is_its_controllers(tmp_path):
+    """With native NVMe multipath the namespaces (nvme0n1 and its
+    partitions) sit in /devices/virtual/nvme-subsystem, not below the
+    controller's function: they are its all the same, unless another
+    controller also reaches them."""
+    proc = proc_root(str(tmp_path),
+                     mounts="40 1 259:2 / /data rw,relatime - xfs /dev/nvme0n1p2 rw\n"
+                            "41 1 259:3 / /scratch rw,relatime - xfs /dev/nvme1n1 rw\n",
+                     swaps="/dev/nvme0n1p1                          partition\t999420\t0\t-2\n",
+                     opened=[(99, "fio", "/dev/nvme0n1")])
+    d = Daemon(SERVER_TESTBED, ["--proc-root", proc], prepare=second_path_to_nvme1)
+    try:
+        for place in (NVME0_FN, "pci0000:00/0000:00:02.0"):
+            assert request(d, place, "none dry-run") == errno.EBUSY, place
+            r = report(d, place)
+            for reason in ("in use: nvme0n1p2 (a multipath namespace of nvme0) is mounted at /data",
+                           "in use: nvme0n1p1 (a multipath namespace of nvme0) is used as swap",
+                           "in use: /dev/nvme0n1 is open in process 99 (fio)"):
+                assert reason in r, (place, r)
+            assert "nvme1n1" not in r, r
+        # nvme1n1 is mounted, but nvme5 still reaches it
+        assert request(d, NVME1_FN, "none dry-run") == 0
+        assert "in use" not in report(d, NVME1_FN)
+    finally:
+        d.stop()
