@@ -276,6 +276,20 @@ static int receive_all(struct dm_monitor *mon)
 			apply_records(mon, run, &n);
 			apply_remove(mon, old, udev_device_get_seqnum(d));
 		}
+		/* a driver registered or unregistered (a module loaded or
+		 * unloaded): no device, its proxy follows */
+		if (strncmp(udev_device_get_devpath(d), "/bus/", 5) == 0) {
+			apply_records(mon, run, &n);
+			if (strcmp(action, "add") == 0 || strcmp(action, "remove") == 0) {
+				int r = dm_scan_driver_event(mon->model, udev_device_get_devpath(d),
+							     action[0] == 'a');
+				if (r < 0 && r != -ESTALE)
+					log_warn("hotplug: %s %s: %s", action,
+						 udev_device_get_devpath(d), strerror(-r));
+			}
+			report(mon, d);
+			continue;
+		}
 		if (is_recorded(action)) {
 			run[n++] = d;
 			if (n == RUN_MAX)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void dm_scan_init(struct dm_scan *s)
 {
@@ -492,11 +493,60 @@ static int collect_bus(struct dm_bus *bus, void *data)
 	return !(b->names[b->n++] = strdup(dm_bus_get_name(bus)));
 }
 
+struct bus_find {
+	const char *name;
+	struct dm_bus *bus;
+};
+
+static int find_bus(struct dm_bus *bus, void *data)
+{
+	struct bus_find *f = data;
+	if (strcmp(dm_bus_get_name(bus), f->name) != 0)
+		return 0;
+	f->bus = bus;
+	return 1;
+}
+
+/* Whether /sys/bus/@bus/drivers/@name is a directory now. */
+static bool sysfs_has_driver(const char *bus, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	return (size_t)snprintf(path, sizeof(path), "/sys/bus/%s/drivers/%s", bus, name) <
+		       sizeof(path) &&
+	       stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int dm_scan_driver_event(struct dm_model *m, const char *devpath, bool add)
+{
+	char bus[256], name[256], rest[2];
+	if (sscanf(devpath, "/bus/%255[^/]/drivers/%255[^/]%1s", bus, name, rest) != 2 ||
+	    !dm_name_is_valid(bus) || !dm_name_is_valid(name))
+		return -EINVAL;
+	/* sysfs, not the event's text, says whether the driver is there (a
+	 * remove needs no look: events come in order, a later add follows) */
+	if (add && !sysfs_has_driver(bus, name))
+		return -ESTALE;
+	struct bus_find f = { .name = bus };
+	dm_model_read_lock(m);
+	dm_model_for_each_bus_locked(m, find_bus, &f);
+	dm_model_unlock(m);
+	if (!f.bus)
+		return 0; /* a bus without devices: not in the tree */
+	if (add)
+		return kernel_driver_get(f.bus, name);
+	struct dm_driver *drv = dm_bus_find_driver(f.bus, name);
+	if (drv && dm_driver_get_kind(drv) == DM_DRIVER_KERNEL)
+		dm_driver_unregister(drv);
+	dm_driver_unref(drv);
+	return 0;
+}
+
 /*
  * Every driver the kernel has on a bus of the model (/sys/bus/<bus>/drivers),
  * bound to a device or not (vfio-pci waiting for one), as a kernel driver
  * proxy: the tree lists each (docs/design.md §3.4). A full scan's; a driver
- * loaded later shows at its first binding or the next full rescan.
+ * loaded or unloaded later follows its uevent (dm_scan_driver_event()).
  */
 static void add_sysfs_drivers(struct dm_model *m)
 {

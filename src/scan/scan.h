@@ -98,6 +98,13 @@ int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sou
 /* dm_scan_reconcile() at start, logging what was found. */
 int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources);
 
+/* A kernel driver's uevent (@devpath "/bus/<bus>/drivers/<name>", a module
+ * loaded or unloaded): its proxy is registered (@add) or unregistered, as
+ * sysfs then shows it, on a bus of the model. 0; -EINVAL for another
+ * devpath, -ESTALE for an add sysfs does not show (the event is old), -errno.
+ * Call without the model lock. */
+int dm_scan_driver_event(struct dm_model *m, const char *devpath, bool add);
+
 /* Hotplug's bind and unbind: @dev's kernel driver is now @driver (NULL:
  * none); it moves between kernel driver proxies, a user driver that holds
  * it keeps it. Call without the model lock. */

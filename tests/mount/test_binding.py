@@ -395,3 +395,30 @@ def test_a_step_the_kernel_does_not_answer_in_time_is_pending(env):
     assert request(d, "default") == 0
     wait_event(d, "bind")
     assert state(d) == ("e1000e", "(null)\n", ["e1000e"], ["DRIVER=e1000e"])
+
+
+def test_a_driver_loaded_or_unloaded_later_follows_its_uevent(env):
+    """modprobe igb after the start: the kernel's "add" uevent of
+    /bus/pci/drivers/igb brings its directory into the tree (a request can
+    name it at once); rmmod's "remove" takes it away."""
+    import shutil
+    d, _ = env
+    root = d.testbed.get_root_dir()
+    drv = os.path.join(root, "sys/bus/pci/drivers/igb")
+    assert not os.path.exists(d.path("bus", "pci", "drivers", "igb"))
+    os.makedirs(drv)
+    for f in ("bind", "unbind", "new_id", "remove_id", "uevent"):
+        open(os.path.join(drv, f), "w").close()
+    d.testbed.uevent("/sys/bus/pci/drivers/igb", "add")
+    d.wait_status(lambda line: line.startswith("STATUS=hotplug add /bus/pci/drivers/igb "))
+    assert os.path.isdir(d.path("bus", "pci", "drivers", "igb"))
+    assert request(d, "igb dry-run") == 0
+    assert "plan: bind to igb" in status(d)
+
+    d.testbed.uevent("/sys/bus/pci/drivers/igb", "remove")
+    d.wait_status(lambda line: line.startswith("STATUS=hotplug remove /bus/pci/drivers/igb "))
+    shutil.rmtree(drv)
+    assert not os.path.exists(d.path("bus", "pci", "drivers", "igb"))
+    assert request(d, "igb dry-run") == errno.EINVAL
+    # the other drivers stay
+    assert os.path.isdir(d.path("bus", "pci", "drivers", "e1000e"))
