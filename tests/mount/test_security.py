@@ -310,7 +310,7 @@ def test_device_strings_stay_in_their_file():
             assert env.get("PWD") == "/", f"the hook ran in {env.get('PWD')}, not in /"
             for k in ("LD_PRELOAD", "BASH_ENV", "HOME"):
                 assert k not in env, f"{k} reached the hook: {env}"
-            documented = {"ACTION", "DRIVERFS_PATH", "DEVPATH", "BUS", "CLASS", "DRIVER",
+            documented = {"ACTION", "DRIVERFS_PATH", "DEVPATH", "BUS", "CLASS", "DRIVER", "KERNEL_DRIVER",
                           "DEVNAME", "PATH", "PWD", "HID_ID", "HID_NAME", "MODALIAS",
                           "SHLVL", "OLDPWD", "_"}
             assert set(env) <= documented, f"unexpected variables: {set(env) - documented}"
