@@ -32,6 +32,8 @@ int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret)
 	dm_list_init(&dev->class_node);
 	dm_list_init(&dev->iface_node);
 	dm_list_init(&dev->driver_node);
+	dm_list_init(&dev->consumer_links);
+	dm_list_init(&dev->supplier_links);
 	pthread_mutex_init(&dev->mutex, NULL);
 	dev->groups[dev->n_groups++] = dm_core_device_group();
 	*ret = dev;
@@ -499,6 +501,7 @@ static void device_del_one(struct dm_device *dev)
 	dm_model_write_lock(m);
 	if (m->listener && m->listener->device_removed)
 		m->listener->device_removed(dev, m->listener_data);
+	dm_device_drop_links_locked(dev);
 	dm_idset_remove(&m->by_id, (uintptr_t)dev);
 	dm_idset_remove(&m->by_sysname, (uintptr_t)dev);
 	if (dev->devpath)

@@ -45,6 +45,9 @@ struct dm_model {
 	atomic_size_t pins;
 	struct dm_list deferred;
 	uint64_t add_seq; /* counts dm_device_add() */
+	struct dm_list links; /* every device link (struct dm_link's m_node) */
+	size_t n_links;
+	uint32_t link_mark; /* the generation of dm_link_add()'s cycle search */
 	_Atomic uint64_t pin_seq; /* add_seq when the last PM order was taken */
 	const struct dm_model_listener *listener;
 	void *listener_data;
@@ -118,6 +121,10 @@ struct dm_device {
 	/* in a binding transaction (dm_device_set_binding()): offered to no
 	 * driver until it ends; under mutex */
 	bool binding;
+	/* device links (link.c): those it supplies, those it consumes */
+	struct dm_list consumer_links; /* struct dm_link's s_node */
+	struct dm_list supplier_links; /* struct dm_link's c_node */
+	uint32_t link_mark; /* dm_link_add()'s cycle search, under the write lock */
 
 	/* Static values, packed: one array of entries sorted by name, one
 	 * buffer of their bytes (two allocations whatever their number). */
@@ -131,6 +138,20 @@ struct dm_device {
 	void *bus_data;
 	void (*free_bus_data)(void *);
 };
+
+/* A device link: @consumer depends on @supplier beyond the tree (link.c).
+ * It holds no reference: a device's removal drops its links first. */
+struct dm_link {
+	struct dm_device *supplier, *consumer;
+	unsigned flags; /* DM_LINK_* */
+	bool dormant; /* the kernel's status "dormant": orders nothing */
+	struct dm_list s_node; /* on supplier->consumer_links */
+	struct dm_list c_node; /* on consumer->supplier_links */
+	struct dm_list m_node; /* on model->links */
+};
+
+/* Drops every link of @dev (its removal); write lock held. */
+void dm_device_drop_links_locked(struct dm_device *dev);
 
 struct dm_bus {
 	struct dm_model *model;

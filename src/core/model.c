@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* model.c - the model object: lock, lookups, buses and classes. */
+#include "array.h"
 #include "model-private.h"
 
 #include <ctype.h>
@@ -30,6 +31,7 @@ int dm_model_new(struct dm_model **ret)
 	dm_list_init(&m->deferred);
 	dm_list_init(&m->buses);
 	dm_list_init(&m->classes);
+	dm_list_init(&m->links);
 	dm_idset_init(&m->by_id, dm_device_hash_id, NULL);
 	dm_idset_init(&m->by_devpath, dm_device_hash_devpath, NULL);
 	dm_idset_init(&m->by_child, dm_device_hash_child, NULL);
@@ -403,6 +405,38 @@ int dm_model_order_locked(struct dm_model *m)
 	return r;
 }
 
+/* The order's link edges: both ends in [start, start + n) of the global
+ * array, or one outside; read lock held, the array valid. */
+static int order_links_locked(struct dm_model *m, size_t start, size_t n, struct dm_pm_order *s)
+{
+	s->n_edges = s->n_outside = 0;
+	struct dm_list *p;
+	dm_list_for_each(p, &m->links) {
+		struct dm_link *l = dm_list_entry(p, struct dm_link, m_node);
+		if (!dm_link_orders(l) || dm_device_is_dead(l->supplier) ||
+		    dm_device_is_dead(l->consumer))
+			continue;
+		size_t si = l->supplier->order_index, ci = l->consumer->order_index;
+		bool s_in = si >= start && si - start < n, c_in = ci >= start && ci - start < n;
+		if (s_in && c_in) {
+			if (!dm_array_grow((void **)&s->edges, &s->cap_edges, s->n_edges,
+					   sizeof(*s->edges), 64))
+				return -ENOMEM;
+			s->edges[s->n_edges++] = (struct dm_pm_edge){ (int)(si - start), (int)(ci - start) };
+		} else if (s_in || c_in) {
+			if (!dm_array_grow((void **)&s->outside, &s->cap_outside, s->n_outside,
+					   sizeof(*s->outside), 16))
+				return -ENOMEM;
+			s->outside[s->n_outside++] = (struct dm_pm_outside){
+				.dev = s_in ? l->consumer : l->supplier,
+				.inside = (int)((s_in ? si : ci) - start),
+				.is_consumer = s_in,
+			};
+		}
+	}
+	return 0;
+}
+
 int dm_model_take_pm_order(struct dm_model *m, struct dm_device *top, struct dm_pm_order *s)
 {
 	dm_pm_order_release(s);
@@ -440,6 +474,15 @@ int dm_model_take_pm_order(struct dm_model *m, struct dm_device *top, struct dm_
 							 k == 0 ? -1 : p - (int)start };
 	}
 	s->n = n;
+	r = order_links_locked(m, start, n, s);
+	if (r < 0) {
+		for (size_t k = 0; k < n; k++)
+			if (k == 0 || s->nodes[k].driver != s->nodes[k - 1].driver)
+				dm_driver_unref(s->nodes[k].driver);
+		s->n = 0;
+		dm_model_unlock(m);
+		return r;
+	}
 	s->pinned = m;
 	atomic_fetch_add(&m->pins, 1);
 	atomic_store(&m->pin_seq, m->add_seq);
@@ -480,6 +523,8 @@ void dm_pm_order_done(struct dm_pm_order *s)
 {
 	dm_pm_order_release(s);
 	free(s->nodes);
+	free(s->edges);
+	free(s->outside);
 	*s = (struct dm_pm_order){ 0 };
 }
 

@@ -193,14 +193,69 @@ struct dm_pm_order_node {
 	struct dm_driver *driver; /* kept by the order (one reference per run), or NULL */
 	int parent;
 };
+/* A device link between two devices of an order (indices into nodes). */
+struct dm_pm_edge {
+	int supplier, consumer;
+};
+/* A device link from a device of the order (@inside) to one outside it. */
+struct dm_pm_outside {
+	struct dm_device *dev; /* kept alive by the order's pin */
+	int inside;
+	bool is_consumer; /* @dev consumes @inside (else supplies it) */
+};
 struct dm_pm_order {
 	struct dm_pm_order_node *nodes;
 	size_t n, cap;
+	/* the links that order the walk (dm_link_orders()) */
+	struct dm_pm_edge *edges;
+	size_t n_edges, cap_edges;
+	struct dm_pm_outside *outside;
+	size_t n_outside, cap_outside;
 	struct dm_model *pinned; /* the model, while the order is taken */
 };
 int dm_model_take_pm_order(struct dm_model *m, struct dm_device *top, struct dm_pm_order *s);
 void dm_pm_order_release(struct dm_pm_order *s);
 void dm_pm_order_done(struct dm_pm_order *s);
+
+/* ---- device links ---- */
+/* A device link (the kernel's /sys/class/devlink/): the consumer depends on
+ * the supplier beyond the tree. Suspend takes every consumer before its
+ * suppliers, resume every supplier before its consumers, except for links
+ * that order nothing: sync_state_only ones and dormant ones. */
+struct dm_link;
+enum {
+	DM_LINK_SYNC_STATE_ONLY = 1u << 0, /* for sync_state() only: orders nothing */
+	DM_LINK_STATELESS = 1u << 1, /* not managed by the driver core: no binding veto */
+	DM_LINK_PM_RUNTIME = 1u << 2, /* runtime PM follows it (shown only) */
+};
+/* Links @consumer to @supplier (write lock taken). -EEXIST when they are
+ * linked already, -ELOOP when the link would make a cycle (the supplier
+ * depends on the consumer: it is below it, or one of its consumers' ...,
+ * as the kernel's device_is_dependent() refuses), -EINVAL for a device
+ * with itself, of another model or removed; -ENOMEM. */
+int dm_link_add(struct dm_device *supplier, struct dm_device *consumer, unsigned flags,
+		struct dm_link **ret);
+/* Removes and frees the link (write lock taken). */
+void dm_link_remove(struct dm_link *l);
+/* The link from @supplier to @consumer, or NULL; lock held. */
+struct dm_link *dm_link_find_locked(struct dm_device *supplier, struct dm_device *consumer);
+/* Marks the link dormant (the kernel's status, its supplier's driver not
+ * bound yet) or not; write lock taken. */
+void dm_link_set_dormant(struct dm_link *l, bool dormant);
+struct dm_device *dm_link_get_supplier(const struct dm_link *l);
+struct dm_device *dm_link_get_consumer(const struct dm_link *l);
+unsigned dm_link_get_flags(const struct dm_link *l);
+bool dm_link_is_dormant(const struct dm_link *l);
+/* Whether the link orders PM walks: neither sync_state_only nor dormant. */
+bool dm_link_orders(const struct dm_link *l);
+/* Calls @fn on each link @dev supplies (@consumers) or consumes; stops at
+ * the first non-zero return, which it returns. Lock held. */
+int dm_device_for_each_link_locked(struct dm_device *dev, bool consumers,
+				   int (*fn)(struct dm_link *l, void *data), void *data);
+/* Calls @fn on each link of the model, in the order they were added. */
+int dm_model_for_each_link_locked(struct dm_model *m, int (*fn)(struct dm_link *l, void *data),
+				  void *data);
+size_t dm_model_count_links(struct dm_model *m);
 
 /* ---- buses ---- */
 /* Finds or creates the bus @name with @type (NULL: a generic bus). */

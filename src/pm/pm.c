@@ -79,6 +79,11 @@ struct walk {
 	unsigned flags;
 	int *ready; /* a stack of item indices */
 	size_t n_ready;
+	/* device links between the order's devices (none: the tree alone),
+	 * as adjacency lists: the suppliers of each consumer, the consumers
+	 * of each supplier (CSR: item i's are idx[off[i]] .. idx[off[i+1]]) */
+	size_t n_edges;
+	const int *sup_off, *sup_idx, *con_off, *con_idx;
 	size_t in_flight; /* on the pool */
 	size_t remaining; /* not completed yet */
 	int error; /* the first suspend failure */
@@ -113,6 +118,9 @@ struct dm_pm {
 	struct pm_item *items;
 	int *ready;
 	size_t cap_walk;
+	/* the adjacency lists of the last walk with links */
+	int *adj;
+	size_t cap_adj;
 	struct dm_pool *pool;
 };
 
@@ -282,14 +290,23 @@ static void complete(struct walk *w, int i, int r)
 		int p = w->nodes[i].parent;
 		if (p >= 0 && --w->items[p].pending == 0)
 			w->ready[w->n_ready++] = p;
+		/* its suppliers wait for their consumers */
+		for (int k = w->n_edges ? w->sup_off[i] : 0; w->n_edges && k < w->sup_off[i + 1]; k++)
+			if (--w->items[w->sup_idx[k]].pending == 0)
+				w->ready[w->n_ready++] = w->sup_idx[k];
 	} else {
 		/* a resume that failed is reported (-EIO) and the walk goes on:
 		 * its children are resumed all the same */
 		if (r < 0 && !w->error)
 			w->error = r;
-		/* the children lists run backwards, so they pop in list order */
+		/* the children lists run backwards, so they pop in list order;
+		 * with links, a child waits for its suppliers too */
 		for (int c = it->first_child; c >= 0; c = w->items[c].next_sibling)
-			w->ready[w->n_ready++] = c;
+			if (!w->n_edges || --w->items[c].pending == 0)
+				w->ready[w->n_ready++] = c;
+		for (int k = w->n_edges ? w->con_off[i] : 0; w->n_edges && k < w->con_off[i + 1]; k++)
+			if (--w->items[w->con_idx[k]].pending == 0)
+				w->ready[w->n_ready++] = w->con_idx[k];
 	}
 }
 
@@ -377,6 +394,40 @@ static void dispatch(struct walk *w)
 		take_done(w);
 }
 
+/* The adjacency lists of @edges over @n items into @adj (room for
+ * 2 * (n + 1) + 2 * n_edges ints): suppliers by consumer, consumers by
+ * supplier. */
+static void walk_links(struct walk *w, const struct dm_pm_edge *edges, int *adj)
+{
+	size_t n = w->n, e = w->n_edges;
+	int *sup_off = adj, *con_off = adj + n + 1, *sup_idx = adj + 2 * (n + 1),
+	    *con_idx = sup_idx + e;
+	memset(adj, 0, 2 * (n + 1) * sizeof(*adj));
+	for (size_t k = 0; k < e; k++) {
+		sup_off[edges[k].consumer + 1]++;
+		con_off[edges[k].supplier + 1]++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		sup_off[i + 1] += sup_off[i];
+		con_off[i + 1] += con_off[i];
+	}
+	/* off[i] is list i's start: filled in order, each off[i] moves to
+	 * its end, which is list i + 1's start; shifted back up after */
+	for (size_t k = 0; k < e; k++) {
+		sup_idx[sup_off[edges[k].consumer]++] = edges[k].supplier;
+		con_idx[con_off[edges[k].supplier]++] = edges[k].consumer;
+	}
+	for (size_t i = n; i > 0; i--) {
+		sup_off[i] = sup_off[i - 1];
+		con_off[i] = con_off[i - 1];
+	}
+	sup_off[0] = con_off[0] = 0;
+	w->sup_off = sup_off;
+	w->sup_idx = sup_idx;
+	w->con_off = con_off;
+	w->con_idx = con_idx;
+}
+
 static void walk_graph(struct walk *w)
 {
 	/* children lists, last child first */
@@ -388,7 +439,21 @@ static void walk_graph(struct walk *w)
 			continue;
 		w->items[i].next_sibling = w->items[p].first_child;
 		w->items[p].first_child = (int)i;
-		w->items[p].pending++;
+		if (w->suspend)
+			w->items[p].pending++;
+		else if (w->n_edges)
+			w->items[i].pending++; /* its parent */
+	}
+	/* links: on suspend a supplier waits for each consumer, on resume a
+	 * consumer for each supplier */
+	for (size_t i = 0; w->n_edges && i < w->n; i++)
+		w->items[i].pending += w->suspend ? w->con_off[i + 1] - w->con_off[i]
+						  : w->sup_off[i + 1] - w->sup_off[i];
+	if (!w->suspend && w->n_edges) {
+		for (size_t i = w->n; i-- > 0;)
+			if (w->items[i].pending == 0)
+				w->ready[w->n_ready++] = (int)i;
+		return;
 	}
 	if (w->suspend) {
 		/* the leaves, those bound for the pool on top: their hooks
@@ -430,6 +495,99 @@ static int walk_buffers(struct dm_pm *pm, size_t n)
 	return 0;
 }
 
+/* A min-heap of item indices (the rollback's order with links). */
+static void heap_push(int *h, size_t *n, int v)
+{
+	size_t i = (*n)++;
+	while (i > 0 && h[(i - 1) / 2] > v) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = v;
+}
+
+static int heap_pop(int *h, size_t *n)
+{
+	int top = h[0], last = h[--*n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1] < h[c])
+			c++;
+		if (h[c] >= last)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = last;
+	return top;
+}
+
+/* After a failed suspend: resumes exactly what the walk suspended, parents
+ * before children and suppliers before consumers: the list order when
+ * there are no links, else the first such order by list position (each
+ * item waits for its parent and suppliers among those suspended). */
+static void roll_back(struct walk *w)
+{
+	size_t n = w->n;
+	if (!w->n_edges) {
+		for (size_t i = 0; i < n; i++)
+			if (w->items[i].done)
+				run_hook_now(w->pm, w->nodes[i].dev, NULL, false, w->flags);
+		return;
+	}
+	/* pending: the done parent and done suppliers not resumed yet; the
+	 * ready stack's buffer serves as the heap */
+	for (size_t i = 0; i < n; i++) {
+		if (!w->items[i].done)
+			continue;
+		int p = w->nodes[i].parent, pending = p >= 0 && w->items[p].done;
+		for (int k = w->sup_off[i]; k < w->sup_off[i + 1]; k++)
+			pending += w->items[w->sup_idx[k]].done;
+		w->items[i].pending = pending;
+	}
+	int *heap = w->ready;
+	size_t n_heap = 0;
+	for (size_t i = 0; i < n; i++)
+		if (w->items[i].done && w->items[i].pending == 0)
+			heap_push(heap, &n_heap, (int)i);
+	while (n_heap > 0) {
+		int i = heap_pop(heap, &n_heap);
+		run_hook_now(w->pm, w->nodes[i].dev, NULL, false, w->flags);
+		for (int c = w->items[i].first_child; c >= 0; c = w->items[c].next_sibling)
+			if (w->items[c].done && --w->items[c].pending == 0)
+				heap_push(heap, &n_heap, c);
+		for (int k = w->con_off[i]; k < w->con_off[i + 1]; k++) {
+			int c = w->con_idx[k];
+			if (w->items[c].done && --w->items[c].pending == 0)
+				heap_push(heap, &n_heap, c);
+		}
+	}
+}
+
+/* A subtree's walk with devices outside it linked to its own: on suspend
+ * every consumer outside must be suspended already, on resume every
+ * supplier outside on. Each one in the way is journalled ("consumer" or
+ * "supplier", EBUSY) and the walk refused: -EBUSY. */
+static int outside_check(struct dm_pm *pm, bool suspend)
+{
+	int r = 0;
+	for (size_t k = 0; k < pm->snap.n_outside; k++) {
+		const struct dm_pm_outside *o = &pm->snap.outside[k];
+		if (o->is_consumer != suspend || dm_device_is_dead(o->dev))
+			continue;
+		enum dm_power_state st = dm_device_get_power(o->dev);
+		if (suspend ? st == DM_POWER_SUSPENDED : st == DM_POWER_ON)
+			continue;
+		log_add(pm, suspend ? "consumer" : "supplier", o->dev, -EBUSY, 0);
+		r = -EBUSY;
+	}
+	return r;
+}
+
 static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsigned flags)
 {
 	/* the journal of this transition names the order's devices: it
@@ -439,8 +597,11 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 		return r;
 	size_t n = pm->snap.n;
 	pthread_mutex_lock(&pm->lock);
-	r = log_reserve_locked(pm, 2 * n); /* the walk, and a suspend's rollback */
+	/* the walk, a suspend's rollback, and the links in the way */
+	r = log_reserve_locked(pm, 2 * n + pm->snap.n_outside);
 	pthread_mutex_unlock(&pm->lock);
+	if (r == 0 && pm->snap.n_outside && outside_check(pm, suspend) < 0)
+		return -EBUSY;
 	struct walk w = { .pm = pm, .nodes = pm->snap.nodes, .n = n, .suspend = suspend,
 			  .which = suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, .flags = flags,
 			  .remaining = n, .items = pm->items, .ready = pm->ready,
@@ -449,16 +610,27 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 		return -ENOMEM;
 	w.items = pm->items;
 	w.ready = pm->ready;
+	w.n_edges = pm->snap.n_edges;
+	if (w.n_edges) {
+		size_t need = 2 * (n + 1) + 2 * w.n_edges;
+		if (need > pm->cap_adj) {
+			int *adj = realloc(pm->adj, need * sizeof(*adj));
+			if (!adj) {
+				dm_pool_end(pm->pool);
+				return -ENOMEM;
+			}
+			pm->adj = adj;
+			pm->cap_adj = need;
+		}
+		walk_links(&w, pm->snap.edges, pm->adj);
+	}
 	walk_graph(&w);
 	dispatch(&w);
 	dm_pool_end(pm->pool);
 
 	if (!suspend || w.error == 0)
 		return w.error ? -EIO : 0;
-	/* roll back, parents first: exactly what this walk suspended */
-	for (size_t i = 0; i < n; i++)
-		if (w.items[i].done)
-			run_hook_now(pm, w.nodes[i].dev, NULL, false, flags);
+	roll_back(&w);
 	return -EIO;
 }
 
@@ -661,6 +833,7 @@ void dm_pm_free(struct dm_pm *pm)
 	free(pm->log);
 	free(pm->items);
 	free(pm->ready);
+	free(pm->adj);
 	pthread_mutex_destroy(&pm->transition);
 	pthread_mutex_destroy(&pm->lock);
 	free(pm);
