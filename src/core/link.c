@@ -124,6 +124,11 @@ int dm_link_add(struct dm_device *supplier, struct dm_device *consumer, unsigned
 /* Unlinks and frees @l; write lock held. */
 static void link_free_locked(struct dm_model *m, struct dm_link *l)
 {
+	if (l->object) {
+		l->object->object_of = NULL;
+		atomic_store(&l->object->is_link_object, false);
+		dm_model_notify_changed_locked(m, l->object);
+	}
 	dm_list_remove(&l->s_node);
 	dm_list_remove(&l->c_node);
 	dm_list_remove(&l->m_node);
@@ -135,18 +140,24 @@ static void link_free_locked(struct dm_model *m, struct dm_link *l)
 	free(l);
 }
 
-void dm_link_remove(struct dm_link *l)
+int dm_link_remove(struct dm_device *supplier, struct dm_device *consumer)
 {
-	if (!l)
-		return;
-	struct dm_model *m = l->supplier->model;
+	struct dm_model *m = supplier->model;
 	dm_model_write_lock(m);
-	link_free_locked(m, l);
+	struct dm_link *l = dm_link_find_locked(supplier, consumer);
+	if (l)
+		link_free_locked(m, l);
 	dm_model_unlock(m);
+	return l ? 0 : -ENOENT;
 }
 
 void dm_device_drop_links_locked(struct dm_device *dev)
 {
+	if (dev->object_of) {
+		dev->object_of->object = NULL;
+		dev->object_of = NULL;
+		atomic_store(&dev->is_link_object, false);
+	}
 	while (!dm_list_empty(&dev->consumer_links))
 		link_free_locked(dev->model,
 				 dm_list_entry(dev->consumer_links.next, struct dm_link, s_node));
@@ -155,12 +166,51 @@ void dm_device_drop_links_locked(struct dm_device *dev)
 				 dm_list_entry(dev->supplier_links.next, struct dm_link, c_node));
 }
 
-void dm_link_set_dormant(struct dm_link *l, bool dormant)
+int dm_link_set_dormant(struct dm_device *supplier, struct dm_device *consumer, bool dormant)
 {
-	struct dm_model *m = l->supplier->model;
+	struct dm_model *m = supplier->model;
 	dm_model_write_lock(m);
-	l->dormant = dormant;
+	struct dm_link *l = dm_link_find_locked(supplier, consumer);
+	if (l && l->dormant != dormant) {
+		l->dormant = dormant;
+		dm_model_notify_changed_locked(m, supplier);
+		dm_model_notify_changed_locked(m, consumer);
+	}
 	dm_model_unlock(m);
+	return l ? 0 : -ENOENT;
+}
+
+int dm_link_set_object(struct dm_device *supplier, struct dm_device *consumer,
+		       struct dm_device *object)
+{
+	struct dm_model *m = supplier->model;
+	dm_model_write_lock(m);
+	struct dm_link *l = dm_link_find_locked(supplier, consumer);
+	int r = l && object->model == m && !dm_device_is_dead(object) ? 0 : -ENOENT;
+	if (r == 0 && l->object != object) {
+		if (l->object) {
+			l->object->object_of = NULL;
+			atomic_store(&l->object->is_link_object, false);
+		}
+		if (object->object_of)
+			object->object_of->object = NULL;
+		l->object = object;
+		object->object_of = l;
+		atomic_store(&object->is_link_object, true);
+		dm_model_notify_changed_locked(m, object);
+	}
+	dm_model_unlock(m);
+	return r;
+}
+
+struct dm_link *dm_device_get_link_locked(const struct dm_device *dev)
+{
+	return dev->object_of;
+}
+
+bool dm_device_is_link_object(const struct dm_device *dev)
+{
+	return atomic_load_explicit(&dev->is_link_object, memory_order_relaxed);
 }
 
 struct dm_device *dm_link_get_supplier(const struct dm_link *l)
@@ -218,6 +268,11 @@ int dm_model_for_each_link_locked(struct dm_model *m, int (*fn)(struct dm_link *
 			return r;
 	}
 	return 0;
+}
+
+size_t dm_model_count_links_locked(struct dm_model *m)
+{
+	return m->n_links;
 }
 
 size_t dm_model_count_links(struct dm_model *m)

@@ -125,6 +125,10 @@ struct dm_device {
 	struct dm_list consumer_links; /* struct dm_link's s_node */
 	struct dm_list supplier_links; /* struct dm_link's c_node */
 	uint32_t link_mark; /* dm_link_add()'s cycle search, under the write lock */
+	/* a link's own device (the kernel's devlink class device): the link
+	 * it stands for, under the lock; the flag read without it */
+	struct dm_link *object_of;
+	atomic_bool is_link_object;
 
 	/* Static values, packed: one array of entries sorted by name, one
 	 * buffer of their bytes (two allocations whatever their number). */
@@ -145,6 +149,7 @@ struct dm_link {
 	struct dm_device *supplier, *consumer;
 	unsigned flags; /* DM_LINK_* */
 	bool dormant; /* the kernel's status "dormant": orders nothing */
+	struct dm_device *object; /* its devlink device, or NULL (no reference) */
 	struct dm_list s_node; /* on supplier->consumer_links */
 	struct dm_list c_node; /* on consumer->supplier_links */
 	struct dm_list m_node; /* on model->links */

@@ -235,13 +235,24 @@ enum {
  * with itself, of another model or removed; -ENOMEM. */
 int dm_link_add(struct dm_device *supplier, struct dm_device *consumer, unsigned flags,
 		struct dm_link **ret);
-/* Removes and frees the link (write lock taken). */
-void dm_link_remove(struct dm_link *l);
+/* Removes and frees the link from @supplier to @consumer (write lock
+ * taken): 0 or -ENOENT. */
+int dm_link_remove(struct dm_device *supplier, struct dm_device *consumer);
 /* The link from @supplier to @consumer, or NULL; lock held. */
 struct dm_link *dm_link_find_locked(struct dm_device *supplier, struct dm_device *consumer);
-/* Marks the link dormant (the kernel's status, its supplier's driver not
- * bound yet) or not; write lock taken. */
-void dm_link_set_dormant(struct dm_link *l, bool dormant);
+/* Marks the link from @supplier to @consumer dormant (the kernel's status:
+ * its supplier's driver not bound yet) or not (write lock taken): 0 or
+ * -ENOENT. */
+int dm_link_set_dormant(struct dm_device *supplier, struct dm_device *consumer, bool dormant);
+/* Names @object (the kernel's devlink class device) as the device the link
+ * from @supplier to @consumer is shown as (write lock taken): walks skip
+ * it, the view gives it supplier and consumer links. 0 or -ENOENT. */
+int dm_link_set_object(struct dm_device *supplier, struct dm_device *consumer,
+		       struct dm_device *object);
+/* The link @dev stands for (dm_link_set_object()), or NULL; lock held. */
+struct dm_link *dm_device_get_link_locked(const struct dm_device *dev);
+/* Whether @dev stands for a link: no lock needed. */
+bool dm_device_is_link_object(const struct dm_device *dev);
 struct dm_device *dm_link_get_supplier(const struct dm_link *l);
 struct dm_device *dm_link_get_consumer(const struct dm_link *l);
 unsigned dm_link_get_flags(const struct dm_link *l);
@@ -256,6 +267,7 @@ int dm_device_for_each_link_locked(struct dm_device *dev, bool consumers,
 int dm_model_for_each_link_locked(struct dm_model *m, int (*fn)(struct dm_link *l, void *data),
 				  void *data);
 size_t dm_model_count_links(struct dm_model *m);
+size_t dm_model_count_links_locked(struct dm_model *m);
 
 /* ---- buses ---- */
 /* Finds or creates the bus @name with @type (NULL: a generic bus). */

@@ -31,7 +31,7 @@ static const char *const step_names[] = {
 
 /* ---- the reports, one per device that had a request ---- */
 
-#define REPORT_MAX 2048
+#define REPORT_MAX 8192
 
 struct report {
 	char *devpath; /* the key */
@@ -259,6 +259,40 @@ static bool is_protected(const char *name)
 	return found;
 }
 
+struct link_veto {
+	struct txn *t;
+	int n;
+};
+
+static int consumer_veto(struct dm_link *l, void *data)
+{
+	struct link_veto *v = data;
+	/* managed links: the driver core unbinds their consumers first */
+	if (dm_link_get_flags(l) & (DM_LINK_STATELESS | DM_LINK_SYNC_STATE_ONLY))
+		return 0;
+	struct dm_device *c = dm_link_get_consumer(l);
+	const char *drv = dm_device_get_kernel_driver(c);
+	if (!drv || dm_device_is_dead(c))
+		return 0;
+	struct dm_bus *bus = dm_device_get_bus_locked(c);
+	say(v->t, "in use: %s:%s (bound to %s) depends on it through a device link; the kernel "
+		  "would unbind it first\n",
+	    bus ? dm_bus_get_name(bus) : "device", dm_device_get_sysname(c), drv);
+	v->n++;
+	return 0;
+}
+
+/* The consumers bound to a driver over the device's managed links. */
+static int link_vetoes(struct txn *t)
+{
+	struct link_veto v = { .t = t };
+	struct dm_model *m = dm_device_get_model(t->dev);
+	dm_model_read_lock(m);
+	dm_device_for_each_link_locked(t->dev, true, consumer_veto, &v);
+	dm_model_unlock(m);
+	return v.n;
+}
+
 /* What stands against unbinding: each reason a line of the report; 0 or
  * -EBUSY. */
 static int vetoes(struct txn *t)
@@ -274,6 +308,7 @@ static int vetoes(struct txn *t)
 		    t->old_driver);
 		n++;
 	}
+	n += link_vetoes(t);
 	int r = dm_inuse_check(t->dev, reasons, sizeof(reasons));
 	if (r < 0) {
 		say(t, "in use: cannot tell (%s)\n", strerror(-r));

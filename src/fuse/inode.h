@@ -46,6 +46,8 @@ enum fs_kind {
 	FS_CLASS_DEVICES, /* class/<class>/devices/ */
 	FS_IFACE, /* class/<class>/<interface>/ */
 	FS_LINK_TO_DEV, /* a link to a device directory, from a bus, driver or class */
+	FS_DEV_SUPPLIERS, /* a device's suppliers/: a link per device link */
+	FS_DEV_CONSUMERS, /* a device's consumers/ */
 };
 
 /* The longest group path a node may have ("pm", "queue/iosched": the
@@ -62,7 +64,8 @@ static inline bool fs_kind_is_dir(enum fs_kind kind)
 /* What a node refers to; which fields are used depends on the kind. */
 struct fs_target {
 	enum fs_kind kind;
-	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_LINK_FROM_DEV, FS_LINK_TO_DEV */
+	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_LINK_FROM_DEV, FS_LINK_TO_DEV,
+				* FS_DEV_SUPPLIERS, FS_DEV_CONSUMERS */
 	union {
 		struct dm_driver *drv; /* FS_DRIVER, FS_DRV_ATTR */
 		struct dm_bus *bus; /* FS_BUS* */

@@ -144,6 +144,51 @@ static int emit_iface(struct dm_interface *i, void *data)
 	return w->emit(w->ctx, dm_interface_get_name(i), &t, S_IFDIR);
 }
 
+/* An end of a device link, in a device's suppliers/ or consumers/, named
+ * as the kernel names its supplier:/consumer: links: "<bus>:<name>" (the
+ * class's name for a device of no bus). */
+static int link_name(struct dm_device *dev, char *buf, size_t size)
+{
+	struct dm_bus *bus = dm_device_get_bus_locked(dev);
+	struct dm_class *c = dm_device_get_class_locked(dev);
+	const char *sub = bus ? dm_bus_get_name(bus) : c ? dm_class_get_name(c) : "none";
+	int n = snprintf(buf, size, "%s:%s", sub, dm_device_get_sysname(dev));
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static int emit_link_end(struct dm_link *l, void *data)
+{
+	struct walk *w = data;
+	bool consumers = w->dir->t.kind == FS_DEV_CONSUMERS;
+	struct dm_device *end = consumers ? dm_link_get_consumer(l) : dm_link_get_supplier(l);
+	char name[256];
+	if (dm_device_is_dead(end) || link_name(end, name, sizeof(name)) < 0)
+		return 0;
+	struct fs_target t = { .kind = FS_LINK_TO_DEV, .dev = end };
+	return w->emit(w->ctx, name, &t, S_IFLNK);
+}
+
+static int first_link(struct dm_link *l, void *data)
+{
+	(void)l, (void)data;
+	return 1;
+}
+
+/* suppliers/ and consumers/, each where the device has such links */
+static int emit_link_dirs(struct walk *w, struct dm_device *dev)
+{
+	int r = 0;
+	if (dm_device_for_each_link_locked(dev, false, first_link, NULL)) {
+		struct fs_target t = { .kind = FS_DEV_SUPPLIERS, .dev = dev };
+		r = w->emit(w->ctx, "suppliers", &t, S_IFDIR);
+	}
+	if (!r && dm_device_for_each_link_locked(dev, true, first_link, NULL)) {
+		struct fs_target t = { .kind = FS_DEV_CONSUMERS, .dev = dev };
+		r = w->emit(w->ctx, "consumers", &t, S_IFDIR);
+	}
+	return r;
+}
+
 static int walk_device_dir(struct walk *w)
 {
 	struct dm_device *dev = w->dir->t.dev;
@@ -159,6 +204,18 @@ static int walk_device_dir(struct walk *w)
 	if (!r && dm_device_get_driver_locked(dev)) {
 		struct fs_target t = { .kind = FS_LINK_FROM_DEV, .dev = dev };
 		r = w->emit(w->ctx, "driver", &t, S_IFLNK);
+	}
+	if (!r)
+		r = emit_link_dirs(w, dev);
+	/* a link's own device: its two ends */
+	struct dm_link *l = dm_device_get_link_locked(dev);
+	if (!r && l && !dm_device_is_dead(dm_link_get_supplier(l))) {
+		struct fs_target t = { .kind = FS_LINK_TO_DEV, .dev = dm_link_get_supplier(l) };
+		r = w->emit(w->ctx, "supplier", &t, S_IFLNK);
+	}
+	if (!r && l && !dm_device_is_dead(dm_link_get_consumer(l))) {
+		struct fs_target t = { .kind = FS_LINK_TO_DEV, .dev = dm_link_get_consumer(l) };
+		r = w->emit(w->ctx, "consumer", &t, S_IFLNK);
 	}
 	return r;
 }
@@ -185,6 +242,11 @@ int fs_view_walk_locked(struct dm_model *m, const struct fs_ref *dir, fs_emit_fn
 		return r > 0 ? 0 : r;
 	case FS_DEV:
 		r = walk_device_dir(&w);
+		break;
+	case FS_DEV_SUPPLIERS:
+	case FS_DEV_CONSUMERS:
+		r = dm_device_for_each_link_locked(d->dev, d->kind == FS_DEV_CONSUMERS,
+						   emit_link_end, &w);
 		break;
 	case FS_GROUP:
 		r = dm_device_for_each_dir_locked(d->dev, d->group, emit_subgroup, &w);

@@ -92,6 +92,10 @@ static void apply_remove(struct dm_monitor *mon, const char *devpath, uint64_t s
 		dm_helper_queue_device(mon->helper, dev, "remove", seqnum);
 	dm_device_del(dev);
 	dm_device_unref(dev);
+	/* a devlink device's removal takes its link (a device's own went
+	 * with it) */
+	if (strncmp(devpath, "/devices/virtual/devlink/", 25) == 0)
+		(void)dm_scan_sync_links(mon->model);
 }
 
 /* bind/unbind: the kernel driver changed. */

@@ -312,10 +312,12 @@ static void complete(struct walk *w, int i, int r)
 
 static bool item_skip(const struct walk *w, int i)
 {
-	/* nothing to do: already in the target state, or removed meanwhile */
+	/* nothing to do: already in the target state, removed meanwhile, or
+	 * a device link's own device (a link is not suspended) */
 	struct dm_device *dev = w->nodes[i].dev;
 	enum dm_power_state st = dm_device_get_power(dev);
-	return dm_device_is_dead(dev) || (w->suspend ? st == DM_POWER_SUSPENDED : st == DM_POWER_ON);
+	return dm_device_is_dead(dev) || (w->suspend ? st == DM_POWER_SUSPENDED : st == DM_POWER_ON) ||
+	       dm_device_is_link_object(dev);
 }
 
 /* Whether item @i's hook is quick enough to run on the dispatcher, from

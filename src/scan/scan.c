@@ -477,6 +477,8 @@ int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
 	records_apply(m, &s, &rep);
 	dm_scan_done(&s);
 	free(selves);
+	if (dm_scan_sync_links(m) < 0)
+		log_warn("hotplug: device links: out of memory; some are missing");
 	return 0;
 }
 
@@ -600,6 +602,8 @@ int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sou
 	dm_scan_done(&s);
 	if (r == 0)
 		add_sysfs_drivers(m);
+	if (r == 0 && dm_scan_sync_links(m) < 0)
+		log_warn("device links: out of memory; some are missing");
 	return r;
 }
 
@@ -608,7 +612,7 @@ int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources
 	struct dm_scan_report rep = { 0 };
 	int r = dm_scan_reconcile(m, sources, &rep);
 	if (r == 0)
-		log_info("enumerated %zu devices%s", rep.added,
-			 rep.failed ? " (some skipped)" : "");
+		log_info("enumerated %zu devices%s, %zu device links", rep.added,
+			 rep.failed ? " (some skipped)" : "", dm_model_count_links(m));
 	return r;
 }

@@ -98,6 +98,13 @@ int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sou
 /* dm_scan_reconcile() at start, logging what was found. */
 int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources);
 
+/* The model's device links made to match the devlink class devices it
+ * has (their supplier and consumer links, status, sync_state_only,
+ * runtime_pm, read from sysfs): missing ones added (one that would make a
+ * cycle is refused and logged), those without a devlink device removed.
+ * After every scan and hotplug run. Call without the model lock. */
+int dm_scan_sync_links(struct dm_model *m);
+
 /* A kernel driver's uevent (@devpath "/bus/<bus>/drivers/<name>", a module
  * loaded or unloaded): its proxy is registered (@add) or unregistered, as
  * sysfs then shows it, on a bus of the model. 0; -EINVAL for another

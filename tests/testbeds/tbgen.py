@@ -1408,3 +1408,24 @@ def virtual_device(tb, cls, name, major=None, minor=None, devname=None, extra=No
     for k, v in (extra or {}).items():
         d.a(k, v)
     return d
+
+
+def devlink(tb, supplier, consumer, sbus, cbus, status="active", sync_state_only=False,
+            runtime_pm=False, auto_remove_on="consumer"):
+    """A device link (Documentation/ABI/testing/sysfs-class-devlink): the
+    devlink class device /devices/virtual/devlink/<sbus>:<s>--<cbus>:<c>
+    with its supplier and consumer links and attributes, and the
+    supplier:/consumer: links in both devices' directories.  A stateless
+    link's status is "not tracked" and it is never removed on its own."""
+    s, c = supplier.name, consumer.name
+    name = "%s:%s--%s:%s" % (sbus, s, cbus, c)
+    d = tb.dev("/devices/virtual/devlink/" + name, "devlink")
+    d.link("supplier", supplier.path)
+    d.link("consumer", consumer.path)
+    d.a("auto_remove_on", auto_remove_on + "\n")
+    d.a("runtime_pm", "%d\n" % runtime_pm)
+    d.a("status", status + "\n")
+    d.a("sync_state_only", "%d\n" % sync_state_only)
+    supplier.link("consumer:%s:%s" % (cbus, c), d.path)
+    consumer.link("supplier:%s:%s" % (sbus, s), d.path)
+    return d

@@ -328,14 +328,14 @@ static void test_a_subtree_with_links_leaving_it(void **state)
 	assert_int_equal(dm_pm_resume(f.pm, f.t.dev[s], 0), 0);
 	assert_int_equal(dm_pm_resume(f.pm, f.t.dev[c], 0), 0);
 	/* a dormant link orders nothing */
-	struct dm_link *l;
-	dm_model_read_lock(f.m);
-	l = dm_link_find_locked(f.t.dev[s], f.t.dev[c]);
-	dm_model_unlock(f.m);
-	assert_non_null(l);
-	dm_link_set_dormant(l, true);
+	assert_int_equal(dm_link_set_dormant(f.t.dev[s], f.t.dev[c], true), 0);
 	assert_int_equal(dm_pm_suspend(f.pm, f.t.dev[s], 0), 0);
 	assert_int_equal(dm_pm_resume(f.pm, f.t.dev[s], 0), 0);
+	/* removed: nothing links them */
+	assert_int_equal(dm_link_remove(f.t.dev[s], f.t.dev[c]), 0);
+	assert_int_equal(dm_link_remove(f.t.dev[s], f.t.dev[c]), -ENOENT);
+	assert_int_equal(dm_link_set_dormant(f.t.dev[s], f.t.dev[c], false), -ENOENT);
+	assert_int_equal(dm_model_count_links(f.m), 0);
 	fixture_teardown(&f);
 }
 

@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Device links (issue 18, docs/design.md §3.5) on the ARM board testbed
+(tests/testbeds/arm-board.umockdev: an RK3399 board whose platform devices
+depend on clock, pinctrl, regulator, power-domain, iommu and PMIC
+suppliers, often in other subtrees): every devlink the testbed has shows
+as suppliers/ and consumers/ links and as its own device's supplier and
+consumer links; a whole-system suspend takes every consumer before its
+suppliers (the journal, checked against every link that orders), a
+devlink device is never suspended; a supplier's subtree does not sleep
+while a consumer outside it is awake; unbinding a supplier its bound
+consumers depend on is refused; a devlink removed and added by hotplug
+follows."""
+import errno
+import os
+import re
+
+from harness import Daemon
+
+HERE = os.path.dirname(__file__)
+TESTBED = os.path.join(HERE, "..", "testbeds", "arm-board.umockdev")
+
+
+def records():
+    """The testbed's records: {devpath: {"A": {...}, "L": {...}}}."""
+    out = {}
+    with open(TESTBED) as f:
+        for block in f.read().split("\n\n"):
+            lines = block.strip().splitlines()
+            if not lines:
+                continue
+            rec = {"A": {}, "L": {}, "E": {}}
+            for line in lines[1:]:
+                kind, _, rest = line.partition(": ")
+                if kind in rec:
+                    k, _, v = rest.partition("=")
+                    rec[kind][k] = v
+            out[lines[0][3:]] = rec
+    return out
+
+
+RECORDS = records()
+DEVLINKS = {p: r for p, r in RECORDS.items() if p.startswith("/devices/virtual/devlink/")}
+
+
+def ends(path):
+    """The devpaths a devlink record's supplier and consumer name."""
+    rec = DEVLINKS[path]
+    return tuple(os.path.normpath(os.path.join(path, rec["L"][k])) for k in ("supplier", "consumer"))
+
+
+def orders(path):
+    a = DEVLINKS[path]["A"]
+    return a["sync_state_only"] == "0\\n" and a["status"] != "dormant\\n"
+
+
+def place(d, devpath):
+    """The device's directory in the mount, found by its devpath file."""
+    for top, dirs, files in os.walk(d.path("root")):
+        if "devpath" in files:
+            with open(os.path.join(top, "devpath")) as f:
+                if f.read().strip() == devpath:
+                    return top
+    raise AssertionError(f"{devpath} not in the mount")
+
+
+def link_name(devpath):
+    sub = RECORDS[devpath]["E"]["SUBSYSTEM"]
+    return f"{sub}:{os.path.basename(devpath)}"
+
+
+def journal(d):
+    with open(d.path("root", "power_log")) as f:
+        return [line.split() for line in f.read().splitlines()]
+
+
+def test_every_link_is_shown_and_orders_the_suspend(tmp_path):
+    assert len(DEVLINKS) > 60
+    d = Daemon(TESTBED)
+    try:
+        assert f"{len(DEVLINKS)} device links" in d.output()
+        places = {}
+        for path in DEVLINKS:
+            for end in ends(path):
+                if end not in places:
+                    places[end] = place(d, end)
+        for path in DEVLINKS:
+            s, c = ends(path)
+            sup = os.path.join(places[c], "suppliers", link_name(s))
+            con = os.path.join(places[s], "consumers", link_name(c))
+            assert os.path.realpath(sup) == places[s], path
+            assert os.path.realpath(con) == places[c], path
+            obj = d.path("root", "virtual", os.path.basename(path))
+            assert os.path.realpath(os.path.join(obj, "supplier")) == places[s]
+            assert os.path.realpath(os.path.join(obj, "consumer")) == places[c]
+            with open(os.path.join(obj, "status")) as f:
+                assert f.read() == DEVLINKS[path]["A"]["status"].replace("\\n", "\n")
+        # a device with no links has neither directory
+        leds = d.path("root", "platform", "gpio-keys")
+        assert os.path.isdir(os.path.join(leds, "suppliers"))
+        assert not os.path.exists(os.path.join(leds, "consumers"))
+        spi = d.path("root", "platform", "ff1d0000.spi")
+        assert not os.path.exists(os.path.join(spi, "consumers"))
+
+        # the whole system, dry and for real: the same order, every link kept
+        for how in ("suspend-dry-run", "suspend"):
+            with open(d.path("root", "power"), "w") as f:
+                f.write(how)
+            entries = journal(d)
+            pos = {e[2]: int(e[0]) for e in entries if e[1] == "suspend"}
+            assert not any(p.startswith("virtual/platform:") or p.startswith("virtual/i2c:")
+                           for p in pos), "a devlink device was suspended"
+            rel = {p: os.path.relpath(places[p], d.path("root")) for p in places}
+            checked = 0
+            for path in DEVLINKS:
+                if not orders(path):
+                    continue
+                s, c = ends(path)
+                assert pos[rel[c]] < pos[rel[s]], (how, path)
+                checked += 1
+            assert checked == len([p for p in DEVLINKS if orders(p)])
+        # resume: suppliers first
+        with open(d.path("root", "power"), "w") as f:
+            f.write("resume")
+        pos = {e[2]: int(e[0]) for e in journal(d) if e[1] == "resume"}
+        for path in DEVLINKS:
+            if orders(path):
+                s, c = ends(path)
+                assert pos[rel[s]] < pos[rel[c]], ("resume", path)
+    finally:
+        d.stop()
+
+
+def test_a_supplier_waits_for_its_consumers_and_is_kept_bound(tmp_path):
+    d = Daemon(TESTBED)
+    try:
+        vcc = d.path("root", "platform", "vcc-sd")
+        # fe320000.mmc, in another subtree, is awake: refused, the journal
+        # names it
+        fd = os.open(os.path.join(vcc, "power"), os.O_WRONLY)
+        try:
+            os.write(fd, b"suspend")
+            raise AssertionError("the supplier's suspend was not refused")
+        except OSError as e:
+            assert e.errno == errno.EBUSY
+        finally:
+            os.close(fd)
+        assert ["1", "consumer", "platform/fe320000.mmc", "EBUSY", "0"] in journal(d)
+        with open(os.path.join(vcc, "power")) as f:
+            assert f.read() == "on\n"
+        # the consumer first, then the supplier
+        with open(d.path("root", "platform", "fe320000.mmc", "power"), "w") as f:
+            f.write("suspend")
+        with open(os.path.join(vcc, "power"), "w") as f:
+            f.write("suspend")
+        with open(os.path.join(vcc, "power")) as f:
+            assert f.read() == "suspended\n"
+
+        # unbinding the clock controller: every bound consumer over a
+        # managed link is a reason (a dry run: nothing written)
+        cru = d.path("root", "platform", "ff760000.clock-controller")
+        fd = os.open(os.path.join(cru, "binding"), os.O_WRONLY)
+        try:
+            os.write(fd, b"none dry-run")
+            raise AssertionError("not refused")
+        except OSError as e:
+            assert e.errno == errno.EBUSY
+        finally:
+            os.close(fd)
+        with open(os.path.join(cru, "binding")) as f:
+            report = f.read()
+        assert "in use: platform:fe300000.ethernet (bound to rk_gmac-dwmac) depends on it " \
+               "through a device link" in report, report
+        n = len(re.findall(r"depends on it through a device link", report))
+        assert n == len([p for p in DEVLINKS if os.path.basename(p).startswith(
+            "platform:ff760000.clock-controller--")])
+    finally:
+        d.stop()
+
+
+def test_a_devlink_removed_and_added_follows(tmp_path):
+    d = Daemon(TESTBED)
+    try:
+        path = "/devices/virtual/devlink/platform:vcc-sd--platform:fe320000.mmc"
+        sup = d.path("root", "platform", "fe320000.mmc", "suppliers", "platform:vcc-sd")
+        assert os.path.islink(sup)
+        block = next(b for b in open(TESTBED).read().split("\n\n") if b.startswith("P: " + path))
+        d.testbed.uevent("/sys" + path, "remove")
+        d.wait_status(lambda line: line.startswith(f"STATUS=hotplug remove {path} "))
+        assert not os.path.lexists(sup)
+        assert "platform:vcc-sd" not in os.listdir(
+            d.path("root", "platform", "fe320000.mmc", "suppliers"))
+        d.testbed.uevent("/sys" + path, "add")
+        d.wait_status(lambda line: line.startswith(f"STATUS=hotplug add {path} "))
+        assert os.path.islink(sup)
+        assert block
+    finally:
+        d.stop()
