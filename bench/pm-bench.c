@@ -15,9 +15,11 @@
  * cores beats max(critical path with real sleeps, the sleeps alone,
  * work / C), the lower bound printed.
  *
- *   pm-bench [N] [ROUNDS] [noop|slow]
+ *   pm-bench [N] [ROUNDS] [noop|slow|links]
  *
- * The third argument runs one half only (for profiling with perf).
+ * The third argument runs one half only (for profiling with perf); links
+ * runs the no-op walks again with N device links added (random pairs in
+ * global-list order, a DAG across subtrees), before and after.
  */
 #include "core/model.h"
 #include "pm/pm.h"
@@ -131,6 +133,21 @@ static int build(struct tree *t, size_t n, double slow_fraction)
 	free(devs);
 	dm_driver_unref(fast_drv);
 	dm_driver_unref(slow_drv);
+	return 0;
+}
+
+struct collect_ctx {
+	struct dm_device **v;
+	size_t *k;
+};
+
+/* The devices in global-list order (breadth-first numbering keeps each
+ * parent before its children there too). */
+static int collect_dev(struct dm_device *dev, void *data)
+{
+	struct collect_ctx *c = data;
+	if (dev != dm_model_get_root(dm_device_get_model(dev)))
+		c->v[(*c->k)++] = dev;
 	return 0;
 }
 
@@ -253,21 +270,28 @@ static double slow_hook_time(void)
 	return (now() - t0) / 20;
 }
 
+/* The best serial and parallel times of one transition over @rounds,
+ * after a warm-up (the engine learns the hooks are quick), interleaved so
+ * that a noisy moment hits both alike. */
+static void best_pair(struct tree *t, int rounds, double *serial, double *parallel)
+{
+	timed(t, 0, 1);
+	*serial = *parallel = 1e9;
+	for (int r = 0; r < rounds; r++) {
+		double s = timed(t, DM_PM_SERIAL, 1), p = timed(t, 0, 1);
+		*serial = s < *serial ? s : *serial;
+		*parallel = p < *parallel ? p : *parallel;
+	}
+}
+
 /* Returns the serial time of one transition. */
 static double run_noop(size_t n, int rounds)
 {
 	struct tree t;
 	if (build(&t, n, 0) < 0)
 		exit(1);
-	/* warm up: the engine learns the hooks are quick */
-	timed(&t, 0, 1);
-	/* interleaved, so that a noisy moment hits both alike */
-	double serial = 1e9, parallel = 1e9;
-	for (int r = 0; r < rounds; r++) {
-		double s = timed(&t, DM_PM_SERIAL, 1), p = timed(&t, 0, 1);
-		serial = s < serial ? s : serial;
-		parallel = p < parallel ? p : parallel;
-	}
+	double serial, parallel;
+	best_pair(&t, rounds, &serial, &parallel);
 	printf("no-op hooks, %zu devices (best of %d, one transition):\n", n, rounds);
 	printf("  serial    %8.2f ms  %6.0f ns/device\n", serial * 1e3, serial / n * 1e9);
 	printf("  parallel  %8.2f ms  %6.0f ns/device\n", parallel * 1e3, parallel / n * 1e9);
@@ -321,12 +345,64 @@ static void run_slow(size_t n, int rounds, double noop_serial)
 	destroy(&t);
 }
 
+/* @n device links on a tree of @n devices, no-op hooks: what the links
+ * cost the walks. Each link goes from a device to one of higher index (the
+ * tree is numbered breadth first, so never to an ancestor): a DAG whose
+ * edges cross subtrees, as fw_devlink's do. */
+static void run_links(size_t n, int rounds)
+{
+	struct tree t;
+	if (build(&t, n, 0) < 0)
+		exit(1);
+	double serial0, parallel0;
+	best_pair(&t, rounds, &serial0, &parallel0);
+	struct dm_device **devs = malloc(n * sizeof(*devs));
+	size_t k = 0;
+	dm_model_read_lock(t.m);
+	struct collect_ctx c = { devs, &k };
+	dm_model_for_each_device_locked(t.m, collect_dev, &c);
+	dm_model_unlock(t.m);
+	unsigned s = 777;
+	size_t made = 0, refused = 0;
+	double t0 = now();
+	while (made < n && k > 1) {
+		size_t a = rnd(&s) % k, b = rnd(&s) % k;
+		if (a == b)
+			continue;
+		if (a > b) {
+			size_t x = a;
+			a = b;
+			b = x;
+		}
+		int r = dm_link_add(devs[a], devs[b], 0, NULL);
+		made += r == 0;
+		refused += r == -ELOOP;
+	}
+	double build_s = now() - t0;
+	free(devs);
+	double serial, parallel;
+	best_pair(&t, rounds, &serial, &parallel);
+	printf("device links: %zu devices, %zu links (made in %.0f ms, %zu refused as cycles), "
+	       "no-op hooks (best of %d, one transition):\n", n, made, build_s * 1e3, refused, rounds);
+	printf("  without links: serial %8.2f ms  %6.0f ns/device   parallel %8.2f ms\n",
+	       serial0 * 1e3, serial0 / n * 1e9, parallel0 * 1e3);
+	printf("  with links:    serial %8.2f ms  %6.0f ns/device   parallel %8.2f ms  %6.0f ns/device\n",
+	       serial * 1e3, serial / n * 1e9, parallel * 1e3, parallel / n * 1e9);
+	printf("  parallel/serial = %.2f   (target <= 1.10; serial target <= 100 ns/device)\n",
+	       parallel / serial);
+	destroy(&t);
+}
+
 int main(int argc, char **argv)
 {
 	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
 	int rounds = argc > 2 ? atoi(argv[2]) : 5;
 	const char *only = argc > 3 ? argv[3] : "";
 
+	if (strcmp(only, "links") == 0) {
+		run_links(n, rounds);
+		return 0;
+	}
 	double noop_serial = 0;
 	if (strcmp(only, "slow") != 0)
 		noop_serial = run_noop(n, rounds);

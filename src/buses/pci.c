@@ -125,7 +125,7 @@ static int pci_scan(struct dm_scan *s)
 {
 	/* a machine without PCI (an ARM board): nothing for libpci, and no
 	 * error (it would log one) */
-	if (access("/sys/bus/pci/devices", F_OK) < 0 && errno == ENOENT) {
+	if (access("/sys/bus/pci", F_OK) < 0 && errno == ENOENT) {
 		log_debug("pci: no /sys/bus/pci: a machine without PCI");
 		return 0;
 	}

@@ -113,6 +113,7 @@ int dm_link_add(struct dm_device *supplier, struct dm_device *consumer, unsigned
 	dm_list_append(&consumer->supplier_links, &l->c_node);
 	dm_list_append(&m->links, &l->m_node);
 	m->n_links++;
+	m->link_edges_valid = false;
 	dm_model_notify_changed_locked(m, supplier);
 	dm_model_notify_changed_locked(m, consumer);
 	dm_model_unlock(m);
@@ -133,6 +134,7 @@ static void link_free_locked(struct dm_model *m, struct dm_link *l)
 	dm_list_remove(&l->c_node);
 	dm_list_remove(&l->m_node);
 	m->n_links--;
+	m->link_edges_valid = false;
 	if (!dm_device_is_dead(l->supplier))
 		dm_model_notify_changed_locked(m, l->supplier);
 	if (!dm_device_is_dead(l->consumer))
@@ -173,6 +175,7 @@ int dm_link_set_dormant(struct dm_device *supplier, struct dm_device *consumer, 
 	struct dm_link *l = dm_link_find_locked(supplier, consumer);
 	if (l && l->dormant != dormant) {
 		l->dormant = dormant;
+		m->link_edges_valid = false;
 		dm_model_notify_changed_locked(m, supplier);
 		dm_model_notify_changed_locked(m, consumer);
 	}

@@ -47,6 +47,14 @@ struct dm_model {
 	uint64_t add_seq; /* counts dm_device_add() */
 	struct dm_list links; /* every device link (struct dm_link's m_node) */
 	size_t n_links;
+	/* The ordering links as pairs of indices into @order (supplier,
+	 * consumer), rebuilt with it or after a link changed, under
+	 * order_lock: a PM order takes its edges from this array, in
+	 * sequence, not from the links' list. */
+	struct dm_pm_edge *link_edges;
+	size_t n_link_edges, cap_link_edges;
+	bool link_edges_valid; /* cleared under the write lock */
+	uint64_t link_edges_gen; /* counts the rebuilds of link_edges */
 	uint32_t link_mark; /* the generation of dm_link_add()'s cycle search */
 	_Atomic uint64_t pin_seq; /* add_seq when the last PM order was taken */
 	const struct dm_model_listener *listener;
@@ -86,6 +94,7 @@ struct dm_device {
 	_Atomic uint8_t state; /* enum dm_device_state */
 	_Atomic uint8_t power; /* enum dm_power_state */
 	atomic_bool has_power_error; /* power_error != NULL */
+	atomic_bool is_link_object; /* stands for a device link (link.c): walks skip it */
 	atomic_uint changes; /* counts changes of its files (dm_device_get_changes()) */
 	struct dm_driver *driver; /* holds a reference */
 	pthread_mutex_t mutex; /* serialises driver hooks */
@@ -128,7 +137,6 @@ struct dm_device {
 	/* a link's own device (the kernel's devlink class device): the link
 	 * it stands for, under the lock; the flag read without it */
 	struct dm_link *object_of;
-	atomic_bool is_link_object;
 
 	/* Static values, packed: one array of entries sorted by name, one
 	 * buffer of their bytes (two allocations whatever their number). */

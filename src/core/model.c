@@ -65,6 +65,7 @@ out_free:
 	free(m->order);
 	free(m->order_parent);
 	free(m->order_driver);
+	free(m->link_edges);
 	free(m);
 	return r;
 }
@@ -111,6 +112,7 @@ void dm_model_free(struct dm_model *m)
 	free(m->order);
 	free(m->order_parent);
 	free(m->order_driver);
+	free(m->link_edges);
 	free(m);
 }
 
@@ -397,26 +399,69 @@ void dm_model_order_bound_locked(struct dm_device *dev)
 		m->order_driver[dev->order_index] = dev->driver;
 }
 
+/* The ordering links as index pairs into the order (model->link_edges);
+ * order_lock held, the order valid. */
+static int link_edges_rebuild(struct dm_model *m)
+{
+	m->n_link_edges = 0;
+	if (m->n_links > m->cap_link_edges) {
+		struct dm_pm_edge *v = realloc(m->link_edges, m->n_links * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		m->link_edges = v;
+		m->cap_link_edges = m->n_links;
+	}
+	struct dm_list *p;
+	dm_list_for_each(p, &m->links) {
+		struct dm_link *l = dm_list_entry(p, struct dm_link, m_node);
+		/* a device being removed is not in the order */
+		if (dm_link_orders(l) && !dm_device_is_dead(l->supplier) &&
+		    !dm_device_is_dead(l->consumer))
+			m->link_edges[m->n_link_edges++] = (struct dm_pm_edge){
+				(int)l->supplier->order_index, (int)l->consumer->order_index
+			};
+	}
+	m->link_edges_valid = true;
+	m->link_edges_gen++;
+	return 0;
+}
+
 int dm_model_order_locked(struct dm_model *m)
 {
 	pthread_mutex_lock(&m->order_lock);
-	int r = m->order_valid ? 0 : order_rebuild(m);
+	bool rebuilt = !m->order_valid;
+	int r = rebuilt ? order_rebuild(m) : 0;
+	if (r == 0 && (rebuilt || !m->link_edges_valid))
+		r = link_edges_rebuild(m);
 	pthread_mutex_unlock(&m->order_lock);
 	return r;
 }
 
 /* The order's link edges: both ends in [start, start + n) of the global
- * array, or one outside; read lock held, the array valid. */
+ * array, or one outside; read lock held, the array and its edges valid. */
 static int order_links_locked(struct dm_model *m, size_t start, size_t n, struct dm_pm_order *s)
 {
 	s->n_edges = s->n_outside = 0;
-	struct dm_list *p;
-	dm_list_for_each(p, &m->links) {
-		struct dm_link *l = dm_list_entry(p, struct dm_link, m_node);
-		if (!dm_link_orders(l) || dm_device_is_dead(l->supplier) ||
-		    dm_device_is_dead(l->consumer))
-			continue;
-		size_t si = l->supplier->order_index, ci = l->consumer->order_index;
+	s->edges_gen = 0;
+	const struct dm_pm_edge *e = m->link_edges;
+	size_t count = m->n_link_edges;
+	if (start == 0 && n == m->n_order) {
+		/* the whole tree: every edge, as is */
+		if (count > s->cap_edges) {
+			struct dm_pm_edge *v = realloc(s->edges, count * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			s->edges = v;
+			s->cap_edges = count;
+		}
+		if (count)
+			memcpy(s->edges, e, count * sizeof(*e));
+		s->n_edges = count;
+		s->edges_gen = m->link_edges_gen;
+		return 0;
+	}
+	for (size_t k = 0; k < count; k++) {
+		size_t si = (size_t)e[k].supplier, ci = (size_t)e[k].consumer;
 		bool s_in = si >= start && si - start < n, c_in = ci >= start && ci - start < n;
 		if (s_in && c_in) {
 			if (!dm_array_grow((void **)&s->edges, &s->cap_edges, s->n_edges,
@@ -428,7 +473,7 @@ static int order_links_locked(struct dm_model *m, size_t start, size_t n, struct
 					   sizeof(*s->outside), 16))
 				return -ENOMEM;
 			s->outside[s->n_outside++] = (struct dm_pm_outside){
-				.dev = s_in ? l->consumer : l->supplier,
+				.dev = m->order[s_in ? ci : si],
 				.inside = (int)((s_in ? si : ci) - start),
 				.is_consumer = s_in,
 			};

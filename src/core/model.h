@@ -211,6 +211,9 @@ struct dm_pm_order {
 	size_t n_edges, cap_edges;
 	struct dm_pm_outside *outside;
 	size_t n_outside, cap_outside;
+	/* a whole-tree order's edges are the model's as of this generation:
+	 * the same generation, the same edges (0: a subtree's) */
+	uint64_t edges_gen;
 	struct dm_model *pinned; /* the model, while the order is taken */
 };
 int dm_model_take_pm_order(struct dm_model *m, struct dm_device *top, struct dm_pm_order *s);

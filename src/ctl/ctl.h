@@ -55,6 +55,11 @@ const char *ctl_link_name(int dirfd, const char *dir, const char *link, char *bu
 bool ctl_is_device_dir(int rootfd, const char *path);
 int ctl_children(int rootfd, const char *path, char ***ret, size_t *ret_n);
 void ctl_names_free(char **names, size_t n);
+/* The device links of the device at @path: the devices (paths under root/)
+ * its @which ("suppliers" or "consumers") entries point to, in name order,
+ * into *ret (free with ctl_names_free()); none when it has no such
+ * directory. 0 or -errno. */
+int ctl_device_links(int rootfd, const char *path, const char *which, char ***ret, size_t *ret_n);
 /* "@path/@name" (or @name under root) into @out. */
 void ctl_join(char *out, size_t size, const char *path, const char *name);
 

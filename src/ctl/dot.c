@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * dot.c - driverfsctl dot: the hierarchy as a Graphviz graph, coloured by
- * bus or class, and with --pm-order the order a suspend takes.
+ * bus or class, its device links as dashed edges, and with --pm-order the
+ * order a suspend takes (device links included: a dry run's).
  */
 #include "commands.h"
 #include "ctl.h"
@@ -92,8 +93,17 @@ static int dot_device(int rootfd, const char *path, struct dot_out *o)
 			parent[0] = '\0';
 		printf("  \"%s\" -> \"%s\";\n", dot_id(parent, pesc, sizeof(pesc)), esc);
 	}
+	/* its device links: supplier -> consumer, dashed, not ranking */
 	char **names;
 	size_t count;
+	if (ctl_device_links(rootfd, path, "consumers", &names, &count) == 0) {
+		for (size_t i = 0; i < count; i++)
+			if (ctl_filter_keeps(o->filter, names[i]))
+				printf("  \"%s\" -> \"%s\" [style=dashed, color=blue, constraint=false, "
+				       "tooltip=\"device link\"];\n",
+				       dot_id(path, esc, sizeof(esc)), dot_id(names[i], pesc, sizeof(pesc)));
+		ctl_names_free(names, count);
+	}
 	int r = ctl_children(rootfd, path, &names, &count);
 	if (r < 0)
 		return r;

@@ -138,6 +138,27 @@ int ctl_cmd_info(const char *mnt, int argc, char **argv)
 		if (interface)
 			printf("%-20s %s\n", "interface", interface);
 	}
+	/* its device links, both ways: paths under root/ */
+	for (int k = 0; k < 2; k++) {
+		const char *which = k ? "consumers" : "suppliers";
+		char **ends;
+		size_t n;
+		if (ctl_device_links(rootfd, rel, which, &ends, &n) < 0 || n == 0) {
+			if (doc)
+				json_object_object_add(doc, which, json_object_new_array());
+			continue;
+		}
+		json_object *arr = doc ? json_object_new_array() : NULL;
+		for (size_t i = 0; i < n; i++) {
+			if (arr)
+				json_object_array_add(arr, json_object_new_string(*ends[i] ? ends[i] : "."));
+			else
+				printf("%-20s %s\n", i ? "" : which, *ends[i] ? ends[i] : ".");
+		}
+		if (doc)
+			json_object_object_add(doc, which, arr);
+		ctl_names_free(ends, n);
+	}
 	info_files(rootfd, rel, NULL, &o);
 	close(rootfd);
 	if (doc) {

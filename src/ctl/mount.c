@@ -220,6 +220,41 @@ int ctl_children(int rootfd, const char *path, char ***ret, size_t *ret_n)
 	return 0;
 }
 
+int ctl_device_links(int rootfd, const char *path, const char *which, char ***ret, size_t *ret_n)
+{
+	char dir[PATH_MAX];
+	ctl_join(dir, sizeof(dir), path, which);
+	*ret = NULL;
+	*ret_n = 0;
+	struct dirent **names;
+	int n = scandirat(rootfd, dir, &names, NULL, by_version);
+	if (n < 0)
+		return errno == ENOENT ? 0 : -errno;
+	char **out = calloc((size_t)n + 1, sizeof(*out));
+	size_t kept = 0;
+	int r = out ? 0 : -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		char link[PATH_MAX + 256], target[PATH_MAX];
+		snprintf(link, sizeof(link), "%s/%s", dir, names[i]->d_name);
+		ssize_t k = names[i]->d_type == DT_LNK
+				    ? readlinkat(rootfd, link, target, sizeof(target) - 1)
+				    : -1;
+		target[k > 0 ? k : 0] = '\0';
+		const char *dev = k > 0 ? ctl_link_device(target) : NULL;
+		if (r == 0 && dev && !(out[kept++] = strdup(dev)))
+			r = -ENOMEM;
+		free(names[i]);
+	}
+	free(names);
+	if (r < 0) {
+		ctl_names_free(out, kept);
+		return r;
+	}
+	*ret = out;
+	*ret_n = kept;
+	return 0;
+}
+
 void ctl_names_free(char **names, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

@@ -79,6 +79,11 @@ struct walk {
 	unsigned flags;
 	int *ready; /* a stack of item indices */
 	size_t n_ready;
+	/* with links: the ready items at or past the sweep's @cursor, a bit
+	 * each; @n_stack of them on the stack (push_ready()) */
+	uint64_t *bits;
+	int cursor;
+	size_t n_stack;
 	/* device links between the order's devices (none: the tree alone),
 	 * as adjacency lists: the suppliers of each consumer, the consumers
 	 * of each supplier (CSR: item i's are idx[off[i]] .. idx[off[i+1]]) */
@@ -121,6 +126,12 @@ struct dm_pm {
 	/* the adjacency lists of the last walk with links */
 	int *adj;
 	size_t cap_adj;
+	/* what adj holds: a whole-tree order's lists of this generation of
+	 * the model's edges (0: none kept) and size */
+	uint64_t adj_gen;
+	size_t adj_n;
+	uint64_t *bits;
+	size_t cap_bits;
 	struct dm_pool *pool;
 };
 
@@ -275,6 +286,74 @@ static int run_hook_now(struct dm_pm *pm, struct dm_device *dev, const struct dm
 
 /* ---- the walk ---- */
 
+/* A min-heap of item indices (the rollback's order with links). */
+static void heap_push(int *h, size_t *n, int v)
+{
+	size_t i = (*n)++;
+	while (i > 0 && h[(i - 1) / 2] > v) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = v;
+}
+
+static int heap_pop(int *h, size_t *n)
+{
+	int top = h[0], last = h[--*n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1] < h[c])
+			c++;
+		if (h[c] >= last)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = last;
+	return top;
+}
+
+/* The ready set. Without links a stack: last in, first out walks the
+ * list backwards on suspend and forwards on resume, exactly the serial
+ * order. With links a sweep along the list (down on suspend, up on resume)
+ * over a bitmap of the ready items: a supplier readied by its last consumer
+ * waits for the sweep to reach its place instead of being taken at once,
+ * so the walk still goes along the list and the devices it reaches next can
+ * be fetched ahead; an item readied behind the sweep (a link against the
+ * list's order) goes on the stack, taken first. @n_ready counts both. */
+static void push_ready(struct walk *w, int i)
+{
+	w->n_ready++;
+	if (!w->n_edges || (w->suspend ? i > w->cursor : i < w->cursor)) {
+		w->ready[w->n_stack++] = i;
+		return;
+	}
+	w->bits[(size_t)i / 64] |= 1ull << ((size_t)i % 64);
+}
+
+static int pop_ready(struct walk *w)
+{
+	w->n_ready--;
+	if (w->n_stack)
+		return w->ready[--w->n_stack];
+	/* the next set bit from the cursor on, in the sweep's direction */
+	size_t k = (size_t)w->cursor / 64;
+	unsigned b = (unsigned)((size_t)w->cursor % 64);
+	uint64_t word = w->suspend ? w->bits[k] & (b == 63 ? ~0ull : (2ull << b) - 1)
+				   : w->bits[k] & (~0ull << b);
+	while (!word)
+		word = w->bits[w->suspend ? --k : ++k];
+	int i = (int)(k * 64 + (w->suspend ? 63 - (unsigned)__builtin_clzll(word)
+					   : (unsigned)__builtin_ctzll(word)));
+	w->bits[k] &= ~(1ull << ((unsigned)i % 64));
+	w->cursor = i;
+	return i;
+}
+
 /* Marks item @i finished with result @r and readies what now can run. */
 static void complete(struct walk *w, int i, int r)
 {
@@ -289,11 +368,11 @@ static void complete(struct walk *w, int i, int r)
 		it->done = true;
 		int p = w->nodes[i].parent;
 		if (p >= 0 && --w->items[p].pending == 0)
-			w->ready[w->n_ready++] = p;
+			push_ready(w, p);
 		/* its suppliers wait for their consumers */
 		for (int k = w->n_edges ? w->sup_off[i] : 0; w->n_edges && k < w->sup_off[i + 1]; k++)
 			if (--w->items[w->sup_idx[k]].pending == 0)
-				w->ready[w->n_ready++] = w->sup_idx[k];
+				push_ready(w, w->sup_idx[k]);
 	} else {
 		/* a resume that failed is reported (-EIO) and the walk goes on:
 		 * its children are resumed all the same */
@@ -303,10 +382,10 @@ static void complete(struct walk *w, int i, int r)
 		 * with links, a child waits for its suppliers too */
 		for (int c = it->first_child; c >= 0; c = w->items[c].next_sibling)
 			if (!w->n_edges || --w->items[c].pending == 0)
-				w->ready[w->n_ready++] = c;
+				push_ready(w, c);
 		for (int k = w->n_edges ? w->con_off[i] : 0; w->n_edges && k < w->con_off[i + 1]; k++)
 			if (--w->items[w->con_idx[k]].pending == 0)
-				w->ready[w->n_ready++] = w->con_idx[k];
+				push_ready(w, w->con_idx[k]);
 	}
 }
 
@@ -369,7 +448,7 @@ static void dispatch(struct walk *w)
 			clock = dm_clock_now();
 			continue;
 		}
-		int i = w->ready[--w->n_ready];
+		int i = pop_ready(w);
 		/* the device the walk reaches soon: the walk follows the list
 		 * (backwards on suspend), the first line of a device is all a
 		 * quick hook touches, and fetching it is most of its cost */
@@ -394,6 +473,16 @@ static void dispatch(struct walk *w)
 	}
 	while (w->in_flight > 0)
 		take_done(w);
+}
+
+/* The walk's adjacency lists in @adj, as walk_links() lays them out. */
+static void walk_adjacency(struct walk *w, const int *adj)
+{
+	size_t n = w->n;
+	w->sup_off = adj;
+	w->con_off = adj + n + 1;
+	w->sup_idx = adj + 2 * (n + 1);
+	w->con_idx = w->sup_idx + w->n_edges;
 }
 
 /* The adjacency lists of @edges over @n items into @adj (room for
@@ -424,10 +513,7 @@ static void walk_links(struct walk *w, const struct dm_pm_edge *edges, int *adj)
 		con_off[i] = con_off[i - 1];
 	}
 	sup_off[0] = con_off[0] = 0;
-	w->sup_off = sup_off;
-	w->sup_idx = sup_idx;
-	w->con_off = con_off;
-	w->con_idx = con_idx;
+	walk_adjacency(w, adj);
 }
 
 static void walk_graph(struct walk *w)
@@ -454,7 +540,7 @@ static void walk_graph(struct walk *w)
 	if (!w->suspend && w->n_edges) {
 		for (size_t i = w->n; i-- > 0;)
 			if (w->items[i].pending == 0)
-				w->ready[w->n_ready++] = (int)i;
+				push_ready(w, (int)i);
 		return;
 	}
 	if (w->suspend) {
@@ -465,19 +551,19 @@ static void walk_graph(struct walk *w)
 			if (w->items[i].pending != 0)
 				continue;
 			if (runs_inline(w, (int)i))
-				w->ready[w->n_ready++] = (int)i;
+				push_ready(w, (int)i);
 			else
 				pooled++;
 		}
 		for (size_t i = 0; pooled > 0 && i < w->n; i++)
 			if (w->items[i].pending == 0 && !runs_inline(w, (int)i)) {
-				w->ready[w->n_ready++] = (int)i;
+				push_ready(w, (int)i);
 				pooled--;
 			}
 	} else {
 		for (size_t i = w->n; i-- > 0;)
 			if (w->nodes[i].parent < 0)
-				w->ready[w->n_ready++] = (int)i;
+				push_ready(w, (int)i);
 	}
 }
 
@@ -495,37 +581,6 @@ static int walk_buffers(struct dm_pm *pm, size_t n)
 	pm->ready = ready;
 	pm->cap_walk = n;
 	return 0;
-}
-
-/* A min-heap of item indices (the rollback's order with links). */
-static void heap_push(int *h, size_t *n, int v)
-{
-	size_t i = (*n)++;
-	while (i > 0 && h[(i - 1) / 2] > v) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = v;
-}
-
-static int heap_pop(int *h, size_t *n)
-{
-	int top = h[0], last = h[--*n];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && h[c + 1] < h[c])
-			c++;
-		if (h[c] >= last)
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	if (*n)
-		h[i] = last;
-	return top;
 }
 
 /* After a failed suspend: resumes exactly what the walk suspended, parents
@@ -623,8 +678,29 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 			}
 			pm->adj = adj;
 			pm->cap_adj = need;
+			pm->adj_gen = 0;
 		}
-		walk_links(&w, pm->snap.edges, pm->adj);
+		/* the whole tree's lists, unchanged since the last walk: kept */
+		if (pm->snap.edges_gen && pm->snap.edges_gen == pm->adj_gen && pm->adj_n == n) {
+			walk_adjacency(&w, pm->adj);
+		} else {
+			walk_links(&w, pm->snap.edges, pm->adj);
+			pm->adj_gen = pm->snap.edges_gen;
+			pm->adj_n = n;
+		}
+		size_t words = n / 64 + 1;
+		if (words > pm->cap_bits) {
+			uint64_t *bits = realloc(pm->bits, words * sizeof(*bits));
+			if (!bits) {
+				dm_pool_end(pm->pool);
+				return -ENOMEM;
+			}
+			pm->bits = bits;
+			pm->cap_bits = words;
+		}
+		memset(pm->bits, 0, words * sizeof(*pm->bits));
+		w.bits = pm->bits;
+		w.cursor = suspend ? (int)n - 1 : 0;
 	}
 	walk_graph(&w);
 	dispatch(&w);
@@ -836,6 +912,7 @@ void dm_pm_free(struct dm_pm *pm)
 	free(pm->items);
 	free(pm->ready);
 	free(pm->adj);
+	free(pm->bits);
 	pthread_mutex_destroy(&pm->transition);
 	pthread_mutex_destroy(&pm->lock);
 	free(pm);

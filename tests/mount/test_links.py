@@ -195,3 +195,37 @@ def test_a_devlink_removed_and_added_follows(tmp_path):
         assert block
     finally:
         d.stop()
+
+
+def test_info_and_dot_show_the_links(tmp_path):
+    import json
+    import subprocess
+    ctl = os.environ.get("DRIVERFSCTL", "driverfsctl")
+    d = Daemon(TESTBED)
+    try:
+        r = subprocess.run([ctl, "-m", d.mnt, "info", "--json", "fe320000.mmc"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["suppliers"] == ["platform/ff3c0000.i2c/i2c-0/0-001b",
+                                    "platform/ff760000.clock-controller", "platform/pinctrl",
+                                    "platform/vcc-sd"], doc["suppliers"]
+        assert doc["consumers"] == []
+        r = subprocess.run([ctl, "-m", d.mnt, "info", "vcc-sd"], capture_output=True, text=True)
+        assert "consumers            platform/fe320000.mmc\n" in r.stdout, r.stdout
+        assert "suppliers            platform/pinctrl/ff790000.gpio4\n" \
+               "                     platform/vcc3v3-sys\n" in r.stdout, r.stdout
+
+        r = subprocess.run([ctl, "-m", d.mnt, "dot"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        edges = [x for x in r.stdout.splitlines() if "color=blue" in x]
+        assert len(edges) == len(DEVLINKS), len(edges)
+        assert '  "platform/vcc-sd" -> "platform/fe320000.mmc" [style=dashed' in r.stdout
+        # --pm-order numbers the dry run's order, links included
+        r = subprocess.run([ctl, "-m", d.mnt, "dot", "--pm-order"], capture_output=True, text=True)
+        steps = dict(re.findall(r'"([^"]+)" \[label="[^"]*suspend #(\d+)', r.stdout))
+        assert int(steps["platform/fe320000.mmc"]) < int(steps["platform/vcc-sd"])
+        assert int(steps["platform/ff9a0000.gpu"]) < \
+            int(steps["platform/ff3c0000.i2c/i2c-0/0-001b"])
+    finally:
+        d.stop()
