@@ -34,7 +34,40 @@ struct save {
 	int rootfd;
 	struct membership *m;
 	size_t n, cap;
+	/* the device links, (supplier, consumer) path pairs */
+	char **links;
+	size_t n_links, cap_links;
 };
+
+/* The device at @path's links to its consumers (its consumers/). */
+static int save_links(struct save *s, const char *path)
+{
+	char **ends;
+	size_t n;
+	int r = ctl_device_links(s->rootfd, path, "consumers", &ends, &n);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (s->n_links + 2 > s->cap_links) {
+			size_t cap = s->cap_links ? 2 * s->cap_links : 64;
+			char **v = realloc(s->links, cap * sizeof(*v));
+			if (!v) {
+				r = -ENOMEM;
+				break;
+			}
+			s->links = v;
+			s->cap_links = cap;
+		}
+		char *sup = strdup(path);
+		if (!sup) {
+			r = -ENOMEM;
+			break;
+		}
+		s->links[s->n_links++] = sup;
+		s->links[s->n_links++] = ends[i];
+		ends[i] = NULL;
+	}
+	ctl_names_free(ends, n);
+	return r;
+}
 
 static struct membership *member_add(struct save *s, const char *path, const char *sysname)
 {
@@ -324,6 +357,8 @@ static int save_device(struct save *s, const char *path, json_object *devices)
 	r = dm_snapshot_add_device(devices, &d, &obj);
 	if (r == 0)
 		r = save_dir(s, path, NULL, 0, obj);
+	if (r == 0)
+		r = save_links(s, path);
 	char **children;
 	size_t n;
 	if (r == 0)
@@ -357,6 +392,11 @@ static int save(const char *mnt, const char *file, bool sanitize)
 		qsort(s.m, s.n, sizeof(*s.m), by_path);
 	if (r == 0)
 		r = save_device(&s, "", devices);
+	if (r == 0)
+		r = dm_snapshot_add_links(doc, (const char *const *)s.links, s.n_links / 2);
+	for (size_t i = 0; i < s.n_links; i++)
+		free(s.links[i]);
+	free(s.links);
 	close(s.rootfd);
 	for (size_t i = 0; i < s.n; i++) {
 		free(s.m[i].path);

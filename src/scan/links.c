@@ -134,19 +134,26 @@ static bool want_of(struct dm_model *m, struct dm_device *devlink, struct want *
 		dm_device_unref(w->consumer);
 		return false;
 	}
-	char v[32];
-	read_value(devpath, "sync_state_only", v, sizeof(v));
-	if (strcmp(v, "1") == 0)
-		w->flags |= DM_LINK_SYNC_STATE_ONLY;
-	read_value(devpath, "runtime_pm", v, sizeof(v));
-	if (strcmp(v, "1") == 0)
-		w->flags |= DM_LINK_PM_RUNTIME;
-	/* a stateless link has no auto_remove_on and its status is "not tracked" */
-	read_value(devpath, "status", v, sizeof(v));
-	if (strcmp(v, "not tracked") == 0)
-		w->flags |= DM_LINK_STATELESS;
-	w->dormant = strcmp(v, "dormant") == 0;
+	char status[32], sso[8], rpm[8];
+	read_value(devpath, "status", status, sizeof(status));
+	read_value(devpath, "sync_state_only", sso, sizeof(sso));
+	read_value(devpath, "runtime_pm", rpm, sizeof(rpm));
+	dm_scan_link_state(status, sso, rpm, &w->flags, &w->dormant);
 	return true;
+}
+
+void dm_scan_link_state(const char *status, const char *sync_state_only, const char *runtime_pm,
+			unsigned *flags, bool *dormant)
+{
+	*flags = 0;
+	if (strcmp(sync_state_only, "1") == 0)
+		*flags |= DM_LINK_SYNC_STATE_ONLY;
+	if (strcmp(runtime_pm, "1") == 0)
+		*flags |= DM_LINK_PM_RUNTIME;
+	/* a stateless link's status is "not tracked" */
+	if (strcmp(status, "not tracked") == 0)
+		*flags |= DM_LINK_STATELESS;
+	*dormant = strcmp(status, "dormant") == 0;
 }
 
 struct existing {

@@ -105,6 +105,12 @@ int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources
  * After every scan and hotplug run. Call without the model lock. */
 int dm_scan_sync_links(struct dm_model *m);
 
+/* A link's flags and dormancy from its devlink device's status,
+ * sync_state_only and runtime_pm values (newlines cut; "" when missing),
+ * for the scan and for a snapshot's links alike. */
+void dm_scan_link_state(const char *status, const char *sync_state_only, const char *runtime_pm,
+			unsigned *flags, bool *dormant);
+
 /* A kernel driver's uevent (@devpath "/bus/<bus>/drivers/<name>", a module
  * loaded or unloaded): its proxy is registered (@add) or unregistered, as
  * sysfs then shows it, on a bus of the model. 0; -EINVAL for another

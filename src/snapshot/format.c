@@ -200,7 +200,7 @@ bool dm_snapshot_is_derived(const char *name)
 	 * daemon's state: docs/design.md §7.5) */
 	static const char *const derived[] = { "devpath",     "kernel_driver", "power",
 					       "power_error", "power_log",     "binding",
-					       "bindings" };
+					       "bindings",    "suppliers",     "consumers" };
 	for (size_t i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
 		if (strcmp(name, derived[i]) == 0)
 			return true;
@@ -334,4 +334,73 @@ int dm_snapshot_errno(const char *name)
 			return e;
 	}
 	return 0;
+}
+
+/* A device's place in the document's devices[] by its path. */
+struct placed {
+	const char *path;
+	size_t index;
+};
+
+static int by_placed_path(const void *a, const void *b)
+{
+	return strcmp(((const struct placed *)a)->path, ((const struct placed *)b)->path);
+}
+
+struct link_pair {
+	size_t s, c;
+	const char *supplier, *consumer;
+};
+
+static int by_places(const void *a, const void *b)
+{
+	const struct link_pair *x = a, *y = b;
+	return x->s != y->s ? (x->s < y->s ? -1 : 1) : x->c != y->c ? (x->c < y->c ? -1 : 1) : 0;
+}
+
+int dm_snapshot_add_links(json_object *doc, const char *const *pairs, size_t n)
+{
+	json_object *devices;
+	if (n == 0)
+		return 0;
+	if (!json_object_object_get_ex(doc, "devices", &devices))
+		return -EINVAL;
+	size_t nd = json_object_array_length(devices);
+	struct placed *places = calloc(nd ? nd : 1, sizeof(*places));
+	struct link_pair *v = calloc(n, sizeof(*v));
+	int r = places && v ? 0 : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < nd; i++) {
+		json_object *path = NULL;
+		json_object_object_get_ex(json_object_array_get_idx(devices, i), "path", &path);
+		const char *p = path ? json_object_get_string(path) : NULL;
+		places[i] = (struct placed){ p ? p : "", i };
+	}
+	if (r == 0)
+		qsort(places, nd, sizeof(*places), by_placed_path);
+	size_t kept = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct placed ks = { .path = pairs[2 * i] }, kc = { .path = pairs[2 * i + 1] };
+		const struct placed *ps = bsearch(&ks, places, nd, sizeof(*places), by_placed_path);
+		const struct placed *pc = bsearch(&kc, places, nd, sizeof(*places), by_placed_path);
+		if (ps && pc)
+			v[kept++] = (struct link_pair){ ps->index, pc->index, ks.path, kc.path };
+	}
+	json_object *links = r == 0 && kept ? json_object_new_array() : NULL;
+	if (r == 0 && kept) {
+		qsort(v, kept, sizeof(*v), by_places);
+		for (size_t i = 0; r == 0 && i < kept; i++) {
+			json_object *o = json_object_new_object();
+			r = o ? add_string(o, "supplier", v[i].supplier) : -ENOMEM;
+			r = r ? r : add_string(o, "consumer", v[i].consumer);
+			if (r == 0 && json_object_array_add(links, o) < 0)
+				r = -ENOMEM;
+			if (r < 0)
+				json_object_put(o);
+		}
+		r = r ? r : add_owned(doc, "links", json_object_get(links));
+		json_object_put(links);
+	}
+	free(places);
+	free(v);
+	return r;
 }

@@ -78,6 +78,14 @@ int dm_snapshot_errno(const char *name);
  * entry: derived from the model or kept in other members (devpath,
  * kernel_driver, power, power_error, power_log). */
 bool dm_snapshot_is_derived(const char *name);
+
+/* The document's "links" (since version 2, absent when none): one object
+ * per device link, "supplier" and "consumer" the paths under root/ of its
+ * ends, sorted by their places in devices[] (the supplier's, then the
+ * consumer's), which both savers give alike; @pairs holds @n (supplier,
+ * consumer) path pairs, those naming a device devices[] lacks left out.
+ * Call once devices[] is complete. 0, -ENOMEM. */
+int dm_snapshot_add_links(json_object *doc, const char *const *pairs, size_t n);
 /* An attribute directory of @owner, in name order after the owner's
  * files; *ret_dir (borrowed) takes its own files and directories. */
 int dm_snapshot_add_dir(json_object *owner, const char *name, json_object **ret_dir);

@@ -8,6 +8,7 @@
 #include "format.h"
 #include "json-stream.h"
 #include "readall.h"
+#include "scan/scan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -475,8 +476,102 @@ static int read_devices(struct dm_json_reader *r, struct dm_model *m)
 	return started ? ret : dm_json_walk_devices(r, take_now, &l);
 }
 
-enum { M_FORMAT, M_VERSION, M_BUSES, M_CLASSES, N_MEMBERS };
-static const char *const member_names[N_MEMBERS] = { "format", "version", "buses", "classes" };
+enum { M_FORMAT, M_VERSION, M_BUSES, M_CLASSES, M_LINKS, N_MEMBERS };
+static const char *const member_names[N_MEMBERS] = { "format", "version", "buses", "classes",
+						     "links" };
+
+/* "<bus>:<sysname>" of a link's end, the class for a device of no bus, as
+ * the kernel names devlink devices; lock held. */
+static void end_name(struct dm_device *dev, char *buf, size_t size)
+{
+	struct dm_bus *bus = dm_device_get_bus_locked(dev);
+	struct dm_class *c = dm_device_get_class_locked(dev);
+	snprintf(buf, size, "%s:%s", bus ? dm_bus_get_name(bus) : c ? dm_class_get_name(c) : "none",
+		 dm_device_get_sysname(dev));
+}
+
+struct object_find {
+	const char *name;
+	struct dm_device *dev;
+};
+
+static int find_object(struct dm_device *dev, void *data)
+{
+	struct object_find *f = data;
+	if (strcmp(dm_device_get_sysname(dev), f->name) != 0)
+		return 0;
+	f->dev = dm_device_ref(dev);
+	return 1;
+}
+
+static int devlink_class(struct dm_class *c, void *data)
+{
+	if (strcmp(dm_class_get_name(c), "devlink") != 0)
+		return 0;
+	dm_class_for_each_device_locked(c, find_object, data);
+	return 1;
+}
+
+/* A saved value of @dev, its newline cut ("" when it has none). */
+static void object_value(struct dm_device *dev, const char *name, char *buf, size_t size)
+{
+	int n = dm_device_show(dev, NULL, name, buf, size - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* The document's links: each between two loaded devices, its flags and
+ * dormancy from its devlink device's saved values, as a live scan reads
+ * them from sysfs (dm_scan_sync_links()). */
+static int load_links(struct dm_model *m, json_object *links, struct dm_json_reader *r)
+{
+	if (!links)
+		return 0;
+	if (!json_object_is_type(links, json_type_array))
+		return dm_snapshot_fail(r->err, r->err_size, "%s: \"links\" is not an array", r->file);
+	size_t n = json_object_array_length(links);
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(links, i);
+		bool bad = !json_object_is_type(o, json_type_object);
+		const char *sp = bad ? NULL : get_string(o, "supplier", &bad);
+		const char *cp = bad ? NULL : get_string(o, "consumer", &bad);
+		struct dm_device *s = sp ? find_path(m, sp, strlen(sp)) : NULL;
+		struct dm_device *c = cp ? find_path(m, cp, strlen(cp)) : NULL;
+		if (bad || !s || !c)
+			return dm_snapshot_fail(r->err, r->err_size,
+						"%s: links[%zu]: needs a supplier and a consumer, "
+						"each the path of a device", r->file, i);
+		char name[600], sname[256], cname[256];
+		dm_model_read_lock(m);
+		end_name(s, sname, sizeof(sname));
+		end_name(c, cname, sizeof(cname));
+		snprintf(name, sizeof(name), "%s--%s", sname, cname);
+		struct object_find f = { .name = name };
+		dm_model_for_each_class_locked(m, devlink_class, &f);
+		dm_model_unlock(m);
+		char status[32] = "", sso[8] = "", rpm[8] = "";
+		if (f.dev) {
+			object_value(f.dev, "status", status, sizeof(status));
+			object_value(f.dev, "sync_state_only", sso, sizeof(sso));
+			object_value(f.dev, "runtime_pm", rpm, sizeof(rpm));
+		}
+		unsigned flags;
+		bool dormant;
+		dm_scan_link_state(status, sso, rpm, &flags, &dormant);
+		int k = dm_link_add(s, c, flags, NULL);
+		if (k == 0) {
+			(void)dm_link_set_dormant(s, c, dormant);
+			if (f.dev)
+				(void)dm_link_set_object(s, c, f.dev);
+		}
+		dm_device_unref(f.dev);
+		if (k < 0)
+			return dm_snapshot_fail(r->err, r->err_size, "%s: links[%zu]: %s -> %s: %s",
+						r->file, i, sp, cp,
+						k == -ELOOP ? "it would make a cycle" : strerror(-k));
+	}
+	return 0;
+}
 
 /* Checks the members other than devices and loads buses and classes;
  * @have_devices: whether the document has devices. */
@@ -570,6 +665,8 @@ static int load_document(struct dm_model *m, struct dm_json_reader *r)
 		if (ret == 0)
 			ret = read_devices(r, m);
 	}
+	if (ret == 0)
+		ret = load_links(m, d.mem[M_LINKS], r);
 	for (size_t k = 0; k < N_MEMBERS; k++)
 		json_object_put(d.mem[k]);
 	return ret;

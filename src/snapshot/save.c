@@ -222,6 +222,27 @@ static int save_class(struct dm_class *c, void *data)
 	       dm_class_for_each_interface_locked(c, save_iface, ifaces);
 }
 
+/* The device links as path pairs (supplier, consumer). */
+struct link_paths {
+	char **v;
+	size_t n, cap;
+};
+
+static int save_link(struct dm_link *l, void *data)
+{
+	struct link_paths *lp = data;
+	char path[PATH_MAX];
+	for (int k = 0; k < 2; k++) {
+		struct dm_device *dev = k ? dm_link_get_consumer(l) : dm_link_get_supplier(l);
+		if (!dm_array_grow((void **)&lp->v, &lp->cap, lp->n, sizeof(*lp->v), 64) ||
+		    dm_device_path_locked(dev, path, sizeof(path)) < 0 ||
+		    !(lp->v[lp->n] = strdup(path)))
+			return 1;
+		lp->n++;
+	}
+	return 0;
+}
+
 static json_object *model_json(struct dm_model *m, const struct dm_sanitizer *sanitize)
 {
 	json_object *buses, *classes;
@@ -229,10 +250,12 @@ static json_object *model_json(struct dm_model *m, const struct dm_sanitizer *sa
 	json_object *doc = dm_snapshot_doc_new(&buses, &classes, &s.devices);
 	if (!doc)
 		return NULL;
+	struct link_paths lp = { 0 };
 	dm_model_read_lock(m);
 	int failed = dm_model_for_each_bus_locked(m, save_bus, buses) ||
 		     dm_model_for_each_class_locked(m, save_class, classes) ||
-		     dm_model_for_each_device_locked(m, save_device, &s);
+		     dm_model_for_each_device_locked(m, save_device, &s) ||
+		     dm_model_for_each_link_locked(m, save_link, &lp);
 	dm_model_unlock(m);
 	for (size_t i = 0; i < s.n; i++) {
 		struct saved_device *sd = &s.devs[i];
@@ -243,6 +266,11 @@ static json_object *model_json(struct dm_model *m, const struct dm_sanitizer *sa
 		saved_device_done(&s.devs[i]);
 	}
 	free(s.devs);
+	if (!failed && dm_snapshot_add_links(doc, (const char *const *)lp.v, lp.n / 2) < 0)
+		failed = 1;
+	for (size_t i = 0; i < lp.n; i++)
+		free(lp.v[i]);
+	free(lp.v);
 	if (failed) {
 		json_object_put(doc);
 		return NULL;

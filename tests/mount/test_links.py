@@ -229,3 +229,58 @@ def test_info_and_dot_show_the_links(tmp_path):
             int(steps["platform/ff3c0000.i2c/i2c-0/0-001b"])
     finally:
         d.stop()
+
+
+def test_snapshots_save_and_load_the_links(tmp_path):
+    """driverfsd --save and driverfsctl save write the same "links"; the
+    snapshot's mount shows every link again, with its devlink device's ends,
+    and saves back to the same bytes."""
+    import json
+    import subprocess
+    import gi
+    gi.require_version("UMockdev", "1.0")
+    from gi.repository import UMockdev
+    from harness import CTL, DAEMON, umockdev_env
+    tb = UMockdev.Testbed.new()
+    assert tb.add_from_file(TESTBED)
+    first = str(tmp_path / "first.json")
+    r = subprocess.run([DAEMON, "--save", first], env=umockdev_env(tb), capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    with open(first) as f:
+        doc = json.load(f)
+    assert len(doc["links"]) == len(DEVLINKS)
+    assert {"supplier": "platform/vcc-sd", "consumer": "platform/fe320000.mmc"} in doc["links"]
+    # load and save again: the same bytes
+    second = str(tmp_path / "second.json")
+    r = subprocess.run([DAEMON, "--snapshot", first, "--save", second], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    with open(first, "rb") as a, open(second, "rb") as b:
+        assert a.read() == b.read()
+    # served: the links are there, and driverfsctl saves the same file
+    snap = Daemon(None, ["--snapshot", first])
+    try:
+        mmc = snap.path("root", "platform", "fe320000.mmc")
+        assert sorted(os.listdir(os.path.join(mmc, "suppliers"))) == [
+            "i2c:0-001b", "platform:ff760000.clock-controller", "platform:pinctrl",
+            "platform:vcc-sd"]
+        obj = snap.path("root", "virtual", "platform:vcc-sd--platform:fe320000.mmc")
+        assert os.path.realpath(os.path.join(obj, "consumer")) == mmc
+        third = str(tmp_path / "third.json")
+        r = subprocess.run([CTL, "-m", snap.mnt, "save", third], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        with open(first, "rb") as a, open(third, "rb") as b:
+            assert a.read() == b.read()
+    finally:
+        snap.stop()
+    # a link that would make a cycle is refused with the file and its place
+    doc["links"].append({"supplier": "platform/fe320000.mmc", "consumer": "platform/vcc-sd"})
+    bad = str(tmp_path / "bad.json")
+    with open(bad, "w") as f:
+        json.dump(doc, f)
+    r = subprocess.run([DAEMON, "--snapshot", bad, "--save", bad + ".out"], capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    assert f"links[{len(DEVLINKS)}]: platform/fe320000.mmc -> platform/vcc-sd: it would make " \
+           "a cycle" in r.stderr, r.stderr
