@@ -4,6 +4,7 @@
 #include "model-private.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Whether a link adds an edge the cycle check follows: all but
@@ -284,4 +285,12 @@ size_t dm_model_count_links(struct dm_model *m)
 	size_t n = m->n_links;
 	dm_model_unlock(m);
 	return n;
+}
+
+int dm_device_link_name_locked(const struct dm_device *dev, char *buf, size_t size)
+{
+	const char *sub = dev->bus ? dm_bus_get_name(dev->bus)
+			  : dev->class ? dm_class_get_name(dev->class) : "none";
+	int n = snprintf(buf, size, "%s:%s", sub, dm_device_get_sysname(dev));
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }

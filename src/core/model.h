@@ -256,6 +256,10 @@ int dm_link_set_object(struct dm_device *supplier, struct dm_device *consumer,
 struct dm_link *dm_device_get_link_locked(const struct dm_device *dev);
 /* Whether @dev stands for a link: no lock needed. */
 bool dm_device_is_link_object(const struct dm_device *dev);
+/* @dev as an end of a device link is named, as the kernel names its
+ * supplier:/consumer: links and devlink devices: "<bus>:<sysname>" (its
+ * class's name for a device of no bus). Lock held; 0 or -ENAMETOOLONG. */
+int dm_device_link_name_locked(const struct dm_device *dev, char *buf, size_t size);
 struct dm_device *dm_link_get_supplier(const struct dm_link *l);
 struct dm_device *dm_link_get_consumer(const struct dm_link *l);
 unsigned dm_link_get_flags(const struct dm_link *l);

@@ -144,25 +144,13 @@ static int emit_iface(struct dm_interface *i, void *data)
 	return w->emit(w->ctx, dm_interface_get_name(i), &t, S_IFDIR);
 }
 
-/* An end of a device link, in a device's suppliers/ or consumers/, named
- * as the kernel names its supplier:/consumer: links: "<bus>:<name>" (the
- * class's name for a device of no bus). */
-static int link_name(struct dm_device *dev, char *buf, size_t size)
-{
-	struct dm_bus *bus = dm_device_get_bus_locked(dev);
-	struct dm_class *c = dm_device_get_class_locked(dev);
-	const char *sub = bus ? dm_bus_get_name(bus) : c ? dm_class_get_name(c) : "none";
-	int n = snprintf(buf, size, "%s:%s", sub, dm_device_get_sysname(dev));
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
-
 static int emit_link_end(struct dm_link *l, void *data)
 {
 	struct walk *w = data;
 	bool consumers = w->dir->t.kind == FS_DEV_CONSUMERS;
 	struct dm_device *end = consumers ? dm_link_get_consumer(l) : dm_link_get_supplier(l);
 	char name[256];
-	if (dm_device_is_dead(end) || link_name(end, name, sizeof(name)) < 0)
+	if (dm_device_is_dead(end) || dm_device_link_name_locked(end, name, sizeof(name)) < 0)
 		return 0;
 	struct fs_target t = { .kind = FS_LINK_TO_DEV, .dev = end };
 	return w->emit(w->ctx, name, &t, S_IFLNK);

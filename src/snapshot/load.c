@@ -480,16 +480,6 @@ enum { M_FORMAT, M_VERSION, M_BUSES, M_CLASSES, M_LINKS, N_MEMBERS };
 static const char *const member_names[N_MEMBERS] = { "format", "version", "buses", "classes",
 						     "links" };
 
-/* "<bus>:<sysname>" of a link's end, the class for a device of no bus, as
- * the kernel names devlink devices; lock held. */
-static void end_name(struct dm_device *dev, char *buf, size_t size)
-{
-	struct dm_bus *bus = dm_device_get_bus_locked(dev);
-	struct dm_class *c = dm_device_get_class_locked(dev);
-	snprintf(buf, size, "%s:%s", bus ? dm_bus_get_name(bus) : c ? dm_class_get_name(c) : "none",
-		 dm_device_get_sysname(dev));
-}
-
 struct object_find {
 	const char *name;
 	struct dm_device *dev;
@@ -543,8 +533,8 @@ static int load_links(struct dm_model *m, json_object *links, struct dm_json_rea
 						"each the path of a device", r->file, i);
 		char name[600], sname[256], cname[256];
 		dm_model_read_lock(m);
-		end_name(s, sname, sizeof(sname));
-		end_name(c, cname, sizeof(cname));
+		dm_device_link_name_locked(s, sname, sizeof(sname));
+		dm_device_link_name_locked(c, cname, sizeof(cname));
 		snprintf(name, sizeof(name), "%s--%s", sname, cname);
 		struct object_find f = { .name = name };
 		dm_model_for_each_class_locked(m, devlink_class, &f);
