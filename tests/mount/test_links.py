@@ -284,3 +284,53 @@ def test_snapshots_save_and_load_the_links(tmp_path):
     assert r.returncode != 0
     assert f"links[{len(DEVLINKS)}]: platform/fe320000.mmc -> platform/vcc-sd: it would make " \
            "a cycle" in r.stderr, r.stderr
+
+
+GPU_TESTBED = os.path.join(HERE, "..", "testbeds", "gpu-audio.umockdev")
+GPU = "pci0000:00/0000:00:01.1/0000:01:00.0"
+AUDIO = "pci0000:00/0000:00:01.1/0000:01:00.1"
+
+
+def test_a_gpu_and_its_audio_function(tmp_path):
+    """The HDMI audio function consumes its GPU over a stateless link with
+    runtime PM: it suspends first and resumes last, the GPU alone does not
+    sleep under it, and (stateless: not the driver core's) it is no reason
+    against unbinding the GPU."""
+    d = Daemon(GPU_TESTBED)
+    try:
+        assert os.path.realpath(d.path("root", AUDIO, "suppliers", "pci:0000:01:00.0")) == \
+            d.path("root", GPU)
+        assert os.listdir(d.path("root", GPU, "consumers")) == ["pci:0000:01:00.1"]
+        with open(d.path("root", "power"), "w") as f:
+            f.write("suspend-dry-run")
+        order = [e[2] for e in journal(d) if e[1] == "suspend"]
+        assert order.index(AUDIO) < order.index(GPU) < order.index("pci0000:00/0000:00:01.1")
+        # the GPU alone: refused while its audio function is awake
+        fd = os.open(d.path("root", GPU, "power"), os.O_WRONLY)
+        try:
+            os.write(fd, b"suspend")
+            raise AssertionError("not refused")
+        except OSError as e:
+            assert e.errno == errno.EBUSY
+        finally:
+            os.close(fd)
+        assert ["1", "consumer", AUDIO, "EBUSY", "0"] in journal(d)
+        # the root port's subtree holds both: one walk, audio first
+        with open(d.path("root", "pci0000:00/0000:00:01.1", "power"), "w") as f:
+            f.write("suspend")
+        order = [e[2] for e in journal(d) if e[1] == "suspend"]
+        assert order.index(AUDIO) < order.index(GPU)
+        with open(d.path("root", "pci0000:00/0000:00:01.1", "power"), "w") as f:
+            f.write("resume")
+        order = [e[2] for e in journal(d) if e[1] == "resume"]
+        assert order.index(GPU) < order.index(AUDIO)
+        fd = os.open(d.path("root", GPU, "binding"), os.O_WRONLY)
+        try:
+            os.write(fd, b"none dry-run")
+        finally:
+            os.close(fd)
+        with open(d.path("root", GPU, "binding")) as f:
+            report = f.read()
+        assert "device link" not in report and "plan: unbind from amdgpu" in report, report
+    finally:
+        d.stop()
