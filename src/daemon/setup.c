@@ -181,6 +181,14 @@ static int set_up_binding(struct daemon *d)
 	return 0;
 }
 
+/* Before each transition: the device links' status (dormant or not) as
+ * sysfs has it now, which changes without an event. */
+static void sync_links(void *data)
+{
+	if (dm_scan_sync_links(data) < 0)
+		log_warn("device links: out of memory; the walk takes them as last seen");
+}
+
 static int enumerate(struct daemon *d)
 {
 	const struct options *o = d->o;
@@ -212,6 +220,7 @@ static int enumerate(struct daemon *d)
 		return daemon_fail(r);
 	if (o->save)
 		return 0;
+	dm_pm_set_prepare(d->pm, sync_links, m);
 	recover_transition(d->pm, o->record ? o->record : d->cfg.transition_record);
 	return set_up_binding(d);
 }

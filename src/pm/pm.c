@@ -133,6 +133,8 @@ struct dm_pm {
 	uint64_t *bits;
 	size_t cap_bits;
 	struct dm_pool *pool;
+	void (*prepare)(void *data); /* dm_pm_set_prepare() */
+	void *prepare_data;
 };
 
 /* ---- the journal ---- */
@@ -744,6 +746,8 @@ static int transition(struct dm_pm *pm, struct dm_device *dev, unsigned flags, b
 	int r = log_reserve_locked(pm, MAX_DEPTH);
 	pthread_mutex_unlock(&pm->lock);
 	struct dm_device *top = dev ? dev : dm_model_get_root(pm->model);
+	if (pm->prepare)
+		pm->prepare(pm->prepare_data);
 	if (r == 0 && !suspend)
 		r = resume_ancestors(pm, top, flags);
 	int r2 = r == -ENOMEM ? r : walk_run(pm, top, suspend, flags);
@@ -765,6 +769,12 @@ int dm_pm_suspend(struct dm_pm *pm, struct dm_device *dev, unsigned flags)
 int dm_pm_resume(struct dm_pm *pm, struct dm_device *dev, unsigned flags)
 {
 	return transition(pm, dev, flags, false);
+}
+
+void dm_pm_set_prepare(struct dm_pm *pm, void (*fn)(void *data), void *data)
+{
+	pm->prepare = fn;
+	pm->prepare_data = data;
 }
 
 int dm_pm_set_record(struct dm_pm *pm, const char *path)

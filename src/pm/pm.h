@@ -30,6 +30,11 @@ enum dm_pm_flags {
 int dm_pm_new(struct dm_model *m, struct dm_pm **ret);
 void dm_pm_free(struct dm_pm *pm);
 
+/* @fn(@data) runs at the start of every transition, before its order is
+ * taken (the daemon reads the device links' status there: it changes
+ * without an event). Call before any transition. */
+void dm_pm_set_prepare(struct dm_pm *pm, void (*fn)(void *data), void *data);
+
 /* Keeps the transition record (record.h) at @path (NULL: none, the
  * default): which devices suspend hooks ran for and that were not resumed
  * since. Call before any transition. -errno when @path's directory cannot

@@ -334,3 +334,26 @@ def test_a_gpu_and_its_audio_function(tmp_path):
         assert "device link" not in report and "plan: unbind from amdgpu" in report, report
     finally:
         d.stop()
+
+
+def test_a_link_that_wakes_up_orders_the_next_walk(tmp_path):
+    """status changes without an event: a dormant link (the pwm-regulator
+    vdd-log, no driver yet) orders nothing; once sysfs says active, the next
+    walk takes the GPU before its supplier."""
+    d = Daemon(TESTBED)
+    try:
+        def order():
+            with open(d.path("root", "power"), "w") as f:
+                f.write("suspend-dry-run")
+            return [e[2] for e in journal(d) if e[1] == "suspend"]
+        gpu, vdd = "platform/ff9a0000.gpu", "platform/vdd-log"
+        o = order()
+        assert o.index(vdd) < o.index(gpu)  # the list's order: no link between them
+        status = os.path.join(d.testbed.get_root_dir(), "sys/devices/virtual/devlink",
+                              "platform:vdd-log--platform:ff9a0000.gpu", "status")
+        with open(status, "w") as f:
+            f.write("active\n")
+        o = order()
+        assert o.index(gpu) < o.index(vdd)
+    finally:
+        d.stop()
