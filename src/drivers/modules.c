@@ -31,6 +31,8 @@ void dm_modules_set_dir(const char *d)
 
 /* kmod logs through syslog by default: into ours, at debug level. */
 static void kmod_log(void *data, int priority, const char *file, int line, const char *fn,
+		     const char *format, va_list args) __attribute__((format(printf, 6, 0)));
+static void kmod_log(void *data, int priority, const char *file, int line, const char *fn,
 		     const char *format, va_list args)
 {
 	(void)data, (void)priority, (void)file, (void)line, (void)fn;

@@ -12,7 +12,9 @@
  *                            driver, is not deauthorized (USB's authorized
  *                            0) and D matches it (its driver_override
  *                            names D; without one, D's ids take DEV)
- *   bus/B/drivers/D/unbind   DEV: -ENODEV unless DEV is bound to D
+ *   bus/B/drivers/D/unbind   DEV: -ENODEV unless DEV is bound to D; its
+ *                            consumers over managed device links are
+ *                            unbound first
  *   bus/B/drivers_probe      DEV: binds DEV to the driver its override
  *                            names, else to the first whose ids take it
  *
@@ -39,6 +41,7 @@
 #endif
 #include "preload.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -233,6 +236,59 @@ static int do_bind(const char *sys, const char *bus, const char *drv, const char
 	return 0;
 }
 
+static int do_unbind(const char *sys, const char *bus, const char *drv, const char *dev);
+
+/* The last component of the link @dir/@name's target, into @buf ("" when
+ * it is no link). */
+static void link_base(const char *dir, const char *name, char *buf, size_t size)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	snprintf(link, sizeof(link), "%s/%s", dir, name);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	buf[0] = '\0';
+	if (n > 0) {
+		target[n] = '\0';
+		const char *slash = strrchr(target, '/');
+		snprintf(buf, size, "%s", slash ? slash + 1 : target);
+	}
+}
+
+/* Before a device's driver goes, the kernel unbinds the consumers bound
+ * over its managed device links (device_links_unbind_consumers()): each
+ * "consumer:BUS:NAME" link of @devdir whose devlink is neither stateless
+ * (status "not tracked") nor sync_state_only, consumers of consumers
+ * first. */
+static void unbind_consumers(const char *sys, const char *devdir)
+{
+	DIR *d = opendir(devdir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, "consumer:", 9) != 0)
+			continue;
+		char link[PATH_MAX], devlink[PATH_MAX], cdir[PATH_MAX], path[PATH_MAX];
+		char status[64] = "", sso[8] = "", cbus[256], cdrv[256];
+		snprintf(link, sizeof(link), "%s/%s", devdir, e->d_name);
+		if (!realpath(link, devlink))
+			continue;
+		snprintf(path, sizeof(path), "%s/status", devlink);
+		(void)read_file(path, status, sizeof(status));
+		snprintf(path, sizeof(path), "%s/sync_state_only", devlink);
+		(void)read_file(path, sso, sizeof(sso));
+		if (strncmp(status, "not tracked", 11) == 0 || sso[0] == '1')
+			continue;
+		snprintf(path, sizeof(path), "%s/consumer", devlink);
+		if (!realpath(path, cdir))
+			continue;
+		link_base(cdir, "subsystem", cbus, sizeof(cbus));
+		bound_driver(cdir, cdrv, sizeof(cdrv));
+		const char *cname = strrchr(cdir, '/') ? strrchr(cdir, '/') + 1 : cdir;
+		if (cbus[0] && cdrv[0])
+			(void)do_unbind(sys, cbus, cdrv, cname);
+	}
+	if (d)
+		closedir(d);
+}
+
 static int do_unbind(const char *sys, const char *bus, const char *drv, const char *dev)
 {
 	char rel[PATH_MAX], devdir[PATH_MAX], cur[256], path[PATH_MAX];
@@ -243,6 +299,7 @@ static int do_unbind(const char *sys, const char *bus, const char *drv, const ch
 	bound_driver(devdir, cur, sizeof(cur));
 	if (strcmp(cur, drv) != 0)
 		return -ENODEV;
+	unbind_consumers(sys, devdir);
 	snprintf(path, sizeof(path), "%s/driver", devdir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/bus/%s/drivers/%s/%s", sys, bus, drv, dev);

@@ -357,3 +357,45 @@ def test_a_link_that_wakes_up_orders_the_next_walk(tmp_path):
         assert o.index(gpu) < o.index(vdd)
     finally:
         d.stop()
+
+
+def test_a_forced_unbind_of_a_supplier_takes_its_consumers_first(tmp_path):
+    """vcc-sd supplies fe320000.mmc over a managed link: unbinding it is
+    refused while the MMC controller is bound; forced, the kernel (kbind
+    plays it) unbinds the consumer first, then the supplier, and the tree
+    follows both."""
+    from test_binding import Kernel
+    k = Kernel(str(tmp_path))
+    d = Daemon(TESTBED, extra_env=k.env(""))
+    k.serve(d)
+    try:
+        vcc = d.path("root", "platform", "vcc-sd")
+        mmc = d.path("root", "platform", "fe320000.mmc")
+        fd = os.open(os.path.join(vcc, "binding"), os.O_WRONLY)
+        try:
+            os.write(fd, b"none")
+            raise AssertionError("not refused")
+        except OSError as e:
+            assert e.errno == errno.EBUSY
+        finally:
+            os.close(fd)
+        with open(os.path.join(vcc, "binding")) as f:
+            assert "in use: platform:fe320000.mmc (bound to dwmmc_rockchip) depends on it" \
+                in f.read()
+        fd = os.open(os.path.join(vcc, "binding"), os.O_WRONLY)
+        try:
+            os.write(fd, b"none force")
+        finally:
+            os.close(fd)
+        for place in ("platform/fe320000.mmc", "platform/vcc-sd"):
+            d.wait_status(lambda line, p=place: line.startswith(
+                f"STATUS=hotplug unbind /devices/{p} "))
+        for dev in (vcc, mmc):
+            assert not os.path.exists(os.path.join(dev, "kernel_driver")), dev
+            assert not os.path.lexists(os.path.join(dev, "driver")), dev
+        with open(os.path.join(vcc, "binding")) as f:
+            assert "forced: proceeding although in use" in f.read()
+    finally:
+        k.stopped = True
+        k.thread.join()
+        d.stop()
