@@ -159,11 +159,12 @@ static int device_rel(const char *sys, const char *bus, const char *dev, char *b
 	return (size_t)snprintf(buf, size, "%s", real + sl + 1) < size ? 0 : -ENAMETOOLONG;
 }
 
-/* The driver @devdir is bound to, into @buf ("" when none). */
-static void bound_driver(const char *devdir, char *buf, size_t size)
+/* The last component of the link @dir/@name's target, into @buf ("" when
+ * it is no link). */
+static void link_base(const char *dir, const char *name, char *buf, size_t size)
 {
 	char link[PATH_MAX], target[PATH_MAX];
-	snprintf(link, sizeof(link), "%s/driver", devdir);
+	snprintf(link, sizeof(link), "%s/%s", dir, name);
 	ssize_t n = readlink(link, target, sizeof(target) - 1);
 	buf[0] = '\0';
 	if (n > 0) {
@@ -171,6 +172,12 @@ static void bound_driver(const char *devdir, char *buf, size_t size)
 		const char *slash = strrchr(target, '/');
 		snprintf(buf, size, "%s", slash ? slash + 1 : target);
 	}
+}
+
+/* The driver @devdir is bound to, into @buf ("" when none). */
+static void bound_driver(const char *devdir, char *buf, size_t size)
+{
+	link_base(devdir, "driver", buf, size);
 }
 
 /* Rewrites the DRIVER= line of @devdir's uevent file: @drv, or none. */
@@ -237,21 +244,6 @@ static int do_bind(const char *sys, const char *bus, const char *drv, const char
 }
 
 static int do_unbind(const char *sys, const char *bus, const char *drv, const char *dev);
-
-/* The last component of the link @dir/@name's target, into @buf ("" when
- * it is no link). */
-static void link_base(const char *dir, const char *name, char *buf, size_t size)
-{
-	char link[PATH_MAX], target[PATH_MAX];
-	snprintf(link, sizeof(link), "%s/%s", dir, name);
-	ssize_t n = readlink(link, target, sizeof(target) - 1);
-	buf[0] = '\0';
-	if (n > 0) {
-		target[n] = '\0';
-		const char *slash = strrchr(target, '/');
-		snprintf(buf, size, "%s", slash ? slash + 1 : target);
-	}
-}
 
 /* Before a device's driver goes, the kernel unbinds the consumers bound
  * over its managed device links (device_links_unbind_consumers()): each

@@ -73,6 +73,18 @@ def journal(d):
         return [line.split() for line in f.read().splitlines()]
 
 
+def refused(path, text):
+    """@text written to @path in one write: it must fail with EBUSY."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+        raise AssertionError(f"{text} to {path} was not refused")
+    except OSError as e:
+        assert e.errno == errno.EBUSY, e
+    finally:
+        os.close(fd)
+
+
 def test_every_link_is_shown_and_orders_the_suspend(tmp_path):
     assert len(DEVLINKS) > 60
     d = Daemon(TESTBED)
@@ -136,14 +148,7 @@ def test_a_supplier_waits_for_its_consumers_and_is_kept_bound(tmp_path):
         vcc = d.path("root", "platform", "vcc-sd")
         # fe320000.mmc, in another subtree, is awake: refused, the journal
         # names it
-        fd = os.open(os.path.join(vcc, "power"), os.O_WRONLY)
-        try:
-            os.write(fd, b"suspend")
-            raise AssertionError("the supplier's suspend was not refused")
-        except OSError as e:
-            assert e.errno == errno.EBUSY
-        finally:
-            os.close(fd)
+        refused(os.path.join(vcc, "power"), "suspend")
         assert ["1", "consumer", "platform/fe320000.mmc", "EBUSY", "0"] in journal(d)
         with open(os.path.join(vcc, "power")) as f:
             assert f.read() == "on\n"
@@ -158,14 +163,7 @@ def test_a_supplier_waits_for_its_consumers_and_is_kept_bound(tmp_path):
         # unbinding the clock controller: every bound consumer over a
         # managed link is a reason (a dry run: nothing written)
         cru = d.path("root", "platform", "ff760000.clock-controller")
-        fd = os.open(os.path.join(cru, "binding"), os.O_WRONLY)
-        try:
-            os.write(fd, b"none dry-run")
-            raise AssertionError("not refused")
-        except OSError as e:
-            assert e.errno == errno.EBUSY
-        finally:
-            os.close(fd)
+        refused(os.path.join(cru, "binding"), "none dry-run")
         with open(os.path.join(cru, "binding")) as f:
             report = f.read()
         assert "in use: platform:fe300000.ethernet (bound to rk_gmac-dwmac) depends on it " \
@@ -306,14 +304,7 @@ def test_a_gpu_and_its_audio_function(tmp_path):
         order = [e[2] for e in journal(d) if e[1] == "suspend"]
         assert order.index(AUDIO) < order.index(GPU) < order.index("pci0000:00/0000:00:01.1")
         # the GPU alone: refused while its audio function is awake
-        fd = os.open(d.path("root", GPU, "power"), os.O_WRONLY)
-        try:
-            os.write(fd, b"suspend")
-            raise AssertionError("not refused")
-        except OSError as e:
-            assert e.errno == errno.EBUSY
-        finally:
-            os.close(fd)
+        refused(d.path("root", GPU, "power"), "suspend")
         assert ["1", "consumer", AUDIO, "EBUSY", "0"] in journal(d)
         # the root port's subtree holds both: one walk, audio first
         with open(d.path("root", "pci0000:00/0000:00:01.1", "power"), "w") as f:
@@ -371,14 +362,7 @@ def test_a_forced_unbind_of_a_supplier_takes_its_consumers_first(tmp_path):
     try:
         vcc = d.path("root", "platform", "vcc-sd")
         mmc = d.path("root", "platform", "fe320000.mmc")
-        fd = os.open(os.path.join(vcc, "binding"), os.O_WRONLY)
-        try:
-            os.write(fd, b"none")
-            raise AssertionError("not refused")
-        except OSError as e:
-            assert e.errno == errno.EBUSY
-        finally:
-            os.close(fd)
+        refused(os.path.join(vcc, "binding"), "none")
         with open(os.path.join(vcc, "binding")) as f:
             assert "in use: platform:fe320000.mmc (bound to dwmmc_rockchip) depends on it" \
                 in f.read()

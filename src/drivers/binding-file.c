@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * binding-file.c - a device's binding file (docs/design.md §7.5): a root
+ * write is a request the transaction runs (binding.c); a read says why the
+ * device is bound as it is, then the report of its last request.
+ */
+#include "binding.h"
+#include "binding-private.h"
+
+#include "modules.h"
+#include "runner.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int bind_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
+		      size_t len)
+{
+	(void)attr;
+	char copy[512];
+	struct dm_bind_request req;
+	if (len >= sizeof(copy))
+		return -EINVAL;
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	int r = dm_bind_parse(copy, &req);
+	return r < 0 ? r : dm_bind_device(dev, &req);
+}
+
+/* Why @dev is bound as it is, a line or three, into @buf. */
+static int why(struct dm_device *dev, char *buf, size_t size)
+{
+	const char *devpath = dm_device_get_devpath(dev);
+	char devdir[PATH_MAX], path[PATH_MAX + 32], now[256], ovr[256] = "";
+	snprintf(devdir, sizeof(devdir), "/sys%.4000s", devpath ? devpath : "");
+	dm_binding_driver_of(devdir, now, sizeof(now));
+	snprintf(path, sizeof(path), "%s/driver_override", devdir);
+	if (dm_run_read(path, ovr, sizeof(ovr)) < 0 || strcmp(ovr, "(null)") == 0)
+		ovr[0] = '\0';
+	char authorized[8] = "";
+	snprintf(path, sizeof(path), "%s/authorized", devdir);
+	bool deauth = dm_run_read(path, authorized, sizeof(authorized)) >= 0 &&
+		      strcmp(authorized, "0") == 0;
+	bool done = false, failed = false;
+	char left[64] = "";
+	(void)dm_binding_last_outcome(devpath, &done, &failed, left, sizeof(left));
+	/* a request's binding holds while the kernel's stays the one it left */
+	bool by_request = done && strcmp(left, now) == 0;
+	int n;
+	if (now[0])
+		n = snprintf(buf, size, "bound to %s %s\n", now,
+			     by_request ? "by a request through driverfsd" : "by the kernel");
+	else
+		n = snprintf(buf, size, "no driver: %s\n",
+			     strcmp(ovr, "none") == 0 ? "driver_override is none"
+			     : deauth ? "deauthorized (its authorized is 0: no driver probes it, "
+					"and no program can claim it through usbfs)"
+			     : by_request	      ? "unbound by a request through driverfsd"
+			     : failed ? "the last request failed (below)"
+				      : "no driver took it (none matches, or its module is not "
+					"loaded)");
+	if (n >= 0 && (size_t)n < size && ovr[0])
+		n += snprintf(buf + n, size - (size_t)n, "driver_override: %s\n", ovr);
+	/* what modprobe would load for it (its modalias, through libkmod) */
+	char alias[520], modules[512];
+	snprintf(path, sizeof(path), "%s/modalias", devdir);
+	if (n >= 0 && (size_t)n < size && dm_run_read(path, alias, sizeof(alias)) > 0) {
+		int c = dm_modules_candidates(alias, modules, sizeof(modules));
+		if (c >= 0)
+			n += snprintf(buf + n, size - (size_t)n, "candidate modules: %s\n",
+				      c ? modules : "none (no module's alias matches its modalias)");
+	}
+	struct dm_model *m = dm_device_get_model(dev);
+	dm_model_read_lock(m);
+	struct dm_driver *drv = dm_device_get_driver_locked(dev);
+	/* (driverfsd's vfio-pci stands for the kernel's: no word of it) */
+	if (n >= 0 && (size_t)n < size && drv && dm_driver_get_kind(drv) == DM_DRIVER_USER &&
+	    strcmp(dm_driver_get_name(drv), now) != 0)
+		n += snprintf(buf + n, size - (size_t)n, "held by user driver %s\n",
+			      dm_driver_get_name(drv));
+	dm_model_unlock(m);
+	return n < 0 ? 0 : (size_t)n >= size ? (int)size - 1 : n;
+}
+
+/* Why the device is bound as it is, then the report of the last request. */
+static int status_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
+		       size_t *ret_len)
+{
+	(void)attr;
+	size_t size = DM_BINDING_REPORT_MAX + 1024;
+	char *buf = malloc(size);
+	if (!buf)
+		return -ENOMEM;
+	int n = why(dev, buf, size);
+	char *report = buf + n + 1;
+	/* room left for the heading */
+	int m = dm_binding_status(dev, report, size - (size_t)n - 16);
+	if (m > 0) {
+		static const char head[] = "last request:\n";
+		memmove(buf + n + sizeof(head) - 1, report, (size_t)m);
+		memcpy(buf + n, head, sizeof(head) - 1);
+		n += (int)sizeof(head) - 1 + m;
+	}
+	*ret = buf;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+/* read: the report of the last request; write: a request */
+static const struct dm_attribute binding_attr = {
+	.name = "binding", .mode = 0644, .flags = DM_ATTR_LIVE,
+	.show_alloc = status_show, .store = bind_store,
+};
+static const struct dm_attribute *const binding_attrs[] = { &binding_attr, NULL };
+
+/* Whether the kernel has drivers on bus @name (/sys/bus/<name>/drivers/),
+ * asked of sysfs once per bus: the buses are few and stay. */
+static bool bus_has_drivers(const char *name)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static struct {
+		char name[64];
+		bool has;
+	} known[32];
+	static size_t n_known;
+	bool has = false, found = false;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < n_known && !found; i++)
+		if (strcmp(known[i].name, name) == 0) {
+			found = true;
+			has = known[i].has;
+		}
+	if (!found) {
+		char path[PATH_MAX];
+		struct stat st;
+		has = (size_t)snprintf(path, sizeof(path), "/sys/bus/%s/drivers", name) <
+			      sizeof(path) &&
+		      stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+		if (n_known < sizeof(known) / sizeof(known[0]) && strlen(name) < sizeof(known[0].name)) {
+			snprintf(known[n_known].name, sizeof(known[0].name), "%s", name);
+			known[n_known++].has = has;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return has;
+}
+
+/* On the devices of a bus the kernel has drivers for (the lock is held:
+ * one stat of sysfs per bus, the first time, as the group contract allows). */
+static bool binding_visible(struct dm_device *dev, const struct dm_attribute *attr)
+{
+	(void)attr;
+	struct dm_bus *bus = dm_device_get_bus_locked(dev);
+	return dm_device_get_devpath(dev) && bus && bus_has_drivers(dm_bus_get_name(bus));
+}
+
+const struct dm_attribute_group dm_binding_group = {
+	.attrs = binding_attrs,
+	.is_visible = binding_visible,
+};
