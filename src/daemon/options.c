@@ -3,6 +3,7 @@
 #include "daemon.h"
 #include "version.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -13,17 +14,22 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: driverfsd [OPTIONS] [MOUNTPOINT]\n"
+		"Usage: driverfsd [OPTIONS] [[SOURCE] MOUNTPOINT]\n"
 		"       driverfsd --check-config [-c FILE]\n"
 		"Serve the machine's device model as a filesystem at MOUNTPOINT (default: the\n"
 		"configuration's MountPoint=, else /devices):\n"
 		"root/ (the device hierarchy), bus/ (buses, their devices and drivers) and\n"
-		"class/ (classes and their interfaces).\n"
+		"class/ (classes and their interfaces). SOURCE (as mount(8) and fstab give\n"
+		"it: \"driverfs /devices fuse.driverfsd defaults 0 0\") names the mount in\n"
+		"/proc/mounts (default: driverfs).\n"
 		"\n"
 		"  -f, --foreground   stay in the foreground, log to stderr (else to syslog\n"
 		"                     once in the background)\n"
 		"  -d, --debug        log debug messages and FUSE requests (implies -f)\n"
-		"  -o OPTIONS         extra FUSE mount options, comma-separated\n"
+		"  -o OPTIONS         mount options, comma-separated: config=FILE and\n"
+		"                     snapshot=FILE (as -c and --snapshot), FUSE's (ro ...);\n"
+		"                     mount(8)'s and systemd's (defaults, nofail, x-...) are\n"
+		"                     left out\n"
 		"      --no-io-uring  take every FUSE request through /dev/fuse, even where\n"
 		"                     the kernel offers io_uring (fuse.enable_uring=Y)\n"
 		"      --no-passthrough  take every read of a sysfs attribute through the\n"
@@ -66,6 +72,59 @@ static void usage(FILE *f)
 		"in the background. Unmount with `fusermount3 -u MOUNTPOINT` or SIGTERM.\n"
 		"SIGHUP reloads drivers.d/ and the configuration's LogLevel= and\n"
 		"HookTimeout= without unmounting; a configuration with errors is not taken.\n");
+}
+
+/* A word of letters, digits, '.', '_', '-' and ':' (mount(8)'s source). */
+static bool plain_word(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._-:", *s))
+			return false;
+	return true;
+}
+
+/* What mount(8), fstab and systemd add that is no business of FUSE's or
+ * ours: left out. */
+static bool mount_only(const char *opt)
+{
+	static const char *const words[] = { "defaults", "rw",	   "auto",    "noauto",
+					     "nofail",	 "_netdev", "user",    "nouser",
+					     "users",	 "owner",   "group",   "sync",
+					     "async",	 "relatime", "noatime", "dev", "suid" };
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcmp(opt, words[i]) == 0)
+			return true;
+	return strncmp(opt, "x-", 2) == 0 || strncmp(opt, "comment=", 8) == 0;
+}
+
+/* -o OPTIONS, comma-separated: driverfsd's own (config=FILE, snapshot=FILE)
+ * taken, mount(8)'s left out, the rest given to FUSE. */
+static int mount_options(struct options *o, char *list)
+{
+	char *fuse = malloc(strlen(list) + 1);
+	if (!fuse)
+		return -ENOMEM;
+	fuse[0] = '\0';
+	for (char *save = NULL, *opt = strtok_r(list, ",", &save); opt;
+	     opt = strtok_r(NULL, ",", &save)) {
+		if (strncmp(opt, "config=", 7) == 0 && opt[7]) {
+			o->config = opt + 7;
+		} else if (strncmp(opt, "snapshot=", 9) == 0 && opt[9]) {
+			o->snapshot = opt + 9;
+		} else if (!mount_only(opt)) {
+			if (fuse[0])
+				strcat(fuse, ",");
+			strcat(fuse, opt);
+		}
+	}
+	int r = 0;
+	if (fuse[0] && (fuse_opt_add_arg(&o->fuse_args, "-o") < 0 ||
+			fuse_opt_add_arg(&o->fuse_args, fuse) < 0))
+		r = -ENOMEM;
+	free(fuse);
+	return r;
 }
 
 /* A directory option's value must be an absolute path (the daemon's
@@ -167,11 +226,12 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 			if (fuse_opt_add_arg(&o->fuse_args, "-d") < 0)
 				return -ENOMEM;
 			break;
-		case 'o':
-			if (fuse_opt_add_arg(&o->fuse_args, "-o") < 0 ||
-			    fuse_opt_add_arg(&o->fuse_args, optarg) < 0)
-				return -ENOMEM;
+		case 'o': {
+			int r = mount_options(o, optarg);
+			if (r < 0)
+				return r;
 			break;
+		}
 		case 'h':
 			usage(stdout);
 			exit(EXIT_SUCCESS);
@@ -196,6 +256,20 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 		fprintf(stderr, "driverfsd: --hotplug-helper needs a program given by its "
 				"absolute path\n");
 		return -EINVAL;
+	}
+	/* mount(8) through mount.fuse3 (and fstab): SOURCE MOUNTPOINT */
+	if (argc - optind == 2) {
+		const char *source = argv[optind++];
+		char fsname[80];
+		if (!plain_word(source) || strlen(source) > 64) {
+			fprintf(stderr, "driverfsd: bad source '%s' (letters, digits, '.', '_', "
+					"'-' and ':', at most 64)\n", source);
+			return -EINVAL;
+		}
+		snprintf(fsname, sizeof(fsname), "fsname=%s", source);
+		if (fuse_opt_add_arg(&o->fuse_args, "-o") < 0 ||
+		    fuse_opt_add_arg(&o->fuse_args, fsname) < 0)
+			return -ENOMEM;
 	}
 	if (optind < argc)
 		o->mountpoint = argv[optind++];

@@ -207,12 +207,15 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
 	 * mount would need user_allow_other in /etc/fuse.conf). */
 	/* auto_unmount: a helper (fusermount3) unmounts when the daemon dies,
 	 * even by SIGKILL, so no dead mount is left behind. */
-	if (fuse_opt_add_arg(args, "-o") < 0 ||
-	    fuse_opt_add_arg(args, geteuid() == 0
-				       ? "default_permissions,allow_other,auto_unmount,"
-					 "fsname=driverfs,subtype=driverfs"
-				       : "default_permissions,auto_unmount,fsname=driverfs,"
-					 "subtype=driverfs") < 0) {
+	/* first, so that the command line's (fsname= from mount(8)'s
+	 * source) come after them and win; the subtype is the program's
+	 * name, as the fstab type fuse.driverfsd and /proc/mounts have it */
+	if (fuse_opt_insert_arg(args, 1, "-o") < 0 ||
+	    fuse_opt_insert_arg(args, 2, geteuid() == 0
+					     ? "default_permissions,allow_other,auto_unmount,"
+					       "fsname=driverfs,subtype=driverfsd"
+					     : "default_permissions,auto_unmount,fsname=driverfs,"
+					       "subtype=driverfsd") < 0) {
 		r = -ENOMEM;
 		goto out_table;
 	}

@@ -46,7 +46,7 @@ struct mount_line {
 	unsigned long id, parent;
 	char devno[32];	    /* "major:minor" */
 	char point[PATH_MAX]; /* unescaped */
-	bool ours;	    /* file system type fuse.driverfs */
+	bool ours;	    /* file system type fuse.driverfsd */
 };
 
 /* Copies the mountinfo field at @s (ending at a space or @end) into @out
@@ -100,7 +100,7 @@ static bool parse_line(const char *s, const char *end, struct mount_line *l)
 	l->ours = false;
 	for (; s + 3 <= end; s++) {
 		if (s[0] == ' ' && s[1] == '-' && s[2] == ' ') {
-			static const char type[] = "fuse.driverfs ";
+			static const char type[] = "fuse.driverfsd ";
 			s += 3;
 			l->ours = (size_t)(end - s) >= sizeof(type) - 1 &&
 				  memcmp(s, type, sizeof(type) - 1) == 0;

@@ -207,7 +207,7 @@ def test_mounted_as_driverfs(d):
     with open("/proc/self/mounts") as f:
         line = next(l for l in f if l.split()[1] == d.mnt)
     fsname, _, fstype, opts = line.split()[:4]
-    assert fsname == "driverfs" and fstype == "fuse.driverfs"
+    assert fsname == "driverfs" and fstype == "fuse.driverfsd"
     assert "default_permissions" in opts.split(",")
 
 
