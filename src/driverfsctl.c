@@ -68,6 +68,19 @@ static const struct command {
 	  "                             FILE - writes to standard output; --sanitize\n"
 	  "                             masks serial numbers, MAC and WWN addresses,\n"
 	  "                             UUIDs and the host name and drops binary values\n" },
+	{ "diff", ctl_cmd_diff,
+	  "  diff A B [--json]          two models compared, each a snapshot file or a\n"
+	  "                             mount: devices added, removed and moved, members\n"
+	  "                             (driver, kernel_driver, power ...) and files that\n"
+	  "                             changed, bus drivers and device links; volatile\n"
+	  "                             files (counters, sensors, runtime PM, link speeds)\n"
+	  "                             left out\n" },
+	{ "metrics", ctl_cmd_metrics,
+	  "  metrics [FILE]             the daemon's counters and the tree's gauges in\n"
+	  "                             Prometheus's text format (root/metrics, after\n"
+	  "                             driverfsd_up); FILE is replaced whole, for\n"
+	  "                             node_exporter's textfile collector, and says\n"
+	  "                             driverfsd_up 0 when the mount cannot be read\n" },
 };
 
 static void usage(FILE *f)
@@ -103,6 +116,8 @@ static void usage(FILE *f)
 	      "              the other ends of its device links\n"
 	      "  suspend, resume  the journal: an array of {\"seq\", \"phase\", \"path\",\n"
 	      "              \"result\" (\"ok\" or an errno name), \"usec\"}\n"
+	      "  diff        {\"devices\": {\"added\", \"removed\", \"moved\"}, \"changes\",\n"
+	      "              \"values\", \"drivers\", \"links\", \"volatile_skipped\"}\n"
 	      "\n"
 	      "Options:\n"
 	      "  -m, --mount MOUNT  the driverfs mount point\n"
@@ -112,7 +127,8 @@ static void usage(FILE *f)
 	      "Errors name the device or file and the errno, as in\n"
 	      "\"driverfsctl: 0000:00:1f.3: no such device (ENOENT)\".\n"
 	      "Exit status: 0 done; 1 failed (an unknown device, bus or class, no mount, a\n"
-	      "transition that failed and was rolled back); 2 bad usage.\n",
+	      "transition that failed and was rolled back); 2 bad usage. diff: 0 the same,\n"
+	      "1 different, 2 trouble, as diff(1).\n",
 	      f);
 }
 

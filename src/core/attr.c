@@ -256,6 +256,15 @@ static int power_log_show(struct dm_device *dev, const struct dm_attribute *attr
 	return *ret ? 0 : -ENOMEM;
 }
 
+/* root/metrics (metrics.h): built at each open, as a counter's file is
+ * read whole once per scrape. */
+static int metrics_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
+			size_t *ret_len)
+{
+	(void)attr;
+	return dm_model_show_metrics(dev->model, ret, ret_len);
+}
+
 static int power_error_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
 			    size_t size)
 {
@@ -297,13 +306,18 @@ static const struct dm_attribute power_log_attr = {
 	.name = "power_log", .mode = 0444, .flags = DM_ATTR_LIVE | DM_ATTR_UNBOUNDED,
 	.show_alloc = power_log_show,
 };
+static const struct dm_attribute metrics_attr = {
+	.name = "metrics", .mode = 0444, .flags = DM_ATTR_LIVE | DM_ATTR_UNBOUNDED,
+	.show_alloc = metrics_show,
+};
 static const struct dm_attribute devpath_attr = DM_ATTR_RO(devpath, devpath_show);
 static const struct dm_attribute kernel_driver_attr = {
 	.name = "kernel_driver", .mode = 0444, .flags = DM_ATTR_LIVE, .show = kernel_driver_show,
 };
 
 static const struct dm_attribute *const core_attrs[] = {
-	&devpath_attr, &kernel_driver_attr, &power_attr, &power_error_attr, &power_log_attr, NULL,
+	&devpath_attr,	  &kernel_driver_attr, &power_attr, &power_error_attr,
+	&power_log_attr, &metrics_attr,	      NULL,
 };
 
 static bool core_visible(struct dm_device *dev, const struct dm_attribute *attr)
@@ -312,7 +326,7 @@ static bool core_visible(struct dm_device *dev, const struct dm_attribute *attr)
 		return dev->devpath != NULL;
 	if (attr == &kernel_driver_attr)
 		return dev->kernel_driver != NULL;
-	if (attr == &power_log_attr)
+	if (attr == &power_log_attr || attr == &metrics_attr)
 		return dev == dev->model->root || (!dev->parent && !dev->model->root);
 	return true;
 }

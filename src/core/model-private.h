@@ -6,6 +6,7 @@
 #include "hashmap.h"
 #include "list.h"
 #include "idset.h"
+#include "metrics.h"
 #include "model.h"
 #include "strpool.h"
 
@@ -69,6 +70,14 @@ struct dm_model {
 	struct dm_blob *log_copy;
 	uint64_t log_copy_version;
 	_Atomic uint64_t log_builds;
+	/* root/metrics' sources (metrics.h), under metrics_lock: a read
+	 * holds it while it runs them, so clearing waits for the reads */
+	pthread_mutex_t metrics_lock;
+	struct {
+		void (*fn)(struct dm_metrics *w, void *data);
+		void *data;
+	} metrics[DM_METRICS_MAX_SOURCES];
+	size_t n_metrics;
 };
 
 /* A static value: its name is interned (model->names), its bytes, with a

@@ -27,6 +27,7 @@ int dm_model_new(struct dm_model **ret)
 	pthread_rwlockattr_destroy(&attr);
 	pthread_mutex_init(&m->order_lock, NULL);
 	pthread_mutex_init(&m->log_lock, NULL);
+	pthread_mutex_init(&m->metrics_lock, NULL);
 	dm_list_init(&m->devices);
 	dm_list_init(&m->deferred);
 	dm_list_init(&m->buses);
@@ -62,6 +63,7 @@ out_free:
 	pthread_rwlock_destroy(&m->lock);
 	pthread_mutex_destroy(&m->order_lock);
 	pthread_mutex_destroy(&m->log_lock);
+	pthread_mutex_destroy(&m->metrics_lock);
 	free(m->order);
 	free(m->order_parent);
 	free(m->order_driver);
@@ -109,6 +111,7 @@ void dm_model_free(struct dm_model *m)
 	pthread_mutex_destroy(&m->order_lock);
 	dm_blob_unref(m->log_copy);
 	pthread_mutex_destroy(&m->log_lock);
+	pthread_mutex_destroy(&m->metrics_lock);
 	free(m->order);
 	free(m->order_parent);
 	free(m->order_driver);

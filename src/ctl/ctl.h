@@ -114,4 +114,9 @@ int ctl_parse_args(const char *cmd, int argc, char **argv, unsigned allowed, int
 struct json_object;
 void ctl_print_json(struct json_object *doc);
 
+/* save.c: the model a mount shows, read from its files, as a snapshot
+ * document (*ret, json_object_put() it; masked with @sanitize). CTL_OK,
+ * or prints why not and returns CTL_FAILED. */
+int ctl_read_model(const char *mnt, bool sanitize, struct json_object **ret);
+
 #endif

@@ -300,7 +300,7 @@ static int save_dir(struct save *s, const char *path, const char *rel, int depth
 			const char *name = names[i]->d_name;
 			char file[PATH_MAX];
 			struct stat st;
-			if (name[0] == '.' || (!rel && dm_snapshot_is_derived(name)) ||
+			if (name[0] == '.' || (!rel && dm_snapshot_is_derived(name, !*path)) ||
 			    (size_t)snprintf(file, sizeof(file), "%s/%s", dir, name) >= sizeof(file) ||
 			    fstatat(s->rootfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0)
 				continue;
@@ -374,7 +374,7 @@ static int save_device(struct save *s, const char *path, json_object *devices)
 	return r;
 }
 
-static int save(const char *mnt, const char *file, bool sanitize)
+int ctl_read_model(const char *mnt, bool sanitize, struct json_object **ret)
 {
 	struct dm_sanitizer rules;
 	if (sanitize)
@@ -403,23 +403,31 @@ static int save(const char *mnt, const char *file, bool sanitize)
 		free(s.m[i].sysname);
 	}
 	free(s.m);
-	if (r == 0) {
-		if (strcmp(file, "-") == 0) {
-			const char *text = dm_snapshot_to_string(doc);
-			if (!text || printf("%s\n", text) < 0 || fflush(stdout) != 0) {
-				json_object_put(doc);
-				return ctl_fail("standard output", NULL, errno ? errno : EIO);
-			}
-		} else {
-			r = dm_snapshot_write_file(doc, file);
-			if (r < 0) {
-				json_object_put(doc);
-				return ctl_fail(file, NULL, -r);
-			}
-		}
+	if (r < 0) {
+		json_object_put(doc);
+		return ctl_fail(mnt, "reading the mount failed", -r);
+	}
+	*ret = doc;
+	return CTL_OK;
+}
+
+static int save(const char *mnt, const char *file, bool sanitize)
+{
+	json_object *doc;
+	int ret = ctl_read_model(mnt, sanitize, &doc);
+	if (ret != CTL_OK)
+		return ret;
+	if (strcmp(file, "-") == 0) {
+		const char *text = dm_snapshot_to_string(doc);
+		if (!text || printf("%s\n", text) < 0 || fflush(stdout) != 0)
+			ret = ctl_fail("standard output", NULL, errno ? errno : EIO);
+	} else {
+		int r = dm_snapshot_write_file(doc, file);
+		if (r < 0)
+			ret = ctl_fail(file, NULL, -r);
 	}
 	json_object_put(doc);
-	return r < 0 ? ctl_fail(mnt, "reading the mount failed", -r) : CTL_OK;
+	return ret;
 }
 
 int ctl_cmd_save(const char *mnt, int argc, char **argv)

@@ -16,6 +16,7 @@
 #include "scan/scan.h"
 
 #include <fuse_opt.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -62,6 +63,8 @@ struct daemon {
 	struct dm_service *service;
 	struct dm_helper *helper;
 	struct dm_logind *logind;
+	long long started; /* when serving began (time(2)), for root/metrics */
+	atomic_uint_fast64_t reloads[2]; /* SIGHUP's reloads: done, failed */
 };
 
 /* options.c: parses the command line into @o (whose fuse_args holds
@@ -99,6 +102,10 @@ int daemon_save(struct daemon *d);
 int daemon_mount(struct daemon *d);
 /* Frees all the steps made, in the reverse order. */
 void daemon_tear_down(struct daemon *d);
+
+/* metrics.c: adds root/metrics' sources of the parts made (call before
+ * the monitor runs; daemon_tear_down() drops them first). */
+void daemon_register_metrics(struct daemon *d);
 
 /* serve.c: starts the threads, reports ready and serves until unmounted;
  * returns the session's end (0 or -errno). */

@@ -149,6 +149,7 @@ void daemon_reload(void *data, char *status, size_t size)
 		else
 			snprintf(status, size, "reload failed: %s", strerror(-r));
 		log_err("%s; the drivers and settings in effect stay", status);
+		atomic_fetch_add_explicit(&d->reloads[1], 1, memory_order_relaxed);
 		dm_config_done(&cfg);
 		return;
 	}
@@ -160,6 +161,7 @@ void daemon_reload(void *data, char *status, size_t size)
 	d->cfg = cfg;
 	log_info("reloaded %s and %s", d->cfg.path, d->cfg.drivers_dir);
 	snprintf(status, size, "reloaded");
+	atomic_fetch_add_explicit(&d->reloads[0], 1, memory_order_relaxed);
 	/* READY=1 follows: by then the mount shows the new bindings */
 	if (d->fs)
 		dm_fs_sync_invalidations(d->fs);

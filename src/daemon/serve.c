@@ -142,6 +142,7 @@ static int start(struct daemon *d)
 	r = start_helper(d);
 	if (r < 0)
 		return r;
+	daemon_register_metrics(d);
 	if (d->monitor && dm_monitor_run(d->monitor) < 0)
 		log_warn("no hotplug: cannot start the monitor thread");
 	r = d->pm ? dm_logind_start(d->pm, &d->logind) : 0;

@@ -265,6 +265,8 @@ int daemon_mount(struct daemon *d)
 
 void daemon_tear_down(struct daemon *d)
 {
+	if (d->model)
+		dm_model_clear_metrics(d->model);
 	dm_service_free(d->service);
 	dm_monitor_free(d->monitor);
 	dm_helper_free(d->helper);

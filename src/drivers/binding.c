@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -681,11 +682,41 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req)
 	return r;
 }
 
+/* root/metrics: the requests that were not dry runs, by how they ended */
+enum { RES_OK, RES_REFUSED, RES_PENDING, RES_INVALID, RES_FAILED, N_RES };
+static const char *const result_names[N_RES] = {
+	[RES_OK] = "ok",	     [RES_REFUSED] = "refused", [RES_PENDING] = "pending",
+	[RES_INVALID] = "invalid", [RES_FAILED] = "failed",
+};
+static atomic_uint_fast64_t results[N_RES];
+
 int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req)
 {
-	if (req->group && req->action == DM_BIND_TO && req->driver && is_vfio_driver(req->driver))
-		return bind_group(dev, req);
-	return bind_one(dev, req);
+	int r = req->group && req->action == DM_BIND_TO && req->driver &&
+				is_vfio_driver(req->driver)
+			? bind_group(dev, req)
+			: bind_one(dev, req);
+	if (!req->dry_run)
+		atomic_fetch_add_explicit(&results[r == 0		 ? RES_OK
+						   : r == -EBUSY	 ? RES_REFUSED
+						   : r == -EINPROGRESS ? RES_PENDING
+						   : r == -EINVAL || r == -EOPNOTSUPP ? RES_INVALID
+										      : RES_FAILED],
+					  1, memory_order_relaxed);
+	return r;
+}
+
+void dm_binding_metrics(struct dm_metrics *w, void *data)
+{
+	(void)data;
+	dm_metrics_family(w, "driverfsd_binding_requests_total", "counter",
+			  "Binding requests (dry runs aside), by result: refused (in use, EBUSY), "
+			  "pending (EINPROGRESS), invalid (no such driver, a device of no bus "
+			  "with drivers), failed (a step failed and was rolled back).");
+	for (size_t i = 0; i < N_RES; i++)
+		dm_metrics_sample(w, "driverfsd_binding_requests_total",
+				  (double)atomic_load_explicit(&results[i], memory_order_relaxed),
+				  "result", result_names[i], NULL);
 }
 
 static int bind_one(struct dm_device *dev, const struct dm_bind_request *req)

@@ -16,6 +16,7 @@
 #ifndef DM_BINDING_H
 #define DM_BINDING_H
 
+#include "core/metrics.h"
 #include "core/model.h"
 
 #include <stdbool.h>
@@ -59,6 +60,9 @@ enum dm_bind_step {
  * kept for dm_binding_status().
  */
 int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req);
+/* root/metrics' source (a dm_metrics_fn; @data unused): the requests made
+ * (dry runs aside) by result: ok, refused, pending, invalid, failed. */
+void dm_binding_metrics(struct dm_metrics *w, void *data);
 
 /* A device's kernel binding as it stood, to be put back: its driver
  * ("" none) and whether driver_override named one. */

@@ -5,6 +5,7 @@
 #include "binding.h"
 #include "core/array.h"
 #include "log.h"
+#include "replace.h"
 #include "trust.h"
 
 #include <errno.h>
@@ -107,12 +108,12 @@ int dm_persist_load(const char *path)
 	return r;
 }
 
-/* Writes the entries to the state file, whole: a temporary file beside it
- * renamed over it. Lock held. */
+/* Writes the entries to the state file, whole (dm_replace_file()). Lock
+ * held. */
 static int save_locked(void)
 {
 	const char *path = state_file();
-	char dir[PATH_MAX], tmp[PATH_MAX + 16];
+	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", path);
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
@@ -120,26 +121,18 @@ static int save_locked(void)
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 			return -errno;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		return -errno;
-	}
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
 	fprintf(f, "# driverfsd's persisted bindings: BUS NAME DRIVER (driverfsctl bind "
 		   "--persist)\n");
 	for (size_t i = 0; i < n_entries; i++)
 		fprintf(f, "%s %s %s\n", entries[i].bus, entries[i].name, entries[i].driver);
-	int r = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
-	if (fclose(f) != 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
+	bool failed = ferror(f);
+	int r = fclose(f) != 0 || failed ? -ENOMEM : dm_replace_file(path, text, len);
+	free(text);
 	return r;
 }
 

@@ -72,6 +72,17 @@ int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size)
 	return len < 0 || (size_t)len >= size ? -ENOBUFS : len;
 }
 
+void dm_fs_metrics(struct dm_metrics *w, void *data)
+{
+	struct dm_fs *fs = data;
+	dm_metrics_family(w, "driverfsd_fuse_requests_total", "counter",
+			  "FUSE requests served, by operation.");
+	for (int i = 0; i < FS_OP_N; i++)
+		dm_metrics_sample(w, "driverfsd_fuse_requests_total",
+				  (double)atomic_load_explicit(&fs->requests[i], memory_order_relaxed),
+				  "operation", fs_op_names[i], NULL);
+}
+
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	req_fs(req, FS_OP_STATFS);

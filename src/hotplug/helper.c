@@ -105,6 +105,10 @@ static void *helper_thread(void *data)
 			h->done(j->action, j->devpath, r, h->data);
 
 		pthread_mutex_lock(&h->lock);
+		if (r == 0)
+			h->stats.succeeded++;
+		else
+			h->stats.failed++;
 		unlink_locked(h, j);
 		h->n_jobs--;
 		job_free(j);
@@ -225,6 +229,30 @@ void dm_helper_get_stats(struct dm_helper *h, struct dm_helper_stats *ret)
 	for (struct job *j = h->head; j; j = j->next)
 		ret->running += j->running;
 	pthread_mutex_unlock(&h->lock);
+}
+
+void dm_helper_metrics(struct dm_metrics *w, void *data)
+{
+	struct dm_helper_stats st;
+	dm_helper_get_stats(data, &st);
+	dm_metrics_family(w, "driverfsd_hotplug_helper_runs_total", "counter",
+			  "Runs of the hotplug helper, by result (failed: a non-zero exit, a "
+			  "signal or a timeout).");
+	dm_metrics_sample(w, "driverfsd_hotplug_helper_runs_total", (double)st.succeeded,
+			  "result", "ok", NULL);
+	dm_metrics_sample(w, "driverfsd_hotplug_helper_runs_total", (double)st.failed, "result",
+			  "failed", NULL);
+	dm_metrics_family(w, "driverfsd_hotplug_helper_events_merged_total", "counter",
+			  "Events that replaced a device's call still waiting in the helper's queue.");
+	dm_metrics_sample(w, "driverfsd_hotplug_helper_events_merged_total", (double)st.merged,
+			  NULL);
+	dm_metrics_family(w, "driverfsd_hotplug_helper_events_dropped_total", "counter",
+			  "Events the helper did not run: its queue was full, or memory ran out.");
+	dm_metrics_sample(w, "driverfsd_hotplug_helper_events_dropped_total", (double)st.dropped,
+			  NULL);
+	dm_metrics_family(w, "driverfsd_hotplug_helper_queued", "gauge",
+			  "Helper calls waiting or running now.");
+	dm_metrics_sample(w, "driverfsd_hotplug_helper_queued", (double)st.jobs, NULL);
 }
 
 void dm_helper_free(struct dm_helper *h)

@@ -21,6 +21,8 @@
 #ifndef DM_HELPER_H
 #define DM_HELPER_H
 
+#include "core/metrics.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +35,7 @@ struct dm_helper_stats {
 	size_t running;	 /* of those, running */
 	uint64_t merged;  /* events that replaced a waiting call */
 	uint64_t dropped; /* events not run: the queue was full, or no memory */
+	uint64_t succeeded, failed; /* runs ended (failed: dm_run_errno() not 0) */
 };
 
 /* Called after each run with the device's devpath, the action and the run's
@@ -49,6 +52,9 @@ int dm_helper_new(const char *cmdline, int timeout_ms, dm_helper_done_fn done, v
 void dm_helper_queue(struct dm_helper *h, const char *action, const char *devpath, char **env);
 /* The queue's counters, taken under its lock. */
 void dm_helper_get_stats(struct dm_helper *h, struct dm_helper_stats *ret);
+/* root/metrics' source (a dm_metrics_fn, @data the helper): its runs by
+ * result, events merged and dropped, calls queued. */
+void dm_helper_metrics(struct dm_metrics *w, void *data);
 /* Waits for the runs under way, drops the queued ones, frees. NULL is fine. */
 void dm_helper_free(struct dm_helper *h);
 

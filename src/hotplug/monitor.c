@@ -11,6 +11,7 @@
 #include <libudev.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,23 @@
 #define GAP_MAX_MISSING 64
 /* the most events recorded at once */
 #define RUN_MAX 256
+
+/* The actions root/metrics counts events by: the kernel's, and "other"
+ * for any a uevent may claim (its text is not a label). */
+static const char *const action_names[] = {
+	"add", "remove", "change", "move", "bind", "unbind", "online", "offline", "other",
+};
+#define N_ACTIONS (sizeof(action_names) / sizeof(action_names[0]))
+enum { RESCAN_OVERRUN, RESCAN_SEQNUM_GAP, N_RESCANS };
+static const char *const rescan_names[N_RESCANS] = { "overrun", "seqnum_gap" };
+
+static size_t action_index(const char *action)
+{
+	for (size_t i = 0; i < N_ACTIONS - 1; i++)
+		if (strcmp(action, action_names[i]) == 0)
+			return i;
+	return N_ACTIONS - 1;
+}
 
 struct dm_monitor {
 	struct dm_model *model;
@@ -55,6 +73,11 @@ struct dm_monitor {
 	 * notification) */
 	struct udev_device *pending[RUN_MAX];
 	size_t n_pending;
+	/* root/metrics (dm_monitor_metrics()): written on the monitor's
+	 * thread, read by any */
+	atomic_uint_fast64_t events[N_ACTIONS];
+	atomic_uint_fast64_t rescans[N_RESCANS];
+	atomic_uint_fast64_t rescanned[3]; /* devices added, removed, changed */
 };
 
 void dm_monitor_set_helper(struct dm_monitor *mon, struct dm_helper *helper)
@@ -158,9 +181,10 @@ static void rescan_device(struct dm_device *dev, const char *action, void *data)
 }
 
 /* Events were lost: the tree is reconciled with sysfs as a whole. */
-static void rescan(struct dm_monitor *mon, const char *why)
+static void rescan(struct dm_monitor *mon, const char *why, int reason)
 {
 	struct dm_scan_report rep = { .device = rescan_device, .data = mon };
+	atomic_fetch_add_explicit(&mon->rescans[reason], 1, memory_order_relaxed);
 	log_info("hotplug: %s; rescanning", why);
 	int r = dm_scan_reconcile(mon->model, mon->sources, &rep);
 	if (r < 0)
@@ -172,6 +196,9 @@ static void rescan(struct dm_monitor *mon, const char *why)
 		 rep.removed, rep.changed);
 	log_info("hotplug: rescan: %zu added, %zu removed, %zu changed", rep.added, rep.removed,
 		 rep.changed);
+	atomic_fetch_add_explicit(&mon->rescanned[0], rep.added, memory_order_relaxed);
+	atomic_fetch_add_explicit(&mon->rescanned[1], rep.removed, memory_order_relaxed);
+	atomic_fetch_add_explicit(&mon->rescanned[2], rep.changed, memory_order_relaxed);
 	struct dm_hotplug_event ev = { "rescan", what, mon->last_seqnum };
 	if (mon->done)
 		mon->done(&ev, 1, mon->data);
@@ -274,6 +301,8 @@ static int receive_all(struct dm_monitor *mon)
 			continue;
 		}
 		seqnum_track(mon, udev_device_get_seqnum(d));
+		atomic_fetch_add_explicit(&mon->events[action_index(action)], 1,
+					  memory_order_relaxed);
 		/* a renamed device (a network interface): the old path goes first */
 		const char *old = udev_device_get_property_value(d, "DEVPATH_OLD");
 		if (strcmp(action, "move") == 0 && old) {
@@ -333,12 +362,12 @@ static void *monitor_thread(void *data)
 			break;
 		if (receive_all(mon) == -ENOBUFS) {
 			/* the socket overran: what was lost is unknown */
-			rescan(mon, "overrun");
+			rescan(mon, "overrun", RESCAN_OVERRUN);
 			mon->last_seqnum = 0; /* the next event starts the count again */
 		} else if (mon->lost || (mon->n_missing && now_ms() >= mon->gap_deadline_ms)) {
 			char why[64];
 			snprintf(why, sizeof(why), "seqnum-gap %llu", (unsigned long long)mon->first_missing);
-			rescan(mon, why);
+			rescan(mon, why, RESCAN_SEQNUM_GAP);
 		}
 	}
 	return NULL;
@@ -400,6 +429,32 @@ int dm_monitor_run(struct dm_monitor *mon)
 	if (r == 0)
 		mon->running = true;
 	return r;
+}
+
+void dm_monitor_metrics(struct dm_metrics *w, void *data)
+{
+	struct dm_monitor *mon = data;
+	dm_metrics_family(w, "driverfsd_hotplug_events_total", "counter",
+			  "Uevents received, by action (other: an action the kernel does not send).");
+	for (size_t i = 0; i < N_ACTIONS; i++)
+		dm_metrics_sample(w, "driverfsd_hotplug_events_total",
+				  (double)atomic_load_explicit(&mon->events[i], memory_order_relaxed),
+				  "action", action_names[i], NULL);
+	dm_metrics_family(w, "driverfsd_hotplug_rescans_total", "counter",
+			  "Whole-tree rescans after lost uevents, by cause (a socket overrun, "
+			  "a sequence number that did not come).");
+	for (size_t i = 0; i < N_RESCANS; i++)
+		dm_metrics_sample(w, "driverfsd_hotplug_rescans_total",
+				  (double)atomic_load_explicit(&mon->rescans[i], memory_order_relaxed),
+				  "reason", rescan_names[i], NULL);
+	static const char *const changes[3] = { "added", "removed", "changed" };
+	dm_metrics_family(w, "driverfsd_hotplug_rescanned_devices_total", "counter",
+			  "Devices the rescans found added, removed or changed.");
+	for (size_t i = 0; i < 3; i++)
+		dm_metrics_sample(w, "driverfsd_hotplug_rescanned_devices_total",
+				  (double)atomic_load_explicit(&mon->rescanned[i],
+							       memory_order_relaxed),
+				  "change", changes[i], NULL);
 }
 
 void dm_monitor_free(struct dm_monitor *mon)

@@ -21,6 +21,7 @@
 #ifndef DM_MONITOR_H
 #define DM_MONITOR_H
 
+#include "core/metrics.h"
 #include "scan/scan.h"
 
 struct dm_monitor;
@@ -60,6 +61,9 @@ void dm_monitor_set_helper(struct dm_monitor *mon, struct dm_helper *helper);
 /* Queues the helper's call for @dev (its environment read now). */
 void dm_helper_queue_device(struct dm_helper *helper, struct dm_device *dev, const char *action,
 			    uint64_t seqnum);
+/* root/metrics' source (a dm_metrics_fn, @data the monitor): uevents by
+ * action, rescans by cause and what they found. */
+void dm_monitor_metrics(struct dm_metrics *w, void *data);
 /* Stops the thread and frees. NULL is fine. */
 void dm_monitor_free(struct dm_monitor *mon);
 

@@ -98,6 +98,17 @@ struct walk {
 	uint64_t slow_ticks; /* POOL_USEC */
 };
 
+/* What root/metrics counts transitions by: the request, as the power file
+ * takes it, and how it ended. */
+enum { PM_REQUESTS = 4, PM_RESULTS = 4 };
+static const char *const pm_request_names[PM_REQUESTS] = {
+	"suspend", "resume", "suspend-dry-run", "resume-dry-run",
+};
+enum pm_result { PM_OK, PM_HOOK_FAILED, PM_BUSY, PM_ERROR };
+static const char *const pm_result_names[PM_RESULTS] = {
+	[PM_OK] = "ok", [PM_HOOK_FAILED] = "hook_failed", [PM_BUSY] = "busy", [PM_ERROR] = "error",
+};
+
 struct dm_pm {
 	struct dm_model *model;
 	struct dm_pm_record *record; /* NULL: none; set before any transition */
@@ -135,6 +146,10 @@ struct dm_pm {
 	struct dm_pool *pool;
 	void (*prepare)(void *data); /* dm_pm_set_prepare() */
 	void *prepare_data;
+	/* root/metrics (dm_pm_metrics()): transitions by request and result,
+	 * the durations of those that ran */
+	atomic_uint_fast64_t transitions[PM_REQUESTS][PM_RESULTS];
+	struct dm_histogram durations[PM_REQUESTS];
 };
 
 /* ---- the journal ---- */
@@ -737,10 +752,8 @@ static int resume_ancestors(struct dm_pm *pm, struct dm_device *top, unsigned fl
 	return ret;
 }
 
-static int transition(struct dm_pm *pm, struct dm_device *dev, unsigned flags, bool suspend)
+static int run_transition(struct dm_pm *pm, struct dm_device *dev, unsigned flags, bool suspend)
 {
-	if (pthread_mutex_trylock(&pm->transition) != 0)
-		return -EBUSY;
 	pthread_mutex_lock(&pm->lock);
 	log_clear_locked(pm);
 	int r = log_reserve_locked(pm, MAX_DEPTH);
@@ -757,8 +770,46 @@ static int transition(struct dm_pm *pm, struct dm_device *dev, unsigned flags, b
 		if (r3 < 0)
 			r2 = r3;
 	}
-	pthread_mutex_unlock(&pm->transition);
 	return r2 < 0 ? r2 : r;
+}
+
+/* One transition at a time, counted and timed for root/metrics. */
+static int transition(struct dm_pm *pm, struct dm_device *dev, unsigned flags, bool suspend)
+{
+	size_t req = (suspend ? 0 : 1) + (flags & DM_PM_DRY_RUN ? 2 : 0);
+	if (pthread_mutex_trylock(&pm->transition) != 0) {
+		atomic_fetch_add_explicit(&pm->transitions[req][PM_BUSY], 1, memory_order_relaxed);
+		return -EBUSY;
+	}
+	uint64_t start = dm_clock_now();
+	int r = run_transition(pm, dev, flags, suspend);
+	pthread_mutex_unlock(&pm->transition);
+	long usec = dm_clock_usec(dm_clock_now() - start);
+	dm_histogram_observe(&pm->durations[req], usec > 0 ? (uint64_t)usec : 0);
+	enum pm_result res = r == 0 ? PM_OK : r == -EIO ? PM_HOOK_FAILED : PM_ERROR;
+	atomic_fetch_add_explicit(&pm->transitions[req][res], 1, memory_order_relaxed);
+	return r;
+}
+
+void dm_pm_metrics(struct dm_metrics *w, void *data)
+{
+	struct dm_pm *pm = data;
+	dm_metrics_family(w, "driverfsd_pm_transitions_total", "counter",
+			  "PM transitions by request and result (hook_failed: a suspend hook "
+			  "failed and the transition was rolled back, or a resume hook failed; "
+			  "busy: another transition ran).");
+	for (size_t i = 0; i < PM_REQUESTS; i++)
+		for (size_t j = 0; j < PM_RESULTS; j++)
+			dm_metrics_sample(w, "driverfsd_pm_transitions_total",
+					  (double)atomic_load_explicit(&pm->transitions[i][j],
+								       memory_order_relaxed),
+					  "request", pm_request_names[i], "result", pm_result_names[j],
+					  NULL);
+	dm_metrics_family(w, "driverfsd_pm_transition_duration_seconds", "histogram",
+			  "How long the PM transitions that ran took, by request.");
+	for (size_t i = 0; i < PM_REQUESTS; i++)
+		dm_metrics_histogram(w, "driverfsd_pm_transition_duration_seconds",
+				     &pm->durations[i], "request", pm_request_names[i], NULL);
 }
 
 int dm_pm_suspend(struct dm_pm *pm, struct dm_device *dev, unsigned flags)

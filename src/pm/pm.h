@@ -14,6 +14,7 @@
 #ifndef DM_PM_H
 #define DM_PM_H
 
+#include "core/metrics.h"
 #include "core/model.h"
 
 #include <stdbool.h>
@@ -60,5 +61,10 @@ int dm_pm_resume(struct dm_pm *pm, struct dm_device *dev, unsigned flags);
  * "<seq> <phase> <path-under-root> <ok|ERRNO> <microseconds>\n", in a
  * malloc()ed buffer of any size. */
 int dm_pm_show_log(struct dm_pm *pm, char **ret, size_t *ret_len);
+
+/* root/metrics' source (a dm_metrics_fn, @data the engine): transitions
+ * by request (suspend, resume and their dry runs) and result (ok,
+ * hook_failed, busy, error), and a histogram of their durations. */
+void dm_pm_metrics(struct dm_metrics *w, void *data);
 
 #endif

@@ -3,6 +3,9 @@
  * driverfsctl. */
 #include "format.h"
 
+#include "replace.h"
+#include "utf8.h"
+
 #include "base64.h"
 
 #include <driverfs/driverfs.h>
@@ -194,8 +197,10 @@ int dm_snapshot_add_file(json_object *owner, const char *name, mode_t mode, cons
 	return r;
 }
 
-bool dm_snapshot_is_derived(const char *name)
+bool dm_snapshot_is_derived(const char *name, bool root)
 {
+	if (root && strcmp(name, "metrics") == 0)
+		return true;
 	/* driverfsd's own files, and its binding control files (the serving
 	 * daemon's state: docs/design.md §7.5) */
 	static const char *const derived[] = { "devpath",     "kernel_driver", "power",
@@ -204,6 +209,52 @@ bool dm_snapshot_is_derived(const char *name)
 	for (size_t i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
 		if (strcmp(name, derived[i]) == 0)
 			return true;
+	return false;
+}
+
+/* docs/snapshot.md, "Volatile values", in its notation: a name, "*SUFFIX"
+ * or "DIR/" (every file under a directory of that name). The unit test
+ * holds the two equal. */
+static const char *const volatile_rules[] = {
+	/* counters and meters */
+	"stat", "vmstat", "numastat", "meminfo", "inflight", "energy_uj", "uptime", "urbnum",
+	"carrier_changes", "carrier_up_count", "carrier_down_count", "statistics/",
+	/* a backing device's share of the dirty-page limit: follows free memory */
+	"max_bytes",
+	/* what moves with power management: clocks, link speeds, runtime PM */
+	"scaling_cur_freq", "cpuinfo_cur_freq", "current_link_speed", "current_link_width",
+	"power_state", "runtime_status", "runtime_active_time", "runtime_suspended_time",
+	"active_duration", "connected_duration",
+	/* sensors (hwmon, power supplies) */
+	"*_input", "*_now", "*_avg",
+};
+
+const char *dm_snapshot_volatile_rule(size_t i)
+{
+	return i < sizeof(volatile_rules) / sizeof(volatile_rules[0]) ? volatile_rules[i] : NULL;
+}
+
+bool dm_snapshot_is_volatile(const char *name)
+{
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	size_t len = strlen(base);
+	for (const char *rule, **r = (const char **)volatile_rules;
+	     r < volatile_rules + sizeof(volatile_rules) / sizeof(volatile_rules[0]); r++) {
+		rule = *r;
+		size_t n = strlen(rule);
+		if (rule[0] == '*') {
+			if (len >= n && strcmp(base + len - (n - 1), rule + 1) == 0)
+				return true;
+		} else if (rule[n - 1] == '/') {
+			/* a directory of that name anywhere above the file */
+			for (const char *p = name; p < base; p = strchr(p, '/') + 1)
+				if (strncmp(p, rule, n) == 0)
+					return true;
+		} else if (strcmp(base, rule) == 0) {
+			return true;
+		}
+	}
 	return false;
 }
 
@@ -221,43 +272,13 @@ int dm_snapshot_add_dir(json_object *owner, const char *name, json_object **ret_
 	return r;
 }
 
-/* The length of the UTF-8 sequence @s starts (at most @len bytes), or 0
- * when it is not one: overlong forms, surrogates and values past U+10FFFF
- * are not. */
-static size_t utf8_seq(const unsigned char *s, size_t len)
-{
-	size_t n;
-	unsigned min;
-	unsigned cp;
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2, min = 0x80, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3, min = 0x800, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4, min = 0x10000, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (n > len)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 bool dm_snapshot_value_is_text(const char *value, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)value;
 	if (len > DM_ATTR_MAX)
 		return false;
 	for (size_t i = 0; i < len;) {
-		size_t n = s[i] ? utf8_seq(s + i, len - i) : 0;
+		size_t n = s[i] ? dm_utf8_seq(s + i, len - i) : 0;
 		if (!n)
 			return false;
 		i += n;
@@ -272,57 +293,18 @@ const char *dm_snapshot_to_string(json_object *doc)
 }
 
 /* Writes @text and a newline to @f and closes it; false on any error. */
-static bool write_text(FILE *f, const char *text, bool sync)
-{
-	size_t len = strlen(text);
-	errno = 0;
-	bool ok = fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF;
-	ok = fflush(f) == 0 && ok;
-	if (sync)
-		ok = ok && fsync(fileno(f)) == 0 && fchmod(fileno(f), 0644) == 0;
-	return fclose(f) == 0 && ok;
-}
-
 int dm_snapshot_write_file(json_object *doc, const char *path)
 {
-	char tmp[PATH_MAX], real[PATH_MAX];
 	const char *text = dm_snapshot_to_string(doc);
-	if (!text)
+	size_t len = text ? strlen(text) : 0;
+	char *buf = text ? malloc(len + 1) : NULL;
+	if (!buf)
 		return -ENOMEM;
-	/* A regular file is replaced whole or not at all: written beside it
-	 * and renamed over it (over the file a symlink points to, not the
-	 * link). Anything else - /dev/null, a fifo, a terminal - is written
-	 * to: renaming over it would replace the device node itself. */
-	struct stat st;
-	if (stat(path, &st) == 0) {
-		if (!S_ISREG(st.st_mode)) {
-			FILE *f = fopen(path, "we");
-			if (!f)
-				return -errno;
-			return write_text(f, text, false) ? 0 : errno ? -errno : -EIO;
-		}
-		if (!realpath(path, real))
-			return -errno;
-		path = real;
-	}
-	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	int fd = mkstemp(tmp);
-	if (fd < 0)
-		return -errno;
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		int r = -errno;
-		close(fd);
-		unlink(tmp);
-		return r;
-	}
-	if (!write_text(f, text, true) || rename(tmp, path) < 0) {
-		int r = errno ? -errno : -EIO;
-		unlink(tmp);
-		return r;
-	}
-	return 0;
+	memcpy(buf, text, len);
+	buf[len] = '\n';
+	int r = dm_replace_file(path, buf, len + 1);
+	free(buf);
+	return r;
 }
 
 int dm_snapshot_errno(const char *name)

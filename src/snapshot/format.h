@@ -74,10 +74,21 @@ int dm_snapshot_add_file(json_object *owner, const char *name, mode_t mode, cons
 			 size_t len, int err, const struct dm_sanitizer *sanitize);
 /* The errno of the name a file's "error" holds; 0 for none known. */
 int dm_snapshot_errno(const char *name);
-/* Whether the file @name of a device's own directory is left out of its
- * entry: derived from the model or kept in other members (devpath,
- * kernel_driver, power, power_error, power_log). */
-bool dm_snapshot_is_derived(const char *name);
+/* Whether the file @name of a device's own directory (the root device's:
+ * @root) is left out of its entry: derived from the model or kept in
+ * other members (devpath, kernel_driver, power, power_error, power_log;
+ * the root's metrics, the serving daemon's counters). */
+bool dm_snapshot_is_derived(const char *name, bool root);
+
+/* Whether the file @name of a device (a path under its directory:
+ * "statistics/rx_bytes") is volatile: a value the kernel changes between
+ * any two reads, or that moves with power management, which a comparison
+ * of two trees leaves out (docs/snapshot.md, "Volatile values"). */
+bool dm_snapshot_is_volatile(const char *name);
+/* The rules it applies, @i from 0 until NULL, as docs/snapshot.md writes
+ * them: a name, "*SUFFIX", or "DIR/" for every file under such a
+ * directory. */
+const char *dm_snapshot_volatile_rule(size_t i);
 
 /* The document's "links" (since version 2, absent when none): one object
  * per device link, "supplier" and "consumer" the paths under root/ of its

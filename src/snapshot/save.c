@@ -46,7 +46,9 @@ static int list_file(const struct dm_file_info *fi, void *data)
 {
 	struct listing *l = data;
 	struct saved_device *sd = l->sd;
-	if (!l->group && dm_snapshot_is_derived(fi->name))
+	if (!l->group &&
+	    dm_snapshot_is_derived(fi->name,
+				   sd->dev == dm_model_get_root(dm_device_get_model(sd->dev))))
 		return 0;
 	if (!dm_array_grow((void **)&sd->f, &sd->cap, sd->n, sizeof(*sd->f), 16))
 		return 1;

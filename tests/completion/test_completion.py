@@ -2,6 +2,7 @@
 """bash completion (contrib/bash-completion, issue 19 item 2): the scripts
 run in a real bash, against a directory shaped like a driverfs mount (bus/,
 class/, drivers), as bash-completion would call them."""
+import re
 import os
 import subprocess
 
@@ -81,7 +82,6 @@ def test_driverfsd_options(tmp_path):
 def help_options(var):
     """The long options the --help of the program $@var names (not those
     it names as driverfsd's: "driverfsd --snapshot FILE")."""
-    import re
     prog = os.environ.get(var)
     if not prog:
         pytest.skip(f"{var} not set")
@@ -96,11 +96,24 @@ def test_the_options_are_driverfsds_own():
     assert named == offered, (named - offered, offered - named)
 
 
+def test_every_driverfsctl_command_is_offered():
+    """The commands --help lists (its lines "  NAME ..." under Commands:),
+    and no other."""
+    prog = os.environ.get("DRIVERFSCTL")
+    if not prog:
+        pytest.skip("DRIVERFSCTL not set")
+    text = subprocess.run([prog, "--help"], capture_output=True, text=True).stdout
+    block = text.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"^  ([a-z]+)", block, re.M))
+    assert "metrics" in named
+    assert set(complete("driverfsctl", ["driverfsctl", ""])) == named
+
+
 def test_every_driverfsctl_option_is_offered():
     named = help_options("DRIVERFSCTL")
     offered = set()
     for cmd in ("", "list", "tree", "info", "dot", "suspend", "resume", "bind", "unbind",
-                "save"):
+                "save", "diff"):
         words = ["driverfsctl"] + ([cmd] if cmd else []) + ["--"]
         offered |= set(complete("driverfsctl", words))
     assert named <= offered, named - offered

@@ -158,20 +158,10 @@ def read_as_seen(path):
         return errnos.errorcode.get(e.errno, str(e.errno))
 
 
-# Values the kernel changes between any two reads (counters), whose bytes
-# cannot be compared: both reads must give bytes (docs/design.md §6.7).
-# (max_bytes: a backing device's share of the dirty page limit, which
-# follows free memory.) Also every name with one of VOLATILE_SUFFIXES:
-# sensors (hwmon's temp1_input, power_supply's voltage_now) and the clock
-# a CPU runs at. The list docs/snapshot.md gives for diffs of saved trees.
-VOLATILE = {"stat", "vmstat", "numastat", "meminfo", "inflight", "energy_uj", "uptime",
-            "max_bytes", "scaling_cur_freq", "cpuinfo_cur_freq"}
-VOLATILE_SUFFIXES = ("_input", "_now", "_avg")
-
-
-def is_volatile(path):
-    name = os.path.basename(path)
-    return name in VOLATILE or name.endswith(VOLATILE_SUFFIXES)
+# Values the kernel changes between any two reads (counters, sensors, what
+# moves with power management), whose bytes cannot be compared: both reads
+# must give bytes. The list is docs/snapshot.md's (volatile.py).
+from volatile import is_volatile  # noqa: E402
 
 
 def compare_as_nobody(pairs):
@@ -218,12 +208,14 @@ def test_nobody_reads_what_sysfs_gives_nobody(d):
 
 def whole_tree(mnt):
     """{path: (kind, bytes or read error or link target, mode)} of a mount,
-    less pm/ (the machine's runtime PM, live, which a snapshot does not keep)
-    and the binding control files (the serving daemon's state)."""
+    less pm/ (the machine's runtime PM, live, which a snapshot does not keep),
+    the binding control files and root/metrics (the serving daemon's state
+    and counters)."""
     out = {}
     for top, dirs, files in os.walk(mnt):
         dirs[:] = [x for x in dirs if x != "pm"]
-        files = [x for x in files if x not in ("binding", "bindings")]
+        files = [x for x in files if x not in ("binding", "bindings") and
+                 (x != "metrics" or top != os.path.join(mnt, "root"))]
         for name in dirs + files:
             p = os.path.join(top, name)
             st = os.lstat(p)
@@ -261,6 +253,20 @@ def test_a_saved_machine_shows_what_the_live_one_does(d, tmp_path):
                    isinstance(live[p][1], bytes) and isinstance(kept[p][1], bytes))]
     assert not differ, [(p, repr(live[p])[:80], repr(kept[p])[:80]) for p in sorted(differ)[:5]]
     assert len(live) > 100
+    # driverfsctl diff says the same of the saved machine and the live mount:
+    # nothing changed but the FUSE mounts' own devices, volatile files aside
+    import json
+    from harness import CTL
+    r = subprocess.run([CTL, "diff", "--json", str(saved), d.mnt], capture_output=True,
+                       text=True)
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    moved = [m["from"] for m in doc["devices"]["moved"]] + [m["to"] for m in
+                                                           doc["devices"]["moved"]]
+    assert all(ours("root/" + p) for p in
+               doc["devices"]["added"] + doc["devices"]["removed"] + moved), doc["devices"]
+    assert doc["changes"] == [] and doc["values"] == [], (doc["changes"][:3], doc["values"][:3])
+    assert doc["volatile_skipped"] > 0
 
 
 def pci_function_of(sys_path):

@@ -38,7 +38,7 @@ def snapshot_tree(mnt):
                 what = os.readlink(p)
             elif os.path.isdir(p):
                 what = None
-            elif name == "runtime_status" or name == "power_log":
+            elif name in ("runtime_status", "power_log", "metrics"):
                 what = "(live)"
             else:
                 with open(p, "rb") as f:

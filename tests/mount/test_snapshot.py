@@ -116,13 +116,15 @@ def tree(mnt):
     """{relative path: (kind, content or link target or read error, mode)} of
     a mount, less the pm/ directories: they pass the machine's sysfs
     through, live, and a snapshot has no machine behind it; and less the
-    binding control files (a device's binding, root/bindings), the serving
-    daemon's state. Everything else a snapshot (format 2) keeps: values as
-    bytes, binary ones too, modes, attribute directories."""
+    binding control files (a device's binding, root/bindings) and
+    root/metrics, the serving daemon's state and counters. Everything else
+    a snapshot (format 2) keeps: values as bytes, binary ones too, modes,
+    attribute directories."""
     out = {}
     for top, dirs, files in os.walk(mnt):
         dirs[:] = [d for d in dirs if d != "pm"]
-        files = [f for f in files if f not in ("binding", "bindings")]
+        files = [f for f in files if f not in ("binding", "bindings") and
+                 (f != "metrics" or top != os.path.join(mnt, "root"))]
         for name in dirs + files:
             p = os.path.join(top, name)
             rel = os.path.relpath(p, mnt)

@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,9 +204,86 @@ static void test_sanitize(void **state)
 	check_masked(&none, "name", "localhost\n", "localhost\n");
 }
 
+/* The rules docs/snapshot.md's "Volatile values" lists: every `word` on
+ * its "- " lines, into @rules (malloc()ed strings). */
+static size_t documented_rules(char **rules, size_t max)
+{
+	const char *doc = getenv("SNAPSHOT_MD");
+	assert_non_null(doc);
+	FILE *f = fopen(doc, "r");
+	assert_non_null(f);
+	char line[1024];
+	bool in = false, item = false;
+	size_t n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "## ", 3) == 0) {
+			in = strcmp(line, "## Volatile values\n") == 0;
+			continue;
+		}
+		if (!in)
+			continue;
+		if (strncmp(line, "- ", 2) == 0)
+			item = true;
+		else if (line[0] != ' ')
+			item = false;
+		if (!item)
+			continue;
+		for (char *p = line; (p = strchr(p, '`'));) {
+			char *q = strchr(p + 1, '`');
+			if (!q)
+				break;
+			assert_true(n < max);
+			rules[n++] = strndup(p + 1, (size_t)(q - p - 1));
+			p = q + 1;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static int by_string(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void test_volatile_rules_are_the_documented_ones(void **state)
+{
+	(void)state;
+	char *doc[128];
+	const char *code[128];
+	size_t nd = documented_rules(doc, 128), nc = 0;
+	while (nc < 128 && (code[nc] = dm_snapshot_volatile_rule(nc)))
+		nc++;
+	assert_true(nd > 10);
+	qsort(doc, nd, sizeof(*doc), by_string);
+	qsort(code, nc, sizeof(*code), by_string);
+	for (size_t i = 0; i < nd || i < nc; i++) {
+		if (i >= nd || i >= nc || strcmp(doc[i], code[i]) != 0)
+			fail_msg("docs/snapshot.md and format.c differ at %zu: %s, %s", i,
+				 i < nd ? doc[i] : "(end)", i < nc ? code[i] : "(end)");
+	}
+	for (size_t i = 0; i < nd; i++)
+		free(doc[i]);
+	/* the rules as they apply */
+	assert_true(dm_snapshot_is_volatile("stat"));
+	assert_true(dm_snapshot_is_volatile("queue/stat"));
+	assert_true(dm_snapshot_is_volatile("temp1_input"));
+	assert_true(dm_snapshot_is_volatile("statistics/rx_bytes"));
+	assert_true(dm_snapshot_is_volatile("a/statistics/b/c"));
+	assert_true(dm_snapshot_is_volatile("current_link_speed"));
+	assert_false(dm_snapshot_is_volatile("_input"));
+	assert_false(dm_snapshot_is_volatile("statistics"));
+	assert_false(dm_snapshot_is_volatile("mystatistics/rx_bytes"));
+	assert_false(dm_snapshot_is_volatile("status"));
+	assert_false(dm_snapshot_is_volatile("serial"));
+	assert_false(dm_snapshot_is_volatile("queue/scheduler"));
+	assert_false(dm_snapshot_is_volatile("max_link_speed"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_volatile_rules_are_the_documented_ones),
 		cmocka_unit_test(test_where_each_file_goes),
 		cmocka_unit_test(test_directories_nest),
 		cmocka_unit_test(test_base64),
