@@ -77,12 +77,15 @@ def ring_threads(pid):
 
 
 def read_tree(mnt):
-    """{relative path: content or link target} of every file and link."""
+    """{relative path: content or link target} of every file and link, but
+    root/metrics (the daemon's counters, which every read moves)."""
     out = {}
     for top, dirs, files in os.walk(mnt):
         for name in dirs + files:
             p = os.path.join(top, name)
             rel = os.path.relpath(p, mnt)
+            if rel == "root/metrics":
+                continue
             if os.path.islink(p):
                 out[rel] = "-> " + os.readlink(p)
             elif os.path.isfile(p):
