@@ -96,7 +96,9 @@ static void test_model_gauges(void **state)
 	assert_true(has_line(text, "driverfsd_bus_devices{bus=\"pci\"} 2"));
 	assert_true(has_line(text, "driverfsd_devices 4"));
 	free(text);
-	dm_device_unref(other);
+	struct dm_device *refs[] = { other, host, nic, gpu, eth };
+	for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
+		dm_device_unref(refs[i]);
 	dm_driver_unref(e1000e);
 	dm_model_free(m);
 }
