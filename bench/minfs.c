@@ -429,7 +429,7 @@ int main(int argc, char **argv)
 	struct dm_uring *uring = NULL;
 	if (!no_io_uring && dm_uring_new(se, DM_URING_THREADS_PER_CPU, &uring) < 0)
 		uring = NULL;
-	if (uring && dm_fs_io_attach(se, uring, NULL) < 0) {
+	if (uring && dm_fs_io_attach(se, fuse_session_fd(se), uring, NULL, NULL) < 0) {
 		dm_uring_free(uring);
 		uring = NULL;
 	}

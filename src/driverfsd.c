@@ -49,5 +49,5 @@ int main(int argc, char **argv)
 	dm_config_done(&d.cfg);
 out_args:
 	fuse_opt_free_args(&o.fuse_args);
-	return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+	return r < 0 ? EXIT_FAILURE : r == 1 ? DAEMON_EXIT_HANDOVER : EXIT_SUCCESS;
 }

@@ -40,6 +40,7 @@ struct options {
 	bool debug;
 	bool no_io_uring;
 	bool no_passthrough;
+	bool handover; /* --handover */
 	const char *proc_root; /* --proc-root, or NULL */
 	const char *modules_dir; /* --modules-dir, or NULL */
 	struct fuse_args fuse_args;
@@ -107,8 +108,14 @@ void daemon_tear_down(struct daemon *d);
  * the monitor runs; daemon_tear_down() drops them first). */
 void daemon_register_metrics(struct daemon *d);
 
+/* The exit status of a daemon that left its mount to the next one
+ * (--handover, SIGUSR2): EX_TEMPFAIL, "start the next one" (the unit's
+ * RestartForceExitStatus=). */
+#define DAEMON_EXIT_HANDOVER 75
+
 /* serve.c: starts the threads, reports ready and serves until unmounted;
- * returns the session's end (0 or -errno). */
+ * returns the session's end (0 or -errno), or 1 when the mount was left to
+ * the next daemon. */
 int daemon_serve(struct daemon *d);
 /* The monitor's report after a run of hotplug events (a
  * dm_monitor_done_fn; @data points at d->fs). */

@@ -34,6 +34,11 @@ static void usage(FILE *f)
 		"                     the kernel offers io_uring (fuse.enable_uring=Y)\n"
 		"      --no-passthrough  take every read of a sysfs attribute through the\n"
 		"                     daemon, even where the kernel offers FUSE passthrough\n"
+		"      --handover     (with -f) let the mount outlive this daemon: its\n"
+		"                     connection and state go to the supervisor (FDSTORE=1),\n"
+		"                     SIGUSR2 leaves them to the next daemon; started with\n"
+		"                     them (LISTEN_FDS), it serves the same mount; /dev/fuse\n"
+		"                     only, as root\n"
 		"      --proc-root DIR  read mounts, swaps, routes and processes' open files\n"
 		"                     under DIR instead of /proc, for the in-use checks of\n"
 		"                     binding requests (for tests)\n"
@@ -154,6 +159,7 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 		{ "check-config", no_argument, NULL, 'K' },
 		{ "no-io-uring", no_argument, NULL, 'U' },
 		{ "no-passthrough", no_argument, NULL, 'P' },
+		{ "handover", no_argument, NULL, 'O' },
 		{ "proc-root", required_argument, NULL, 'R' },
 		{ "modules-dir", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
@@ -208,6 +214,9 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 		case 'P':
 			o->no_passthrough = true;
 			break;
+		case 'O':
+			o->handover = true;
+			break;
 		case 'R':
 			if (!absolute(optarg, "--proc-root"))
 				return -EINVAL;
@@ -242,6 +251,13 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 			usage(stderr);
 			return -EINVAL;
 		}
+	}
+	if (o->handover && (!o->foreground || o->snapshot || o->save)) {
+		/* the next daemon is given the connection by its supervisor,
+		 * for its own pid (LISTEN_PID): it may not fork */
+		fprintf(stderr, "driverfsd: --handover goes with -f (a supervisor runs the "
+				"daemon), not with --snapshot or --save\n");
+		return -EINVAL;
 	}
 	if (o->sanitize && !o->save) {
 		fprintf(stderr, "driverfsd: --sanitize goes with --save\n");

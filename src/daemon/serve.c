@@ -108,6 +108,23 @@ static int start_helper(struct daemon *d)
 	return 0;
 }
 
+/* --handover: the connection and its state to the supervisor's store (the
+ * same ones again after a takeover: the store keeps one of each name),
+ * for the next daemon. */
+static void store_fds(struct daemon *d)
+{
+	int fds[2];
+	if (dm_fs_handover_fds(d->fs, &fds[0], &fds[1]) < 0)
+		return;
+	int r = sd_pid_notify_with_fds(0, 0, "FDSTORE=1\nFDNAME=fuse", &fds[0], 1);
+	if (r > 0)
+		r = sd_pid_notify_with_fds(0, 0, "FDSTORE=1\nFDNAME=state", &fds[1], 1);
+	if (r <= 0)
+		log_warn("--handover: no supervisor keeps the mount's connection (%s): a restart "
+			 "will mount anew",
+			 r < 0 ? strerror(-r) : "no NOTIFY_SOCKET");
+}
+
 /* Everything that serving needs besides the mount: the signal handlers,
  * SIGHUP's reload, the unmount watcher, the notifier, the helper, the
  * monitor, logind; then READY=1, and in the background the waiting
@@ -130,7 +147,7 @@ static int start(struct daemon *d)
 	size_t heap = mi.uordblks + mi.hblkhd;
 	log_info("serving %zu devices at %s (heap in use %zu KiB, %.2f KiB per device)", n,
 		 d->mountpoint, heap / 1024, n ? (double)heap / 1024 / (double)n : 0.0);
-	r = dm_unmount_watch_start(d->mountpoint);
+	r = dm_unmount_watch_start(d->mountpoint, dm_fs_handover_header(d->fs));
 	if (r < 0)
 		log_warn("no unmount watcher (%s): a killed daemon's mount is left to "
 			 "fusermount3's auto_unmount", strerror(-r));
@@ -139,6 +156,7 @@ static int start(struct daemon *d)
 	r = dm_fs_start_notifier(d->fs);
 	if (r < 0)
 		return daemon_fail(r);
+	store_fds(d);
 	r = start_helper(d);
 	if (r < 0)
 		return r;
@@ -176,6 +194,18 @@ int daemon_serve(struct daemon *d)
 		log_warn("exec drivers' KernelDriver=: cannot start: %s", strerror(-r));
 	r = dm_fs_loop(d->fs);
 	sd_notify(0, "STOPPING=1");
+	if (r == 0 && dm_fs_leaving(d->fs)) {
+		/* SIGUSR2: the requests in flight were answered; the nodes the
+		 * kernel holds go to the next daemon with the connection */
+		r = dm_fs_leave(d->fs);
+		if (r < 0)
+			log_err("handover: cannot save the state: %s; the mount goes with this "
+				"daemon", strerror(-r));
+		else
+			log_info("left the mount at %s to the next daemon", d->mountpoint);
+		if (r == 0)
+			r = 1;
+	}
 	dm_service_free(d->service);
 	d->service = NULL;
 	char stats[512];

@@ -28,9 +28,11 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 /* Makes @path a usable mount point: created when missing, and a dead FUSE
@@ -241,20 +243,105 @@ int daemon_save(struct daemon *d)
 	return r;
 }
 
+/* The connection and state the last daemon left (LISTEN_FDS, named "fuse"
+ * and "state"), into *fuse_fd, *state_fd; -1 each when none. Any other
+ * descriptor passed is closed. */
+static void handed_fds(int *fuse_fd, int *state_fd)
+{
+	char **names = NULL;
+	int n = sd_listen_fds_with_names(1, &names);
+	*fuse_fd = *state_fd = -1;
+	for (int i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+		const char *name = names && names[i] ? names[i] : "";
+		if (strcmp(name, "fuse") == 0 && *fuse_fd < 0)
+			*fuse_fd = fd;
+		else if (strcmp(name, "state") == 0 && *state_fd < 0)
+			*state_fd = fd;
+		else
+			close(fd);
+	}
+	for (int i = 0; names && names[i]; i++)
+		free(names[i]);
+	free(names);
+	if ((*fuse_fd < 0) != (*state_fd < 0)) {
+		/* one without the other is no handover */
+		if (*fuse_fd >= 0)
+			close(*fuse_fd);
+		if (*state_fd >= 0)
+			close(*state_fd);
+		*fuse_fd = *state_fd = -1;
+	}
+}
+
+/* A connection the last daemon did not leave on purpose (it was killed):
+ * nobody serves it, its mount was detached by its watcher; the
+ * supervisor's copies go too, so that it ends (its readers get ENOTCONN
+ * rather than waiting). */
+static void drop_stale(int fuse_fd, int state_fd)
+{
+	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=fuse");
+	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=state");
+	close(fuse_fd);
+	close(state_fd);
+}
+
+/* --handover with a connection handed over: serve it. 1 when taken over,
+ * 0 when there was nothing to take (mount anew), or -errno. */
+static int take_over(struct daemon *d)
+{
+	int fuse_fd, state_fd;
+	handed_fds(&fuse_fd, &state_fd);
+	if (fuse_fd < 0)
+		return 0;
+	size_t nodes = 0, gone = 0;
+	int r = dm_fs_adopt(d->fs, fuse_fd, state_fd, d->mountpoint, &nodes, &gone);
+	if (r == -EINVAL || r == -ESTALE) {
+		log_warn("the mount's last daemon did not leave it on purpose (%s): mounting anew",
+			 r == -ESTALE ? "it was killed" : "its state is not one");
+		drop_stale(fuse_fd, state_fd);
+		return 0;
+	}
+	if (r < 0) {
+		log_err("cannot take over the mount at %s: %s", d->mountpoint, strerror(-r));
+		return r;
+	}
+	log_info("took over the mount at %s from the last daemon: %zu nodes the kernel holds "
+		 "made again, %zu gone",
+		 d->mountpoint, nodes, gone);
+	return 1;
+}
+
 int daemon_mount(struct daemon *d)
 {
-	int r = prepare_mountpoint(d->mountpoint);
+	int r;
+	if (d->o->handover) {
+		r = dm_fs_new(d->model, &d->o->fuse_args, &d->fs);
+		if (r < 0) {
+			log_err("cannot set up the filesystem (bad -o option?)");
+			return r;
+		}
+		dm_fs_set_handover(d->fs);
+		/* before anything looks at the mount point: a mount being
+		 * handed over answers nothing until this daemon serves it */
+		r = take_over(d);
+		if (r != 0)
+			return r < 0 ? r : 0;
+	}
+	r = prepare_mountpoint(d->mountpoint);
 	if (r < 0) {
 		log_err("mount point %s: %s", d->mountpoint, strerror(-r));
 		return r;
 	}
-	r = dm_fs_new(d->model, &d->o->fuse_args, &d->fs);
-	if (r < 0) {
-		log_err("cannot set up the filesystem (bad -o option?)");
-		return r;
+	if (!d->fs) {
+		r = dm_fs_new(d->model, &d->o->fuse_args, &d->fs);
+		if (r < 0) {
+			log_err("cannot set up the filesystem (bad -o option?)");
+			return r;
+		}
+		dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
+		dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
 	}
-	dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
-	dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
 	r = dm_fs_mount(d->fs, d->mountpoint);
 	if (r < 0) {
 		log_err("cannot mount at %s", d->mountpoint);

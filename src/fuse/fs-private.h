@@ -64,6 +64,14 @@ struct dm_fs {
 	struct fs_opens opens; /* copies of open files' changing values */
 	struct fs_passthrough passthrough; /* files the kernel reads itself */
 	struct fs_notifier notifier;
+	/* handover (handover.h): the state shared with the next daemon, when
+	 * wanted; the mount point of a connection taken over (libfuse did not
+	 * mount it, so driverfsd unmounts it); whether the daemon leaves the
+	 * connection to its successor */
+	bool handover_wanted;
+	struct fs_handover *handover;
+	char *adopted_point;
+	bool leaving;
 
 	/* requests served, counted without a lock: a relaxed atomic add
 	 * per request costs nothing beside the request itself */

@@ -10,15 +10,19 @@
  */
 #include "fs-private.h"
 
+#include "handover.h"
 #include "io.h"
+#include "log.h"
 #include "uring.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 static const char *const fs_op_names[FS_OP_N] = {
@@ -251,6 +255,8 @@ out_free:
 
 int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 {
+	if (fs->handover_wanted && fs_handover_new(&fs->handover) < 0)
+		return -ENOMEM;
 	if (fuse_session_mount(fs->se, mountpoint) != 0)
 		return -EIO;
 	fs->mounted = true;
@@ -258,11 +264,101 @@ int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 	/* else (no possible CPUs to read) the session reads /dev/fuse alone */
 	if (!fs->no_io_uring && dm_uring_new(fs->se, DM_URING_THREADS_PER_CPU, &fs->uring) < 0)
 		fs->uring = NULL;
-	/* without it, libfuse's own I/O: neither io_uring nor passthrough */
-	if (dm_fs_io_attach(fs->se, fs->uring, &fs->passthrough) < 0) {
+	/* without it, libfuse's own I/O: neither io_uring nor passthrough
+	 * (nor a handover, which needs the INIT request kept) */
+	if (dm_fs_io_attach(fs->se, fuse_session_fd(fs->se), fs->uring, &fs->passthrough,
+			    fs->handover) < 0) {
 		dm_uring_free(fs->uring);
 		fs->uring = NULL;
+		fs_handover_free(fs->handover);
+		fs->handover = NULL;
 	}
+	return 0;
+}
+
+void dm_fs_set_handover(struct dm_fs *fs)
+{
+	fs->handover_wanted = true;
+	/* /dev/fuse only (handover.h) */
+	fs->no_io_uring = true;
+	fs->passthrough.wanted = false;
+}
+
+int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
+		size_t *ret_nodes, size_t *ret_gone)
+{
+	struct fs_handover *ho;
+	int r = fs_handover_adopt(state_fd, &ho);
+	if (r < 0)
+		return r;
+	char *point = strdup(mountpoint);
+	r = point ? dm_fs_io_attach(fs->se, fuse_fd, NULL, NULL, ho) : -ENOMEM;
+	if (r < 0) {
+		free(point);
+		fs_handover_free(ho);
+		return r;
+	}
+	/* from here the session holds fuse_fd (fuse_session_destroy() closes it) */
+	fs->handover = ho;
+	fs->adopted_point = point;
+	fs->handover_wanted = true;
+	r = fs_handover_restore(ho, fs->table, fs->model, ret_nodes, ret_gone);
+	if (r == 0)
+		r = dm_fs_io_replay_init(fs->se, ho);
+	if (r == 0) {
+		fs_handover_serve(ho);
+		/* a request the last daemon read as it was leaving, and never
+		 * answered, comes again rather than waiting for ever */
+		int e = dm_fs_io_resend(fs->se);
+		if (e < 0)
+			log_warn("handover: the kernel sends no request again (%s)", strerror(-e));
+	}
+	/* the descriptors are taken by now: not an error of the state's */
+	return r == -EINVAL || r == -ESTALE ? -EPROTO : r;
+}
+
+int dm_fs_handover_fds(struct dm_fs *fs, int *ret_fuse, int *ret_state)
+{
+	if (!fs->handover)
+		return -ENOENT;
+	*ret_fuse = fuse_session_fd(fs->se);
+	*ret_state = fs->handover->fd;
+	return 0;
+}
+
+const void *dm_fs_handover_header(struct dm_fs *fs)
+{
+	return fs->handover ? fs->handover->h : NULL;
+}
+
+/* SIGUSR2: leave the connection to the next daemon (handover.h). The
+ * session of the process, for the handler. */
+static struct dm_fs *volatile leaving_fs;
+
+static void on_sigusr2(int sig)
+{
+	(void)sig;
+	struct dm_fs *fs = leaving_fs;
+	if (!fs)
+		return;
+	fs->leaving = true;
+	fuse_session_exit(fs->se);
+}
+
+bool dm_fs_leaving(struct dm_fs *fs)
+{
+	return fs->leaving;
+}
+
+int dm_fs_leave(struct dm_fs *fs)
+{
+	int r = fs_handover_leave(fs->handover, fs->table);
+	if (r < 0)
+		return r;
+	/* the mount stays for the next daemon */
+	fs->mounted = false;
+	free(fs->adopted_point);
+	fs->adopted_point = NULL;
 	return 0;
 }
 
@@ -293,7 +389,16 @@ void dm_fs_sync_invalidations(struct dm_fs *fs)
 
 int dm_fs_set_signal_handlers(struct dm_fs *fs)
 {
-	return fuse_set_signal_handlers(fs->se) == 0 ? 0 : -EIO;
+	if (fuse_set_signal_handlers(fs->se) != 0)
+		return -EIO;
+	if (fs->handover) {
+		leaving_fs = fs;
+		struct sigaction sa = { .sa_handler = on_sigusr2 };
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGUSR2, &sa, NULL) < 0)
+			return -errno;
+	}
+	return 0;
 }
 
 int dm_fs_loop(struct dm_fs *fs)
@@ -324,9 +429,18 @@ void dm_fs_free(struct dm_fs *fs)
 	fs_listings_done(&fs->listings);
 	fs_opens_done(&fs->opens);
 	fuse_remove_signal_handlers(fs->se);
+	if (fs->handover)
+		signal(SIGUSR2, SIG_IGN);
+	leaving_fs = NULL;
 	if (fs->mounted)
 		fuse_session_unmount(fs->se);
+	/* a mount taken over: libfuse does not know it, unmounted as
+	 * fusermount3 -u does it for root */
+	if (fs->adopted_point && umount2(fs->adopted_point, MNT_DETACH) < 0)
+		log_warn("unmounting %s: %s", fs->adopted_point, strerror(errno));
 	fuse_session_destroy(fs->se);
+	fs_handover_free(fs->handover);
+	free(fs->adopted_point);
 	fs_table_free(fs->table);
 	free(fs);
 }

@@ -37,6 +37,29 @@ void dm_fs_set_io_uring(struct dm_fs *fs, bool on);
  * attributes itself where it offers FUSE passthrough (passthrough.h; the
  * default) or every read is to come to the daemon. */
 void dm_fs_set_passthrough(struct dm_fs *fs, bool on);
+/*
+ * Handover (handover.h; docs/design.md §10.1). dm_fs_set_handover(), before
+ * the mount: the connection is to outlive this daemon (/dev/fuse only: no
+ * io_uring, no passthrough), its state kept in a memfd. dm_fs_adopt(), in
+ * place of dm_fs_mount(): serve the connection @fuse_fd of the mount at
+ * @mountpoint that the last daemon left with its state @state_fd (both
+ * taken, also on failure but -EINVAL/-ESTALE from the state, when the
+ * caller still holds them: then mount anew). How many of the nodes the
+ * kernel holds were made again, and left out, in *ret_nodes, *ret_gone.
+ */
+void dm_fs_set_handover(struct dm_fs *fs);
+int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
+		size_t *ret_nodes, size_t *ret_gone);
+/* The two descriptors a supervisor keeps for the next daemon; -ENOENT
+ * without a handover. */
+int dm_fs_handover_fds(struct dm_fs *fs, int *ret_fuse, int *ret_state);
+/* The shared header (struct fs_handover_header) the unmount watcher maps,
+ * or NULL. */
+const void *dm_fs_handover_header(struct dm_fs *fs);
+/* Whether the loop ended on SIGUSR2 (a planned handover), and then the
+ * nodes saved and the mount left for the next daemon. */
+bool dm_fs_leaving(struct dm_fs *fs);
+int dm_fs_leave(struct dm_fs *fs);
 /* Starts the thread that tells the kernel what model changes made stale
  * (after the mount): from then on the model's listener is the fs's. */
 int dm_fs_start_notifier(struct dm_fs *fs);

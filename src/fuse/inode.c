@@ -407,16 +407,38 @@ static void slot_free_locked(struct fs_table *t, uint32_t ino)
 	t->free_head = ino;
 }
 
-/* Gives back the slot of a node that could not be completed (its names
- * taken or NULL, no reference, in no index). */
-static void slot_abandon_locked(struct fs_table *t, uint32_t ino)
+/* Fills the free slot @ino as a node of @target named @name under @parent
+ * (keyed: the current node of that name), with @nlookup and @gen, taking
+ * its references. -ENOMEM leaves the slot as it was (free, its generation
+ * @gen). */
+static int node_fill_locked(struct fs_table *t, uint32_t ino, uint32_t parent, unsigned depth,
+			    const char *name, const struct fs_target *target, uint32_t nlookup,
+			    uint32_t gen, bool keyed)
 {
 	struct slot *n = slot_at(t, ino);
-	name_put_locked(t, n->name);
-	if (has_group(n->kind))
-		name_put_locked(t, n->group);
-	*n = (struct slot){ .gen = n->gen };
-	slot_free_locked(t, ino);
+	*n = (struct slot){ .dev = target->dev, .kind = (uint8_t)target->kind, .parent = parent,
+			    .depth = (uint16_t)depth, .nlookup = nlookup, .gen = gen };
+	bool ok = true;
+	if (has_group(n->kind)) {
+		n->group = target->group ? name_get_locked(t, target->group) : NULL;
+		ok = n->group || !target->group;
+	} else {
+		n->drv = target->drv;
+	}
+	n->name = name_get_locked(t, name);
+	if (!ok || !n->name || (keyed && key_add_locked(t, ino) < 0) ||
+	    (n->dev && dev_link_locked(t, ino) < 0)) {
+		key_remove_locked(t, ino);
+		name_put_locked(t, n->name);
+		if (has_group(n->kind))
+			name_put_locked(t, n->group);
+		*n = (struct slot){ .gen = gen };
+		return -ENOMEM;
+	}
+	struct fs_target taken = slot_target(n);
+	fs_target_ref(&taken);
+	t->n_used++;
+	return 0;
 }
 
 /* A new current node for (@parent, @name); 0 when out of memory. */
@@ -426,30 +448,12 @@ static uint32_t node_new_locked(struct fs_table *t, uint32_t parent, unsigned de
 	uint32_t ino = slot_alloc_locked(t);
 	if (!ino)
 		return 0;
-	struct slot *n = slot_at(t, ino);
-	*n = (struct slot){ .dev = target->dev, .kind = (uint8_t)target->kind, .parent = parent,
-			    .depth = (uint16_t)depth, .nlookup = 1, .gen = n->gen };
-	bool ok = true;
-	if (has_group(n->kind)) {
-		n->group = target->group ? name_get_locked(t, target->group) : NULL;
-		ok = n->group || !target->group;
-	} else {
-		n->drv = target->drv;
-	}
-	n->name = name_get_locked(t, name);
-	if (!ok || !n->name || key_add_locked(t, ino) < 0) {
-		slot_abandon_locked(t, ino);
+	if (node_fill_locked(t, ino, parent, depth, name, target, 1, slot_at(t, ino)->gen,
+			     true) < 0) {
+		slot_free_locked(t, ino);
 		return 0;
 	}
-	if (n->dev && dev_link_locked(t, ino) < 0) {
-		key_remove_locked(t, ino);
-		slot_abandon_locked(t, ino);
-		return 0;
-	}
-	struct fs_target taken = slot_target(n);
-	fs_target_ref(&taken);
-	n->gen++;
-	t->n_used++;
+	slot_at(t, ino)->gen++;
 	return ino;
 }
 
@@ -560,4 +564,80 @@ size_t fs_table_count(struct fs_table *t)
 	size_t n = t->n_used;
 	pthread_mutex_unlock(&t->lock);
 	return n;
+}
+
+/* ---- handover ---- */
+
+int fs_table_each_node(struct fs_table *t,
+		       int (*fn)(const struct fs_saved_node *n, const char *name, void *data),
+		       void *data)
+{
+	int r = 0;
+	pthread_mutex_lock(&t->lock);
+	for (uint64_t i = 2; r == 0 && i < t->n_slots; i++) {
+		const struct slot *s = slot_at(t, i);
+		if (!s->kind || !s->name)
+			continue;
+		size_t len = strlen(s->name);
+		struct fs_saved_node n = { .ino = (uint32_t)i, .gen = s->gen, .parent = s->parent,
+					   .depth = s->depth, .kind = s->kind, .keyed = s->keyed,
+					   .name_len = (uint16_t)len };
+		r = fn(&n, s->name, data);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+/* Room for slot @ino (the slots before it zeroed: free, unused). */
+static int slots_reach_locked(struct fs_table *t, uint64_t ino)
+{
+	while (t->n_slots <= ino) {
+		if (t->n_slots == t->n_pages * SLOTS_PER_PAGE) {
+			if (t->n_pages == t->cap_pages) {
+				struct slot **p = realloc(t->pages, t->cap_pages * 2 * sizeof(*p));
+				if (!p)
+					return -ENOMEM;
+				t->pages = p;
+				t->cap_pages *= 2;
+			}
+			t->pages[t->n_pages] = calloc(SLOTS_PER_PAGE, sizeof(**t->pages));
+			if (!t->pages[t->n_pages])
+				return -ENOMEM;
+			t->n_pages++;
+		}
+		uint64_t room = t->n_pages * SLOTS_PER_PAGE;
+		t->n_slots = ino + 1 < room ? ino + 1 : room;
+	}
+	return 0;
+}
+
+int fs_table_restore(struct fs_table *t, const struct fs_saved_node *sn, const char *name,
+		     const struct fs_target *target)
+{
+	if (sn->ino < 2 || sn->ino == UINT32_MAX || sn->kind != target->kind)
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	int r = slots_reach_locked(t, sn->ino);
+	if (r == 0 && slot_at(t, sn->ino)->kind)
+		r = -EEXIST;
+	if (r < 0) {
+		pthread_mutex_unlock(&t->lock);
+		return r;
+	}
+	/* made as a lookup makes it, with the saved number's generation and a
+	 * count that never drops to zero */
+	r = node_fill_locked(t, sn->ino, sn->parent, sn->depth, name, target, UINT32_MAX, sn->gen,
+			     sn->keyed);
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+void fs_table_restore_done(struct fs_table *t)
+{
+	pthread_mutex_lock(&t->lock);
+	t->free_head = 0;
+	for (uint64_t i = t->n_slots; i-- > 2;)
+		if (!slot_at(t, i)->kind)
+			slot_free_locked(t, (uint32_t)i);
+	pthread_mutex_unlock(&t->lock);
 }

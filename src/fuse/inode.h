@@ -130,4 +130,34 @@ struct fs_place {
 int fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
 			   struct fs_place **ret, size_t *ret_n);
 
+/*
+ * Handover (handover.h): the nodes the kernel holds, written for the next
+ * daemon of the same connection, which makes them again under the same
+ * numbers and generations.
+ */
+/* One saved node, followed by its name (name_len bytes, no NUL). */
+struct fs_saved_node {
+	uint32_t ino, gen, parent;
+	uint16_t depth;
+	uint8_t kind;
+	uint8_t keyed; /* the current node of its (parent, name) */
+	uint16_t name_len;
+	uint16_t pad;
+};
+/* Calls @fn on every node but the mount root, in number order (a node's
+ * parent may come after it). The table's lock is held: @fn must not call
+ * the table. Stops at @fn's first non-zero return, which it returns. */
+int fs_table_each_node(struct fs_table *t,
+		       int (*fn)(const struct fs_saved_node *n, const char *name, void *data),
+		       void *data);
+/* Makes the node @n anew (its parent first), referring to @target, with
+ * its number and generation, counted as looked up for good (the kernel's
+ * count is not known: it stays until the next handover rather than be
+ * freed while the kernel holds it). -EEXIST when the number is taken,
+ * -ENOMEM. */
+int fs_table_restore(struct fs_table *t, const struct fs_saved_node *n, const char *name,
+		     const struct fs_target *target);
+/* After the last fs_table_restore(): the numbers left unused are free. */
+void fs_table_restore_done(struct fs_table *t);
+
 #endif

@@ -3,6 +3,7 @@
 #define FUSE_USE_VERSION 312
 #include "io.h"
 
+#include "handover.h"
 #include "passthrough.h"
 #include "uring.h"
 
@@ -11,12 +12,20 @@
 #include <linux/fuse.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+/* The unique the INIT request given again to a handed-over session
+ * carries: its reply is not the kernel's to read (no request of the
+ * kernel's is ever numbered so). */
+#define REPLAYED_INIT ((uint64_t)-2)
 
 struct session_io {
 	int fd;
 	struct dm_uring *uring;
 	struct fs_passthrough *pt;
+	struct fs_handover *ho;
+	_Atomic bool replaying; /* the replayed INIT's reply is dropped */
 };
 
 /* libfuse's custom I/O gets the session's userdata, which is not ours:
@@ -43,6 +52,7 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 	if (!s || n < (ssize_t)(sizeof(*in) + sizeof(struct fuse_init_in)) ||
 	    in->opcode != FUSE_INIT)
 		return n;
+	fs_handover_saw_init(s->ho, buf, (size_t)n);
 	const struct fuse_init_in *init = (const void *)(in + 1);
 	uint64_t flags = init->flags;
 	if (flags & FUSE_INIT_EXT)
@@ -60,6 +70,15 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 	struct session_io *s = session_of(fd);
 	if (!s)
 		return writev(fd, iov, count);
+	if (atomic_load(&s->replaying) && count > 0 &&
+	    iov[0].iov_len >= sizeof(struct fuse_out_header) &&
+	    ((const struct fuse_out_header *)iov[0].iov_base)->unique == REPLAYED_INIT) {
+		atomic_store(&s->replaying, false);
+		size_t len = 0;
+		for (int i = 0; i < count; i++)
+			len += iov[i].iov_len;
+		return (ssize_t)len;
+	}
 	if (s->pt)
 		fs_passthrough_patch_reply(s->pt, iov, count);
 	return s->uring ? dm_uring_writev(s->uring, fd, iov, count) : writev(fd, iov, count);
@@ -70,12 +89,13 @@ static const struct fuse_custom_io io = {
 	.writev = io_writev,
 };
 
-int dm_fs_io_attach(struct fuse_session *se, struct dm_uring *uring, struct fs_passthrough *pt)
+int dm_fs_io_attach(struct fuse_session *se, int fd, struct dm_uring *uring,
+		    struct fs_passthrough *pt, struct fs_handover *ho)
 {
 	struct session_io *s = malloc(sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	*s = (struct session_io){ .fd = fuse_session_fd(se), .uring = uring, .pt = pt };
+	*s = (struct session_io){ .fd = fd, .uring = uring, .pt = pt, .ho = ho };
 	int r = -EBUSY;
 	int slot = -1;
 	for (int i = 0; i < MAX_SESSIONS && slot < 0; i++) {
@@ -108,4 +128,34 @@ void dm_fs_io_detach(struct fuse_session *se)
 		atomic_compare_exchange_strong(&sessions[i], &mine, NULL);
 	}
 	free(s);
+}
+
+int dm_fs_io_replay_init(struct fuse_session *se, struct fs_handover *ho)
+{
+	struct session_io *s = session_of(fuse_session_fd(se));
+	const struct fs_handover_header *h = ho->h;
+	if (!s || h->init_len < sizeof(struct fuse_in_header) + 16 ||
+	    h->init_len > FS_HANDOVER_INIT_MAX)
+		return -EINVAL;
+	/* aligned as a read buffer is: libfuse reads the request in place */
+	static _Alignas(16) unsigned char req[FS_HANDOVER_INIT_MAX];
+	memcpy(req, h->init, h->init_len);
+	struct fuse_in_header *in = (void *)req;
+	if (in->opcode != FUSE_INIT || in->len != h->init_len)
+		return -EINVAL;
+	in->unique = REPLAYED_INIT;
+	atomic_store(&s->replaying, true);
+	struct fuse_buf buf = { .size = h->init_len, .mem = req };
+	fuse_session_process_buf(se, &buf);
+	/* the reply went (to nobody): the session has had its INIT */
+	return atomic_load(&s->replaying) ? -EPROTO : 0;
+}
+
+/* linux/fuse.h of Linux 6.9 and later */
+#define NOTIFY_RESEND 7
+
+int dm_fs_io_resend(struct fuse_session *se)
+{
+	struct fuse_out_header out = { .len = sizeof(out), .error = NOTIFY_RESEND, .unique = 0 };
+	return write(fuse_session_fd(se), &out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : -errno;
 }

@@ -13,12 +13,25 @@
 #define DM_FS_IO_H
 
 struct dm_uring;
+struct fs_handover;
 struct fs_passthrough;
 struct fuse_session;
 
-/* Installs the I/O on @se, after fuse_session_mount(), before the session
- * loop; @uring and @pt may be NULL. Until dm_fs_io_detach(). */
-int dm_fs_io_attach(struct fuse_session *se, struct dm_uring *uring, struct fs_passthrough *pt);
+/* Installs the I/O on @se, on its /dev/fuse descriptor @fd (the one
+ * fuse_session_mount() opened, or one handed over), before the session
+ * loop; @uring, @pt and @ho may be NULL. The INIT request read is kept in
+ * @ho. Until dm_fs_io_detach(). */
+int dm_fs_io_attach(struct fuse_session *se, int fd, struct dm_uring *uring,
+		    struct fs_passthrough *pt, struct fs_handover *ho);
+/* A handed-over session: @ho's INIT request given to @se as if the kernel
+ * had sent it (the kernel sends it once per connection, and libfuse
+ * answers nothing before one); its reply is dropped. Before the loop. 0,
+ * -EINVAL (no INIT kept), -EPROTO (libfuse did not answer it). */
+int dm_fs_io_replay_init(struct fuse_session *se, struct fs_handover *ho);
+/* Asks the kernel to send again every request it sent and has no answer
+ * for (FUSE_NOTIFY_RESEND, Linux 6.9): those a last daemon read and never
+ * answered. 0, or -EINVAL where the kernel does not know it. */
+int dm_fs_io_resend(struct fuse_session *se);
 /* After the session loop and the notifier have ended. */
 void dm_fs_io_detach(struct fuse_session *se);
 

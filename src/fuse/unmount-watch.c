@@ -35,11 +35,16 @@
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "core/thread.h"
+#include "handover.h"
 #include "unmount-watch.h"
+
+/* How long a mount left to a successor waits for one (handover.h) */
+#define HANDOVER_WAIT_MS 30000
 
 /* one mount as mountinfo(5) describes it: what the watcher compares */
 struct mount_line {
@@ -229,7 +234,26 @@ static unsigned long fd_mount_id(int fd)
 	return number(p, buf + n, &id) ? id : 0;
 }
 
-static _Noreturn void watch(int fd, struct search *s)
+/* After the daemon's end: whether it left the connection to a successor
+ * that came (or comes within HANDOVER_WAIT_MS). The header is the memfd's,
+ * shared with every daemon of the connection; @epoch the one the daemon
+ * served. */
+static bool taken_over(const struct fs_handover_header *h, uint64_t epoch)
+{
+	if (!h)
+		return false;
+	for (int waited = 0;; waited += 50) {
+		if (atomic_load(&h->epoch) != epoch)
+			return true; /* a successor serves */
+		if (atomic_load(&h->state) != FS_HANDOVER_LEFT || waited >= HANDOVER_WAIT_MS)
+			return false; /* it died serving, or none came */
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static _Noreturn void watch(int fd, struct search *s, const struct fs_handover_header *h,
+			    uint64_t epoch)
 {
 	static const int quiet[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT };
 	struct sigaction ign = { .sa_handler = SIG_IGN };
@@ -254,6 +278,8 @@ static _Noreturn void watch(int fd, struct search *s)
 	while ((n = read(fd, &c, 1)) != 0)
 		if (n < 0 && errno != EINTR)
 			break;
+	if (taken_over(h, epoch))
+		_exit(0);
 	/* Pin the topmost mount on the mount point first, then check that it
 	 * is ours, and unmount through the descriptor: a new daemon may detach
 	 * ours and mount at the same place between the check and the unmount,
@@ -302,8 +328,10 @@ static void reap_later(pid_t pid)
 			 (int)pid);
 }
 
-int dm_unmount_watch_start(const char *mountpoint)
+int dm_unmount_watch_start(const char *mountpoint, const void *handover)
 {
+	const struct fs_handover_header *h = handover;
+	uint64_t epoch = h ? atomic_load(&h->epoch) : 0;
 	static char point[PATH_MAX];
 	static struct search s;
 	if (geteuid() != 0)
@@ -329,7 +357,7 @@ int dm_unmount_watch_start(const char *mountpoint)
 	}
 	if (pid == 0) {
 		close(fds[1]);
-		watch(fds[0], &s);
+		watch(fds[0], &s, h, epoch);
 	}
 	close(fds[0]);
 	reap_later(pid);

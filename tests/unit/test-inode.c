@@ -217,6 +217,68 @@ static void test_driver_file_holds_its_driver(void **state)
 	assert_true(freed);
 }
 
+struct saved {
+	struct fs_saved_node n[16];
+	char name[16][64];
+	size_t count;
+};
+
+static int keep(const struct fs_saved_node *n, const char *name, void *data)
+{
+	struct saved *s = data;
+	assert_true(s->count < 16);
+	s->n[s->count] = *n;
+	snprintf(s->name[s->count], sizeof(s->name[0]), "%.*s", (int)n->name_len, name);
+	s->count++;
+	return 0;
+}
+
+/* handover: the nodes written by one table are made again by another under
+ * the same numbers and generations, the numbers left unused free */
+static void test_nodes_made_again_for_a_handover(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_target ta = { .kind = FS_DEV, .dev = f->a };
+	struct fs_target tb = { .kind = FS_DEV, .dev = f->b };
+	uint64_t a, b, c, gen_a, gen_b, gen_c;
+	lookup(f->t, 1, "a", &ta, &a, &gen_a);
+	lookup(f->t, 1, "gone", &tb, &c, &gen_c);
+	lookup(f->t, a, "b", &tb, &b, &gen_b);
+	assert_true(fs_table_forget(f->t, c, 1)); /* a free number between */
+	struct saved s = { .count = 0 };
+	assert_int_equal(fs_table_each_node(f->t, keep, &s), 0);
+	assert_int_equal(s.count, 2);
+
+	struct fs_table *t2;
+	assert_int_equal(fs_table_new(&t2), 0);
+	for (size_t i = 0; i < s.count; i++) {
+		const struct fs_target *target = strcmp(s.name[i], "a") == 0 ? &ta : &tb;
+		assert_int_equal(fs_table_restore(t2, &s.n[i], s.name[i], target), 0);
+		assert_int_equal(fs_table_restore(t2, &s.n[i], s.name[i], target), -EEXIST);
+	}
+	fs_table_restore_done(t2);
+	struct fs_ref r;
+	assert_int_equal(fs_table_get(t2, b, &r), 0);
+	assert_int_equal(r.gen, gen_b);
+	assert_int_equal(r.parent, a);
+	assert_string_equal(r.name, "b");
+	assert_ptr_equal(r.t.dev, f->b);
+	fs_ref_release(&r);
+	/* found by name as a lookup finds it, the same node */
+	uint64_t again, gen;
+	lookup(t2, a, "b", &tb, &again, &gen);
+	assert_int_equal(again, b);
+	assert_int_equal(gen, gen_b);
+	/* counted for good: a FORGET of the old daemon's counts frees nothing */
+	assert_false(fs_table_forget(t2, b, 1000));
+	/* the unused number is free for a new node */
+	assert_int_equal(fs_table_get(t2, c, &r), -ESTALE);
+	uint64_t n;
+	lookup(t2, 1, "new", &ta, &n, &gen);
+	assert_int_equal(n, c);
+	fs_table_free(t2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -224,6 +286,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_name_meaning_another_object, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_nodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_file_holds_its_driver, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nodes_made_again_for_a_handover, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

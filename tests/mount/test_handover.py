@@ -1,0 +1,379 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Restarts under readers (issue 20, docs/design.md §10.1): driverfsd
+--handover stores its /dev/fuse connection and state with its supervisor
+(FDSTORE=1, as with systemd's file descriptor store), SIGUSR2 leaves the
+mount to the next daemon, which is started with them (LISTEN_FDS) and
+serves the same mount. The supervisor here is the test, speaking the
+protocol systemd speaks. Readers hold a static value and a changing one
+open, keep a directory open, sit in a device directory with a shell and
+read in a loop across the restart: nothing fails, nothing hangs, the mount
+is the same one. A daemon killed instead is not taken over: its mount is
+detached and the next daemon mounts anew, and readers get an error, not a
+hang."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import gi
+import pytest
+
+from harness import DAEMON, umockdev_env
+from hotplug_util import TESTBED
+
+gi.require_version("UMockdev", "1.0")
+from gi.repository import UMockdev  # noqa: E402
+
+
+def mount_id(mnt):
+    with open("/proc/self/mountinfo") as f:
+        ids = [line.split()[0] for line in f if line.split()[4] == mnt]
+    return ids[-1] if ids else None
+
+
+class Supervised:
+    """A daemon as a supervisor runs it: its notifications read with the
+    descriptors they carry (kept by name, FDNAME=), the next one started
+    with them as LISTEN_FDS."""
+
+    def __init__(self, testbed, mnt, tmp, store=None, extra=()):
+        self.mnt, self.store, self.lines = mnt, dict(store or {}), []
+        path = os.path.join(tmp, f"notify-{time.monotonic_ns()}")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        env = umockdev_env(testbed, {"NOTIFY_SOCKET": path})
+        args = [DAEMON, "-f", "--handover", "--transition-record",
+                os.path.join(tmp, "transition"), *extra, mnt]
+        pass_fds = ()
+        if self.store:
+            names = sorted(self.store)
+            env = dict(env, LISTEN_FDS=str(len(names)), LISTEN_FDNAMES=":".join(names))
+            # high numbers first, so that moving them to 3, 4 ... clobbers none
+            high = [os.dup2(self.store[n], 100 + i, inheritable=True)
+                    for i, n in enumerate(names)]
+            pass_fds = tuple(range(3, 3 + len(names)))
+
+            def preexec():
+                for i, fd in enumerate(high):
+                    os.dup2(fd, 3 + i)
+            # LISTEN_PID is the daemon's own: the shell sets it and becomes it
+            args = ["sh", "-c", 'LISTEN_PID=$$ exec "$@"', "sh", *args]
+        else:
+            preexec, high = None, []
+        self.log = open(os.path.join(tmp, f"log-{time.monotonic_ns()}"), "w+")
+        self.proc = subprocess.Popen(args, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     pass_fds=pass_fds, preexec_fn=preexec)
+        for fd in high:
+            os.close(fd)
+        self.wait_for("READY=1")
+
+    def wait_for(self, line, timeout=60):
+        deadline = time.monotonic() + timeout
+        while line not in self.lines:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                raise AssertionError(f"no {line} from the daemon:\n{self.output()}")
+            self.sock.settimeout(min(left, 1))
+            try:
+                msg, fds, _, _ = socket.recv_fds(self.sock, 4096, 8)
+            except socket.timeout:
+                continue
+            text = msg.decode()
+            self.lines += text.split("\n")
+            name = [x[len("FDNAME="):] for x in text.split("\n") if x.startswith("FDNAME=")]
+            if "FDSTOREREMOVE=1" in text.split("\n") and name:
+                old = self.store.pop(name[0], None)
+                if old is not None:
+                    os.close(old)
+            if "FDSTORE=1" in text.split("\n") and name and fds:
+                old = self.store.get(name[0])
+                if old is not None:
+                    os.close(old)
+                self.store[name[0]] = fds[0]
+            else:
+                for fd in fds:
+                    os.close(fd)
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.sock.close()
+        self.log.close()
+
+
+@pytest.fixture
+def env():
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("no /dev/fuse")
+    if os.geteuid() != 0:
+        pytest.skip("--handover serves a connection it did not mount: root only")
+    tb = UMockdev.Testbed.new()
+    assert tb.add_from_file(TESTBED)
+    tmp = tempfile.TemporaryDirectory(prefix="driverfs-handover-")
+    os.chmod(tmp.name, 0o755)
+    mnt = os.path.join(tmp.name, "devices")
+    os.mkdir(mnt)
+    daemons = []
+    yield tb, mnt, tmp.name, daemons
+    for d in daemons:
+        d.close()
+    for fd in (daemons[-1].store.values() if daemons else ()):
+        os.close(fd)
+    while mount_id(mnt):
+        subprocess.run(["umount", "-l", mnt], stderr=subprocess.DEVNULL)
+    tmp.cleanup()
+
+
+def device_dir(mnt):
+    """A USB device's directory (it has idVendor) under root/."""
+    for top, dirs, files in os.walk(os.path.join(mnt, "root")):
+        if "idVendor" in files and "product" in files:
+            return top
+    raise AssertionError("no USB device in the mount")
+
+
+# A reader in a process of its own, as readers are (a process of the test
+# that held files on the mount would flush them when it forks the next
+# daemon, and wait for the mount it is starting): it opens a static value
+# and a changing one, a directory, and sits in the device's directory;
+# each line it is sent makes it read them all again and answer with what
+# it got (errno names for errors), and meanwhile a thread reads in a loop,
+# noting errors and the longest read.
+HOLDER = r"""
+import errno, json, os, sys, threading, time
+dev = sys.argv[1]
+os.chdir(dev)
+vendor, power = open("idVendor"), open("power")
+dirfd = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+state = {"longest": 0.0, "errors": [], "reads": 0}
+def loop():
+    while True:
+        t = time.monotonic()
+        try:
+            with open("product") as f:
+                f.read()
+            state["reads"] += 1
+        except OSError as e:
+            state["errors"].append(errno.errorcode.get(e.errno, str(e.errno)))
+        state["longest"] = max(state["longest"], time.monotonic() - t)
+        time.sleep(0.005)
+threading.Thread(target=loop, daemon=True).start()
+def attempt(fn):
+    try:
+        return fn()
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+for line in sys.stdin:
+    out = {"vendor": attempt(lambda: (vendor.seek(0), vendor.read())[1]),
+           "power": attempt(lambda: (power.seek(0), power.read())[1]),
+           "listing": attempt(lambda: sorted(os.listdir(dirfd))),
+           "cwd": attempt(lambda: open("idVendor").read()),
+           **state}
+    print(json.dumps(out), flush=True)
+"""
+
+
+class Holder:
+    def __init__(self, dev):
+        self.proc = subprocess.Popen(["python3", "-c", HOLDER, dev], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def check(self, timeout=30):
+        """What the reader gets now; fails when it does not answer in time
+        (a hang)."""
+        import json
+        self.proc.stdin.write("x\n")
+        self.proc.stdin.flush()
+        got = []
+        t = threading.Thread(target=lambda: got.append(self.proc.stdout.readline()),
+                             daemon=True)
+        t.start()
+        t.join(timeout)
+        assert got and got[0], "the reader hangs"
+        return json.loads(got[0])
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def test_a_planned_restart_is_not_seen_by_readers(env):
+    tb, mnt, tmp, daemons = env
+    d1 = Supervised(tb, mnt, tmp)
+    daemons.append(d1)
+    assert set(d1.store) == {"fuse", "state"}, d1.lines
+    before = mount_id(mnt)
+    holder = Holder(device_dir(mnt))
+    first = holder.check()
+    assert first["vendor"].endswith("\n") and first["power"] == "on\n", first
+    assert first["cwd"] == first["vendor"] and "idVendor" in first["listing"]
+    time.sleep(0.2)
+
+    t0 = time.monotonic()
+    d1.proc.send_signal(signal.SIGUSR2)
+    assert d1.proc.wait(30) == 75, d1.output()  # EX_TEMPFAIL: start the next one
+    assert "left the mount" in d1.output()
+    assert mount_id(mnt) == before  # still mounted, waiting for the next daemon
+    d2 = Supervised(tb, mnt, tmp, d1.store)
+    daemons.append(d2)
+    pause = time.monotonic() - t0
+    time.sleep(0.3)
+
+    assert "took over the mount" in d2.output(), d2.output()
+    assert mount_id(mnt) == before
+    after = holder.check()
+    # every reader goes on: the same values, no error in the loop
+    for key in ("vendor", "power", "listing", "cwd"):
+        assert after[key] == first[key], (key, after[key], first[key])
+    assert after["errors"] == [] and after["reads"] > first["reads"], after
+    print(f"handover: {pause:.3f} s from SIGUSR2 to the next daemon's READY; the longest "
+          f"read took {after['longest']:.3f} s")
+    holder.close()
+    # new lookups too
+    assert os.path.exists(os.path.join(mnt, "bus", "usb", "devices"))
+    # a plain stop of the next daemon unmounts
+    d2.proc.send_signal(signal.SIGTERM)
+    assert d2.proc.wait(30) == 0, d2.output()
+    deadline = time.monotonic() + 10
+    while mount_id(mnt) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mount_id(mnt) is None
+
+
+def test_a_killed_daemon_is_not_taken_over_and_nothing_hangs(env):
+    tb, mnt, tmp, daemons = env
+    d1 = Supervised(tb, mnt, tmp)
+    daemons.append(d1)
+    before = mount_id(mnt)
+    dev = device_dir(mnt)
+    holder = Holder(dev)
+    assert holder.check()["power"] == "on\n"
+    d1.proc.kill()
+    d1.proc.wait(30)
+    # its watcher detaches the mount; the next daemon, given the stored
+    # connection, sees it was not left on purpose, has the supervisor drop
+    # it, and mounts anew
+    d2 = Supervised(tb, mnt, tmp, d1.store)
+    daemons.append(d2)
+    assert "mounting anew" in d2.output(), d2.output()
+    assert mount_id(mnt) not in (None, before)
+    assert "FDSTOREREMOVE=1" in d2.lines, d2.lines
+    assert os.path.exists(os.path.join(mnt, os.path.relpath(dev, mnt), "idVendor"))
+    # the old files fail, they do not hang
+    got = holder.check()
+    assert got["power"] in ("ENOTCONN", "ECONNABORTED", "ENODEV"), got
+    holder.close()
+
+
+def handover(tb, mnt, tmp, daemons):
+    """SIGUSR2 to the last daemon, the next one started with its store."""
+    last = daemons[-1]
+    last.proc.send_signal(signal.SIGUSR2)
+    assert last.proc.wait(30) == 75, last.output()
+    nxt = Supervised(tb, mnt, tmp, last.store)
+    last.close()
+    daemons.append(nxt)
+    assert "took over the mount" in nxt.output(), nxt.output()
+    return nxt
+
+
+def test_devices_plugged_while_no_daemon_serves_are_there_after(env):
+    from hotplug_util import KBD, blocks, devpath, under
+    tb, mnt, tmp, daemons = env
+    kbd = [b for b in blocks(TESTBED) if under(b, KBD)]
+    tb2 = UMockdev.Testbed.new()  # the machine without the keyboard
+    for b in blocks(TESTBED):
+        if not under(b, KBD):
+            assert tb2.add_from_string(b + "\n")
+    daemons.append(Supervised(tb2, mnt, tmp))
+    holder = Holder(device_dir(mnt))
+    holder.check()
+    last = daemons[-1]
+    last.proc.send_signal(signal.SIGUSR2)
+    assert last.proc.wait(30) == 75
+    # plugged in between the two daemons: no one hears the uevents
+    for b in kbd:
+        assert tb2.add_from_string(b + "\n")
+    d2 = Supervised(tb2, mnt, tmp, last.store)
+    daemons.append(d2)
+    found = [top for top, dirs, files in os.walk(os.path.join(mnt, "root"))
+             if "devpath" in files and open(os.path.join(top, "devpath")).read().strip()
+             == devpath(kbd[0])]
+    assert found, "the keyboard plugged in meanwhile is in the tree"
+    got = holder.check()
+    assert got["errors"] == [], got
+    holder.close()
+
+
+def test_a_soak_of_restarts_under_readers(env):
+    """Restarts in a row under a reader: none fails or hangs, the mount is
+    the same one throughout (DRIVERFS_SOAK restarts, 100 by default)."""
+    tb, mnt, tmp, daemons = env
+    daemons.append(Supervised(tb, mnt, tmp))
+    before = mount_id(mnt)
+    holder = Holder(device_dir(mnt))
+    first = holder.check()
+    rounds = int(os.environ.get("DRIVERFS_SOAK", "100"))
+    pauses = []
+    for i in range(rounds):
+        t0 = time.monotonic()
+        handover(tb, mnt, tmp, daemons)
+        pauses.append(time.monotonic() - t0)
+        if i % 10 == 9:
+            got = holder.check()
+            assert got["vendor"] == first["vendor"] and got["errors"] == [], (i, got)
+    got = holder.check()
+    assert got["errors"] == [] and got["vendor"] == first["vendor"], got
+    assert mount_id(mnt) == before
+    pauses.sort()
+    print(f"soak: {rounds} restarts; from SIGUSR2 to the next READY: median "
+          f"{pauses[len(pauses) // 2]:.3f} s, longest {pauses[-1]:.3f} s; the longest read "
+          f"{got['longest']:.3f} s over {got['reads']} reads")
+    holder.close()
+
+
+def test_a_suspend_under_way_finishes_and_the_next_daemon_resumes_it(env):
+    """SIGUSR2 while a suspend runs (a hook that takes a second): the
+    suspend finishes and its writer gets its answer, the daemon leaves, and
+    the next one resumes what the transition record lists, as after any
+    restart."""
+    from hotplug_util import ROOT_HUB2
+    tb, mnt, tmp, daemons = env
+    os.mkdir(os.path.join(tmp, "drivers.d"))
+    with open(os.path.join(tmp, "drivers.d", "10-slow.conf"), "w") as f:
+        f.write("[Driver]\nName=slow-hub\nBus=usb\nPriority=100\n[Match]\nidVendor=1a40\n"
+                "[Hooks]\nSuspend=/bin/sleep 1\nResume=/bin/true\nTimeout=10\n")
+    conf = os.path.join(tmp, "driverfsd.conf")
+    with open(conf, "w") as f:
+        f.write("[PM]\nHookTimeout=10\n")
+    extra = ["-c", conf]
+    daemons.append(Supervised(tb, mnt, tmp, extra=extra))
+    hub = os.path.join(mnt, "root", ROOT_HUB2)
+    assert os.readlink(os.path.join(hub, "driver")).endswith("drivers/slow-hub")
+    writer = subprocess.Popen(["sh", "-c", f"echo suspend > '{hub}/power'; echo $?"],
+                              stdout=subprocess.PIPE, text=True)
+    time.sleep(0.4)  # the hook runs
+    last = daemons[-1]
+    last.proc.send_signal(signal.SIGUSR2)
+    assert last.proc.wait(30) == 75, last.output()
+    out, _ = writer.communicate(timeout=30)
+    assert out.strip() == "0", out  # the suspend finished, the writer was answered
+    d2 = Supervised(tb, mnt, tmp, last.store, extra=extra)
+    last.close()
+    daemons.append(d2)
+    assert "took over the mount" in d2.output()
+    # the hub's subtree, which the suspend took
+    assert re.search(r"resumed \d+ devices? an earlier run left suspended", d2.output()), \
+        d2.output()
+    with open(os.path.join(hub, "power")) as f:
+        assert f.read() == "on\n"
