@@ -102,6 +102,7 @@ test)
 	CC=clang setup build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C build-asan
 	ASAN_OPTIONS=verify_asan_link_order=0:halt_on_error=1:detect_leaks=1:abort_on_error=0 \
+	LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs
 	# The concurrency tests (the PM engine's pool; readers, hotplug and PM

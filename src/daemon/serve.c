@@ -119,7 +119,9 @@ static void store_fds(struct daemon *d)
 	int r = sd_pid_notify_with_fds(0, 0, "FDSTORE=1\nFDNAME=fuse", &fds[0], 1);
 	if (r > 0)
 		r = sd_pid_notify_with_fds(0, 0, "FDSTORE=1\nFDNAME=state", &fds[1], 1);
-	if (r <= 0)
+	if (r > 0)
+		dm_fs_handover_stored(d->fs);
+	else
 		log_warn("--handover: no supervisor keeps the mount's connection (%s): a restart "
 			 "will mount anew",
 			 r < 0 ? strerror(-r) : "no NOTIFY_SOCKET");

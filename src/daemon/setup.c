@@ -274,10 +274,9 @@ static void handed_fds(int *fuse_fd, int *state_fd)
 	}
 }
 
-/* A connection the last daemon did not leave on purpose (it was killed):
- * nobody serves it, its mount was detached by its watcher; the
- * supervisor's copies go too, so that it ends (its readers get ENOTCONN
- * rather than waiting). */
+/* A connection that cannot be taken over: nobody serves it, its mount is
+ * or will be detached by its watcher; the supervisor's copies go too, so
+ * that it ends (its readers get ENOTCONN rather than waiting). */
 static void drop_stale(int fuse_fd, int state_fd)
 {
 	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=fuse");
@@ -297,8 +296,8 @@ static int take_over(struct daemon *d)
 	size_t nodes = 0, gone = 0;
 	int r = dm_fs_adopt(d->fs, fuse_fd, state_fd, d->mountpoint, &nodes, &gone);
 	if (r == -EINVAL || r == -ESTALE) {
-		log_warn("the mount's last daemon did not leave it on purpose (%s): mounting anew",
-			 r == -ESTALE ? "it was killed" : "its state is not one");
+		log_warn("the mount's last daemon left nothing to take over (%s): mounting anew",
+			 r == -ESTALE ? "its state is incomplete" : "its state is not one");
 		drop_stale(fuse_fd, state_fd);
 		return 0;
 	}

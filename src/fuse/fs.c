@@ -257,6 +257,12 @@ int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 {
 	if (fs->handover_wanted && fs_handover_new(&fs->handover) < 0)
 		return -ENOMEM;
+	if (fs->handover) {
+		struct fs_mirror mirror;
+		fs_handover_mirror(fs->handover, &mirror);
+		fs_table_set_mirror(fs->table, &mirror);
+		fs_opens_set_epoch(&fs->opens, atomic_load(&fs->handover->h->epoch));
+	}
 	if (fuse_session_mount(fs->se, mountpoint) != 0)
 		return -EIO;
 	fs->mounted = true;
@@ -302,11 +308,15 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 	fs->handover = ho;
 	fs->adopted_point = point;
 	fs->handover_wanted = true;
+	struct fs_mirror mirror;
+	fs_handover_mirror(ho, &mirror);
+	fs_table_set_mirror(fs->table, &mirror);
 	r = fs_handover_restore(ho, fs->table, fs->model, ret_nodes, ret_gone);
 	if (r == 0)
 		r = dm_fs_io_replay_init(fs->se, ho);
 	if (r == 0) {
 		fs_handover_serve(ho);
+		fs_opens_set_epoch(&fs->opens, atomic_load(&ho->h->epoch));
 		/* a request the last daemon read as it was leaving, and never
 		 * answered, comes again rather than waiting for ever */
 		int e = dm_fs_io_resend(fs->se);
@@ -324,6 +334,12 @@ int dm_fs_handover_fds(struct dm_fs *fs, int *ret_fuse, int *ret_state)
 	*ret_fuse = fuse_session_fd(fs->se);
 	*ret_state = fs->handover->fd;
 	return 0;
+}
+
+void dm_fs_handover_stored(struct dm_fs *fs)
+{
+	if (fs->handover)
+		atomic_store(&fs->handover->h->stored, 1);
 }
 
 const void *dm_fs_handover_header(struct dm_fs *fs)
@@ -352,9 +368,7 @@ bool dm_fs_leaving(struct dm_fs *fs)
 
 int dm_fs_leave(struct dm_fs *fs)
 {
-	int r = fs_handover_leave(fs->handover, fs->table);
-	if (r < 0)
-		return r;
+	fs_handover_leave(fs->handover);
 	/* the mount stays for the next daemon */
 	fs->mounted = false;
 	free(fs->adopted_point);
@@ -429,6 +443,8 @@ void dm_fs_free(struct dm_fs *fs)
 	fs_listings_done(&fs->listings);
 	fs_opens_done(&fs->opens);
 	fuse_remove_signal_handlers(fs->se);
+	/* the mirror keeps the nodes as they are, for a successor */
+	fs_table_set_mirror(fs->table, NULL);
 	if (fs->handover)
 		signal(SIGUSR2, SIG_IGN);
 	leaving_fs = NULL;

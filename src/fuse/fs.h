@@ -53,11 +53,14 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 /* The two descriptors a supervisor keeps for the next daemon; -ENOENT
  * without a handover. */
 int dm_fs_handover_fds(struct dm_fs *fs, int *ret_fuse, int *ret_state);
+/* The supervisor took them: a daemon that dies is waited for (its watcher
+ * leaves the mount to a successor for a while). */
+void dm_fs_handover_stored(struct dm_fs *fs);
 /* The shared header (struct fs_handover_header) the unmount watcher maps,
  * or NULL. */
 const void *dm_fs_handover_header(struct dm_fs *fs);
 /* Whether the loop ended on SIGUSR2 (a planned handover), and then the
- * nodes saved and the mount left for the next daemon. */
+ * mount left for the next daemon. */
 bool dm_fs_leaving(struct dm_fs *fs);
 int dm_fs_leave(struct dm_fs *fs);
 /* Starts the thread that tells the kernel what model changes made stale

@@ -14,15 +14,21 @@
 
 #define HEADER_SIZE 4096
 _Static_assert(sizeof(struct fs_handover_header) <= HEADER_SIZE, "the header is one page");
+/* The mirror's room (a sparse memfd: only what is written takes memory):
+ * names for the distinct names of some 10^6 devices, nodes for 2^22
+ * numbers (some 2 * 10^5 devices walked whole). */
+#define NAMES_CAP (32u << 20)
+#define SLOTS_CAP (1u << 22)
+#define STATE_SIZE (HEADER_SIZE + NAMES_CAP + (size_t)SLOTS_CAP * sizeof(struct fs_mirror_slot))
 
 static int map(int fd, struct fs_handover **ret)
 {
-	void *p = mmap(NULL, HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, STATE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	struct fs_handover *ho = calloc(1, sizeof(*ho));
 	if (!ho) {
-		munmap(p, HEADER_SIZE);
+		munmap(p, STATE_SIZE);
 		return -ENOMEM;
 	}
 	ho->fd = fd;
@@ -36,7 +42,7 @@ int fs_handover_new(struct fs_handover **ret)
 	int fd = memfd_create("driverfsd-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	int r = ftruncate(fd, HEADER_SIZE) < 0 ? -errno : map(fd, ret);
+	int r = ftruncate(fd, (off_t)STATE_SIZE) < 0 ? -errno : map(fd, ret);
 	if (r < 0) {
 		close(fd);
 		return r;
@@ -44,6 +50,10 @@ int fs_handover_new(struct fs_handover **ret)
 	struct fs_handover_header *h = (*ret)->h;
 	memcpy(h->magic, FS_HANDOVER_MAGIC, sizeof(FS_HANDOVER_MAGIC));
 	h->version = FS_HANDOVER_VERSION;
+	h->names_cap = NAMES_CAP;
+	h->slots_cap = SLOTS_CAP;
+	atomic_store(&h->names_used, 1);
+	atomic_store(&h->ok, 1);
 	atomic_store(&h->epoch, 1);
 	atomic_store(&h->state, FS_HANDOVER_SERVING);
 	return 0;
@@ -52,7 +62,7 @@ int fs_handover_new(struct fs_handover **ret)
 int fs_handover_adopt(int fd, struct fs_handover **ret)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < HEADER_SIZE)
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != (off_t)STATE_SIZE)
 		return -EINVAL;
 	struct fs_handover *ho;
 	int r = map(fd, &ho);
@@ -61,13 +71,12 @@ int fs_handover_adopt(int fd, struct fs_handover **ret)
 	struct fs_handover_header *h = ho->h;
 	if (memcmp(h->magic, FS_HANDOVER_MAGIC, sizeof(FS_HANDOVER_MAGIC)) != 0 ||
 	    h->version != FS_HANDOVER_VERSION || h->init_len > FS_HANDOVER_INIT_MAX ||
-	    h->nodes_off + h->nodes_len < h->nodes_off ||
-	    h->nodes_off + h->nodes_len > (uint64_t)st.st_size)
+	    h->names_cap != NAMES_CAP || h->slots_cap != SLOTS_CAP)
 		r = -EINVAL;
-	else if (atomic_load(&h->state) != FS_HANDOVER_LEFT || !h->init_len)
+	else if (!atomic_load(&h->ok) || !h->init_len)
 		r = -ESTALE;
 	if (r < 0) {
-		munmap(ho->h, HEADER_SIZE);
+		munmap(ho->h, STATE_SIZE);
 		free(ho);
 		return r;
 	}
@@ -80,48 +89,27 @@ void fs_handover_free(struct fs_handover *ho)
 {
 	if (!ho)
 		return;
-	munmap(ho->h, HEADER_SIZE);
+	munmap(ho->h, STATE_SIZE);
 	close(ho->fd);
 	free(ho);
 }
 
 /* ---- the nodes ---- */
 
-struct saving {
-	int fd;
-	off_t off;
-	uint64_t n;
-	int err;
-};
-
-static int save_node(const struct fs_saved_node *n, const char *name, void *data)
-{
-	struct saving *s = data;
-	if (pwrite(s->fd, n, sizeof(*n), s->off) != (ssize_t)sizeof(*n) ||
-	    pwrite(s->fd, name, n->name_len, s->off + (off_t)sizeof(*n)) != (ssize_t)n->name_len) {
-		s->err = errno ? -errno : -EIO;
-		return 1;
-	}
-	s->off += (off_t)(sizeof(*n) + n->name_len);
-	s->n++;
-	return 0;
-}
-
-int fs_handover_leave(struct fs_handover *ho, struct fs_table *t)
+void fs_handover_mirror(struct fs_handover *ho, struct fs_mirror *ret)
 {
 	struct fs_handover_header *h = ho->h;
-	struct saving s = { .fd = ho->fd, .off = HEADER_SIZE };
-	if (ftruncate(ho->fd, HEADER_SIZE) < 0)
-		return -errno;
-	fs_table_each_node(t, save_node, &s);
-	if (s.err)
-		return s.err;
-	h->nodes_off = HEADER_SIZE;
-	h->nodes_len = (uint64_t)(s.off - HEADER_SIZE);
-	h->n_nodes = s.n;
-	/* last: the next daemon and the watcher go by it */
-	atomic_store(&h->state, FS_HANDOVER_LEFT);
-	return 0;
+	char *base = (char *)h;
+	*ret = (struct fs_mirror){
+		.names = base + HEADER_SIZE, .names_cap = NAMES_CAP,
+		.slots = (struct fs_mirror_slot *)(base + HEADER_SIZE + NAMES_CAP),
+		.slots_cap = SLOTS_CAP, .names_used = &h->names_used, .high = &h->high, .ok = &h->ok,
+	};
+}
+
+void fs_handover_leave(struct fs_handover *ho)
+{
+	atomic_store(&ho->h->state, FS_HANDOVER_LEFT);
 }
 
 struct loaded {
@@ -137,39 +125,46 @@ static int by_depth(const void *a, const void *b)
 				       : x->n.ino > y->n.ino;
 }
 
+struct loading {
+	struct loaded *v;
+	size_t n, cap;
+};
+
+static int load_node(const struct fs_saved_node *n, const char *name, void *data)
+{
+	struct loading *l = data;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 256;
+		struct loaded *v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n].n = *n;
+	if (!(l->v[l->n].name = strndup(name, n->name_len)))
+		return -ENOMEM;
+	l->n++;
+	return 0;
+}
+
 int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_model *m,
 			size_t *ret_made, size_t *ret_gone)
 {
-	const struct fs_handover_header *h = ho->h;
-	size_t cap = h->n_nodes, n = 0, made = 0, gone = 0;
-	if (cap > h->nodes_len / sizeof(struct fs_saved_node))
-		return -EINVAL;
-	struct loaded *v = calloc(cap ? cap : 1, sizeof(*v));
-	char *buf = malloc(h->nodes_len ? h->nodes_len : 1);
-	int r = v && buf ? 0 : -ENOMEM;
-	if (r == 0 && pread(ho->fd, buf, h->nodes_len, (off_t)h->nodes_off) != (ssize_t)h->nodes_len)
-		r = -EIO;
-	/* the saved nodes, checked: whatever the file holds, nothing is read
-	 * past it and no name is longer than a name */
-	for (uint64_t off = 0; r == 0 && off < h->nodes_len && n < cap;) {
-		struct fs_saved_node sn;
-		if (h->nodes_len - off < sizeof(sn)) {
-			r = -EINVAL;
-			break;
-		}
-		memcpy(&sn, buf + off, sizeof(sn));
-		off += sizeof(sn);
-		if (sn.name_len == 0 || sn.name_len > DM_NAME_MAX || h->nodes_len - off < sn.name_len) {
-			r = -EINVAL;
-			break;
-		}
-		v[n].n = sn;
-		v[n].name = strndup(buf + off, sn.name_len);
-		off += sn.name_len;
-		if (!v[n++].name)
-			r = -ENOMEM;
-	}
-	free(buf);
+	struct fs_mirror mirror;
+	fs_handover_mirror(ho, &mirror);
+	struct loading l = { 0 };
+	size_t made = 0, gone = 0;
+	int r = fs_mirror_each(&mirror, load_node, &l);
+	struct loaded *v = l.v;
+	size_t n = l.n;
+	/* read whole: emptied, for this daemon's table to fill again */
+	uint32_t high = atomic_load(mirror.high);
+	if (high > mirror.slots_cap)
+		high = (uint32_t)mirror.slots_cap;
+	memset(mirror.slots, 0, high * sizeof(*mirror.slots));
+	atomic_store(mirror.high, 0);
+	atomic_store(mirror.names_used, 1);
 	if (r == 0)
 		qsort(v, n, sizeof(*v), by_depth);
 	/* parents first: each found again by its parent's node and its name,

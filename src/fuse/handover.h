@@ -10,8 +10,10 @@
  * The state is a header the daemons share while they live (the INIT
  * request the kernel sent once per connection, which the next daemon's
  * libfuse session is given as if it had come; which daemon serves, and
- * whether the last one left on purpose) and, after a planned exit, the
- * nodes the kernel holds (inode.h), made again under the same numbers.
+ * whether the last one left on purpose) and the nodes the kernel holds,
+ * mirrored as they are made and freed (inode.h, struct fs_mirror), so
+ * that they are there after a SIGKILL too, made again by the next daemon
+ * under the same numbers.
  *
  * Over /dev/fuse only: a connection whose io_uring rings are ready never
  * goes back to /dev/fuse, and requests a dead process held in its ring
@@ -28,14 +30,14 @@
 #include <string.h>
 
 #define FS_HANDOVER_MAGIC "driverfsd-state"
-#define FS_HANDOVER_VERSION 1
+#define FS_HANDOVER_VERSION 2
 /* The INIT request as the kernel sent it, header included (its
  * fuse_init_in is 64 bytes today). */
 #define FS_HANDOVER_INIT_MAX 256
 
 enum fs_handover_state {
 	FS_HANDOVER_SERVING = 1, /* a daemon serves (or died serving) */
-	FS_HANDOVER_LEFT = 2, /* the daemon left on purpose, nodes saved */
+	FS_HANDOVER_LEFT = 2, /* the daemon left on purpose */
 };
 
 /* The memfd's first page, mapped shared by every daemon of the connection
@@ -45,9 +47,13 @@ struct fs_handover_header {
 	uint32_t version;
 	_Atomic uint32_t state; /* enum fs_handover_state */
 	_Atomic uint64_t epoch; /* counts the daemons that served the connection */
+	_Atomic uint32_t stored; /* a supervisor keeps the descriptors */
 	uint32_t init_len; /* 0: no INIT seen yet */
 	unsigned char init[FS_HANDOVER_INIT_MAX];
-	uint64_t nodes_off, nodes_len, n_nodes; /* the saved nodes, after a planned exit */
+	/* the node mirror (struct fs_mirror) after the header: the names,
+	 * then one record per node number */
+	_Atomic uint32_t names_used, high, ok;
+	uint32_t names_cap, slots_cap;
 };
 
 struct fs_handover {
@@ -58,9 +64,10 @@ struct fs_handover {
 
 /* A new state for a connection just mounted: epoch 1, serving. */
 int fs_handover_new(struct fs_handover **ret);
-/* The state the last daemon left in @fd (taken over: closed by free):
- * -EINVAL when it is not one, -ESTALE when the last daemon did not leave
- * on purpose (or never saw INIT): then nothing can be taken over. */
+/* The state the last daemon left in @fd (taken over: closed by free),
+ * whether it left on purpose or was killed: -EINVAL when it is not one,
+ * -ESTALE when it cannot be taken over (no INIT seen, or the node mirror
+ * overflowed). */
 int fs_handover_adopt(int fd, struct fs_handover **ret);
 void fs_handover_free(struct fs_handover *ho);
 /* io.c, on the INIT request read from the kernel: kept, the first one. */
@@ -73,15 +80,19 @@ static inline void fs_handover_saw_init(struct fs_handover *ho, const void *req,
 }
 
 struct dm_model;
+struct fs_mirror;
 struct fs_table;
-/* A planned exit, once the loop has ended: the nodes of @t written after
- * the header, then the state "left". 0 or -errno. */
-int fs_handover_leave(struct fs_handover *ho, struct fs_table *t);
-/* The next daemon, before it serves: the saved nodes made again in @t,
+/* The node mirror in @ho's memfd, for fs_table_set_mirror(). */
+void fs_handover_mirror(struct fs_handover *ho, struct fs_mirror *ret);
+/* A planned exit, once the loop has ended: the state "left". */
+void fs_handover_leave(struct fs_handover *ho);
+/* The next daemon, before it serves: the mirrored nodes made again in @t,
  * each found by its parent's node and its name in @m as it is now; those
  * no longer there are left out (the kernel's requests for them get
- * ESTALE). How many were made and left out in *ret_made, *ret_gone. 0,
- * -EINVAL (a saved list that does not hold together), -ENOMEM, -EIO. */
+ * ESTALE). The mirror is read whole first, then emptied: @t mirrors the
+ * nodes again as it makes them (call fs_table_set_mirror() first). How
+ * many were made and left out in *ret_made, *ret_gone. 0, -EINVAL (a
+ * mirror that does not hold together), -ENOMEM. */
 int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_model *m,
 			size_t *ret_made, size_t *ret_gone);
 /* Serving: the epoch moved on (the last daemon's watcher, waiting for a

@@ -14,7 +14,8 @@
 
 /* A name or group shared by every node that has it, counted. */
 struct name {
-	size_t refs;
+	uint32_t refs;
+	uint32_t mirror_off; /* where the mirror has it (0: not yet) */
 	char s[];
 };
 
@@ -60,6 +61,8 @@ struct fs_table {
 	 * word, hashed from what the slot holds). */
 	struct dm_idset by_dev;
 	struct dm_idset names; /* the shared names (struct name *), by content */
+	struct fs_mirror mirror; /* handover: the nodes as a successor reads them */
+	bool mirrored;
 };
 
 static struct slot *slot_at(const struct fs_table *t, uint64_t ino)
@@ -115,6 +118,7 @@ static const char *name_get_locked(struct fs_table *t, const char *s)
 	if (!n)
 		return NULL;
 	n->refs = 1;
+	n->mirror_off = 0;
 	memcpy(n->s, s, len + 1);
 	if (dm_idset_add(&t->names, (uintptr_t)n) < 0) {
 		free(n);
@@ -320,6 +324,8 @@ static void key_remove_locked(struct fs_table *t, uint32_t ino)
 	struct slot *s = slot_at(t, ino);
 	if (!s->keyed)
 		return;
+	if (t->mirrored && ino < t->mirror.slots_cap)
+		t->mirror.slots[ino].keyed = 0;
 	for (uint32_t *p = &t->buckets[bucket_of(t, s->parent, s->name)]; *p;
 	     p = &slot_at(t, *p)->name_next) {
 		if (*p == ino) {
@@ -336,6 +342,8 @@ static void key_remove_locked(struct fs_table *t, uint32_t ino)
 static void node_clear(struct fs_table *t, uint32_t ino)
 {
 	struct slot *n = slot_at(t, ino);
+	if (t->mirrored && ino < t->mirror.slots_cap)
+		atomic_store_explicit(&t->mirror.slots[ino].kind, 0, memory_order_release);
 	dev_unlink_locked(t, ino);
 	key_remove_locked(t, ino);
 	struct fs_target target = slot_target(n);
@@ -407,6 +415,44 @@ static void slot_free_locked(struct fs_table *t, uint32_t ino)
 	t->free_head = ino;
 }
 
+/* The mirror's copy of the node @ino (handover.h): its name written once
+ * per shared name, its fields, then its kind, which makes it count. What
+ * does not fit makes the mirror invalid (no takeover after a crash). */
+static void mirror_put_locked(struct fs_table *t, uint32_t ino, bool keyed)
+{
+	struct fs_mirror *m = &t->mirror;
+	if (!t->mirrored || !atomic_load_explicit(m->ok, memory_order_relaxed))
+		return;
+	struct slot *n = slot_at(t, ino);
+	struct name *nm = (struct name *)(n->name - offsetof(struct name, s));
+	if (!nm->mirror_off) {
+		size_t len = strlen(nm->s) + 1;
+		uint32_t used = atomic_load_explicit(m->names_used, memory_order_relaxed);
+		if (ino >= m->slots_cap || used + len > m->names_cap) {
+			atomic_store(m->ok, 0);
+			return;
+		}
+		memcpy(m->names + used, nm->s, len);
+		nm->mirror_off = used;
+		atomic_store_explicit(m->names_used, used + (uint32_t)len, memory_order_release);
+	}
+	if (ino >= m->slots_cap) {
+		atomic_store(m->ok, 0);
+		return;
+	}
+	struct fs_mirror_slot *ms = &m->slots[ino];
+	atomic_store_explicit(&ms->kind, 0, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	ms->gen = n->gen;
+	ms->parent = n->parent;
+	ms->depth = n->depth;
+	ms->keyed = keyed;
+	ms->name_off = nm->mirror_off;
+	atomic_store_explicit(&ms->kind, n->kind, memory_order_release);
+	if (ino >= atomic_load_explicit(m->high, memory_order_relaxed))
+		atomic_store_explicit(m->high, ino + 1, memory_order_release);
+}
+
 /* Fills the free slot @ino as a node of @target named @name under @parent
  * (keyed: the current node of that name), with @nlookup and @gen, taking
  * its references. -ENOMEM leaves the slot as it was (free, its generation
@@ -438,6 +484,7 @@ static int node_fill_locked(struct fs_table *t, uint32_t ino, uint32_t parent, u
 	struct fs_target taken = slot_target(n);
 	fs_target_ref(&taken);
 	t->n_used++;
+	mirror_put_locked(t, ino, keyed);
 	return 0;
 }
 
@@ -448,12 +495,13 @@ static uint32_t node_new_locked(struct fs_table *t, uint32_t parent, unsigned de
 	uint32_t ino = slot_alloc_locked(t);
 	if (!ino)
 		return 0;
-	if (node_fill_locked(t, ino, parent, depth, name, target, 1, slot_at(t, ino)->gen,
-			     true) < 0) {
+	/* the generation the kernel is told, mirrored with it */
+	uint32_t gen = slot_at(t, ino)->gen + 1;
+	if (node_fill_locked(t, ino, parent, depth, name, target, 1, gen, true) < 0) {
+		slot_at(t, ino)->gen = gen - 1;
 		slot_free_locked(t, ino);
 		return 0;
 	}
-	slot_at(t, ino)->gen++;
 	return ino;
 }
 
@@ -568,24 +616,52 @@ size_t fs_table_count(struct fs_table *t)
 
 /* ---- handover ---- */
 
-int fs_table_each_node(struct fs_table *t,
-		       int (*fn)(const struct fs_saved_node *n, const char *name, void *data),
-		       void *data)
+void fs_table_set_mirror(struct fs_table *t, const struct fs_mirror *m)
 {
-	int r = 0;
 	pthread_mutex_lock(&t->lock);
-	for (uint64_t i = 2; r == 0 && i < t->n_slots; i++) {
-		const struct slot *s = slot_at(t, i);
-		if (!s->kind || !s->name)
-			continue;
-		size_t len = strlen(s->name);
-		struct fs_saved_node n = { .ino = (uint32_t)i, .gen = s->gen, .parent = s->parent,
-					   .depth = s->depth, .kind = s->kind, .keyed = s->keyed,
-					   .name_len = (uint16_t)len };
-		r = fn(&n, s->name, data);
+	t->mirrored = m != NULL;
+	if (!m) {
+		pthread_mutex_unlock(&t->lock);
+		return;
 	}
+	t->mirror = *m;
+	t->mirrored = true;
+	/* the nodes already there (the mount root has none) */
+	for (uint64_t i = 2; i < t->n_slots; i++)
+		if (slot_at(t, i)->kind)
+			mirror_put_locked(t, (uint32_t)i, slot_at(t, i)->keyed);
 	pthread_mutex_unlock(&t->lock);
-	return r;
+}
+
+int fs_mirror_each(const struct fs_mirror *m,
+		   int (*fn)(const struct fs_saved_node *n, const char *name, void *data),
+		   void *data)
+{
+	uint32_t high = atomic_load_explicit(m->high, memory_order_acquire);
+	uint32_t used = atomic_load_explicit(m->names_used, memory_order_acquire);
+	if (high > m->slots_cap || used > m->names_cap)
+		return -EINVAL;
+	for (uint32_t i = 2; i < high; i++) {
+		const struct fs_mirror_slot *ms = &m->slots[i];
+		uint8_t kind = atomic_load_explicit(&ms->kind, memory_order_acquire);
+		if (!kind)
+			continue;
+		/* whatever the memfd holds: a name inside what was written,
+		 * ending there, no longer than a name */
+		if (ms->name_off == 0 || ms->name_off >= used)
+			return -EINVAL;
+		const char *name = m->names + ms->name_off;
+		size_t len = strnlen(name, used - ms->name_off);
+		if (len == 0 || len > DM_NAME_MAX || ms->name_off + len >= used)
+			return -EINVAL;
+		struct fs_saved_node n = { .ino = i, .gen = ms->gen, .parent = ms->parent,
+					   .depth = ms->depth, .kind = kind, .keyed = ms->keyed,
+					   .name_len = (uint16_t)len };
+		int r = fn(&n, name, data);
+		if (r)
+			return r;
+	}
+	return 0;
 }
 
 /* Room for slot @ino (the slots before it zeroed: free, unused). */

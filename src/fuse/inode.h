@@ -25,6 +25,7 @@
 
 #include "core/model.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -131,25 +132,44 @@ int fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
 			   struct fs_place **ret, size_t *ret_n);
 
 /*
- * Handover (handover.h): the nodes the kernel holds, written for the next
- * daemon of the same connection, which makes them again under the same
- * numbers and generations.
+ * Handover (handover.h): the nodes the kernel holds, mirrored as they are
+ * made and freed into memory shared with the next daemon of the same
+ * connection (a memfd that outlives a killed daemon), which makes them
+ * again under the same numbers and generations.
  */
-/* One saved node, followed by its name (name_len bytes, no NUL). */
+struct fs_mirror_slot {
+	uint32_t gen, parent;
+	uint16_t depth;
+	_Atomic uint8_t kind; /* 0: no node; written last */
+	uint8_t keyed; /* the current node of its (parent, name) */
+	uint32_t name_off; /* into the names */
+};
+struct fs_mirror {
+	struct fs_mirror_slot *slots; /* by node number */
+	size_t slots_cap;
+	char *names; /* NUL-terminated, from offset 1 */
+	size_t names_cap;
+	_Atomic uint32_t *names_used, *high; /* names written; 1 + the highest node mirrored */
+	_Atomic uint32_t *ok; /* 0: something did not fit; not to be taken over */
+};
+/* A node as read from a mirror. */
 struct fs_saved_node {
 	uint32_t ino, gen, parent;
 	uint16_t depth;
 	uint8_t kind;
-	uint8_t keyed; /* the current node of its (parent, name) */
+	uint8_t keyed;
 	uint16_t name_len;
-	uint16_t pad;
 };
-/* Calls @fn on every node but the mount root, in number order (a node's
- * parent may come after it). The table's lock is held: @fn must not call
- * the table. Stops at @fn's first non-zero return, which it returns. */
-int fs_table_each_node(struct fs_table *t,
-		       int (*fn)(const struct fs_saved_node *n, const char *name, void *data),
-		       void *data);
+/* From now on every node made or freed is mirrored in @m, those already
+ * there at once; NULL: no more (before the mirror goes, and before the
+ * table is freed: its nodes stay in the mirror for a successor). */
+void fs_table_set_mirror(struct fs_table *t, const struct fs_mirror *m);
+/* Calls @fn on every node @m holds, in number order, with its name (not
+ * NUL-terminated: name_len bytes). -EINVAL when @m does not hold together,
+ * else @fn's first non-zero return, or 0. */
+int fs_mirror_each(const struct fs_mirror *m,
+		   int (*fn)(const struct fs_saved_node *n, const char *name, void *data),
+		   void *data);
 /* Makes the node @n anew (its parent first), referring to @target, with
  * its number and generation, counted as looked up for good (the kernel's
  * count is not known: it stays until the next handover rather than be

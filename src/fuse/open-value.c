@@ -43,6 +43,22 @@ static void uid_uncharge_locked(struct fs_opens *o, uid_t uid, size_t bytes)
 	}
 }
 
+/* The slot + 1 of the handle @fh, 0 when it is none of this daemon's (a
+ * handle of the last daemon of a handed-over connection has another
+ * epoch). Lock held. */
+static size_t index_of(const struct fs_opens *o, uint64_t fh)
+{
+	uint64_t i = fh & 0xffffffffu;
+	return fh >> 32 == o->epoch && i > 0 && i <= o->n ? (size_t)i : 0;
+}
+
+void fs_opens_set_epoch(struct fs_opens *o, uint64_t epoch)
+{
+	pthread_mutex_lock(&o->lock);
+	o->epoch = epoch & 0x7fffffffu;
+	pthread_mutex_unlock(&o->lock);
+}
+
 int fs_open_value_new(struct fs_opens *o, uid_t uid, uint64_t *ret_fh)
 {
 	struct fs_open_value *v = calloc(1, sizeof(*v));
@@ -70,7 +86,7 @@ int fs_open_value_new(struct fs_opens *o, uid_t uid, uint64_t *ret_fh)
 	}
 	o->v[i] = v;
 	pthread_mutex_unlock(&o->lock);
-	*ret_fh = i + 1;
+	*ret_fh = o->epoch << 32 | (i + 1);
 	return 0;
 
 out_uncharge:
@@ -86,8 +102,9 @@ struct fs_open_value *fs_open_value_get(struct fs_opens *o, uint64_t fh)
 {
 	struct fs_open_value *v = NULL;
 	pthread_mutex_lock(&o->lock);
-	if (fh > 0 && fh <= o->n)
-		v = o->v[fh - 1];
+	size_t i = index_of(o, fh);
+	if (i)
+		v = o->v[i - 1];
 	pthread_mutex_unlock(&o->lock);
 	return v;
 }
@@ -123,9 +140,10 @@ void fs_open_value_release(struct fs_opens *o, uint64_t fh)
 {
 	struct fs_open_value *v = NULL;
 	pthread_mutex_lock(&o->lock);
-	if (fh > 0 && fh <= o->n) {
-		v = o->v[fh - 1];
-		o->v[fh - 1] = NULL;
+	size_t i = index_of(o, fh);
+	if (i) {
+		v = o->v[i - 1];
+		o->v[i - 1] = NULL;
 	}
 	if (v)
 		uid_uncharge_locked(o, v->uid, FS_OPEN_COST + v->charged);

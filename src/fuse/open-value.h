@@ -55,9 +55,14 @@ struct fs_opens {
 	struct uid_use *uses; /* what each uid other than root pins */
 	size_t n_uses;
 	size_t uid_budget; /* FS_DEFAULT_UID_BUDGET unless set before use */
+	/* the handles' high half: the connection's epoch (handover.h), so
+	 * that a handle the last daemon gave never names a copy of this one */
+	uint64_t epoch;
 };
 
 void fs_opens_init(struct fs_opens *o);
+/* Before serving: handles carry @epoch (below 2^31) in their high half. */
+void fs_opens_set_epoch(struct fs_opens *o, uint64_t epoch);
 /* Frees what is left open (the session is over). */
 void fs_opens_done(struct fs_opens *o);
 

@@ -234,10 +234,11 @@ static unsigned long fd_mount_id(int fd)
 	return number(p, buf + n, &id) ? id : 0;
 }
 
-/* After the daemon's end: whether it left the connection to a successor
- * that came (or comes within HANDOVER_WAIT_MS). The header is the memfd's,
- * shared with every daemon of the connection; @epoch the one the daemon
- * served. */
+/* After the daemon's end: whether a successor took the connection over, or
+ * does within HANDOVER_WAIT_MS, the daemon having given it to a supervisor
+ * (it left on purpose, or was killed: the nodes are mirrored either way).
+ * The header is the memfd's, shared with every daemon of the connection;
+ * @epoch the one the daemon served. */
 static bool taken_over(const struct fs_handover_header *h, uint64_t epoch)
 {
 	if (!h)
@@ -245,8 +246,8 @@ static bool taken_over(const struct fs_handover_header *h, uint64_t epoch)
 	for (int waited = 0;; waited += 50) {
 		if (atomic_load(&h->epoch) != epoch)
 			return true; /* a successor serves */
-		if (atomic_load(&h->state) != FS_HANDOVER_LEFT || waited >= HANDOVER_WAIT_MS)
-			return false; /* it died serving, or none came */
+		if (!atomic_load(&h->stored) || waited >= HANDOVER_WAIT_MS)
+			return false; /* nobody keeps it, or none came */
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}

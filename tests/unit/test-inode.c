@@ -233,21 +233,35 @@ static int keep(const struct fs_saved_node *n, const char *name, void *data)
 	return 0;
 }
 
-/* handover: the nodes written by one table are made again by another under
- * the same numbers and generations, the numbers left unused free */
+/* handover: the nodes one table mirrors (made and freed as they go) are
+ * made again by another under the same numbers and generations, the
+ * numbers left unused free */
 static void test_nodes_made_again_for_a_handover(void **state)
 {
 	struct fixture *f = *state;
+	static struct fs_mirror_slot slots[64];
+	static char names[1024];
+	static _Atomic uint32_t used = 1, high, ok = 1;
+	struct fs_mirror mirror = { .slots = slots, .slots_cap = 64, .names = names,
+				    .names_cap = sizeof(names), .names_used = &used,
+				    .high = &high, .ok = &ok };
 	struct fs_target ta = { .kind = FS_DEV, .dev = f->a };
 	struct fs_target tb = { .kind = FS_DEV, .dev = f->b };
 	uint64_t a, b, c, gen_a, gen_b, gen_c;
 	lookup(f->t, 1, "a", &ta, &a, &gen_a);
+	fs_table_set_mirror(f->t, &mirror); /* the node already there too */
 	lookup(f->t, 1, "gone", &tb, &c, &gen_c);
 	lookup(f->t, a, "b", &tb, &b, &gen_b);
 	assert_true(fs_table_forget(f->t, c, 1)); /* a free number between */
 	struct saved s = { .count = 0 };
-	assert_int_equal(fs_table_each_node(f->t, keep, &s), 0);
+	assert_int_equal(fs_mirror_each(&mirror, keep, &s), 0);
 	assert_int_equal(s.count, 2);
+	assert_int_equal(s.n[0].gen, gen_a);
+	/* a name that runs past what was written is refused */
+	uint32_t keep_used = used;
+	used = slots[b].name_off + 1;
+	assert_int_equal(fs_mirror_each(&mirror, keep, &(struct saved){ .count = 0 }), -EINVAL);
+	used = keep_used;
 
 	struct fs_table *t2;
 	assert_int_equal(fs_table_new(&t2), 0);
