@@ -113,6 +113,10 @@ void daemon_register_metrics(struct daemon *d);
  * RestartForceExitStatus=). */
 #define DAEMON_EXIT_HANDOVER 75
 
+/* restart.c: whether a restart job is queued for this daemon's unit (the
+ * service manager is stopping it to start it again). */
+bool daemon_restart_queued(void);
+
 /* serve.c: starts the threads, reports ready and serves until unmounted;
  * returns the session's end (0 or -errno), or 1 when the mount was left to
  * the next daemon. */

@@ -196,6 +196,11 @@ int daemon_serve(struct daemon *d)
 		log_warn("exec drivers' KernelDriver=: cannot start: %s", strerror(-r));
 	r = dm_fs_loop(d->fs);
 	sd_notify(0, "STOPPING=1");
+	/* SIGTERM for `systemctl restart` with the connection in systemd's
+	 * store: handed over as SIGUSR2 would */
+	if (r == 0 && !dm_fs_leaving(d->fs) && dm_fs_handover_kept(d->fs) &&
+	    daemon_restart_queued())
+		dm_fs_set_leaving(d->fs);
 	if (r == 0 && dm_fs_leaving(d->fs)) {
 		/* SIGUSR2: the requests in flight were answered; the nodes the
 		 * kernel holds go to the next daemon with the connection */

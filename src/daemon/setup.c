@@ -42,7 +42,9 @@ static int prepare_mountpoint(const char *path)
 	struct stat st;
 	if (stat(path, &st) < 0 && errno == ENOTCONN) {
 		log_warn("%s: a dead mount is left there; detaching it", path);
-		if (umount2(path, MNT_DETACH) < 0)
+		/* EINVAL: detached meanwhile (fusermount3's auto_unmount, the
+		 * last daemon's watcher) */
+		if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL)
 			return -errno;
 	}
 	if (stat(path, &st) < 0) {

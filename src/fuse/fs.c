@@ -312,7 +312,9 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 	fs_handover_mirror(ho, &mirror);
 	fs_table_set_mirror(fs->table, &mirror);
 	r = fs_handover_restore(ho, fs->table, fs->model, ret_nodes, ret_gone);
-	if (r == 0)
+	/* no INIT kept: the last daemon never read it, the kernel still has
+	 * it queued for this one */
+	if (r == 0 && ho->h->init_len)
 		r = dm_fs_io_replay_init(fs->se, ho);
 	if (r == 0) {
 		fs_handover_serve(ho);
@@ -364,6 +366,17 @@ static void on_sigusr2(int sig)
 bool dm_fs_leaving(struct dm_fs *fs)
 {
 	return fs->leaving;
+}
+
+void dm_fs_set_leaving(struct dm_fs *fs)
+{
+	if (fs->handover)
+		fs->leaving = true;
+}
+
+bool dm_fs_handover_kept(struct dm_fs *fs)
+{
+	return fs->handover && atomic_load(&fs->handover->h->stored);
 }
 
 int dm_fs_leave(struct dm_fs *fs)

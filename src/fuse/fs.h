@@ -62,6 +62,10 @@ const void *dm_fs_handover_header(struct dm_fs *fs);
 /* Whether the loop ended on SIGUSR2 (a planned handover), and then the
  * mount left for the next daemon. */
 bool dm_fs_leaving(struct dm_fs *fs);
+/* After the loop: leave the mount as SIGUSR2 would (a SIGTERM of a
+ * restart); whether a supervisor keeps the descriptors. */
+void dm_fs_set_leaving(struct dm_fs *fs);
+bool dm_fs_handover_kept(struct dm_fs *fs);
 int dm_fs_leave(struct dm_fs *fs);
 /* Starts the thread that tells the kernel what model changes made stale
  * (after the mount): from then on the model's listener is the fs's. */

@@ -73,7 +73,7 @@ int fs_handover_adopt(int fd, struct fs_handover **ret)
 	    h->version != FS_HANDOVER_VERSION || h->init_len > FS_HANDOVER_INIT_MAX ||
 	    h->names_cap != NAMES_CAP || h->slots_cap != SLOTS_CAP)
 		r = -EINVAL;
-	else if (!atomic_load(&h->ok) || !h->init_len)
+	else if (!atomic_load(&h->ok))
 		r = -ESTALE;
 	if (r < 0) {
 		munmap(ho->h, STATE_SIZE);

@@ -66,8 +66,9 @@ struct fs_handover {
 int fs_handover_new(struct fs_handover **ret);
 /* The state the last daemon left in @fd (taken over: closed by free),
  * whether it left on purpose or was killed: -EINVAL when it is not one,
- * -ESTALE when it cannot be taken over (no INIT seen, or the node mirror
- * overflowed). */
+ * -ESTALE when it cannot be taken over (the node mirror overflowed). No
+ * INIT kept is no obstacle: the last daemon never read it, and the kernel
+ * still has it queued for the next. */
 int fs_handover_adopt(int fd, struct fs_handover **ret);
 void fs_handover_free(struct fs_handover *ho);
 /* io.c, on the INIT request read from the kernel: kept, the first one. */

@@ -128,7 +128,10 @@ def env():
     for d in daemons:
         d.close()
     for fd in (daemons[-1].store.values() if daemons else ()):
-        os.close(fd)
+        try:
+            os.close(fd)
+        except OSError:
+            pass  # one the test closed itself
     while mount_id(mnt):
         subprocess.run(["umount", "-l", mnt], stderr=subprocess.DEVNULL)
     tmp.cleanup()
@@ -414,3 +417,64 @@ def test_a_suspend_under_way_finishes_and_the_next_daemon_resumes_it(env):
         d2.output()
     with open(os.path.join(hub, "power")) as f:
         assert f.read() == "on\n"
+
+
+class Systemd:
+    """What driverfsd asks systemd on SIGTERM, on a private system bus
+    (test_logind's): the unit of a pid, and the job queued for it."""
+
+    UNIT = "/org/freedesktop/systemd1/unit/driverfsd_2eservice"
+    JOB = "/org/freedesktop/systemd1/job/7"
+
+    def __init__(self, job_type):
+        try:
+            import dbus
+            import dbusmock
+        except ImportError:
+            pytest.skip("python3-dbusmock is not installed")
+        from test_logind import SystemBus
+        self.bus = SystemBus()
+        self.mock = dbusmock.DBusTestCase.spawn_server(
+            "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+            "org.freedesktop.systemd1.Manager", system_bus=True, stdout=subprocess.DEVNULL)
+        conn = dbus.bus.BusConnection(self.bus.address)
+        obj = conn.get_object("org.freedesktop.systemd1", "/org/freedesktop/systemd1")
+        mock = dbus.Interface(obj, dbusmock.MOCK_IFACE)
+        mock.AddMethod("", "GetUnitByPID", "u", "o", f"ret = dbus.ObjectPath('{self.UNIT}')")
+        mock.AddObject(self.UNIT, "org.freedesktop.systemd1.Unit",
+                       {"Job": dbus.Struct((dbus.UInt32(7), dbus.ObjectPath(self.JOB)),
+                                           signature="uo")}, [])
+        mock.AddObject(self.JOB, "org.freedesktop.systemd1.Job", {"JobType": job_type}, [])
+        conn.close()
+
+    def stop(self):
+        self.mock.terminate()
+        self.mock.wait(30)
+        self.bus.stop()
+
+
+@pytest.mark.parametrize("job", ["restart", "stop"])
+def test_systemctl_restart_hands_over_and_stop_unmounts(env, job):
+    """SIGTERM with a restart job queued for the unit (`systemctl restart`)
+    hands the mount over as SIGUSR2 does; with a stop job it unmounts."""
+    systemd = Systemd(job)
+    try:
+        tb, mnt, tmp, daemons = env
+        d1 = Supervised(tb, mnt, tmp)
+        daemons.append(d1)
+        before = mount_id(mnt)
+        d1.proc.send_signal(signal.SIGTERM)
+        status = d1.proc.wait(30)
+        if job == "stop":
+            assert status == 0, d1.output()
+            assert mount_id(mnt) is None
+            return
+        assert status == 75, d1.output()
+        assert "job for this daemon: restart" in d1.output()
+        assert mount_id(mnt) == before
+        d2 = Supervised(tb, mnt, tmp, d1.store)
+        daemons.append(d2)
+        assert "took over the mount" in d2.output()
+        assert mount_id(mnt) == before
+    finally:
+        systemd.stop()
