@@ -384,8 +384,11 @@ static void compare_files(struct result *res, json_object *da, json_object *db, 
 		res->err = -ENOMEM;
 		goto out;
 	}
-	qsort(fa.v, fa.n, sizeof(*fa.v), by_name);
-	qsort(fb.v, fb.n, sizeof(*fb.v), by_name);
+	/* qsort() takes no NULL, even for nothing */
+	if (fa.n)
+		qsort(fa.v, fa.n, sizeof(*fa.v), by_name);
+	if (fb.n)
+		qsort(fb.v, fb.n, sizeof(*fb.v), by_name);
 	for (size_t i = 0, j = 0; i < fa.n || j < fb.n;) {
 		int c = i == fa.n ? 1 : j == fb.n ? -1 : strcmp(fa.v[i].name, fb.v[j].name);
 		const char *name = c <= 0 ? fa.v[i].name : fb.v[j].name;
@@ -494,8 +497,10 @@ static int by_string(const void *a, const void *b)
 static void set_diff(char **va, size_t na, char **vb, size_t nb, json_object *only_a,
 		     json_object *only_b, json_object *(*make)(const char *))
 {
-	qsort(va, na, sizeof(*va), by_string);
-	qsort(vb, nb, sizeof(*vb), by_string);
+	if (na)
+		qsort(va, na, sizeof(*va), by_string);
+	if (nb)
+		qsort(vb, nb, sizeof(*vb), by_string);
 	for (size_t i = 0, j = 0; i < na || j < nb;) {
 		int c = i == na ? 1 : j == nb ? -1 : strcmp(va[i], vb[j]);
 		if (c < 0)

@@ -165,7 +165,7 @@ int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_mo
 	memset(mirror.slots, 0, high * sizeof(*mirror.slots));
 	atomic_store(mirror.high, 0);
 	atomic_store(mirror.names_used, 1);
-	if (r == 0)
+	if (r == 0 && n) /* qsort() takes no NULL, even for nothing */
 		qsort(v, n, sizeof(*v), by_depth);
 	/* parents first: each found again by its parent's node and its name,
 	 * in the model as it is now */
