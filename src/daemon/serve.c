@@ -202,16 +202,11 @@ int daemon_serve(struct daemon *d)
 	    daemon_restart_queued())
 		dm_fs_set_leaving(d->fs);
 	if (r == 0 && dm_fs_leaving(d->fs)) {
-		/* SIGUSR2: the requests in flight were answered; the nodes the
-		 * kernel holds go to the next daemon with the connection */
-		r = dm_fs_leave(d->fs);
-		if (r < 0)
-			log_err("handover: cannot save the state: %s; the mount goes with this "
-				"daemon", strerror(-r));
-		else
-			log_info("left the mount at %s to the next daemon", d->mountpoint);
-		if (r == 0)
-			r = 1;
+		/* the requests in flight were answered; the nodes the kernel
+		 * holds are in the mirror the next daemon reads */
+		dm_fs_leave(d->fs);
+		log_info("left the mount at %s to the next daemon", d->mountpoint);
+		r = 1;
 	}
 	dm_service_free(d->service);
 	d->service = NULL;

@@ -315,33 +315,26 @@ static int take_over(struct daemon *d)
 
 int daemon_mount(struct daemon *d)
 {
-	int r;
+	int r = dm_fs_new(d->model, &d->o->fuse_args, &d->fs);
+	if (r < 0) {
+		log_err("cannot set up the filesystem (bad -o option?)");
+		return r;
+	}
 	if (d->o->handover) {
-		r = dm_fs_new(d->model, &d->o->fuse_args, &d->fs);
-		if (r < 0) {
-			log_err("cannot set up the filesystem (bad -o option?)");
-			return r;
-		}
 		dm_fs_set_handover(d->fs);
 		/* before anything looks at the mount point: a mount being
 		 * handed over answers nothing until this daemon serves it */
 		r = take_over(d);
 		if (r != 0)
 			return r < 0 ? r : 0;
+	} else {
+		dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
+		dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
 	}
 	r = prepare_mountpoint(d->mountpoint);
 	if (r < 0) {
 		log_err("mount point %s: %s", d->mountpoint, strerror(-r));
 		return r;
-	}
-	if (!d->fs) {
-		r = dm_fs_new(d->model, &d->o->fuse_args, &d->fs);
-		if (r < 0) {
-			log_err("cannot set up the filesystem (bad -o option?)");
-			return r;
-		}
-		dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
-		dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
 	}
 	r = dm_fs_mount(d->fs, d->mountpoint);
 	if (r < 0) {

@@ -379,14 +379,13 @@ bool dm_fs_handover_kept(struct dm_fs *fs)
 	return fs->handover && atomic_load(&fs->handover->h->stored);
 }
 
-int dm_fs_leave(struct dm_fs *fs)
+void dm_fs_leave(struct dm_fs *fs)
 {
 	fs_handover_leave(fs->handover);
 	/* the mount stays for the next daemon */
 	fs->mounted = false;
 	free(fs->adopted_point);
 	fs->adopted_point = NULL;
-	return 0;
 }
 
 void dm_fs_set_io_uring(struct dm_fs *fs, bool on)

@@ -66,7 +66,7 @@ bool dm_fs_leaving(struct dm_fs *fs);
  * restart); whether a supervisor keeps the descriptors. */
 void dm_fs_set_leaving(struct dm_fs *fs);
 bool dm_fs_handover_kept(struct dm_fs *fs);
-int dm_fs_leave(struct dm_fs *fs);
+void dm_fs_leave(struct dm_fs *fs);
 /* Starts the thread that tells the kernel what model changes made stale
  * (after the mount): from then on the model's listener is the fs's. */
 int dm_fs_start_notifier(struct dm_fs *fs);

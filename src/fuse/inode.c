@@ -382,6 +382,23 @@ static bool same_target(const struct slot *n, const struct fs_target *b)
 	return strcmp(n->group, b->group) == 0;
 }
 
+/* One more page of slots (zeroed: free, unused). 0 or -ENOMEM. */
+static int page_add_locked(struct fs_table *t)
+{
+	if (t->n_pages == t->cap_pages) {
+		struct slot **p = realloc(t->pages, t->cap_pages * 2 * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		t->pages = p;
+		t->cap_pages *= 2;
+	}
+	t->pages[t->n_pages] = calloc(SLOTS_PER_PAGE, sizeof(**t->pages));
+	if (!t->pages[t->n_pages])
+		return -ENOMEM;
+	t->n_pages++;
+	return 0;
+}
+
 static uint32_t slot_alloc_locked(struct fs_table *t)
 {
 	if (t->free_head) {
@@ -392,19 +409,8 @@ static uint32_t slot_alloc_locked(struct fs_table *t)
 	}
 	if (t->n_slots == UINT32_MAX)
 		return 0;
-	if (t->n_slots == t->n_pages * SLOTS_PER_PAGE) {
-		if (t->n_pages == t->cap_pages) {
-			struct slot **p = realloc(t->pages, t->cap_pages * 2 * sizeof(*p));
-			if (!p)
-				return 0;
-			t->pages = p;
-			t->cap_pages *= 2;
-		}
-		t->pages[t->n_pages] = calloc(SLOTS_PER_PAGE, sizeof(**t->pages));
-		if (!t->pages[t->n_pages])
-			return 0;
-		t->n_pages++;
-	}
+	if (t->n_slots == t->n_pages * SLOTS_PER_PAGE && page_add_locked(t) < 0)
+		return 0;
 	return (uint32_t)t->n_slots++;
 }
 
@@ -423,22 +429,22 @@ static void mirror_put_locked(struct fs_table *t, uint32_t ino, bool keyed)
 	struct fs_mirror *m = &t->mirror;
 	if (!t->mirrored || !atomic_load_explicit(m->ok, memory_order_relaxed))
 		return;
+	if (ino >= m->slots_cap) {
+		atomic_store(m->ok, 0);
+		return;
+	}
 	struct slot *n = slot_at(t, ino);
 	struct name *nm = (struct name *)(n->name - offsetof(struct name, s));
 	if (!nm->mirror_off) {
 		size_t len = strlen(nm->s) + 1;
 		uint32_t used = atomic_load_explicit(m->names_used, memory_order_relaxed);
-		if (ino >= m->slots_cap || used + len > m->names_cap) {
+		if (used + len > m->names_cap) {
 			atomic_store(m->ok, 0);
 			return;
 		}
 		memcpy(m->names + used, nm->s, len);
 		nm->mirror_off = used;
 		atomic_store_explicit(m->names_used, used + (uint32_t)len, memory_order_release);
-	}
-	if (ino >= m->slots_cap) {
-		atomic_store(m->ok, 0);
-		return;
 	}
 	struct fs_mirror_slot *ms = &m->slots[ino];
 	atomic_store_explicit(&ms->kind, 0, memory_order_relaxed);
@@ -625,7 +631,6 @@ void fs_table_set_mirror(struct fs_table *t, const struct fs_mirror *m)
 		return;
 	}
 	t->mirror = *m;
-	t->mirrored = true;
 	/* the nodes already there (the mount root has none) */
 	for (uint64_t i = 2; i < t->n_slots; i++)
 		if (slot_at(t, i)->kind)
@@ -668,19 +673,8 @@ int fs_mirror_each(const struct fs_mirror *m,
 static int slots_reach_locked(struct fs_table *t, uint64_t ino)
 {
 	while (t->n_slots <= ino) {
-		if (t->n_slots == t->n_pages * SLOTS_PER_PAGE) {
-			if (t->n_pages == t->cap_pages) {
-				struct slot **p = realloc(t->pages, t->cap_pages * 2 * sizeof(*p));
-				if (!p)
-					return -ENOMEM;
-				t->pages = p;
-				t->cap_pages *= 2;
-			}
-			t->pages[t->n_pages] = calloc(SLOTS_PER_PAGE, sizeof(**t->pages));
-			if (!t->pages[t->n_pages])
-				return -ENOMEM;
-			t->n_pages++;
-		}
+		if (t->n_slots == t->n_pages * SLOTS_PER_PAGE && page_add_locked(t) < 0)
+			return -ENOMEM;
 		uint64_t room = t->n_pages * SLOTS_PER_PAGE;
 		t->n_slots = ino + 1 < room ? ino + 1 : room;
 	}
