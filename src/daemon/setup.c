@@ -297,9 +297,11 @@ static int take_over(struct daemon *d)
 		return 0;
 	size_t nodes = 0, gone = 0;
 	int r = dm_fs_adopt(d->fs, fuse_fd, state_fd, d->mountpoint, &nodes, &gone);
-	if (r == -EINVAL || r == -ESTALE) {
+	if (r == -EINVAL || r == -ESTALE || r == -ECONNABORTED) {
 		log_warn("the mount's last daemon left nothing to take over (%s): mounting anew",
-			 r == -ESTALE ? "its state is incomplete" : "its state is not one");
+			 r == -ESTALE		? "its state is incomplete"
+			 : r == -ECONNABORTED ? "its connection was aborted"
+					      : "its state is not one");
 		drop_stale(fuse_fd, state_fd);
 		return 0;
 	}

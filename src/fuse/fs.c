@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <signal.h>
@@ -293,6 +294,11 @@ void dm_fs_set_handover(struct dm_fs *fs)
 int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
 		size_t *ret_nodes, size_t *ret_gone)
 {
+	/* a connection aborted (by the last daemon's watcher, after waiting
+	 * for a successor in vain) answers nothing again */
+	struct pollfd pfd = { .fd = fuse_fd, .events = POLLIN };
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
+		return -ECONNABORTED;
 	struct fs_handover *ho;
 	int r = fs_handover_adopt(state_fd, &ho);
 	if (r < 0)
@@ -311,7 +317,12 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 	struct fs_mirror mirror;
 	fs_handover_mirror(ho, &mirror);
 	fs_table_set_mirror(fs->table, &mirror);
-	r = fs_handover_restore(ho, fs->table, fs->model, ret_nodes, ret_gone);
+	struct fs_stale *stale = NULL;
+	r = fs_handover_restore(ho, fs->table, fs->model, &stale, ret_nodes, ret_gone);
+	/* what the kernel cached of them came from the last daemon: dropped
+	 * once the notifier runs, while this one already serves */
+	if (r == 0)
+		fs_notifier_queue_stale(&fs->notifier, stale, *ret_nodes + *ret_gone);
 	/* no INIT kept: the last daemon never read it, the kernel still has
 	 * it queued for this one */
 	if (r == 0 && ho->h->init_len)
@@ -324,6 +335,8 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 		int e = dm_fs_io_resend(fs->se);
 		if (e < 0)
 			log_warn("handover: the kernel sends no request again (%s)", strerror(-e));
+		log_info("handover: the last daemon %s", ho->was_left ? "left on purpose"
+								       : "died serving the mount");
 	}
 	/* the descriptors are taken by now: not an error of the state's */
 	return r == -EINVAL || r == -ESTALE ? -EPROTO : r;

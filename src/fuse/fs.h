@@ -43,8 +43,9 @@ void dm_fs_set_passthrough(struct dm_fs *fs, bool on);
  * io_uring, no passthrough), its state kept in a memfd. dm_fs_adopt(), in
  * place of dm_fs_mount(): serve the connection @fuse_fd of the mount at
  * @mountpoint that the last daemon left with its state @state_fd (both
- * taken, also on failure but -EINVAL/-ESTALE from the state, when the
- * caller still holds them: then mount anew). How many of the nodes the
+ * taken, also on failure but -EINVAL/-ESTALE from the state and
+ * -ECONNABORTED from a connection aborted meanwhile, when the caller still
+ * holds them: then mount anew). How many of the nodes the
  * kernel holds were made again, and left out, in *ret_nodes, *ret_gone.
  */
 void dm_fs_set_handover(struct dm_fs *fs);

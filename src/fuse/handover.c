@@ -3,6 +3,7 @@
 #include "handover.h"
 
 #include "inode.h"
+#include "notify.h"
 #include "view.h"
 
 #include <errno.h>
@@ -81,6 +82,7 @@ int fs_handover_adopt(int fd, struct fs_handover **ret)
 		return r;
 	}
 	ho->adopted = true;
+	ho->was_left = atomic_load(&h->state) == FS_HANDOVER_LEFT;
 	*ret = ho;
 	return 0;
 }
@@ -149,7 +151,7 @@ static int load_node(const struct fs_saved_node *n, const char *name, void *data
 }
 
 int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_model *m,
-			size_t *ret_made, size_t *ret_gone)
+			struct fs_stale **ret_stale, size_t *ret_made, size_t *ret_gone)
 {
 	struct fs_mirror mirror;
 	fs_handover_mirror(ho, &mirror);
@@ -167,37 +169,48 @@ int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_mo
 	atomic_store(mirror.names_used, 1);
 	if (r == 0 && n) /* qsort() takes no NULL, even for nothing */
 		qsort(v, n, sizeof(*v), by_depth);
+	struct fs_stale *stale = NULL;
+	if (r == 0 && n && !(stale = calloc(n, sizeof(*stale))))
+		r = -ENOMEM;
 	/* parents first: each found again by its parent's node and its name,
 	 * in the model as it is now */
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		struct fs_ref dir;
 		struct fs_target found;
 		char group[FS_GROUP_MAX];
-		if (fs_table_get(t, v[i].n.parent, &dir) < 0) {
-			gone++;
-			continue;
+		bool again = false;
+		if (fs_table_get(t, v[i].n.parent, &dir) == 0) {
+			dm_model_read_lock(m);
+			int f = fs_view_find_locked(m, &dir, v[i].name, &found, group);
+			if (f == 0 && found.kind == v[i].n.kind) {
+				int e = fs_table_restore(t, &v[i].n, v[i].name, &found);
+				if (e == -ENOMEM)
+					r = e;
+				again = e == 0;
+			}
+			dm_model_unlock(m);
+			fs_ref_release(&dir);
 		}
-		dm_model_read_lock(m);
-		int f = fs_view_find_locked(m, &dir, v[i].name, &found, group);
-		if (f == 0 && found.kind == v[i].n.kind) {
-			int e = fs_table_restore(t, &v[i].n, v[i].name, &found);
-			if (e == -ENOMEM)
-				r = e;
-			made += e == 0;
-			gone += e != 0;
-		} else {
-			gone++;
+		made += again;
+		gone += !again;
+		stale[i] = (struct fs_stale){ .ino = v[i].n.ino, .parent = v[i].n.parent };
+		if (!again) { /* its name, for the kernel to drop */
+			stale[i].name = v[i].name;
+			v[i].name = NULL;
 		}
-		dm_model_unlock(m);
-		fs_ref_release(&dir);
 	}
 	fs_table_restore_done(t);
 	for (size_t i = 0; i < n; i++)
 		free(v[i].name);
 	free(v);
 	if (r == 0) {
+		*ret_stale = stale;
 		*ret_made = made;
 		*ret_gone = gone;
+	} else if (stale) {
+		for (size_t i = 0; i < n; i++)
+			free(stale[i].name);
+		free(stale);
 	}
 	return r;
 }

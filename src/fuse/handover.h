@@ -30,7 +30,7 @@
 #include <string.h>
 
 #define FS_HANDOVER_MAGIC "driverfsd-state"
-#define FS_HANDOVER_VERSION 2
+#define FS_HANDOVER_VERSION 3
 /* The INIT request as the kernel sent it, header included (its
  * fuse_init_in is 64 bytes today). */
 #define FS_HANDOVER_INIT_MAX 256
@@ -60,6 +60,7 @@ struct fs_handover {
 	int fd; /* the memfd */
 	struct fs_handover_header *h; /* mapped */
 	bool adopted; /* given by the last daemon, not made here */
+	bool was_left; /* adopted: the last daemon left on purpose (else it died) */
 };
 
 /* A new state for a connection just mounted: epoch 1, serving. */
@@ -88,14 +89,18 @@ void fs_handover_mirror(struct fs_handover *ho, struct fs_mirror *ret);
 /* A planned exit, once the loop has ended: the state "left". */
 void fs_handover_leave(struct fs_handover *ho);
 /* The next daemon, before it serves: the mirrored nodes made again in @t,
- * each found by its parent's node and its name in @m as it is now; those
- * no longer there are left out (the kernel's requests for them get
- * ESTALE). The mirror is read whole first, then emptied: @t mirrors the
- * nodes again as it makes them (call fs_table_set_mirror() first). How
- * many were made and left out in *ret_made, *ret_gone. 0, -EINVAL (a
- * mirror that does not hold together), -ENOMEM. */
+ * each found by its parent's node and its name in @m as it is now, with
+ * its lookup count; those no longer there are left out (the kernel's
+ * requests for them get ESTALE). The mirror is read whole first, then
+ * emptied: @t mirrors the nodes again as it makes them (call
+ * fs_table_set_mirror() first). How many were made and left out in
+ * *ret_made, *ret_gone; every one of them in *ret_stale (malloc()ed, NULL
+ * for none), for the kernel's caches of them to be dropped
+ * (fs_notifier_queue_stale()). 0, -EINVAL (a mirror that does not hold
+ * together), -ENOMEM. */
+struct fs_stale;
 int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_model *m,
-			size_t *ret_made, size_t *ret_gone);
+			struct fs_stale **ret_stale, size_t *ret_made, size_t *ret_gone);
 /* Serving: the epoch moved on (the last daemon's watcher, waiting for a
  * successor, sees it), the state "serving". */
 void fs_handover_serve(struct fs_handover *ho);

@@ -454,9 +454,18 @@ static void mirror_put_locked(struct fs_table *t, uint32_t ino, bool keyed)
 	ms->depth = n->depth;
 	ms->keyed = keyed;
 	ms->name_off = nm->mirror_off;
+	atomic_store_explicit(&ms->nlookup, n->nlookup, memory_order_relaxed);
 	atomic_store_explicit(&ms->kind, n->kind, memory_order_release);
 	if (ino >= atomic_load_explicit(m->high, memory_order_relaxed))
 		atomic_store_explicit(m->high, ino + 1, memory_order_release);
+}
+
+/* The mirror's count of the node @ino, after its count changed. */
+static void mirror_count_locked(struct fs_table *t, uint32_t ino)
+{
+	if (t->mirrored && ino < t->mirror.slots_cap)
+		atomic_store_explicit(&t->mirror.slots[ino].nlookup, slot_at(t, ino)->nlookup,
+				      memory_order_relaxed);
 }
 
 /* Fills the free slot @ino as a node of @target named @name under @parent
@@ -539,6 +548,7 @@ int fs_table_lookup(struct fs_table *t, uint64_t parent, unsigned depth, const c
 			 * node, never a number freed while the kernel holds it */
 			if (n->nlookup < UINT32_MAX)
 				n->nlookup++;
+			mirror_count_locked(t, ino);
 		} else {
 			/* the name now means another object: the old node lives
 			 * on, unnamed, until the kernel forgets it */
@@ -574,6 +584,7 @@ bool fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n)
 		struct slot *node = slot_at(t, ino);
 		if (node->nlookup < UINT32_MAX)
 			node->nlookup = node->nlookup > n ? (uint32_t)(node->nlookup - n) : 0;
+		mirror_count_locked(t, (uint32_t)ino);
 		if (node->nlookup == 0) {
 			node_clear(t, (uint32_t)ino);
 			slot_free_locked(t, (uint32_t)ino);
@@ -661,7 +672,9 @@ int fs_mirror_each(const struct fs_mirror *m,
 			return -EINVAL;
 		struct fs_saved_node n = { .ino = i, .gen = ms->gen, .parent = ms->parent,
 					   .depth = ms->depth, .kind = kind, .keyed = ms->keyed,
-					   .name_len = (uint16_t)len };
+					   .name_len = (uint16_t)len,
+					   .nlookup = atomic_load_explicit(&ms->nlookup,
+									   memory_order_relaxed) };
 		int r = fn(&n, name, data);
 		if (r)
 			return r;
@@ -694,10 +707,10 @@ int fs_table_restore(struct fs_table *t, const struct fs_saved_node *sn, const c
 		pthread_mutex_unlock(&t->lock);
 		return r;
 	}
-	/* made as a lookup makes it, with the saved number's generation and a
-	 * count that never drops to zero */
-	r = node_fill_locked(t, sn->ino, sn->parent, sn->depth, name, target, UINT32_MAX, sn->gen,
-			     sn->keyed);
+	/* made as a lookup makes it, with the saved number's generation and
+	 * count */
+	r = node_fill_locked(t, sn->ino, sn->parent, sn->depth, name, target,
+			     sn->nlookup ? sn->nlookup : 1, sn->gen, sn->keyed);
 	pthread_mutex_unlock(&t->lock);
 	return r;
 }

@@ -143,6 +143,11 @@ struct fs_mirror_slot {
 	_Atomic uint8_t kind; /* 0: no node; written last */
 	uint8_t keyed; /* the current node of its (parent, name) */
 	uint32_t name_off; /* into the names */
+	/* the lookups the kernel was answered, less those it forgot: written
+	 * before a reply goes, so never below the kernel's own count (a
+	 * FORGET the last daemon never read leaves it above: a node kept
+	 * that could have gone, never one freed that the kernel holds) */
+	_Atomic uint32_t nlookup;
 };
 struct fs_mirror {
 	struct fs_mirror_slot *slots; /* by node number */
@@ -159,6 +164,7 @@ struct fs_saved_node {
 	uint8_t kind;
 	uint8_t keyed;
 	uint16_t name_len;
+	uint32_t nlookup;
 };
 /* From now on every node made or freed is mirrored in @m, those already
  * there at once; NULL: no more (before the mirror goes, and before the
@@ -171,9 +177,8 @@ int fs_mirror_each(const struct fs_mirror *m,
 		   int (*fn)(const struct fs_saved_node *n, const char *name, void *data),
 		   void *data);
 /* Makes the node @n anew (its parent first), referring to @target, with
- * its number and generation, counted as looked up for good (the kernel's
- * count is not known: it stays until the next handover rather than be
- * freed while the kernel holds it). -EEXIST when the number is taken,
+ * its number, generation and lookup count (a count of 0, which no node
+ * the kernel holds has, counts as 1). -EEXIST when the number is taken,
  * -ENOMEM. */
 int fs_table_restore(struct fs_table *t, const struct fs_saved_node *n, const char *name,
 		     const struct fs_target *target);

@@ -18,6 +18,9 @@ static void inval_free(struct fs_inval *v)
 	free(v->entry);
 	for (size_t i = 0; i < sizeof(v->listings) / sizeof(v->listings[0]); i++)
 		free(v->listings[i]);
+	for (size_t i = 0; i < v->n_stale; i++)
+		free(v->stale[i].name);
+	free(v->stale);
 }
 
 static void queue_inval(struct fs_notifier *nf, struct fs_inval v);
@@ -133,10 +136,27 @@ static void inval_listings_of(struct fs_notifier *nf, struct dm_device *dev)
 	free(places);
 }
 
+/* A takeover's nodes: those made again lose their attributes, pages and
+ * listings (the last daemon's values), those gone their names too, so
+ * that a path through them is looked up, and fails, as after a removal. */
+static void send_stale(struct fs_notifier *nf, const struct fs_stale *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].name)
+			fuse_lowlevel_notify_inval_entry(nf->se, v[i].parent, v[i].name,
+							 strlen(v[i].name));
+		fuse_lowlevel_notify_inval_inode(nf->se, v[i].ino, 0, 0);
+	}
+}
+
 static void send_inval(struct fs_notifier *nf, const struct fs_inval *v)
 {
 	struct fs_place *places;
 	size_t n;
+	if (v->stale) {
+		send_stale(nf, v->stale, v->n_stale);
+		return;
+	}
 	/* everything the kernel knows of the device: its directory, files,
 	 * links to it; their names and their contents */
 	if (v->entry) {
@@ -213,6 +233,14 @@ static void *notifier_thread(void *data)
 	}
 	pthread_mutex_unlock(&nf->lock);
 	return NULL;
+}
+
+void fs_notifier_queue_stale(struct fs_notifier *nf, struct fs_stale *v, size_t n)
+{
+	if (n)
+		queue_inval(nf, (struct fs_inval){ .stale = v, .n_stale = n });
+	else
+		free(v);
 }
 
 void fs_notifier_sync(struct fs_notifier *nf)

@@ -18,6 +18,15 @@
 
 struct fuse_session;
 
+/* A node the kernel may hold from before a takeover (handover.h), whose
+ * cached names, attributes, pages and listing the new daemon cannot vouch
+ * for: its number, and for one gone meanwhile its place (name NULL: one
+ * made again). */
+struct fs_stale {
+	uint64_t ino, parent;
+	char *name;
+};
+
 /* What the kernel may have cached that a model change made stale. */
 struct fs_inval {
 	struct dm_device *dev; /* referenced; NULL for a driver's */
@@ -26,6 +35,8 @@ struct fs_inval {
 	bool power; /* only its power files changed */
 	char *listings[5]; /* "bus/pci/devices", "class/block/disk" ... */
 	uint64_t parent_id; /* added: the parent device, whose directory lists it */
+	struct fs_stale *stale; /* a takeover's nodes (no dev) */
+	size_t n_stale;
 };
 
 struct fs_notifier {
@@ -47,6 +58,9 @@ void fs_notifier_init(struct fs_notifier *nf, struct dm_model *m, struct fs_tabl
 /* Starts the thread (after the mount: it sends to @se) and becomes the
  * model's listener. */
 int fs_notifier_start(struct fs_notifier *nf, struct fuse_session *se);
+/* Queues the invalidation of @n nodes a takeover found (taking @v and
+ * the names in it; freed when out of memory). */
+void fs_notifier_queue_stale(struct fs_notifier *nf, struct fs_stale *v, size_t n);
 /* Waits until every invalidation queued so far was sent (at once when the
  * notifier is not running). A FUSE handler may call it only where the
  * invalidations it waits for take no lock the handler holds: the notifier

@@ -19,7 +19,8 @@
  * The watcher is forked from a process that may have threads, so it uses
  * only async-signal-safe calls: read(2) on a pipe whose write end only the
  * daemon holds (EOF = the daemon is gone), open/read of mountinfo into a
- * fixed buffer, umount2(2), write(2) and _exit(2).
+ * fixed buffer, umount2(2), mount(2) and a write(2) to the fuse control
+ * file system (a handed-over connection nobody took), and _exit(2).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -239,18 +240,83 @@ static unsigned long fd_mount_id(int fd)
  * (it left on purpose, or was killed: the nodes are mirrored either way).
  * The header is the memfd's, shared with every daemon of the connection;
  * @epoch the one the daemon served. */
-static bool taken_over(const struct fs_handover_header *h, uint64_t epoch)
+enum succession { NOT_KEPT, TAKEN_OVER, NONE_CAME };
+static enum succession taken_over(const struct fs_handover_header *h, uint64_t epoch)
 {
 	if (!h)
-		return false;
+		return NOT_KEPT;
 	for (int waited = 0;; waited += 50) {
 		if (atomic_load(&h->epoch) != epoch)
-			return true; /* a successor serves */
-		if (!atomic_load(&h->stored) || waited >= HANDOVER_WAIT_MS)
-			return false; /* nobody keeps it, or none came */
+			return TAKEN_OVER; /* a successor serves */
+		if (!atomic_load(&h->stored))
+			return NOT_KEPT;
+		if (waited >= HANDOVER_WAIT_MS)
+			return NONE_CAME;
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
+}
+
+/* The fuse control files of the watched connection (fusectl, mounted
+ * first if it is not), opened while the connection serves: they name that
+ * connection and no later one of the same number (a file of a connection
+ * that ended reads ENOTCONN), and do not keep it alive. @devno: "0:MINOR",
+ * the minor naming the connection. */
+struct control {
+	int waiting; /* read: whether the connection still exists */
+	int abort; /* written: ends it */
+};
+
+static int open_control(const char *devno, const char *file, int flags)
+{
+	/* /proc/self/root: the same files, by a path that sysfs emulations
+	 * preloaded into the daemon (umockdev's, the tests') leave alone */
+	static const char dir[] = "/proc/self/root/sys/fs/fuse/connections/";
+	const char *minor = strchr(devno, ':');
+	if (!minor || !minor[1])
+		return -1;
+	minor++;
+	char path[128];
+	size_t n = strlen(dir), m = strlen(minor), f = strlen(file);
+	if (n + m + 1 + f + 1 > sizeof(path))
+		return -1;
+	memcpy(path, dir, n);
+	memcpy(path + n, minor, m);
+	path[n + m] = '/';
+	memcpy(path + n + m + 1, file, f + 1);
+	return open(path, flags | O_CLOEXEC);
+}
+
+static struct control control_open(const char *devno)
+{
+	struct control c = { open_control(devno, "waiting", O_RDONLY), -1 };
+	if (c.waiting < 0 && errno == ENOENT &&
+	    mount("fusectl", "/sys/fs/fuse/connections", "fusectl", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) == 0)
+		c.waiting = open_control(devno, "waiting", O_RDONLY);
+	if (c.waiting >= 0)
+		c.abort = open_control(devno, "abort", O_WRONLY);
+	return c;
+}
+
+/* Whether the watched connection is gone (its mount released): then
+ * whatever has its number now is someone else's. */
+static bool control_gone(const struct control *c)
+{
+	char buf[32];
+	return c->waiting >= 0 && pread(c->waiting, buf, sizeof(buf), 0) < 0 && errno == ENOTCONN;
+}
+
+/* A connection a supervisor keeps lives on with nobody to answer it: its
+ * readers would wait for ever, detached or not. Aborted, each of them gets
+ * ECONNABORTED, and every later request ENOTCONN. */
+static void abort_connection(const char *point, const struct control *c)
+{
+	if (c->abort < 0 || write(c->abort, "1", 1) != 1)
+		say(point, ": no daemon took the mount over and its connection stays: ",
+		    strerrordesc_np(c->abort < 0 ? ENOENT : errno));
+	else
+		say(point, ": no daemon took the mount over in time; its connection is aborted", "");
 }
 
 static _Noreturn void watch(int fd, struct search *s, const struct fs_handover_header *h,
@@ -274,13 +340,19 @@ static _Noreturn void watch(int fd, struct search *s, const struct fs_handover_h
 	}
 	close_range(4, ~0U, 0);
 	close(STDIN_FILENO);
+	/* a connection handed over may outlive the daemon: its control files,
+	 * to end it should nobody take it over */
+	struct control ctl = h ? control_open(s->devno) : (struct control){ -1, -1 };
 	char c;
 	ssize_t n;
 	while ((n = read(fd, &c, 1)) != 0)
 		if (n < 0 && errno != EINTR)
 			break;
-	if (taken_over(h, epoch))
+	enum succession w = taken_over(h, epoch);
+	if (w == TAKEN_OVER || control_gone(&ctl))
 		_exit(0);
+	if (w == NONE_CAME)
+		abort_connection(s->point, &ctl);
 	/* Pin the topmost mount on the mount point first, then check that it
 	 * is ours, and unmount through the descriptor: a new daemon may detach
 	 * ours and mount at the same place between the check and the unmount,

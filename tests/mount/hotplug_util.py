@@ -74,13 +74,19 @@ def pull_out(d, top, records=None):
                   key=lambda p: -p.count("/"))
     for p in gone:
         event(d, "remove", p)
-    for p in gone:
-        d.testbed.remove_device("/sys" + p)
+    remove_devices(d.testbed, gone)
+
+
+def remove_devices(testbed, paths):
+    """Removes the devices at @paths (children first) from @testbed, with
+    the links to them."""
+    for p in paths:
+        testbed.remove_device("/sys" + p)
     # umockdev's remove_device() leaves the links to the device behind,
     # dangling (/sys/dev/char/M:m, a driver's link to it, its class link);
     # a later add of a device of the same number or name would fail on one
     # (umockdev aborts the process), so they go as the kernel's would
-    sys_dir = d.testbed.get_sys_dir()
+    sys_dir = testbed.get_sys_dir()
     for part in ("dev", "bus", "class"):
         for top, dirs, files in os.walk(os.path.join(sys_dir, part)):
             for name in dirs + files:

@@ -10,6 +10,7 @@ read in a loop across the restart: nothing fails, nothing hangs, the mount
 is the same one. A daemon killed instead is not taken over: its mount is
 detached and the next daemon mounts anew, and readers get an error, not a
 hang."""
+import fcntl
 import os
 import re
 import signal
@@ -23,7 +24,7 @@ import gi
 import pytest
 
 from harness import DAEMON, umockdev_env
-from hotplug_util import TESTBED
+from hotplug_util import ROOT_HUB2, TESTBED
 
 gi.require_version("UMockdev", "1.0")
 from gi.repository import UMockdev  # noqa: E402
@@ -52,9 +53,10 @@ class Supervised:
         if self.store:
             names = sorted(self.store)
             env = dict(env, LISTEN_FDS=str(len(names)), LISTEN_FDNAMES=":".join(names))
-            # high numbers first, so that moving them to 3, 4 ... clobbers none
-            high = [os.dup2(self.store[n], 100 + i, inheritable=True)
-                    for i, n in enumerate(names)]
+            # free numbers above those first (F_DUPFD: never one in use),
+            # so that moving them to 3, 4 ... clobbers none
+            high = [fcntl.fcntl(self.store[n], fcntl.F_DUPFD, 3 + len(names))
+                    for n in names]
             pass_fds = tuple(range(3, 3 + len(names)))
 
             def preexec():
@@ -233,6 +235,7 @@ def test_a_planned_restart_is_not_seen_by_readers(env):
     time.sleep(0.3)
 
     assert "took over the mount" in d2.output(), d2.output()
+    assert "the last daemon left on purpose" in d2.output(), d2.output()
     assert mount_id(mnt) == before
     # a file opened from the new daemon holds a copy under a handle of its
     # own: never the number the old daemon gave the reader's power file
@@ -281,6 +284,7 @@ def test_a_killed_daemon_is_taken_over_too(env):
     d2 = Supervised(tb, mnt, tmp, d1.store)
     daemons.append(d2)
     assert "took over the mount" in d2.output(), d2.output()
+    assert "the last daemon died serving the mount" in d2.output(), d2.output()
     assert mount_id(mnt) == before
     got = holder.check()
     for key in ("vendor", "power", "listing", "cwd"):
@@ -289,16 +293,23 @@ def test_a_killed_daemon_is_taken_over_too(env):
     holder.close()
 
 
-def test_a_state_that_cannot_be_taken_over_ends_the_old_connection(env):
-    """A state that is not one (or overflowed): the next daemon has the
-    supervisor drop the stored connection, so that its readers get an error
-    rather than waiting, and mounts anew."""
+def serving_a_reader(env):
+    """A daemon serving a reader: the daemon, its mount's ID, the reader."""
     tb, mnt, tmp, daemons = env
     d1 = Supervised(tb, mnt, tmp)
     daemons.append(d1)
     before = mount_id(mnt)
     holder = Holder(device_dir(mnt))
     holder.check()
+    return d1, before, holder
+
+
+def test_a_state_that_cannot_be_taken_over_ends_the_old_connection(env):
+    """A state that is not one (or overflowed): the next daemon has the
+    supervisor drop the stored connection, so that its readers get an error
+    rather than waiting, and mounts anew."""
+    tb, mnt, tmp, daemons = env
+    d1, before, holder = serving_a_reader(env)
     # the node mirror said to have overflowed
     import mmap
     m = mmap.mmap(d1.store["state"], 4096)
@@ -318,6 +329,36 @@ def test_a_state_that_cannot_be_taken_over_ends_the_old_connection(env):
     got = holder.check()
     assert got["power"] in ("ENOTCONN", "ECONNABORTED", "ENODEV"), got
     holder.close()
+
+
+def test_a_mount_nobody_takes_over_ends_after_the_bound(env):
+    """A killed daemon's connection kept by the supervisor with no
+    successor coming: its watcher waits 30 s for one, then aborts the
+    connection and detaches the mount, so that readers get an error rather
+    than wait for ever; a daemon started later with the stale descriptors
+    mounts anew."""
+    tb, mnt, tmp, daemons = env
+    d1, before, holder = serving_a_reader(env)
+    d1.proc.kill()
+    d1.proc.wait(30)
+    t0 = time.monotonic()
+    got = holder.check(timeout=60)  # waits for the bound, not for ever
+    waited = time.monotonic() - t0
+    # a file opened in the device's directory (values already read stay in
+    # the pages the reader's open files keep)
+    assert got["cwd"] in ("ECONNABORTED", "ENOTCONN"), got
+    assert 20 < waited < 60, waited
+    deadline = time.monotonic() + 10
+    while mount_id(mnt) == before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mount_id(mnt) is None  # detached
+    holder.close()
+    d2 = Supervised(tb, mnt, tmp, d1.store)
+    daemons.append(d2)
+    assert "its connection was aborted" in d2.output(), d2.output()
+    assert "FDSTOREREMOVE=1" in d2.lines, d2.lines
+    assert mount_id(mnt) is not None
+    assert os.path.isdir(os.path.join(mnt, "root"))
 
 
 def handover(tb, mnt, tmp, daemons):
@@ -360,6 +401,60 @@ def test_devices_plugged_while_no_daemon_serves_are_there_after(env):
     holder.close()
 
 
+def test_what_changed_while_no_daemon_served_is_seen_after(env):
+    """What the kernel cached from the last daemon (names, attributes and
+    pages for an hour, listings) is dropped by the next one: a value that
+    changed between the two is read anew, not from the pages the kernel
+    kept; a device unplugged meanwhile is gone from paths and listings as
+    after a removal."""
+    from hotplug_util import remove_devices
+    tb, mnt, tmp, daemons = env
+    os.mkdir(os.path.join(tmp, "drivers.d"))
+    driver = os.path.join(tmp, "drivers.d", "10-hub.conf")
+    text = ("[Driver]\nName=hub-watch\nBus=usb\nPriority=100\n[Match]\nidVendor=1a40\n"
+            "[Hooks]\nSuspend=/bin/true\nResume=/bin/true\n")
+    with open(driver, "w") as f:
+        f.write(text)
+    conf = os.path.join(tmp, "driverfsd.conf")
+    with open(conf, "w") as f:
+        f.write("[PM]\nHookTimeout=10\n")
+    daemons.append(Supervised(tb, mnt, tmp, extra=["-c", conf]))
+    # a SCSI host of the SATA controller with its class device (no device
+    # node: umockdev's remove_device() of one with a node leaves its
+    # emulation thread a closed socket, which later aborts the test)
+    host = "/devices/pci0000:00/0000:00:17.0/ata6/host5"
+    dirs = {open(os.path.join(top, "devpath")).read().strip(): top
+            for top, _, files in os.walk(os.path.join(mnt, "root")) if "devpath" in files}
+    host_dir, parent = dirs[host], os.path.dirname(dirs[host])
+    os.stat(os.path.join(host_dir, "uevent"))  # cached: names, attributes
+    assert "host5" in os.listdir(parent)
+    priority = os.path.join(mnt, "bus", "usb", "drivers", "hub-watch", "priority")
+    with open(priority) as f:  # cached: its attributes and page
+        assert f.read() == "100\n"
+    assert os.stat(priority).st_size == 4
+    last = daemons[-1]
+    last.proc.send_signal(signal.SIGUSR2)
+    assert last.proc.wait(30) == 75
+    # meanwhile, with no daemon to see it: a value changes, a device goes
+    with open(driver, "w") as f:
+        f.write(text.replace("Priority=100", "Priority=50"))
+    remove_devices(tb, [host + "/scsi_host/host5", host])
+    d2 = Supervised(tb, mnt, tmp, last.store, extra=["-c", conf])
+    daemons.append(d2)
+    assert re.search(r"made again, [1-9][0-9]* gone", d2.output()), d2.output()
+    # the invalidations go on the notifier's thread, as the daemon serves
+    deadline = time.monotonic() + 10
+    while os.stat(priority).st_size == 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.stat(priority).st_size == 3
+    with open(priority) as f:
+        assert f.read() == "50\n"
+    assert not os.path.exists(host_dir)
+    assert not os.path.exists(os.path.join(host_dir, "uevent"))
+    assert "host5" not in os.listdir(parent)
+    assert os.path.isdir(parent)  # what is still there answers
+
+
 def test_a_soak_of_restarts_under_readers(env):
     """Restarts in a row under a reader: none fails or hangs, the mount is
     the same one throughout (DRIVERFS_SOAK restarts, 100 by default)."""
@@ -392,7 +487,6 @@ def test_a_suspend_under_way_finishes_and_the_next_daemon_resumes_it(env):
     suspend finishes and its writer gets its answer, the daemon leaves, and
     the next one resumes what the transition record lists, as after any
     restart."""
-    from hotplug_util import ROOT_HUB2
     tb, mnt, tmp, daemons = env
     os.mkdir(os.path.join(tmp, "drivers.d"))
     with open(os.path.join(tmp, "drivers.d", "10-slow.conf"), "w") as f:

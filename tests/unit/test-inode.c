@@ -234,8 +234,8 @@ static int keep(const struct fs_saved_node *n, const char *name, void *data)
 }
 
 /* handover: the nodes one table mirrors (made and freed as they go) are
- * made again by another under the same numbers and generations, the
- * numbers left unused free */
+ * made again by another under the same numbers, generations and lookup
+ * counts, the numbers left unused free */
 static void test_nodes_made_again_for_a_handover(void **state)
 {
 	struct fixture *f = *state;
@@ -252,11 +252,14 @@ static void test_nodes_made_again_for_a_handover(void **state)
 	fs_table_set_mirror(f->t, &mirror); /* the node already there too */
 	lookup(f->t, 1, "gone", &tb, &c, &gen_c);
 	lookup(f->t, a, "b", &tb, &b, &gen_b);
+	lookup(f->t, a, "b", &tb, &b, &gen_b); /* counted twice */
 	assert_true(fs_table_forget(f->t, c, 1)); /* a free number between */
 	struct saved s = { .count = 0 };
 	assert_int_equal(fs_mirror_each(&mirror, keep, &s), 0);
 	assert_int_equal(s.count, 2);
 	assert_int_equal(s.n[0].gen, gen_a);
+	assert_int_equal(s.n[0].nlookup, 1);
+	assert_int_equal(s.n[1].nlookup, 2);
 	/* a name that runs past what was written is refused */
 	uint32_t keep_used = used;
 	used = slots[b].name_off + 1;
@@ -283,13 +286,15 @@ static void test_nodes_made_again_for_a_handover(void **state)
 	lookup(t2, a, "b", &tb, &again, &gen);
 	assert_int_equal(again, b);
 	assert_int_equal(gen, gen_b);
-	/* counted for good: a FORGET of the old daemon's counts frees nothing */
-	assert_false(fs_table_forget(t2, b, 1000));
 	/* the unused number is free for a new node */
 	assert_int_equal(fs_table_get(t2, c, &r), -ESTALE);
 	uint64_t n;
 	lookup(t2, 1, "new", &ta, &n, &gen);
 	assert_int_equal(n, c);
+	/* the old daemon's two lookups and this one: freed when the kernel
+	 * forgets all three, not before */
+	assert_false(fs_table_forget(t2, b, 2));
+	assert_true(fs_table_forget(t2, b, 1));
 	fs_table_free(t2);
 }
 
