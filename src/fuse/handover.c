@@ -193,7 +193,8 @@ int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_mo
 		}
 		made += again;
 		gone += !again;
-		stale[i] = (struct fs_stale){ .ino = v[i].n.ino, .parent = v[i].n.parent };
+		stale[i] = (struct fs_stale){ .ino = v[i].n.ino, .parent = v[i].n.parent,
+					      .dir = fs_kind_is_dir((enum fs_kind)v[i].n.kind) };
 		if (!again) { /* its name, for the kernel to drop */
 			stale[i].name = v[i].name;
 			v[i].name = NULL;

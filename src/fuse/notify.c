@@ -124,7 +124,9 @@ static uint64_t peek_path(struct fs_notifier *nf, const char *path)
 	return ino;
 }
 
-/* Invalidates the directory listings of every node of @dev. */
+/* Invalidates the directory listings of every node of @dev (its files'
+ * nodes are left alone: a file's pages are never waited for, see
+ * send_stale()). */
 static void inval_listings_of(struct fs_notifier *nf, struct dm_device *dev)
 {
 	struct fs_place *places;
@@ -132,20 +134,24 @@ static void inval_listings_of(struct fs_notifier *nf, struct dm_device *dev)
 	if (fs_table_device_places(nf->table, dev, &places, &n) < 0)
 		return; /* nothing to do but let the timeouts expire them */
 	for (size_t i = 0; i < n; i++)
-		fuse_lowlevel_notify_inval_inode(nf->se, places[i].ino, 0, 0);
+		if (places[i].dir)
+			fuse_lowlevel_notify_inval_inode(nf->se, places[i].ino, 0, 0);
 	free(places);
 }
 
-/* A takeover's nodes: those made again lose their attributes, pages and
- * listings (the last daemon's values), those gone their names too, so
- * that a path through them is looked up, and fails, as after a removal. */
+/* A takeover's nodes: those made again lose their attributes (a file's
+ * pages go at its next access: its mtime, which moves with the daemon's
+ * start, differs) and a directory its listing, as send_inval() does it:
+ * never waiting for a page lock, which a reader whose read the new daemon
+ * has yet to answer may hold; those gone lose their names too, so that a
+ * path through them is looked up, and fails, as after a removal. */
 static void send_stale(struct fs_notifier *nf, const struct fs_stale *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].name)
 			fuse_lowlevel_notify_inval_entry(nf->se, v[i].parent, v[i].name,
 							 strlen(v[i].name));
-		fuse_lowlevel_notify_inval_inode(nf->se, v[i].ino, 0, 0);
+		fuse_lowlevel_notify_inval_inode(nf->se, v[i].ino, v[i].dir ? 0 : -1, 0);
 	}
 }
 

@@ -25,6 +25,7 @@ struct fuse_session;
 struct fs_stale {
 	uint64_t ino, parent;
 	char *name;
+	bool dir; /* a directory: its cached listing goes too */
 };
 
 /* What the kernel may have cached that a model change made stale. */
