@@ -451,7 +451,8 @@ int dm_device_add(struct dm_device *dev, struct dm_device *parent)
 		m->listener->device_added(dev, m->listener_data);
 	dm_model_unlock(m);
 
-	if (dev->bus)
+	/* offered to its bus's drivers, a class device to its class's */
+	if (dev->bus || dev->class)
 		dm_device_attach(dev);
 	return 0;
 

@@ -73,7 +73,7 @@ enum dm_driver_kind dm_driver_get_kind(const struct dm_driver *drv)
 
 int dm_driver_add_match(struct dm_driver *drv, const char *key, const char *glob)
 {
-	if (!key || !*key || !glob || drv->bus)
+	if (!key || !*key || !glob || drv->bus || drv->class)
 		return -EINVAL;
 	struct dm_match_rule *r = realloc(drv->rules, (drv->n_rules + 1) * sizeof(*r));
 	if (!r)
@@ -108,10 +108,18 @@ int dm_driver_default_match(struct dm_device *dev, struct dm_driver *drv)
 	return 1;
 }
 
+void dm_driver_set_match(struct dm_driver *drv,
+			 int (*match)(struct dm_device *dev, struct dm_driver *drv))
+{
+	drv->match = match;
+}
+
 static int driver_match(struct dm_device *dev, struct dm_driver *drv)
 {
-	const struct dm_bus_type *t = drv->bus->type;
-	return t->match ? t->match(dev, drv) : dm_driver_default_match(dev, drv);
+	if (drv->match)
+		return drv->match(dev, drv);
+	const struct dm_bus_type *t = drv->bus ? drv->bus->type : NULL;
+	return t && t->match ? t->match(dev, drv) : dm_driver_default_match(dev, drv);
 }
 
 /* Binds under the lock after a successful probe, unless the device went away
@@ -146,20 +154,27 @@ static int try_bind(struct dm_device *dev, struct dm_driver *drv)
 	return bound;
 }
 
-/* References to the bus's drivers in probe order; *ret_n 0 when none or
- * out of memory (then nothing is probed). */
-static struct dm_driver **pin_drivers_locked(struct dm_bus *bus, size_t *ret_n)
+/* The drivers @dev is offered to: its bus's, or a class device's (on no
+ * bus) its class's; NULL: none. */
+static struct dm_list *candidates_locked(struct dm_device *dev)
+{
+	return dev->bus ? &dev->bus->drivers : dev->class ? &dev->class->drivers : NULL;
+}
+
+/* References to the drivers of @list in probe order; *ret_n 0 when none
+ * or out of memory (then nothing is probed). */
+static struct dm_driver **pin_drivers_locked(struct dm_list *list, size_t *ret_n)
 {
 	size_t n = 0, i = 0;
 	struct dm_list *p;
-	dm_list_for_each(p, &bus->drivers)
+	dm_list_for_each(p, list)
 		n++;
 	struct dm_driver **drvs = n ? calloc(n, sizeof(*drvs)) : NULL;
 	if (!drvs) {
 		*ret_n = 0;
 		return NULL;
 	}
-	dm_list_for_each(p, &bus->drivers)
+	dm_list_for_each(p, list)
 		drvs[i++] = dm_driver_ref(dm_list_entry(p, struct dm_driver, node));
 	*ret_n = n;
 	return drvs;
@@ -173,12 +188,13 @@ static int attach_mutex_held(struct dm_device *dev)
 	int bound = 0;
 
 	dm_model_read_lock(m);
-	if (dev->driver || !dev->bus || dm_device_is_dead(dev) || dev->binding) {
+	struct dm_list *list = candidates_locked(dev);
+	if (dev->driver || !list || dm_device_is_dead(dev) || dev->binding) {
 		dm_model_unlock(m);
 		return 0;
 	}
 	/* Pin the candidates, then probe without the lock. */
-	struct dm_driver **drvs = pin_drivers_locked(dev->bus, &n);
+	struct dm_driver **drvs = pin_drivers_locked(list, &n);
 	dm_model_unlock(m);
 
 	for (size_t i = 0; i < n && !bound; i++)
@@ -429,62 +445,85 @@ void dm_driver_record_pm_usec(struct dm_driver *drv, unsigned usec)
 		atomic_store_explicit(&drv->pm_usec, est, memory_order_relaxed);
 }
 
-struct dm_driver *dm_bus_find_driver(struct dm_bus *bus, const char *name)
+static struct dm_driver *find_driver(struct dm_model *m, struct dm_list *drivers,
+				     const char *name)
 {
 	struct dm_driver *found = NULL;
-	dm_model_read_lock(bus->model);
+	dm_model_read_lock(m);
 	struct dm_list *p;
-	dm_list_for_each(p, &bus->drivers) {
+	dm_list_for_each(p, drivers) {
 		struct dm_driver *drv = dm_list_entry(p, struct dm_driver, node);
 		if (strcmp(drv->name, name) == 0) {
 			found = dm_driver_ref(drv);
 			break;
 		}
 	}
-	dm_model_unlock(bus->model);
+	dm_model_unlock(m);
 	return found;
 }
 
-int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
+struct dm_driver *dm_bus_find_driver(struct dm_bus *bus, const char *name)
 {
-	struct dm_model *m = bus->model;
+	return find_driver(bus->model, &bus->drivers, name);
+}
+
+struct dm_driver *dm_class_find_driver(struct dm_class *c, const char *name)
+{
+	return find_driver(c->model, &c->drivers, name);
+}
+
+/* The device of a bus's (@class false) or a class's devices list node @p. */
+static struct dm_device *listed_device(struct dm_list *p, bool class)
+{
+	return class ? dm_list_entry(p, struct dm_device, class_node)
+		     : dm_list_entry(p, struct dm_device, bus_node);
+}
+
+/* dm_driver_register() on @bus, or dm_driver_register_class() on @c. */
+static int driver_register(struct dm_model *m, struct dm_bus *bus, struct dm_class *c,
+			   struct dm_driver *drv)
+{
+	struct dm_list *drivers = bus ? &bus->drivers : &c->drivers;
+	struct dm_list *devices = bus ? &bus->devices : &c->devices;
 	struct dm_device **devs = NULL;
 	size_t n = 0, i = 0;
 	struct dm_list *p;
 	int r = 0;
 
 	dm_model_write_lock(m);
-	if (drv->bus) {
+	if (drv->bus || drv->class) {
 		r = -EBUSY;
 		goto out_unlock;
 	}
-	dm_list_for_each(p, &bus->drivers)
+	dm_list_for_each(p, drivers)
 		if (strcmp(dm_list_entry(p, struct dm_driver, node)->name, drv->name) == 0) {
 			r = -EEXIST;
 			goto out_unlock;
 		}
 	/* Room for the devices it is offered, before it is published: once
 	 * listed it cannot fail any more, so a failure registers nothing. */
-	dm_list_for_each(p, &bus->devices)
+	dm_list_for_each(p, devices)
 		n++;
 	if (n && !(devs = calloc(n, sizeof(*devs)))) {
 		r = -ENOMEM;
 		goto out_unlock;
 	}
 	/* by priority, highest first; equal priorities in registration order */
-	dm_list_for_each(p, &bus->drivers)
+	dm_list_for_each(p, drivers)
 		if (dm_list_entry(p, struct dm_driver, node)->priority < drv->priority)
 			break;
 	dm_list_insert_before(p, &drv->node);
 	drv->bus = bus;
+	drv->class = bus ? NULL : c;
 	drv->registered = true;
 	dm_driver_ref(drv);
 	dm_model_notify_driver_locked(m, drv);
 
-	/* Offer it the bus's unbound devices, in global-list order. */
-	dm_list_for_each(p, &bus->devices) {
-		struct dm_device *dev = dm_list_entry(p, struct dm_device, bus_node);
-		if (!dev->driver && !dm_device_is_dead(dev))
+	/* Offer it the unbound devices, in global-list order: a class driver
+	 * the class devices (a device on a bus is its bus drivers') */
+	dm_list_for_each(p, devices) {
+		struct dm_device *dev = listed_device(p, !bus);
+		if (!dev->driver && !dm_device_is_dead(dev) && (bus || !dev->bus))
 			devs[i++] = dm_device_ref(dev);
 	}
 	dm_model_unlock(m);
@@ -505,6 +544,16 @@ int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
 out_unlock:
 	dm_model_unlock(m);
 	return r;
+}
+
+int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv)
+{
+	return driver_register(bus->model, bus, NULL, drv);
+}
+
+int dm_driver_register_class(struct dm_class *c, struct dm_driver *drv)
+{
+	return driver_register(c->model, NULL, c, drv);
 }
 
 int dm_model_add_driver(struct dm_model *m, const char *busname, const char *name,
@@ -532,10 +581,9 @@ int dm_model_add_driver(struct dm_model *m, const char *busname, const char *nam
 
 void dm_driver_unregister(struct dm_driver *drv)
 {
-	struct dm_bus *bus = drv->bus;
-	if (!bus)
+	if (!drv->bus && !drv->class)
 		return;
-	struct dm_model *m = bus->model;
+	struct dm_model *m = drv->bus ? drv->bus->model : drv->class->model;
 	dm_model_write_lock(m);
 	if (!drv->registered) {
 		dm_model_unlock(m);

@@ -84,3 +84,14 @@ struct dm_bus *dm_driver_get_bus(const struct dm_driver *drv)
 {
 	return drv->bus;
 }
+
+struct dm_class *dm_driver_get_class(const struct dm_driver *drv)
+{
+	return drv->class;
+}
+
+int dm_class_for_each_driver_locked(struct dm_class *c, int (*fn)(struct dm_driver *, void *),
+				    void *data)
+{
+	WALK(&c->drivers, struct dm_driver, node, fn, data);
+}

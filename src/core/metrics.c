@@ -229,6 +229,17 @@ static void model_metrics_locked(struct dm_model *m, struct dm_metrics *w)
 		size_t n = count_live(&c->devices, offsetof(struct dm_device, class_node));
 		dm_metrics_sample(w, "driverfsd_class_devices", (double)n, "class", c->name, NULL);
 	}
+	dm_metrics_family(w, "driverfsd_class_driver_devices", "gauge",
+			  "Class devices bound to each class driver.");
+	dm_list_for_each(p, &m->classes) {
+		struct dm_class *c = dm_list_entry(p, struct dm_class, node);
+		dm_list_for_each(q, &c->drivers) {
+			struct dm_driver *drv = dm_list_entry(q, struct dm_driver, node);
+			size_t n = count_live(&drv->devices, offsetof(struct dm_device, driver_node));
+			dm_metrics_sample(w, "driverfsd_class_driver_devices", (double)n, "class",
+					  c->name, "driver", drv->name, NULL);
+		}
+	}
 }
 
 int dm_model_show_metrics(struct dm_model *m, char **ret, size_t *ret_len)

@@ -201,8 +201,14 @@ struct dm_driver {
 	size_t n_rules;
 	atomic_uint pm_usec; /* the PM engine's estimate of a hook's duration */
 	atomic_uint pm_last_usec; /* the last hook's duration */
-	struct dm_bus *bus; /* set by registration, never cleared */
-	bool registered; /* on bus->drivers; written under the lock */
+	/* set by registration, never cleared: a bus driver's bus, or a class
+	 * driver's class (the other NULL) */
+	struct dm_bus *bus;
+	struct dm_class *class;
+	/* >0 when it can drive a device; NULL: the bus type's, else the
+	 * rules (dm_driver_default_match()) */
+	int (*match)(struct dm_device *dev, struct dm_driver *drv);
+	bool registered; /* on its bus's or class's drivers; written under the lock */
 	struct dm_list devices;
 	struct dm_list node;
 };
@@ -212,6 +218,7 @@ struct dm_class {
 	char *name;
 	struct dm_list devices;
 	struct dm_list interfaces;
+	struct dm_list drivers; /* class drivers, by priority as a bus's */
 	struct dm_list node;
 };
 

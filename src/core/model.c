@@ -719,6 +719,7 @@ static void class_setup(void *obj, bool made, void *data)
 		c->model = data;
 		dm_list_init(&c->devices);
 		dm_list_init(&c->interfaces);
+		dm_list_init(&c->drivers);
 	}
 }
 
@@ -744,8 +745,8 @@ static void interface_setup(void *obj, bool made, void *data)
 
 int dm_class_get_interface(struct dm_class *c, const char *name, struct dm_interface **ret)
 {
-	/* "devices" is the class's own listing of its devices */
-	if (!dm_name_is_valid(name) || strcmp(name, "devices") == 0)
+	/* "devices" and "drivers" are the class's own listings */
+	if (!dm_name_is_valid(name) || strcmp(name, "devices") == 0 || strcmp(name, "drivers") == 0)
 		return -EINVAL;
 	void *i;
 	int r = get_named(c->model, &c->interfaces, &interface_kind, name, interface_setup, c,

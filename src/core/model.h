@@ -292,6 +292,15 @@ const char *dm_interface_get_name(const struct dm_interface *i);
 /* Registers @drv on @bus (taking a reference) and offers it every unbound
  * device of the bus. -EEXIST when the bus has a driver of that name. */
 int dm_driver_register(struct dm_bus *bus, struct dm_driver *drv);
+/* A class driver (docs/design.md §7.6): registers @drv on @c and offers it
+ * every unbound device of the class that is on no bus (the class devices:
+ * sda, eth0), as a bus driver is offered its bus's. A class device is
+ * offered to its class's drivers as a bus device to its bus's. */
+int dm_driver_register_class(struct dm_class *c, struct dm_driver *drv);
+/* Before registration: how @drv decides which devices it drives, in place
+ * of its bus type's match and its rules. */
+void dm_driver_set_match(struct dm_driver *drv,
+			 int (*match)(struct dm_device *dev, struct dm_driver *drv));
 /* dm_driver_new() and dm_driver_register() in one, on the bus named @bus of
  * @m (created when missing); on failure @data is freed with @free_data. */
 int dm_model_add_driver(struct dm_model *m, const char *bus, const char *name,
@@ -301,6 +310,7 @@ int dm_model_add_driver(struct dm_model *m, const char *bus, const char *name,
 void dm_driver_unregister(struct dm_driver *drv);
 /* Finds-and-refs a registered driver by name. */
 struct dm_driver *dm_bus_find_driver(struct dm_bus *bus, const char *name);
+struct dm_driver *dm_class_find_driver(struct dm_class *c, const char *name);
 int dm_driver_default_match(struct dm_device *dev, struct dm_driver *drv);
 enum dm_driver_kind dm_driver_get_kind(const struct dm_driver *drv);
 
@@ -506,7 +516,12 @@ int dm_bus_for_each_driver_locked(struct dm_bus *bus, int (*fn)(struct dm_driver
 				  void *data);
 int dm_driver_for_each_device_locked(struct dm_driver *drv, dm_device_fn fn, void *data);
 bool dm_driver_is_registered_locked(const struct dm_driver *drv);
+/* A bus driver's bus (NULL for a class driver), a class driver's class
+ * (NULL for a bus driver). */
 struct dm_bus *dm_driver_get_bus(const struct dm_driver *drv);
+struct dm_class *dm_driver_get_class(const struct dm_driver *drv);
+int dm_class_for_each_driver_locked(struct dm_class *c, int (*fn)(struct dm_driver *, void *),
+				    void *data);
 int dm_model_for_each_class_locked(struct dm_model *m, int (*fn)(struct dm_class *, void *),
 				   void *data);
 int dm_class_for_each_device_locked(struct dm_class *c, dm_device_fn fn, void *data);

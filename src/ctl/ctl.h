@@ -45,6 +45,10 @@ void ctl_read_line(int dirfd, const char *dir, const char *file, char *buf, size
 /* The last component of the link @dir/@link's target into @buf ("" when
  * there is no such link); returns @buf, or NULL when there is none. */
 const char *ctl_link_name(int dirfd, const char *dir, const char *link, char *buf, size_t size);
+/* The name of the class driver bound to the device at @dir (its driver link
+ * leads into class/<class>/drivers/: docs/design.md §7.6) into @buf, or
+ * NULL when it has none or a bus driver. */
+const char *ctl_class_driver(int dirfd, const char *dir, char *buf, size_t size);
 
 /* The child devices of the device @path (relative to the root/ fd
  * @rootfd) in the model's order (natural order, as the global list has

@@ -75,11 +75,17 @@ static int dot_device(int rootfd, const char *path, struct dot_out *o)
 	size_t n = o->n_steps ? pm_step(o, path) : 0;
 	if (n)
 		snprintf(step, sizeof(step), "\\nsuspend #%zu", n);
+	/* a class device bound to a class driver: the driver named, the box bold */
+	char cdrv[256], cesc[600], cline[640] = "";
+	if (ctl_class_driver(rootfd, path, cdrv, sizeof(cdrv)))
+		snprintf(cline, sizeof(cline), "\\nclass driver %s",
+			 dot_escape(cdrv, cesc, sizeof(cesc)));
 	if (ctl_filter_matches(o->filter, path))
-		printf("  \"%s\" [label=\"%s\\n%s%s\", style=filled, fillcolor=\"%.3f 0.25 0.95\"];\n",
+		printf("  \"%s\" [label=\"%s\\n%s%s%s\", style=\"filled%s\", "
+		       "fillcolor=\"%.3f 0.25 0.95\"];\n",
 		       dot_id(path, esc, sizeof(esc)), dot_escape(base, pesc, sizeof(pesc)),
-		       dot_escape(*name ? name : s, nesc, sizeof(nesc)), step,
-		       *s ? (h % 1000) / 1000.0 : 0.0);
+		       dot_escape(*name ? name : s, nesc, sizeof(nesc)), cline, step,
+		       *cline ? ",bold" : "", *s ? (h % 1000) / 1000.0 : 0.0);
 	else /* an ancestor kept for the shape */
 		printf("  \"%s\" [label=\"%s%s\", style=dashed];\n", dot_id(path, esc, sizeof(esc)),
 		       dot_escape(base, pesc, sizeof(pesc)), step);

@@ -118,6 +118,8 @@ int ctl_cmd_info(const char *mnt, int argc, char **argv)
 	}
 	const char *subsystem = ctl_link_name(rootfd, rel, "subsystem", sub, sizeof(sub));
 	const char *driver = ctl_link_name(rootfd, rel, "driver", drv, sizeof(drv));
+	char cdrv[256];
+	bool class_driver = ctl_class_driver(rootfd, rel, cdrv, sizeof(cdrv)) != NULL;
 	const char *interface = find_interface(mnt, rel, iface, sizeof(iface));
 	struct info_out o = { 0 };
 	json_object *doc = NULL;
@@ -126,6 +128,11 @@ int ctl_cmd_info(const char *mnt, int argc, char **argv)
 		json_object_object_add(doc, "path", json_object_new_string(*rel ? rel : "."));
 		json_object_object_add(doc, "subsystem", subsystem ? json_object_new_string(subsystem) : NULL);
 		json_object_object_add(doc, "driver", driver ? json_object_new_string(driver) : NULL);
+		/* whose: a bus's driver, or its class's (docs/design.md §7.6) */
+		json_object_object_add(doc, "driver_of",
+				       !driver	      ? NULL
+				       : class_driver ? json_object_new_string("class")
+						      : json_object_new_string("bus"));
 		json_object_object_add(doc, "interface", interface ? json_object_new_string(interface) : NULL);
 		o.files = json_object_new_object();
 		json_object_object_add(doc, "files", o.files);
@@ -134,7 +141,7 @@ int ctl_cmd_info(const char *mnt, int argc, char **argv)
 		if (subsystem)
 			printf("%-20s %s\n", "subsystem", subsystem);
 		if (driver)
-			printf("%-20s %s\n", "driver", driver);
+			printf("%-20s %s%s\n", "driver", driver, class_driver ? " (class driver)" : "");
 		if (interface)
 			printf("%-20s %s\n", "interface", interface);
 	}

@@ -171,6 +171,23 @@ const char *ctl_link_name(int dirfd, const char *dir, const char *link, char *bu
 	return buf;
 }
 
+const char *ctl_class_driver(int dirfd, const char *dir, char *buf, size_t size)
+{
+	char path[PATH_MAX + 256], target[PATH_MAX];
+	snprintf(path, sizeof(path), "%s%s%s", dir, *dir ? "/" : "", "driver");
+	ssize_t n = readlinkat(dirfd, path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return NULL;
+	target[n] = '\0';
+	/* ../../class/<class>/drivers/<name> */
+	const char *base = strrchr(target, '/');
+	const char *cls = strstr(target, "class/");
+	if (!base || !cls || (cls != target && cls[-1] != '/') || !strstr(cls, "/drivers/"))
+		return NULL;
+	snprintf(buf, size, "%s", base + 1);
+	return buf;
+}
+
 void ctl_join(char *out, size_t size, const char *path, const char *name)
 {
 	snprintf(out, size, "%s%s%s", path, *path ? "/" : "", name);

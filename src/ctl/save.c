@@ -144,15 +144,18 @@ static int on_link(struct save *s, const char *name, unsigned char type, void *d
 struct bus_ctx {
 	json_object *drivers;
 	const char *bus;
+	const char *cls; /* class/<cls>/drivers/: the class drivers (directories) */
+	json_object *drivers_of; /* with cls: the classes, whose last gets "drivers" */
 };
 
 static int on_driver(struct save *s, const char *name, unsigned char type, void *data)
 {
 	struct bus_ctx *c = data;
 	char dir[PATH_MAX], kind[32], prio[32];
-	if (type != DT_DIR)
+	if (type != DT_DIR) /* in a class's drivers/, the links to bus drivers */
 		return 0;
-	snprintf(dir, sizeof(dir), "%s/bus/%s/drivers/%s", s->mnt, c->bus, name);
+	snprintf(dir, sizeof(dir), "%s/%s/%s/drivers/%s", s->mnt, c->cls ? "class" : "bus",
+		 c->cls ? c->cls : c->bus, name);
 	int r = ctl_read(AT_FDCWD, dir, "kind", kind, sizeof(kind));
 	if (r >= 0)
 		r = ctl_read(AT_FDCWD, dir, "priority", prio, sizeof(prio));
@@ -189,10 +192,25 @@ static int on_bus(struct save *s, const char *name, unsigned char type, void *da
 }
 
 struct class_ctx {
-	json_object *ifaces;
+	json_object *classes, *ifaces;
 	const char *cls;
 	const char *name;
 };
+
+/* class/<class>/drivers/: its class drivers (the links are the bus
+ * drivers', saved with their buses), where it has any */
+static int on_class_drivers(struct save *s, const char *name, unsigned char type, void *data)
+{
+	struct bus_ctx *c = data;
+	if (type != DT_DIR)
+		return 0;
+	if (!c->drivers) {
+		int r = dm_snapshot_add_class_drivers(c->drivers_of, &c->drivers);
+		if (r < 0)
+			return r;
+	}
+	return on_driver(s, name, type, c);
+}
 
 static int on_class_entry(struct save *s, const char *name, unsigned char type, void *data)
 {
@@ -201,6 +219,10 @@ static int on_class_entry(struct save *s, const char *name, unsigned char type, 
 	if (type != DT_DIR)
 		return 0;
 	snprintf(dir, sizeof(dir), "class/%s/%s", c->name, name);
+	if (strcmp(name, "drivers") == 0) {
+		struct bus_ctx d = { .cls = c->name, .drivers_of = c->classes };
+		return for_each_entry(s, dir, on_class_drivers, &d);
+	}
 	struct link_ctx l = { .dir = dir };
 	if (strcmp(name, "devices") == 0) {
 		l.cls = c->cls;
@@ -215,7 +237,7 @@ static int on_class_entry(struct save *s, const char *name, unsigned char type, 
 
 static int on_class(struct save *s, const char *name, unsigned char type, void *data)
 {
-	struct class_ctx c = { .name = name };
+	struct class_ctx c = { .name = name, .classes = data };
 	if (type != DT_DIR)
 		return 0;
 	int r = dm_snapshot_add_class(data, name, &c.ifaces);

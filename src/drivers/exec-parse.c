@@ -37,6 +37,7 @@ static void exec_conf_free(struct exec_conf *c)
 	free(c->path);
 	free(c->name);
 	free(c->bus);
+	free(c->class);
 	free(c->kernel_driver);
 	for (int h = 0; h < N_HOOKS; h++)
 		free(c->hooks[h]);
@@ -52,7 +53,7 @@ static void exec_conf_free(struct exec_conf *c)
 
 /* ---- the keys ---- */
 
-/* Name= and Bus=: a name that can be a directory of the mount. */
+/* Name=, Bus= and Class=: a name that can be a directory of the mount. */
 static void set_name(struct dm_conffile *cf, const char *key, const char *value, char **field,
 		     unsigned *line)
 {
@@ -73,6 +74,8 @@ static void handle_driver(struct dm_conffile *cf, struct exec_conf *c, const cha
 		set_name(cf, key, value, &c->name, &c->name_line);
 	} else if (strcmp(key, "Bus") == 0) {
 		set_name(cf, key, value, &c->bus, &c->bus_line);
+	} else if (strcmp(key, "Class") == 0) {
+		set_name(cf, key, value, &c->class, &c->class_line);
 	} else if (strcmp(key, "KernelDriver") == 0) {
 		if (dm_conffile_duplicate(cf, key, c->kernel_driver_line))
 			return;
@@ -262,7 +265,7 @@ static int conf_parse(const char *path, int default_timeout_s, FILE *errors,
 		 * [Driver]: it is reported already, as is an unreadable file */
 		if (read && !c->bad_section) {
 			dm_conf_error(errors, path, 1,
-				      "no [Driver] section (Name= and Bus= are required)");
+				      "no [Driver] section (Name= and Bus= or Class= are required)");
 			n_errors++;
 		}
 	} else {
@@ -270,8 +273,26 @@ static int conf_parse(const char *path, int default_timeout_s, FILE *errors,
 			dm_conf_error(errors, path, c->driver_line, "[Driver] has no Name=");
 			n_errors++;
 		}
-		if (!c->bus_line) {
-			dm_conf_error(errors, path, c->driver_line, "[Driver] has no Bus=");
+		if (!c->bus_line && !c->class_line) {
+			dm_conf_error(errors, path, c->driver_line,
+				      "[Driver] has neither Bus= nor Class= (a driver drives the "
+				      "devices of a bus or of a class)");
+			n_errors++;
+		} else if (c->bus_line && c->class_line) {
+			dm_conf_error(errors, path, c->class_line,
+				      "[Driver] has both Bus= (line %u) and Class=: a driver drives "
+				      "the devices of a bus or of a class, not both",
+				      c->bus_line);
+			n_errors++;
+		} else if (c->class_line && c->name && strchr(c->name, ':')) {
+			dm_conf_error(errors, path, c->name_line,
+				      "a class driver's Name= has no ':' (class/<class>/drivers/ "
+				      "names the bus drivers <bus>:<driver>)");
+			n_errors++;
+		} else if (c->class_line && c->kernel_driver_line) {
+			dm_conf_error(errors, path, c->kernel_driver_line,
+				      "KernelDriver= is for a bus driver: a class device has no "
+				      "kernel driver of its own");
 			n_errors++;
 		}
 	}

@@ -33,8 +33,10 @@ struct exec_conf {
 	bool bad_section; /* a "[...]" line was bad */
 	char *name;
 	unsigned name_line;
-	char *bus;
+	char *bus; /* Bus=, or NULL for a class driver */
 	unsigned bus_line;
+	char *class; /* Class=, or NULL for a bus driver */
+	unsigned class_line;
 	char *kernel_driver; /* KernelDriver=, or NULL */
 	unsigned kernel_driver_line;
 	int priority;

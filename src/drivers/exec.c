@@ -158,10 +158,11 @@ static int exec_register(struct dm_model *m, struct exec_conf *c, FILE *errors,
 {
 	struct exec_driver *ed;
 	struct dm_driver *drv;
-	struct dm_bus *bus;
+	struct dm_bus *bus = NULL;
+	struct dm_class *cls = NULL;
 	int r;
 
-	r = dm_bus_get(m, c->bus, NULL, &bus);
+	r = c->bus ? dm_bus_get(m, c->bus, NULL, &bus) : dm_class_get(m, c->class, &cls);
 	if (r < 0)
 		return r;
 	r = exec_driver_new(m, c, &ed);
@@ -176,7 +177,7 @@ static int exec_register(struct dm_model *m, struct exec_conf *c, FILE *errors,
 	for (size_t i = 0; i < c->n_match && r >= 0; i++)
 		r = dm_driver_add_match(drv, c->match[i].key, c->match[i].glob);
 	if (r >= 0) {
-		r = dm_driver_register(bus, drv);
+		r = bus ? dm_driver_register(bus, drv) : dm_driver_register_class(cls, drv);
 		/* -ENOMEM can come after the driver went on the bus */
 		if (r < 0 && r != -EEXIST && r != -EBUSY) {
 			dm_model_read_lock(m);
@@ -187,8 +188,8 @@ static int exec_register(struct dm_model *m, struct exec_conf *c, FILE *errors,
 		}
 	}
 	if (r == -EEXIST) {
-		dm_conf_error(errors, c->path, c->name_line, "bus %s already has a driver named %s",
-			   c->bus, c->name);
+		dm_conf_error(errors, c->path, c->name_line, "%s %s already has a driver named %s",
+			      bus ? "bus" : "class", bus ? c->bus : c->class, c->name);
 		r = 1;
 	}
 	if (r != 0) {

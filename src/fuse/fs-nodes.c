@@ -34,7 +34,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 
 	struct fuse_entry_param e = { .ino = ino, .generation = gen,
-				      .entry_timeout = FS_ENTRY_TIMEOUT };
+				      .entry_timeout = fs_entry_timeout(found.kind) };
 	struct fs_ref n;
 	r = fs_table_get(fs->table, ino, &n);
 	if (r == 0) {
@@ -131,7 +131,7 @@ void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	if (n.t.kind != FS_LINK_TO_DEV && n.t.kind != FS_LINK_FROM_DEV) {
+	if (!fs_kind_is_link(n.t.kind)) {
 		r = -EINVAL;
 	} else {
 		dm_model_read_lock(fs->model);
@@ -223,7 +223,7 @@ static void reply_listing(fuse_req_t req, struct dm_fs *fs, fuse_ino_t ino, size
 			}
 			e.ino = child;
 			e.generation = gen;
-			e.entry_timeout = FS_ENTRY_TIMEOUT;
+			e.entry_timeout = fs_entry_timeout(d->t.kind);
 		}
 		size_t need = plus ? fuse_add_direntry_plus(req, buf + len, size - len, name, &e, i + 1)
 				   : fuse_add_direntry(req, buf + len, size - len, name, &e.attr, i + 1);

@@ -183,14 +183,14 @@ int fs_table_new(struct fs_table **ret)
 void fs_target_ref(const struct fs_target *t)
 {
 	dm_device_ref(t->dev);
-	if (t->kind == FS_DRIVER || t->kind == FS_DRV_ATTR)
+	if (t->kind == FS_DRIVER || t->kind == FS_DRV_ATTR || t->kind == FS_LINK_TO_DRV)
 		dm_driver_ref(t->drv);
 }
 
 void fs_target_unref(const struct fs_target *t)
 {
 	dm_device_unref(t->dev);
-	if (t->kind == FS_DRIVER || t->kind == FS_DRV_ATTR)
+	if (t->kind == FS_DRIVER || t->kind == FS_DRV_ATTR || t->kind == FS_LINK_TO_DRV)
 		dm_driver_unref(t->drv);
 }
 

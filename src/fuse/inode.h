@@ -49,17 +49,24 @@ enum fs_kind {
 	FS_LINK_TO_DEV, /* a link to a device directory, from a bus, driver or class */
 	FS_DEV_SUPPLIERS, /* a device's suppliers/: a link per device link */
 	FS_DEV_CONSUMERS, /* a device's consumers/ */
+	FS_CLASS_DRIVERS, /* class/<class>/drivers/ */
+	FS_LINK_TO_DRV, /* class/<class>/drivers/<bus>:<driver>, to the driver's directory */
 };
 
 /* The longest group path a node may have ("pm", "queue/iosched": the
  * device's attribute directories, nested), with its NUL. */
 #define FS_GROUP_MAX 256
 
+/* Whether a node of @kind is a symbolic link. */
+static inline bool fs_kind_is_link(enum fs_kind kind)
+{
+	return kind == FS_LINK_FROM_DEV || kind == FS_LINK_TO_DEV || kind == FS_LINK_TO_DRV;
+}
+
 /* Whether a node of @kind is a directory (else a file or a link). */
 static inline bool fs_kind_is_dir(enum fs_kind kind)
 {
-	return kind != FS_ATTR && kind != FS_DRV_ATTR && kind != FS_LINK_FROM_DEV &&
-	       kind != FS_LINK_TO_DEV;
+	return kind != FS_ATTR && kind != FS_DRV_ATTR && !fs_kind_is_link(kind);
 }
 
 /* What a node refers to; which fields are used depends on the kind. */
@@ -68,16 +75,16 @@ struct fs_target {
 	struct dm_device *dev; /* FS_DEV, FS_GROUP, FS_ATTR, FS_LINK_FROM_DEV, FS_LINK_TO_DEV,
 				* FS_DEV_SUPPLIERS, FS_DEV_CONSUMERS */
 	union {
-		struct dm_driver *drv; /* FS_DRIVER, FS_DRV_ATTR */
+		struct dm_driver *drv; /* FS_DRIVER, FS_DRV_ATTR, FS_LINK_TO_DRV */
 		struct dm_bus *bus; /* FS_BUS* */
-		struct dm_class *class; /* FS_CLASS, FS_CLASS_DEVICES */
+		struct dm_class *class; /* FS_CLASS, FS_CLASS_DEVICES, FS_CLASS_DRIVERS */
 		struct dm_interface *iface; /* FS_IFACE */
 	};
 	const char *group; /* FS_GROUP, FS_ATTR: the group name or NULL */
 };
 
 /* The references a target holds: on its device, and on its driver for
- * FS_DRIVER and FS_DRV_ATTR (a driver's files name it as its directory
+ * FS_DRIVER, FS_DRV_ATTR and FS_LINK_TO_DRV (a driver's files name it as its directory
  * does: a SIGHUP reload may unregister and free it while a node or a kept
  * listing still does). Buses, classes and interfaces are not counted: they
  * live as long as the model (model.h). */

@@ -5,8 +5,12 @@
 #define FUSE_USE_VERSION 312
 #include "notify.h"
 
+#include "view.h"
+
+#include "core/array.h"
 #include "core/thread.h"
 
+#include <errno.h>
 #include <fuse_lowlevel.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +45,9 @@ static void queue_inval_locked(struct fs_notifier *nf, struct dm_device *dev, bo
 		n++;
 	if (bus && asprintf(&v.listings[n], "bus/%s/drivers", dm_bus_get_name(bus)) >= 0)
 		n++;
-	if (drv && asprintf(&v.listings[n], "bus/%s/drivers/%s",
-			    dm_bus_get_name(dm_driver_get_bus(drv)), dm_driver_get_name(drv)) >= 0)
+	char path[2 * DM_NAME_MAX + 16];
+	if (drv && fs_view_driver_path(drv, path, sizeof(path)) >= 0 &&
+	    (v.listings[n] = strdup(path)))
 		n++;
 	if (cls && asprintf(&v.listings[n], "class/%s/devices", dm_class_get_name(cls)) >= 0)
 		n++;
@@ -88,8 +93,8 @@ static void on_removed_or_changed(struct dm_device *dev, void *data)
 static void on_driver_changed(struct dm_driver *drv, void *data)
 {
 	struct fs_inval v = { 0 };
-	struct dm_bus *bus = dm_driver_get_bus(drv);
-	if (!bus || asprintf(&v.listings[0], "bus/%s/drivers", dm_bus_get_name(bus)) < 0)
+	char path[2 * DM_NAME_MAX + 16];
+	if (fs_view_driver_listing(drv, path, sizeof(path)) < 0 || !(v.listings[0] = strdup(path)))
 		return;
 	v.entry = strdup(dm_driver_get_name(drv));
 	if (!v.entry) {
@@ -122,6 +127,40 @@ static uint64_t peek_path(struct fs_notifier *nf, const char *path)
 	for (char *part = strtok_r(copy, "/", &save); part && ino; part = strtok_r(NULL, "/", &save))
 		ino = fs_table_peek(nf->table, ino, part);
 	return ino;
+}
+
+struct class_peek {
+	struct fs_notifier *nf;
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int peek_class_drivers(struct dm_class *c, void *data)
+{
+	struct class_peek *cp = data;
+	char path[DM_NAME_MAX + 16];
+	snprintf(path, sizeof(path), "class/%s/drivers", dm_class_get_name(c));
+	uint64_t ino = peek_path(cp->nf, path);
+	if (!ino)
+		return 0; /* never looked up: nothing cached */
+	if (!dm_array_grow((void **)&cp->v, &cp->cap, cp->n, sizeof(*cp->v), 16))
+		return -ENOMEM;
+	cp->v[cp->n++] = ino;
+	return 0;
+}
+
+/* The listings of class/<class>/drivers/ the kernel knows: a binding of
+ * any device may add or take a driver from one (their names are never
+ * cached: fs_entry_timeout()). */
+static void inval_class_drivers(struct fs_notifier *nf)
+{
+	struct class_peek cp = { .nf = nf };
+	dm_model_read_lock(nf->model);
+	dm_model_for_each_class_locked(nf->model, peek_class_drivers, &cp);
+	dm_model_unlock(nf->model);
+	for (size_t i = 0; i < cp.n; i++)
+		fuse_lowlevel_notify_inval_inode(nf->se, cp.v[i], 0, 0);
+	free(cp.v);
 }
 
 /* Invalidates the directory listings of every node of @dev (its files'
@@ -203,6 +242,7 @@ static void send_inval(struct fs_notifier *nf, const struct fs_inval *v)
 		if (ino)
 			fuse_lowlevel_notify_inval_inode(nf->se, ino, 0, 0);
 	}
+	inval_class_drivers(nf);
 	if (v->added) {
 		/* the parent's directory lists the newcomer (root is a device too) */
 		struct dm_device *parent = dm_model_find_id(nf->model, v->parent_id);

@@ -8,9 +8,12 @@
  */
 #include "view.h"
 
+#include "core/array.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -66,6 +69,25 @@ static int emit_bus(struct dm_bus *bus, void *data)
 	struct walk *w = data;
 	struct fs_target t = { .kind = FS_BUS, .bus = bus };
 	return w->emit(w->ctx, dm_bus_get_name(bus), &t, S_IFDIR);
+}
+
+int fs_view_driver_listing(const struct dm_driver *drv, char *buf, size_t size)
+{
+	struct dm_bus *bus = dm_driver_get_bus(drv);
+	struct dm_class *c = dm_driver_get_class(drv);
+	int len = bus ? snprintf(buf, size, "bus/%s/drivers", dm_bus_get_name(bus))
+		  : c ? snprintf(buf, size, "class/%s/drivers", dm_class_get_name(c))
+		      : -1;
+	return len < 0 || (size_t)len >= size ? -ENAMETOOLONG : len;
+}
+
+int fs_view_driver_path(const struct dm_driver *drv, char *buf, size_t size)
+{
+	int len = fs_view_driver_listing(drv, buf, size);
+	if (len < 0)
+		return len;
+	int more = snprintf(buf + len, size - (size_t)len, "/%s", dm_driver_get_name(drv));
+	return more < 0 || (size_t)more >= size - (size_t)len ? -ENAMETOOLONG : len + more;
 }
 
 static int emit_driver(struct dm_driver *drv, void *data)
@@ -135,6 +157,59 @@ static int emit_class(struct dm_class *c, void *data)
 	struct walk *w = data;
 	struct fs_target t = { .kind = FS_CLASS, .class = c };
 	return w->emit(w->ctx, dm_class_get_name(c), &t, S_IFDIR);
+}
+
+/* The driver of the bus device nearest above the class device @dev (the
+ * one driving it, as the 2002 model's class drivers/ listed; @dev's own
+ * for a device on a bus and in a class), or NULL. */
+static struct dm_driver *bus_driver_of(struct dm_device *dev)
+{
+	struct dm_device *p = dev;
+	while (p && !dm_device_get_bus_locked(p))
+		p = dm_device_get_parent_locked(p);
+	return p && !dm_device_is_dead(p) ? dm_device_get_driver_locked(p) : NULL;
+}
+
+/* class/<class>/drivers/: each driver once, however many devices it drives */
+struct class_drivers {
+	struct dm_driver **v;
+	size_t n, cap;
+};
+
+static int add_class_driver(struct dm_device *dev, void *data)
+{
+	struct class_drivers *cd = data;
+	struct dm_driver *drv = dm_device_is_dead(dev) ? NULL : bus_driver_of(dev);
+	if (!drv)
+		return 0;
+	for (size_t i = 0; i < cd->n; i++)
+		if (cd->v[i] == drv)
+			return 0;
+	if (!dm_array_grow((void **)&cd->v, &cd->cap, cd->n, sizeof(*cd->v), 8))
+		return -ENOMEM;
+	cd->v[cd->n++] = drv;
+	return 0;
+}
+
+static int walk_class_drivers(struct walk *w)
+{
+	/* the class's own drivers (docs/design.md §7.6), then a link for each
+	 * driver of the devices' bus parents (a class driver's name has no
+	 * ':', so the two never clash) */
+	int r = dm_class_for_each_driver_locked(w->dir->t.class, emit_driver, w);
+	if (r)
+		return r;
+	struct class_drivers cd = { 0 };
+	r = dm_class_for_each_device_locked(w->dir->t.class, add_class_driver, &cd);
+	for (size_t i = 0; r == 0 && i < cd.n; i++) {
+		char name[2 * DM_NAME_MAX + 2];
+		snprintf(name, sizeof(name), "%s:%s", dm_bus_get_name(dm_driver_get_bus(cd.v[i])),
+			 dm_driver_get_name(cd.v[i]));
+		struct fs_target t = { .kind = FS_LINK_TO_DRV, .drv = cd.v[i] };
+		r = w->emit(w->ctx, name, &t, S_IFLNK);
+	}
+	free(cd.v);
+	return r;
 }
 
 static int emit_iface(struct dm_interface *i, void *data)
@@ -266,11 +341,17 @@ int fs_view_walk_locked(struct dm_model *m, const struct fs_ref *dir, fs_emit_fn
 	case FS_CLASS:
 		t = (struct fs_target){ .kind = FS_CLASS_DEVICES, .class = d->class };
 		r = emit(ctx, "devices", &t, S_IFDIR);
+		t = (struct fs_target){ .kind = FS_CLASS_DRIVERS, .class = d->class };
+		if (!r)
+			r = emit(ctx, "drivers", &t, S_IFDIR);
 		if (!r)
 			r = dm_class_for_each_interface_locked(d->class, emit_iface, &w);
 		break;
 	case FS_CLASS_DEVICES:
 		r = dm_class_for_each_device_locked(d->class, emit_link, &w);
+		break;
+	case FS_CLASS_DRIVERS:
+		r = walk_class_drivers(&w);
 		break;
 	case FS_IFACE:
 		r = dm_interface_for_each_device_locked(d->iface, emit_link, &w);
@@ -297,7 +378,8 @@ int fs_view_link_target_locked(const struct fs_ref *n, char *buf, size_t size)
 {
 	char path[PATH_MAX];
 	struct dm_device *dev = n->t.dev;
-	if (dm_device_is_dead(dev))
+	if (n->t.kind == FS_LINK_TO_DRV ? !dm_driver_is_registered_locked(n->t.drv)
+					: dm_device_is_dead(dev))
 		return -ENOENT;
 	/* as deep as the tree goes: the target climbs to the mount root */
 	int k = up_path(buf, size, n->depth - 1);
@@ -310,12 +392,13 @@ int fs_view_link_target_locked(const struct fs_ref *n, char *buf, size_t size)
 		if (dm_device_path_locked(dev, path, sizeof(path)) < 0)
 			return -ENAMETOOLONG;
 		len = snprintf(buf, size, "root%s%s", *path ? "/" : "", path);
-	} else if (strcmp(n->name, "driver") == 0) {
-		struct dm_driver *drv = dm_device_get_driver_locked(dev);
+	} else if (n->t.kind == FS_LINK_TO_DRV || strcmp(n->name, "driver") == 0) {
+		struct dm_driver *drv = n->t.kind == FS_LINK_TO_DRV ? n->t.drv
+								     : dm_device_get_driver_locked(dev);
 		if (!drv)
 			return -ENOENT;
-		len = snprintf(buf, size, "bus/%s/drivers/%s",
-			       dm_bus_get_name(dm_driver_get_bus(drv)), dm_driver_get_name(drv));
+		len = fs_view_driver_path(drv, buf, size);
+		return len < 0 ? len : k + len;
 	} else {
 		struct dm_bus *bus = dm_device_get_bus_locked(dev);
 		struct dm_class *c = dm_device_get_class_locked(dev);

@@ -30,6 +30,21 @@
 #define FS_ENTRY_TIMEOUT 3600.0
 #define FS_ATTR_TIMEOUT 3600.0
 
+/* How long the kernel may keep a name of @kind without asking again: the
+ * links of class/<class>/drivers/ come and go with the bindings of devices
+ * the class does not hold, which the notifier does not follow name by
+ * name, so they are looked up each time. */
+static inline double fs_entry_timeout(enum fs_kind kind)
+{
+	return kind == FS_LINK_TO_DRV ? 0 : FS_ENTRY_TIMEOUT;
+}
+
+/* The directory listing @drv ("bus/<bus>/drivers", "class/<class>/drivers"
+ * for a class driver), and its own directory (that and "/<driver>"), under
+ * the mount root, into @buf: the length, or -ENAMETOOLONG. */
+int fs_view_driver_listing(const struct dm_driver *drv, char *buf, size_t size);
+int fs_view_driver_path(const struct dm_driver *drv, char *buf, size_t size);
+
 /* Gets each entry of a directory; a non-zero return stops the walk. */
 typedef int (*fs_emit_fn)(void *ctx, const char *name, const struct fs_target *t, mode_t type);
 

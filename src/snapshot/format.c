@@ -111,6 +111,18 @@ int dm_snapshot_add_class(json_object *classes, const char *name, json_object **
 	return append_named(classes, name, "interfaces", ret_interfaces);
 }
 
+int dm_snapshot_add_class_drivers(json_object *classes, json_object **ret_drivers)
+{
+	size_t n = json_object_array_length(classes);
+	json_object *c = n ? json_object_array_get_idx(classes, n - 1) : NULL;
+	json_object *a = json_object_new_array();
+	int r = c ? add_owned(c, "drivers", json_object_get(a)) : -EINVAL;
+	json_object_put(a); /* the class holds it, or it goes */
+	if (r == 0)
+		*ret_drivers = a;
+	return r;
+}
+
 int dm_snapshot_add_string(json_object *array, const char *s)
 {
 	return append_owned(array, json_object_new_string(s));

@@ -38,6 +38,11 @@ json_object *dm_snapshot_doc_new(json_object **ret_buses, json_object **ret_clas
 int dm_snapshot_add_bus(json_object *buses, const char *name, json_object **ret_drivers);
 int dm_snapshot_add_driver(json_object *drivers, const char *name, bool kernel, int priority);
 int dm_snapshot_add_class(json_object *classes, const char *name, json_object **ret_interfaces);
+/* The last class of @classes gets a "drivers" array (its class drivers,
+ * added as a bus's are), borrowed into *ret_drivers: only a class that has
+ * some, so that a snapshot without class drivers reads as before.
+ * 0, -EINVAL (no class), -ENOMEM. */
+int dm_snapshot_add_class_drivers(json_object *classes, json_object **ret_drivers);
 int dm_snapshot_add_string(json_object *array, const char *s);
 
 /* One device's members; NULL members are left out. */

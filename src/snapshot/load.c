@@ -60,6 +60,38 @@ static json_object *get_array(json_object *o, const char *key)
 												: NULL;
 }
 
+/* The drivers of @what[@i] (a bus's, or a class's: @c), registered. */
+static int load_drivers(json_object *drivers, const char *what, size_t i, struct dm_bus *bus,
+			struct dm_class *c, char *err, size_t size)
+{
+	bool bad = false;
+	for (size_t k = 0; k < json_object_array_length(drivers); k++) {
+		json_object *d = json_object_array_get_idx(drivers, k), *prio;
+		const char *dname = get_string(d, "name", &bad);
+		const char *kind = get_string(d, "kind", &bad);
+		struct dm_driver *drv = NULL; /* unref'ed whether or not it was made */
+		/* a class driver is a user one: the kernel has none */
+		if (!dname || bad || !kind || (strcmp(kind, "kernel") && strcmp(kind, "user")) ||
+		    (c && strcmp(kind, "user")) || !json_object_object_get_ex(d, "priority", &prio) ||
+		    !json_object_is_type(prio, json_type_int))
+			return dm_snapshot_fail(err, size,
+						"%s[%zu].drivers[%zu]: needs name, kind (%s) and an "
+						"integer priority",
+						what, i, k, c ? "user" : "kernel|user");
+		int r = dm_driver_new(dname, strcmp(kind, "kernel") ? DM_DRIVER_USER : DM_DRIVER_KERNEL,
+				      json_object_get_int(prio), NULL, NULL, NULL, &drv);
+		if (r == 0 && c)
+			dm_driver_set_match(drv, snapshot_match);
+		if (r == 0)
+			r = bus ? dm_driver_register(bus, drv) : dm_driver_register_class(c, drv);
+		dm_driver_unref(drv);
+		if (r < 0)
+			return dm_snapshot_fail(err, size, "%s[%zu].drivers[%zu] %s: %s", what, i, k,
+						dname, strerror(-r));
+	}
+	return 0;
+}
+
 static int load_buses(struct dm_model *m, json_object *buses, char *err, size_t size)
 {
 	for (size_t i = 0; i < json_object_array_length(buses); i++) {
@@ -72,28 +104,9 @@ static int load_buses(struct dm_model *m, json_object *buses, char *err, size_t 
 		if (!name || bad || !drivers || dm_bus_get(m, name, &snapshot_bus_type, &bus) < 0)
 			return dm_snapshot_fail(err, size,
 						"buses[%zu]: needs a valid name and a drivers array", i);
-		for (size_t k = 0; k < json_object_array_length(drivers); k++) {
-			json_object *d = json_object_array_get_idx(drivers, k), *prio;
-			const char *dname = get_string(d, "name", &bad);
-			const char *kind = get_string(d, "kind", &bad);
-			struct dm_driver *drv = NULL; /* unref'ed whether or not it was made */
-			if (!dname || bad || !kind ||
-			    (strcmp(kind, "kernel") && strcmp(kind, "user")) ||
-			    !json_object_object_get_ex(d, "priority", &prio) ||
-			    !json_object_is_type(prio, json_type_int))
-				return dm_snapshot_fail(err, size, "buses[%zu].drivers[%zu]: needs name, "
-							"kind (kernel|user) and an integer priority",
-							i, k);
-			int r = dm_driver_new(dname, strcmp(kind, "kernel") ? DM_DRIVER_USER
-									    : DM_DRIVER_KERNEL,
-					      json_object_get_int(prio), NULL, NULL, NULL, &drv);
-			if (r == 0)
-				r = dm_driver_register(bus, drv);
-			dm_driver_unref(drv);
-			if (r < 0)
-				return dm_snapshot_fail(err, size, "buses[%zu].drivers[%zu] %s: %s", i, k,
-							dname, strerror(-r));
-		}
+		int r = load_drivers(drivers, "buses", i, bus, NULL, err, size);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -118,6 +131,16 @@ static int load_classes(struct dm_model *m, json_object *classes, char *err, siz
 				return dm_snapshot_fail(err, size,
 							"classes[%zu].interfaces[%zu]: not a valid name",
 							i, k);
+		}
+		/* class drivers: absent when the class has none */
+		json_object *drivers;
+		if (json_object_object_get_ex(c, "drivers", &drivers)) {
+			if (!json_object_is_type(drivers, json_type_array))
+				return dm_snapshot_fail(err, size,
+							"classes[%zu]: drivers is not an array", i);
+			int r = load_drivers(drivers, "classes", i, NULL, cls, err, size);
+			if (r < 0)
+				return r;
 		}
 	}
 	return 0;
@@ -276,6 +299,10 @@ static int load_device(struct dm_model *m, struct last_added *last, json_object 
 		/* the bound driver, which the buses listed (else it stays
 		 * unbound): snapshot_match() knows it by its pointer */
 		drv = r >= 0 && driver ? dm_bus_find_driver(bus, driver) : NULL;
+	} else if (r >= 0 && clsname && driver) {
+		/* a class device's driver, which its class listed */
+		struct dm_class *cls;
+		drv = dm_class_get(m, clsname, &cls) >= 0 ? dm_class_find_driver(cls, driver) : NULL;
 	}
 	char why[200] = "";
 	if (r >= 0)

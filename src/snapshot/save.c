@@ -217,11 +217,23 @@ static int save_iface(struct dm_interface *i, void *data)
 	return dm_snapshot_add_string(data, dm_interface_get_name(i)) < 0;
 }
 
+static int any_driver(struct dm_driver *drv, void *data)
+{
+	(void)drv, (void)data;
+	return 1;
+}
+
 static int save_class(struct dm_class *c, void *data)
 {
-	json_object *ifaces;
-	return dm_snapshot_add_class(data, dm_class_get_name(c), &ifaces) < 0 ||
-	       dm_class_for_each_interface_locked(c, save_iface, ifaces);
+	json_object *ifaces, *drivers;
+	if (dm_snapshot_add_class(data, dm_class_get_name(c), &ifaces) < 0 ||
+	    dm_class_for_each_interface_locked(c, save_iface, ifaces))
+		return 1;
+	/* class drivers, where the class has any */
+	if (!dm_class_for_each_driver_locked(c, any_driver, NULL))
+		return 0;
+	return dm_snapshot_add_class_drivers(data, &drivers) < 0 ||
+	       dm_class_for_each_driver_locked(c, save_driver, drivers);
 }
 
 /* The device links as path pairs (supplier, consumer). */

@@ -102,7 +102,8 @@ def test_check_config_missing_files(confdir):
     r = check(conf)
     assert r.returncode == 1
     assert r.stderr.splitlines() == [
-        f"{confdir}/drivers.d/10-a.conf:1: [Driver] has no Bus="]
+        f"{confdir}/drivers.d/10-a.conf:1: [Driver] has neither Bus= nor Class= "
+        "(a driver drives the devices of a bus or of a class)"]
 
 
 def start_refused(confdir, conf):

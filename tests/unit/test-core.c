@@ -305,6 +305,87 @@ static void test_kernel_proxy_and_match_rules(void **state)
 	dm_model_free(m);
 }
 
+/* class drivers (docs/design.md §7.6): offered the class devices, which
+ * are on no bus, by their rules on the class device's own values, in
+ * priority order, before or after the devices come; a device of the class
+ * on a bus is its bus drivers' only; unregistering unbinds */
+static void test_class_drivers_drive_class_devices(void **state)
+{
+	(void)state;
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct dm_bus *bus;
+	struct dm_class *block;
+	assert_int_equal(dm_bus_get(m, "scsi", NULL, &bus), 0);
+	assert_int_equal(dm_class_get(m, "block", &block), 0);
+	struct dm_driver *any, *removable, *late, *busdrv;
+	assert_int_equal(dm_driver_new("any-disk", DM_DRIVER_USER, 10, NULL, NULL, NULL, &any), 0);
+	assert_int_equal(dm_driver_register_class(block, any), 0);
+	assert_int_equal(dm_driver_new("sticks", DM_DRIVER_USER, 50, NULL, NULL, NULL, &removable),
+			 0);
+	assert_int_equal(dm_driver_add_match(removable, "removable", "1"), 0);
+	assert_int_equal(dm_driver_register_class(block, removable), 0);
+	/* registered once: on a class, then on a bus */
+	assert_int_equal(dm_driver_register(bus, removable), -EBUSY);
+	assert_int_equal(dm_driver_new("user-scsi", DM_DRIVER_USER, 10, NULL, NULL, NULL, &busdrv),
+			 0);
+	assert_int_equal(dm_driver_register(bus, busdrv), 0);
+
+	struct dm_device *host, *sda, *sdb, *odd;
+	assert_int_equal(dm_device_new(m, "0:0:0:0", &host), 0);
+	dm_device_set_bus(host, bus);
+	assert_int_equal(dm_device_add(host, NULL), 0);
+	assert_int_equal(dm_device_new(m, "sda", &sda), 0);
+	dm_device_set_class(sda, block, NULL);
+	dm_device_set_value(sda, "removable", "0");
+	assert_int_equal(dm_device_add(sda, host), 0);
+	assert_int_equal(dm_device_new(m, "sdb", &sdb), 0);
+	dm_device_set_class(sdb, block, NULL);
+	dm_device_set_value(sdb, "removable", "1");
+	assert_int_equal(dm_device_add(sdb, host), 0);
+	/* of the class, but on a bus: not the class drivers' */
+	assert_int_equal(dm_device_new(m, "odd", &odd), 0);
+	dm_device_set_class(odd, block, NULL);
+	dm_device_set_bus(odd, bus);
+	assert_int_equal(dm_device_add(odd, host), 0);
+
+	dm_model_read_lock(m);
+	assert_ptr_equal(dm_device_get_driver_locked(host), busdrv);
+	assert_ptr_equal(dm_device_get_driver_locked(sda), any);
+	assert_ptr_equal(dm_device_get_driver_locked(sdb), removable); /* priority, rules */
+	assert_ptr_equal(dm_device_get_driver_locked(odd), busdrv);
+	assert_ptr_equal(dm_driver_get_class(any), block);
+	assert_null(dm_driver_get_bus(any));
+	dm_model_unlock(m);
+
+	/* unregistered: its devices unbound and offered to nobody else */
+	dm_driver_unregister(any);
+	dm_model_read_lock(m);
+	assert_null(dm_device_get_driver_locked(sda));
+	dm_model_unlock(m);
+	/* a driver that comes later is offered the unbound class devices */
+	assert_int_equal(dm_driver_new("late", DM_DRIVER_USER, 10, NULL, NULL, NULL, &late), 0);
+	assert_int_equal(dm_driver_register_class(block, late), 0);
+	dm_model_read_lock(m);
+	assert_ptr_equal(dm_device_get_driver_locked(sda), late);
+	assert_ptr_equal(dm_device_get_driver_locked(sdb), removable);
+	dm_model_unlock(m);
+	struct dm_driver *found = dm_class_find_driver(block, "late");
+	assert_ptr_equal(found, late);
+	dm_driver_unref(found);
+	assert_null(dm_class_find_driver(block, "user-scsi"));
+
+	dm_device_unref(host);
+	dm_device_unref(sda);
+	dm_device_unref(sdb);
+	dm_device_unref(odd);
+	dm_driver_unref(any);
+	dm_driver_unref(removable);
+	dm_driver_unref(late);
+	dm_driver_unref(busdrv);
+	dm_model_free(m);
+}
+
 /* ---- attributes ---- */
 
 struct level_dev {
@@ -454,6 +535,9 @@ static void test_lookups_and_refcounts(void **state)
 		assert_int_equal(dm_driver_new(n, DM_DRIVER_USER, 0, NULL, NULL, NULL, &drv), -EINVAL);
 		assert_int_equal(dm_device_set_value(devs[1], n, "x"), -EINVAL);
 	}
+	/* the class's own listings are no interface's name */
+	assert_int_equal(dm_class_get_interface(cls, "devices", &iface), -EINVAL);
+	assert_int_equal(dm_class_get_interface(cls, "drivers", &iface), -EINVAL);
 	char long_name[300];
 	memset(long_name, 'x', 256);
 	long_name[256] = '\0';
@@ -925,6 +1009,7 @@ int main(void)
 		cmocka_unit_test(test_remove_subtree_children_first),
 		cmocka_unit_test(test_probe_priority_first_acceptor_wins),
 		cmocka_unit_test(test_kernel_proxy_and_match_rules),
+		cmocka_unit_test(test_class_drivers_drive_class_devices),
 		cmocka_unit_test(test_attribute_store_rejects_bad_input),
 		cmocka_unit_test(test_lookups_and_refcounts),
 		cmocka_unit_test(test_values_packed_and_indexes),

@@ -316,6 +316,14 @@ static void test_errors_name_file_and_line(void **state)
 	test_write_file(dir, "22-long.conf", content); /* 5 and 6 */
 	test_write_file(dir, "23-dup-a.conf", "[Driver]\nName=same\nBus=usb\n");
 	test_write_file(dir, "24-dup-b.conf", "# again\n[Driver]\nBus=pci\nName=same\n"); /* 4 */
+	test_write_file(dir, "25-both.conf",
+		   "[Driver]\nName=l\nBus=usb\nClass=block\n"); /* 4 */
+	test_write_file(dir, "26-class-kdrv.conf",
+		   "[Driver]\nName=m\nClass=net\nKernelDriver=e1000e\n"); /* 4 */
+	test_write_file(dir, "27-class-colon.conf",
+		   "[Driver]\nName=usb:n\nClass=input\n"); /* 2 */
+	test_write_file(dir, "28-class.conf", /* fine */
+		   "[Driver]\nName=o\nClass=block\n[Match]\nremovable=1\n");
 	/* not read: other names, hidden files */
 	test_write_file(dir, "README", "garbage\n");
 	test_write_file(dir, "25-x.conf.disabled", "garbage\n");
@@ -325,7 +333,7 @@ static void test_errors_name_file_and_line(void **state)
 		{ "10-section.conf", 4, "unknown section [Frobnicate]" },
 		{ "11-keys.conf", 4, "unknown key Colour in [Driver]" },
 		{ "11-keys.conf", 6, "unknown key Frobnicate in [Hooks]" },
-		{ "12-missing.conf", 3, "no Bus=" },
+		{ "12-missing.conf", 3, "has neither Bus= nor Class=" },
 		{ "13-no-driver.conf", 1, "no [Driver] section" },
 		{ "14-name.conf", 2, "bad Name 'a/b'" },
 		{ "15-numbers.conf", 4, "bad Priority 'high'" },
@@ -341,6 +349,9 @@ static void test_errors_name_file_and_line(void **state)
 		{ "22-long.conf", 5, "line too long" },
 		{ "22-long.conf", 6, "absolute path, not 'relative'" },
 		{ "24-dup-b.conf", 4, "driver same is already defined in" },
+		{ "25-both.conf", 4, "has both Bus= (line 3) and Class=" },
+		{ "26-class-kdrv.conf", 4, "KernelDriver= is for a bus driver" },
+		{ "27-class-colon.conf", 2, "a class driver's Name= has no ':'" },
 	};
 	int r = check_dir(dir, &errors);
 	assert_errors(dir, errors, all, sizeof(all) / sizeof(all[0]));

@@ -157,8 +157,15 @@ static void test_walk_each_kind(void **state)
 	assert_string_equal(walk(f, &drv, &r), expect);
 
 	struct fs_ref cls = node((struct fs_target){ .kind = FS_CLASS, .class = f->drm }, "drm", 2);
-	snprintf(expect, sizeof(expect), "devices:%d/d;card:%d/d;", FS_CLASS_DEVICES, FS_IFACE);
+	snprintf(expect, sizeof(expect), "devices:%d/d;drivers:%d/d;card:%d/d;", FS_CLASS_DEVICES,
+		 FS_CLASS_DRIVERS, FS_IFACE);
 	assert_string_equal(walk(f, &cls, &r), expect);
+
+	/* the drivers of the class's devices, each once, by bus and name */
+	struct fs_ref cdrv = node((struct fs_target){ .kind = FS_CLASS_DRIVERS, .class = f->drm },
+				  "drivers", 3);
+	snprintf(expect, sizeof(expect), "pci:i915:%d/l;", FS_LINK_TO_DRV);
+	assert_string_equal(walk(f, &cdrv, &r), expect);
 
 	struct fs_ref iface = node((struct fs_target){ .kind = FS_IFACE, .iface = f->card }, "card",
 				   3);
@@ -239,6 +246,12 @@ static void test_link_targets(void **state)
 				 "subsystem", 4);
 	assert_true(target(f, &sub, buf, sizeof(buf)) > 0);
 	assert_string_equal(buf, "../../../bus/pci");
+	/* class/drm/drivers/pci:i915 (depth 4) */
+	struct fs_ref cdrv = node((struct fs_target){ .kind = FS_LINK_TO_DRV, .drv = f->i915 },
+				  "pci:i915", 4);
+	assert_true(target(f, &cdrv, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "../../../bus/pci/drivers/i915");
+	assert_int_equal(target(f, &cdrv, buf, 20), -ENAMETOOLONG);
 	/* no room: never a cut target */
 	assert_int_equal(target(f, &to, buf, 10), -ENAMETOOLONG);
 	assert_int_equal(target(f, &to, buf, strlen(want)), -ENAMETOOLONG);
