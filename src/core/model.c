@@ -83,6 +83,11 @@ void dm_model_free(struct dm_model *m)
 		while (!dm_list_empty(&bus->drivers))
 			dm_driver_unregister(dm_list_entry(bus->drivers.next, struct dm_driver, node));
 	}
+	dm_list_for_each(bn, &m->classes) {
+		struct dm_class *c = dm_list_entry(bn, struct dm_class, node);
+		while (!dm_list_empty(&c->drivers))
+			dm_driver_unregister(dm_list_entry(c->drivers.next, struct dm_driver, node));
+	}
 	dm_device_del(m->root);
 
 	struct dm_list *n, *tmp;
