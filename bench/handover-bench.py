@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""handover-bench - the pause a reader sees across a restart, by machine
+size, side by side: driverfsd --handover restarted by SIGUSR2 and taken over
+by the next daemon (docs/design.md §10.1) against a plain restart (SIGTERM,
+the mount gone, a new daemon mounting anew).
+
+  bench/handover-bench.py [N ...]      (root; default 1000 10000)
+
+For each size N a synthetic snapshot of N devices (bench/gen-snapshot.py) is
+served with --snapshot; the whole mount is walked once, so that the kernel
+holds a node per entry (what the next daemon makes again), and a reader in
+a process of its own reads a device's file every 2 ms. ROUNDS restarts
+(default 10) of each kind follow. Printed per size: the nodes made again,
+the median and longest time from the signal to the next daemon's READY,
+the reader's longest read and its errors, and the ratio of the two kinds'
+medians. DRIVERFSD names the daemon (default build/driverfsd).
+"""
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "mount"))
+os.environ.setdefault("DRIVERFSD", os.path.join(HERE, "..", "build", "driverfsd"))
+from harness import Daemon  # noqa: E402
+from supervisor import Supervised  # noqa: E402
+
+ROUNDS = int(os.environ.get("ROUNDS", "10"))
+
+# reads PATH every 2 ms until its stdin closes, then prints the longest
+# read (s), the reads and the errors by name
+READER = r"""
+import errno, os, sys, threading, time
+path = sys.argv[1]
+longest, reads, errors, done = 0.0, 0, {}, False
+def loop():
+    global longest, reads
+    while not done:
+        t = time.monotonic()
+        try:
+            with open(path) as f:
+                f.read()
+            reads += 1
+        except OSError as e:
+            name = errno.errorcode.get(e.errno, str(e.errno))
+            errors[name] = errors.get(name, 0) + 1
+        longest = max(longest, time.monotonic() - t)
+        time.sleep(0.002)
+threading.Thread(target=loop, daemon=True).start()
+sys.stdin.read()
+done = True
+print(f"{longest:.3f} {reads} {errors}", flush=True)
+"""
+
+
+def walk(mnt):
+    entries = 0
+    for top, dirs, files in os.walk(mnt):
+        entries += len(dirs) + len(files)
+    return entries
+
+
+def a_file(mnt):
+    for top, dirs, files in os.walk(os.path.join(mnt, "root")):
+        if "name" in files and top != os.path.join(mnt, "root"):
+            return os.path.join(top, "name")
+    raise SystemExit("handover-bench: no device file to read")
+
+
+def reader(path):
+    return subprocess.Popen([sys.executable, "-c", READER, path], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def reader_result(p):
+    out, _ = p.communicate(timeout=60)
+    longest, reads, errors = out.split(" ", 2)
+    return float(longest), int(reads), errors.strip()
+
+
+def handover_rounds(snap, tmp):
+    mnt = os.path.join(tmp, "handover")
+    os.mkdir(mnt)
+    d = Supervised(None, mnt, tmp, extra=["--snapshot", snap])
+    entries = walk(mnt)
+    r = reader(a_file(mnt))
+    pauses, made = [], ""
+    for _ in range(ROUNDS):
+        t0 = time.monotonic()
+        d.proc.send_signal(signal.SIGUSR2)
+        if d.proc.wait(60) != 75:
+            raise SystemExit("handover-bench: the daemon did not leave:\n" + d.output())
+        nxt = Supervised(None, mnt, tmp, d.store, extra=["--snapshot", snap])
+        pauses.append(time.monotonic() - t0)
+        d.close()
+        d = nxt
+        for line in d.output().splitlines():
+            if "took over the mount" in line:
+                made = line.split(": ", 2)[-1]
+    result = reader_result(r)
+    d.proc.send_signal(signal.SIGTERM)
+    d.proc.wait(60)
+    d.close()
+    for fd in d.store.values():
+        os.close(fd)
+    return entries, made, pauses, result
+
+
+def plain_rounds(snap, tmp):
+    mnt = os.path.join(tmp, "plain")
+    os.mkdir(mnt)
+    d = Daemon(None, ["--snapshot", snap], mnt=mnt)
+    walk(mnt)
+    r = reader(a_file(mnt))
+    pauses = []
+    for _ in range(ROUNDS):
+        t0 = time.monotonic()
+        d.stop()
+        d = Daemon(None, ["--snapshot", snap], mnt=mnt)
+        pauses.append(time.monotonic() - t0)
+    result = reader_result(r)
+    d.stop()
+    return pauses, result
+
+
+def main():
+    if os.geteuid() != 0:
+        raise SystemExit("handover-bench: run as root (--handover serves a connection it "
+                         "did not mount)")
+    sizes = [int(a) for a in sys.argv[1:]] or [1000, 10000]
+    print(f"handover-bench {time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} CPUs, "
+          f"{ROUNDS} restarts of each kind")
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="driverfs-hbench-") as tmp:
+            os.chmod(tmp, 0o755)
+            snap = os.path.join(tmp, "snap.json")
+            subprocess.run([sys.executable, os.path.join(HERE, "gen-snapshot.py"), str(n), snap],
+                           check=True)
+            entries, made, hp, (hl, hreads, herr) = handover_rounds(snap, tmp)
+            pp, (pl, preads, perr) = plain_rounds(snap, tmp)
+            hm, pm = statistics.median(hp), statistics.median(pp)
+            print(f"\nN={n}: {entries} entries walked; {made}")
+            print(f"  handover  signal->READY median {hm:.3f} s, longest {max(hp):.3f} s; "
+                  f"reader: longest read {hl:.3f} s, {hreads} reads, errors {herr}")
+            print(f"  plain     signal->READY median {pm:.3f} s, longest {max(pp):.3f} s; "
+                  f"reader: longest read {pl:.3f} s, {preads} reads, errors {perr}")
+            print(f"  handover/plain pause {hm / pm:.2f}")
+
+
+if __name__ == "__main__":
+    main()
