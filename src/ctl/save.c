@@ -177,7 +177,7 @@ static const char *last_string(json_object *array, const char *key)
 static int on_bus(struct save *s, const char *name, unsigned char type, void *data)
 {
 	char dir[PATH_MAX];
-	struct bus_ctx c;
+	struct bus_ctx c = { 0 };
 	if (type != DT_DIR)
 		return 0;
 	int r = dm_snapshot_add_bus(data, name, &c.drivers);
