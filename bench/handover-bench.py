@@ -5,13 +5,15 @@ size, side by side: driverfsd --handover restarted by SIGUSR2 and taken over
 by the next daemon (docs/design.md §10.1) against a plain restart (SIGTERM,
 the mount gone, a new daemon mounting anew).
 
-  bench/handover-bench.py [N ...]      (root; default 1000 10000)
+  umockdev-wrapper bench/handover-bench.py [N ...]   (root; default 1000 10000)
 
-For each size N a synthetic snapshot of N devices (bench/gen-snapshot.py) is
-served with --snapshot; the whole mount is walked once, so that the kernel
-holds a node per entry (what the next daemon makes again), and a reader in
-a process of its own reads a device's file every 2 ms. ROUNDS restarts
-(default 10) of each kind follow. Printed per size: the nodes made again,
+For each size N a umockdev testbed of N platform devices (each bound to a
+driver, with a few attributes and a class device below it) is served (a
+snapshot would not do: --handover serves a live machine); the whole mount is
+walked once, so that the kernel holds a node per entry (what the next daemon
+makes again), and a reader in a process of its own reads a device's file
+every 2 ms. ROUNDS restarts (default 10) of each kind follow, each daemon
+serving 0.5 s before the next restart. Printed per size: the nodes made again,
 the median and longest time from the signal to the next daemon's READY,
 the reader's longest read and its errors, and the ratio of the two kinds'
 medians. DRIVERFSD names the daemon (default build/driverfsd).
@@ -27,13 +29,21 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "mount"))
 os.environ.setdefault("DRIVERFSD", os.path.join(HERE, "..", "build", "driverfsd"))
+import gi  # noqa: E402
+
+gi.require_version("UMockdev", "1.0")
+from gi.repository import UMockdev  # noqa: E402
+
 from harness import Daemon  # noqa: E402
 from supervisor import Supervised  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "10"))
+# how long each daemon serves before the next restart: a read that waits
+# for one restart, not for a row of them
+SERVE = 0.5
 
-# reads PATH every 2 ms until its stdin closes, then prints the longest
-# read (s), the reads and the errors by name
+# reads PATH every 2 ms, says "ready" after the first read, and when its
+# stdin closes prints the longest read (s), the reads and the errors by name
 READER = r"""
 import errno, os, sys, threading, time
 path = sys.argv[1]
@@ -52,10 +62,29 @@ def loop():
         longest = max(longest, time.monotonic() - t)
         time.sleep(0.002)
 threading.Thread(target=loop, daemon=True).start()
+while not reads and not errors:
+    time.sleep(0.001)
+print("ready", flush=True)
 sys.stdin.read()
 done = True
 print(f"{longest:.3f} {reads} {errors}", flush=True)
 """
+
+
+def testbed(n):
+    """N platform devices bound to benchdrv, each with a class device."""
+    tb = UMockdev.Testbed.new()
+    for i in range(n // 2):
+        dev = f"/devices/platform/bench.{i}"
+        assert tb.add_from_string(
+            f"P: {dev}\nE: DRIVER=benchdrv\nE: MODALIAS=platform:bench\nE: SUBSYSTEM=platform\n"
+            f"L: driver=../../../bus/platform/drivers/benchdrv\n"
+            f"A: ../../../bus/platform/drivers/benchdrv/bind=\n"
+            f"A: driver_override=(null)\\n\nA: modalias=platform:bench\\n\n"
+            f"A: uevent=DRIVER=benchdrv\\nMODALIAS=platform:bench\\n\n\n"
+            f"P: {dev}/bench/bench{i}\nE: SUBSYSTEM=bench\nA: value={i}\\n\n"
+            f"A: uevent=\n\n")
+    return tb
 
 
 def walk(mnt):
@@ -67,14 +96,17 @@ def walk(mnt):
 
 def a_file(mnt):
     for top, dirs, files in os.walk(os.path.join(mnt, "root")):
-        if "name" in files and top != os.path.join(mnt, "root"):
-            return os.path.join(top, "name")
+        if "modalias" in files:
+            return os.path.join(top, "modalias")
     raise SystemExit("handover-bench: no device file to read")
 
 
 def reader(path):
-    return subprocess.Popen([sys.executable, "-c", READER, path], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    """The reader, once it has read once."""
+    p = subprocess.Popen([sys.executable, "-c", READER, path], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "ready\n"
+    return p
 
 
 def reader_result(p):
@@ -83,10 +115,10 @@ def reader_result(p):
     return float(longest), int(reads), errors.strip()
 
 
-def handover_rounds(snap, tmp):
+def handover_rounds(tb, tmp):
     mnt = os.path.join(tmp, "handover")
     os.mkdir(mnt)
-    d = Supervised(None, mnt, tmp, extra=["--snapshot", snap])
+    d = Supervised(tb, mnt, tmp)
     entries = walk(mnt)
     r = reader(a_file(mnt))
     pauses, made = [], ""
@@ -95,13 +127,14 @@ def handover_rounds(snap, tmp):
         d.proc.send_signal(signal.SIGUSR2)
         if d.proc.wait(60) != 75:
             raise SystemExit("handover-bench: the daemon did not leave:\n" + d.output())
-        nxt = Supervised(None, mnt, tmp, d.store, extra=["--snapshot", snap])
+        nxt = Supervised(tb, mnt, tmp, d.store)
         pauses.append(time.monotonic() - t0)
         d.close()
         d = nxt
         for line in d.output().splitlines():
             if "took over the mount" in line:
                 made = line.split(": ", 2)[-1]
+        time.sleep(SERVE)
     result = reader_result(r)
     d.proc.send_signal(signal.SIGTERM)
     d.proc.wait(60)
@@ -111,18 +144,19 @@ def handover_rounds(snap, tmp):
     return entries, made, pauses, result
 
 
-def plain_rounds(snap, tmp):
+def plain_rounds(tb, tmp):
     mnt = os.path.join(tmp, "plain")
     os.mkdir(mnt)
-    d = Daemon(None, ["--snapshot", snap], mnt=mnt)
+    d = Daemon(None, testbed=tb, mnt=mnt)
     walk(mnt)
     r = reader(a_file(mnt))
     pauses = []
     for _ in range(ROUNDS):
         t0 = time.monotonic()
         d.stop()
-        d = Daemon(None, ["--snapshot", snap], mnt=mnt)
+        d = Daemon(None, testbed=tb, mnt=mnt)
         pauses.append(time.monotonic() - t0)
+        time.sleep(SERVE)
     result = reader_result(r)
     d.stop()
     return pauses, result
@@ -138,11 +172,9 @@ def main():
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="driverfs-hbench-") as tmp:
             os.chmod(tmp, 0o755)
-            snap = os.path.join(tmp, "snap.json")
-            subprocess.run([sys.executable, os.path.join(HERE, "gen-snapshot.py"), str(n), snap],
-                           check=True)
-            entries, made, hp, (hl, hreads, herr) = handover_rounds(snap, tmp)
-            pp, (pl, preads, perr) = plain_rounds(snap, tmp)
+            tb = testbed(n)
+            entries, made, hp, (hl, hreads, herr) = handover_rounds(tb, tmp)
+            pp, (pl, preads, perr) = plain_rounds(tb, tmp)
             hm, pm = statistics.median(hp), statistics.median(pp)
             print(f"\nN={n}: {entries} entries walked; {made}")
             print(f"  handover  signal->READY median {hm:.3f} s, longest {max(hp):.3f} s; "
