@@ -130,7 +130,8 @@ static uint64_t peek_path(struct fs_notifier *nf, const char *path)
 }
 
 struct class_peek {
-	struct fs_notifier *nf;
+	struct fs_table *table;
+	uint64_t top; /* class/ */
 	uint64_t *v;
 	size_t n, cap;
 };
@@ -138,9 +139,9 @@ struct class_peek {
 static int peek_class_drivers(struct dm_class *c, void *data)
 {
 	struct class_peek *cp = data;
-	char path[DM_NAME_MAX + 16];
-	snprintf(path, sizeof(path), "class/%s/drivers", dm_class_get_name(c));
-	uint64_t ino = peek_path(cp->nf, path);
+	uint64_t ino = fs_table_peek(cp->table, cp->top, dm_class_get_name(c));
+	if (ino)
+		ino = fs_table_peek(cp->table, ino, "drivers");
 	if (!ino)
 		return 0; /* never looked up: nothing cached */
 	if (!dm_array_grow((void **)&cp->v, &cp->cap, cp->n, sizeof(*cp->v), 16))
@@ -151,10 +152,12 @@ static int peek_class_drivers(struct dm_class *c, void *data)
 
 /* The listings of class/<class>/drivers/ the kernel knows: a binding of
  * any device may add or take a driver from one (their names are never
- * cached: fs_entry_timeout()). */
+ * cached: fs_entry_timeout()). Once per batch of device changes. */
 static void inval_class_drivers(struct fs_notifier *nf)
 {
-	struct class_peek cp = { .nf = nf };
+	struct class_peek cp = { .table = nf->table, .top = peek_path(nf, "class") };
+	if (!cp.top)
+		return;
 	dm_model_read_lock(nf->model);
 	dm_model_for_each_class_locked(nf->model, peek_class_drivers, &cp);
 	dm_model_unlock(nf->model);
@@ -242,7 +245,6 @@ static void send_inval(struct fs_notifier *nf, const struct fs_inval *v)
 		if (ino)
 			fuse_lowlevel_notify_inval_inode(nf->se, ino, 0, 0);
 	}
-	inval_class_drivers(nf);
 	if (v->added) {
 		/* the parent's directory lists the newcomer (root is a device too) */
 		struct dm_device *parent = dm_model_find_id(nf->model, v->parent_id);
@@ -268,11 +270,15 @@ static void *notifier_thread(void *data)
 		nf->queue = NULL;
 		nf->n = nf->cap = 0;
 		pthread_mutex_unlock(&nf->lock);
+		bool devices = false; /* a device changed: bindings may have */
 		for (size_t i = 0; i < n; i++) {
+			devices |= batch[i].dev && !batch[i].power;
 			send_inval(nf, &batch[i]);
 			inval_free(&batch[i]);
 		}
 		free(batch);
+		if (devices)
+			inval_class_drivers(nf);
 		pthread_mutex_lock(&nf->lock);
 		nf->sent = upto;
 		pthread_cond_broadcast(&nf->cond);
