@@ -72,22 +72,23 @@ out_free:
 	return r;
 }
 
+/* Unregisters every driver of a bus's or a class's @drivers. */
+static void unregister_all(struct dm_list *drivers)
+{
+	while (!dm_list_empty(drivers))
+		dm_driver_unregister(dm_list_entry(drivers->next, struct dm_driver, node));
+}
+
 void dm_model_free(struct dm_model *m)
 {
 	if (!m)
 		return;
 	/* Unregister drivers first so remove() runs while the devices exist. */
 	struct dm_list *bn;
-	dm_list_for_each(bn, &m->buses) {
-		struct dm_bus *bus = dm_list_entry(bn, struct dm_bus, node);
-		while (!dm_list_empty(&bus->drivers))
-			dm_driver_unregister(dm_list_entry(bus->drivers.next, struct dm_driver, node));
-	}
-	dm_list_for_each(bn, &m->classes) {
-		struct dm_class *c = dm_list_entry(bn, struct dm_class, node);
-		while (!dm_list_empty(&c->drivers))
-			dm_driver_unregister(dm_list_entry(c->drivers.next, struct dm_driver, node));
-	}
+	dm_list_for_each(bn, &m->buses)
+		unregister_all(&dm_list_entry(bn, struct dm_bus, node)->drivers);
+	dm_list_for_each(bn, &m->classes)
+		unregister_all(&dm_list_entry(bn, struct dm_class, node)->drivers);
 	dm_device_del(m->root);
 
 	struct dm_list *n, *tmp;

@@ -6,6 +6,8 @@
 #include "notify.h"
 #include "view.h"
 
+#include "core/array.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,14 +137,8 @@ struct loading {
 static int load_node(const struct fs_saved_node *n, const char *name, void *data)
 {
 	struct loading *l = data;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 256;
-		struct loaded *v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (!dm_array_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v), 256))
+		return -ENOMEM;
 	l->v[l->n].n = *n;
 	if (!(l->v[l->n].name = strndup(name, n->name_len)))
 		return -ENOMEM;
