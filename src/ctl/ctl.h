@@ -45,10 +45,14 @@ void ctl_read_line(int dirfd, const char *dir, const char *file, char *buf, size
 /* The last component of the link @dir/@link's target into @buf ("" when
  * there is no such link); returns @buf, or NULL when there is none. */
 const char *ctl_link_name(int dirfd, const char *dir, const char *link, char *buf, size_t size);
-/* The name of the class driver bound to the device at @dir (its driver link
- * leads into class/<class>/drivers/: docs/design.md §7.6) into @buf, or
- * NULL when it has none or a bus driver. */
-const char *ctl_class_driver(int dirfd, const char *dir, char *buf, size_t size);
+/* The whole target of the link @dir/@link into @buf; returns @buf, or NULL
+ * when there is no such link. Its last component: ctl_link_base(). */
+const char *ctl_link_target(int dirfd, const char *dir, const char *link, char *buf,
+			    size_t size);
+const char *ctl_link_base(const char *target);
+/* Whether a device's driver link @target leads to a class driver
+ * (class/<class>/drivers/<name>: docs/design.md §7.6), not a bus's. */
+bool ctl_is_class_driver(const char *target);
 
 /* The child devices of the device @path (relative to the root/ fd
  * @rootfd) in the model's order (natural order, as the global list has

@@ -76,10 +76,11 @@ static int dot_device(int rootfd, const char *path, struct dot_out *o)
 	if (n)
 		snprintf(step, sizeof(step), "\\nsuspend #%zu", n);
 	/* a class device bound to a class driver: the driver named, the box bold */
-	char cdrv[256], cesc[600], cline[640] = "";
-	if (ctl_class_driver(rootfd, path, cdrv, sizeof(cdrv)))
+	char target[PATH_MAX], cesc[600], cline[640] = "";
+	if (ctl_link_target(rootfd, path, "driver", target, sizeof(target)) &&
+	    ctl_is_class_driver(target))
 		snprintf(cline, sizeof(cline), "\\nclass driver %s",
-			 dot_escape(cdrv, cesc, sizeof(cesc)));
+			 dot_escape(ctl_link_base(target), cesc, sizeof(cesc)));
 	if (ctl_filter_matches(o->filter, path))
 		printf("  \"%s\" [label=\"%s\\n%s%s%s\", style=\"filled%s\", "
 		       "fillcolor=\"%.3f 0.25 0.95\"];\n",

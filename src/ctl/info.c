@@ -110,16 +110,18 @@ int ctl_cmd_info(const char *mnt, int argc, char **argv)
 	int rootfd = ctl_open_root(mnt);
 	if (rootfd < 0)
 		return CTL_FAILED;
-	char rel[PATH_MAX], sub[256], drv[256], iface[512];
+	char rel[PATH_MAX], sub[256], iface[512];
 	int r = ctl_resolve(mnt, a.arg, rel, sizeof(rel));
 	if (r < 0) {
 		close(rootfd);
 		return ctl_fail_device(a.arg, -r);
 	}
 	const char *subsystem = ctl_link_name(rootfd, rel, "subsystem", sub, sizeof(sub));
-	const char *driver = ctl_link_name(rootfd, rel, "driver", drv, sizeof(drv));
-	char cdrv[256];
-	bool class_driver = ctl_class_driver(rootfd, rel, cdrv, sizeof(cdrv)) != NULL;
+	char target[PATH_MAX];
+	const char *driver = ctl_link_target(rootfd, rel, "driver", target, sizeof(target));
+	bool class_driver = driver && ctl_is_class_driver(target);
+	if (driver)
+		driver = ctl_link_base(target);
 	const char *interface = find_interface(mnt, rel, iface, sizeof(iface));
 	struct info_out o = { 0 };
 	json_object *doc = NULL;

@@ -157,35 +157,42 @@ void ctl_read_line(int dirfd, const char *dir, const char *file, char *buf, size
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
-const char *ctl_link_name(int dirfd, const char *dir, const char *link, char *buf, size_t size)
+const char *ctl_link_target(int dirfd, const char *dir, const char *link, char *buf,
+			    size_t size)
 {
-	char path[PATH_MAX + 256], target[PATH_MAX];
+	char path[PATH_MAX + 256];
 	snprintf(path, sizeof(path), "%s%s%s", dir, *dir ? "/" : "", link);
-	ssize_t n = readlinkat(dirfd, path, target, sizeof(target) - 1);
-	buf[0] = '\0';
-	if (n <= 0)
+	ssize_t n = size ? readlinkat(dirfd, path, buf, size - 1) : -1;
+	if (n <= 0) {
+		if (size)
+			buf[0] = '\0';
 		return NULL;
-	target[n] = '\0';
-	const char *base = strrchr(target, '/');
-	snprintf(buf, size, "%s", base ? base + 1 : target);
+	}
+	buf[n] = '\0';
 	return buf;
 }
 
-const char *ctl_class_driver(int dirfd, const char *dir, char *buf, size_t size)
+const char *ctl_link_base(const char *target)
 {
-	char path[PATH_MAX + 256], target[PATH_MAX];
-	snprintf(path, sizeof(path), "%s%s%s", dir, *dir ? "/" : "", "driver");
-	ssize_t n = readlinkat(dirfd, path, target, sizeof(target) - 1);
-	if (n <= 0)
-		return NULL;
-	target[n] = '\0';
-	/* ../../class/<class>/drivers/<name> */
 	const char *base = strrchr(target, '/');
-	const char *cls = strstr(target, "class/");
-	if (!base || !cls || (cls != target && cls[-1] != '/') || !strstr(cls, "/drivers/"))
+	return base ? base + 1 : target;
+}
+
+const char *ctl_link_name(int dirfd, const char *dir, const char *link, char *buf, size_t size)
+{
+	char target[PATH_MAX];
+	buf[0] = '\0';
+	if (!ctl_link_target(dirfd, dir, link, target, sizeof(target)))
 		return NULL;
-	snprintf(buf, size, "%s", base + 1);
+	snprintf(buf, size, "%s", ctl_link_base(target));
 	return buf;
+}
+
+bool ctl_is_class_driver(const char *target)
+{
+	/* ../../class/<class>/drivers/<name> */
+	const char *cls = strstr(target, "class/");
+	return cls && (cls == target || cls[-1] == '/') && strstr(cls, "/drivers/");
 }
 
 void ctl_join(char *out, size_t size, const char *path, const char *name)
