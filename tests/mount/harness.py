@@ -56,6 +56,19 @@ def umockdev_env(testbed, extra=None):
     return env
 
 
+def drivers_config(tmp, drivers, config="[PM]\nHookTimeout=10\n"):
+    """A driverfsd.conf in @tmp holding @config, with drivers.d/ beside it
+    holding @drivers ({file name: text}); the configuration's path."""
+    os.makedirs(os.path.join(tmp, "drivers.d"))
+    for name, text in drivers.items():
+        with open(os.path.join(tmp, "drivers.d", name), "w") as f:
+            f.write(text)
+    path = os.path.join(tmp, "driverfsd.conf")
+    with open(path, "w") as f:
+        f.write(config)
+    return path
+
+
 # What ASan, LSan, UBSan and TSan print when they find something: a daemon
 # built with them fails its test even when it went on serving.
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",

@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from harness import Daemon
+from harness import Daemon, drivers_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBEDS = os.path.join(HERE, "..", "testbeds")
@@ -36,16 +36,11 @@ GARBAGE = [
 ]
 
 
-def drivers_config(tmp):
+def take_all_args(tmp):
     """A --config whose drivers.d has an exec driver taking every PCI device."""
-    os.makedirs(os.path.join(tmp, "drivers.d"))
-    with open(os.path.join(tmp, "drivers.d", "10-all.conf"), "w") as f:
-        f.write("[Driver]\nName=take-all\nBus=pci\nPriority=500\n"
-                "[Hooks]\nSuspend=/bin/true\nResume=/bin/true\n")
-    config = os.path.join(tmp, "driverfsd.conf")
-    with open(config, "w") as f:
-        f.write("[PM]\nHookTimeout=5\n")
-    return ["--config", config]
+    return ["--config", drivers_config(tmp, {"10-all.conf": (
+        "[Driver]\nName=take-all\nBus=pci\nPriority=500\n"
+        "[Hooks]\nSuspend=/bin/true\nResume=/bin/true\n")}, "[PM]\nHookTimeout=5\n")]
 
 
 def writable_files(d):
@@ -158,7 +153,7 @@ def test_bad_writes_with_exec_drivers():
     """The server testbed with an exec driver holding every PCI function:
     its power files go through the PM engine and the driver's hooks."""
     with tempfile.TemporaryDirectory(prefix="driverfs-bad-") as tmp:
-        d = Daemon(os.path.join(TESTBEDS, "server-2dom.umockdev"), drivers_config(tmp))
+        d = Daemon(os.path.join(TESTBEDS, "server-2dom.umockdev"), take_all_args(tmp))
         try:
             driver = d.path("bus", "pci", "drivers", "take-all")
             assert os.listdir(driver), "the exec driver holds no device"

@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-from harness import DAEMON, Daemon
+from harness import DAEMON, Daemon, drivers_config
 from hotplug_util import STICK, TESTBED
 from test_binding import Kernel, write_once
 
@@ -146,9 +146,7 @@ def class_config(tmp):
         f.write(HOOK)
     os.chmod(hook, 0o755)
     log = os.path.join(tmp, "log")
-    os.mkdir(os.path.join(tmp, "drivers.d"))
-    with open(os.path.join(tmp, "drivers.d", "10-disk-flush.conf"), "w") as f:
-        f.write(f"""[Driver]
+    config = drivers_config(tmp, {"10-disk-flush.conf": f"""[Driver]
 Name=disk-flush
 Class=block
 [Match]
@@ -156,9 +154,7 @@ dev=8:1?
 [Hooks]
 Suspend={hook} {log} suspend
 Resume={hook} {log} resume
-""")
-    with open(os.path.join(tmp, "drivers.d", "20-stick.conf"), "w") as f:
-        f.write(f"""[Driver]
+""", "20-stick.conf": f"""[Driver]
 Name=stick
 Bus=usb
 [Match]
@@ -166,10 +162,7 @@ idVendor=0781
 [Hooks]
 Suspend={hook} {log} suspend
 Resume={hook} {log} resume
-""")
-    config = os.path.join(tmp, "driverfsd.conf")
-    with open(config, "w") as f:
-        f.write("[PM]\nHookTimeout=10\n")
+"""})
     return config, log
 
 
@@ -288,12 +281,8 @@ def test_class_drivers_are_saved_and_served_from_a_snapshot():
 ])
 def test_check_config_refuses_bus_with_class_and_neither(keys, message):
     with tempfile.TemporaryDirectory(prefix="driverfs-class-") as tmp:
-        os.mkdir(os.path.join(tmp, "drivers.d"))
+        config = drivers_config(tmp, {"10-x.conf": "[Driver]\nName=x\n" + keys}, "")
         conf = os.path.join(tmp, "drivers.d", "10-x.conf")
-        with open(conf, "w") as f:
-            f.write("[Driver]\nName=x\n" + keys)
-        config = os.path.join(tmp, "driverfsd.conf")
-        open(config, "w").close()
         r = subprocess.run([DAEMON, "--check-config", "--config", config],
                            capture_output=True, text=True)
         assert r.returncode != 0

@@ -21,6 +21,7 @@ import time
 import gi
 import pytest
 
+from harness import drivers_config
 from hotplug_util import ROOT_HUB2, TESTBED
 from supervisor import Supervised
 
@@ -330,15 +331,10 @@ def test_what_changed_while_no_daemon_served_is_seen_after(env):
     after a removal."""
     from hotplug_util import remove_devices
     tb, mnt, tmp, daemons = env
-    os.mkdir(os.path.join(tmp, "drivers.d"))
-    driver = os.path.join(tmp, "drivers.d", "10-hub.conf")
     text = ("[Driver]\nName=hub-watch\nBus=usb\nPriority=100\n[Match]\nidVendor=1a40\n"
             "[Hooks]\nSuspend=/bin/true\nResume=/bin/true\n")
-    with open(driver, "w") as f:
-        f.write(text)
-    conf = os.path.join(tmp, "driverfsd.conf")
-    with open(conf, "w") as f:
-        f.write("[PM]\nHookTimeout=10\n")
+    conf = drivers_config(tmp, {"10-hub.conf": text})
+    driver = os.path.join(tmp, "drivers.d", "10-hub.conf")
     daemons.append(Supervised(tb, mnt, tmp, extra=["-c", conf]))
     # a SCSI host of the SATA controller with its class device (no device
     # node: umockdev's remove_device() of one with a node leaves its
@@ -409,13 +405,9 @@ def test_a_suspend_under_way_finishes_and_the_next_daemon_resumes_it(env):
     the next one resumes what the transition record lists, as after any
     restart."""
     tb, mnt, tmp, daemons = env
-    os.mkdir(os.path.join(tmp, "drivers.d"))
-    with open(os.path.join(tmp, "drivers.d", "10-slow.conf"), "w") as f:
-        f.write("[Driver]\nName=slow-hub\nBus=usb\nPriority=100\n[Match]\nidVendor=1a40\n"
-                "[Hooks]\nSuspend=/bin/sleep 1\nResume=/bin/true\nTimeout=10\n")
-    conf = os.path.join(tmp, "driverfsd.conf")
-    with open(conf, "w") as f:
-        f.write("[PM]\nHookTimeout=10\n")
+    conf = drivers_config(tmp, {"10-slow.conf": (
+        "[Driver]\nName=slow-hub\nBus=usb\nPriority=100\n[Match]\nidVendor=1a40\n"
+        "[Hooks]\nSuspend=/bin/sleep 1\nResume=/bin/true\nTimeout=10\n")})
     extra = ["-c", conf]
     daemons.append(Supervised(tb, mnt, tmp, extra=extra))
     hub = os.path.join(mnt, "root", ROOT_HUB2)
