@@ -26,17 +26,19 @@
 
 enum dm_sysfs_attr_policy dm_sysfs_attr_policy(const char *name)
 {
+	/* Memory-mapped or capability-limited files (PCI ROM, legacy spaces,
+	 * VPD; config below): docs/design.md §6.7. */
+	static const char *const left_out[] = { "legacy_io", "legacy_mem", "rom", "vpd" };
 	/* Files that change the device set or its bindings, or act at once
-	 * (eject, reset), and memory-mapped or capability-limited ones
-	 * (PCI resources, ROM, config, VPD): docs/design.md §6.7. */
-	static const char *const left_out[] = {
-		"bind", "delete", "eject", "legacy_io", "legacy_mem", "new_id", "remove",
-		"remove_id", "rescan", "reset", "rom", "scan", "unbind", "vpd",
-	};
-	/* Binding and authorization: the binding work's, through its
+	 * when written (eject, reset), are shown as the kernel has them but
+	 * never written through the tree: a readable one (a console's bind,
+	 * 1 or 0) reads as in sysfs, a write-only one has nothing to show.
+	 * Binding and authorization are the binding work's, through its
 	 * transaction; a write to uevent makes the kernel send an event. */
 	static const char *const read_only[] = {
-		"authorized", "authorized_default", "driver_override", "uevent",
+		"authorized", "authorized_default", "bind",	"delete", "driver_override",
+		"eject",      "new_id",		    "remove",	"remove_id", "rescan",
+		"reset",      "scan",		    "uevent",	"unbind",
 	};
 	for (size_t i = 0; i < sizeof(left_out) / sizeof(left_out[0]); i++)
 		if (strcmp(name, left_out[i]) == 0)
