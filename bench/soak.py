@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """soak - a bounded stress run of driverfsd on the server testbed: readers
 walking the mount, a hotplug storm (umockdev uevents removing and adding a
-PCI subtree), and PM transitions on root/power and on subtrees, all at once
+PCI subtree), and PM transitions on the whole system's power file and on subtrees, all at once
 for a given time. Prints the operations done, the errors by kind, and the
 daemon's RSS at start and end; exits 1 when the daemon died, a sanitizer
 reported something, or an error of an unexpected kind came.
@@ -23,7 +23,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "mount"))
 os.environ.setdefault("DRIVERFSD", os.path.join(HERE, "..", "build", "driverfsd"))
-from harness import Daemon  # noqa: E402
+from harness import Daemon, own  # noqa: E402
 
 TESTBED = os.path.join(HERE, "..", "tests", "testbeds", "server-2dom.umockdev")
 # unplugged and plugged back, children first on removal
@@ -124,7 +124,10 @@ def storm(d, stop, counts):
 
 
 def write_power(d, place, word):
-    fd = os.open(d.path("root", place, "power"), os.O_WRONLY)
+    """The power file of the device at @place ("" the whole system's, at
+    the mount's top)."""
+    fd = os.open(own(d.path("root", place), "power") if place else d.path("power"),
+                 os.O_WRONLY)
     try:
         os.write(fd, word.encode())
     finally:

@@ -56,7 +56,11 @@ def main():
     for dirpath, dirnames, filenames in os.walk(root):
         if "devpath" not in filenames:
             continue
-        devpath = read(os.path.join(dirpath, "devpath"))
+        # driverfsd's devpath: the longest of devpath, driverfs:devpath ...
+        own = "devpath"
+        while "driverfs:" + own in filenames:
+            own = "driverfs:" + own
+        devpath = read(os.path.join(dirpath, own))
         if not isinstance(devpath, bytes):
             continue
         sysdir = "/sys" + devpath.decode().strip()

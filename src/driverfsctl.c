@@ -37,7 +37,7 @@ static const struct command {
 	  "                             bus or class (driverfsctl dot | dot -Tsvg);\n"
 	  "                             --pm-order numbers the devices and links them in\n"
 	  "                             the order a suspend takes: a dry run's journal\n"
-	  "                             (it replaces root/power_log), or where the mount\n"
+	  "                             (it replaces MOUNT/power_log), or where the mount\n"
 	  "                             cannot run one, the global order backwards\n" },
 	{ "suspend", ctl_cmd_suspend,
 	  "  suspend [DEV] [--dry-run] [--json]\n"
@@ -77,7 +77,7 @@ static const struct command {
 	  "                             left out\n" },
 	{ "metrics", ctl_cmd_metrics,
 	  "  metrics [FILE]             the daemon's counters and the tree's gauges in\n"
-	  "                             Prometheus's text format (root/metrics, after\n"
+	  "                             Prometheus's text format (MOUNT/metrics, after\n"
 	  "                             driverfsd_up); FILE is replaced whole, for\n"
 	  "                             node_exporter's textfile collector, and says\n"
 	  "                             driverfsd_up 0 when the mount cannot be read\n" },
@@ -94,7 +94,7 @@ static void usage(FILE *f)
 		fputs(commands[i].help, f);
 	fputs("\n"
 	      "DEV is a path under root/ (pci0000:00/0000:00:02.0) or a bus id (0000:00:02.0,\n"
-	      "1-1.2). --dry-run records the order in root/power_log and calls no hook.\n"
+	      "1-1.2). --dry-run records the order in MOUNT/power_log and calls no hook.\n"
 	      "FILTER is --bus BUS and/or --class CLASS: the devices on BUS or of CLASS.\n"
 	      "tree and dot keep the ancestors of those devices so that the hierarchy\n"
 	      "shows; list prints only the devices themselves.\n"

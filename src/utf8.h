@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* utf8.h - telling UTF-8 from other bytes, for what checks text from
- * devices (the snapshot's text values, root/metrics' label values).
+ * devices (the snapshot's text values, the metrics file's label values).
  * Header only: the core and the snapshot format share it without linking
  * one another. */
 #ifndef DM_UTF8_H

@@ -108,14 +108,24 @@ struct dm_attribute {
  * for_each_dir() calls @fn on each subdirectory of @dir (by name);
  * has_dir() tells whether @dir is one. All are called under the model's
  * read lock and may block on nothing but sysfs; the attributes they give
- * must live as long as the model. Such a group comes after every table and
- * static value: a name one of those has is theirs, and the group's
- * attribute or directory of that name is hidden; where driverfsd gives the
- * name its own meaning ("name", "devpath", "power" ...: docs/design.md
- * §6.7), the attribute shows in the device's own directory as
- * DM_SHADOWED_PREFIX "<name>".
+ * must live as long as the model. Such a group's names are the kernel's:
+ * in the device's own directory, an entry of driverfsd's (a table
+ * attribute or group) whose name the kernel uses there is served as
+ * DM_OWN_PREFIX "<name>" (docs/design.md §6.2), the prefix repeated past
+ * every name of that form the kernel uses, up to DM_OWN_PREFIX_MAX times.
  */
-#define DM_SHADOWED_PREFIX "sysfs:"
+#define DM_OWN_PREFIX "driverfs:"
+#define DM_OWN_PREFIX_MAX 4
+
+/* @served without its DM_OWN_PREFIXes: the name of driverfsd's own entry a
+ * name of a device's directory would be. */
+static inline const char *dm_own_name_base(const char *served)
+{
+	const size_t n = sizeof(DM_OWN_PREFIX) - 1;
+	while (__builtin_strncmp(served, DM_OWN_PREFIX, n) == 0 && served[n])
+		served += n;
+	return served;
+}
 struct dm_attribute_group {
 	const char *name;
 	const struct dm_attribute *const *attrs; /* NULL-terminated */

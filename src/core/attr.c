@@ -256,7 +256,7 @@ static int power_log_show(struct dm_device *dev, const struct dm_attribute *attr
 	return *ret ? 0 : -ENOMEM;
 }
 
-/* root/metrics (metrics.h): built at each open, as a counter's file is
+/* the metrics file (metrics.h): built at each open, as a counter's file is
  * read whole once per scrape. */
 static int metrics_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
 			size_t *ret_len)
@@ -439,53 +439,152 @@ static const struct dm_attribute *fixed_find_locked(struct dm_device *dev, const
 	return NULL;
 }
 
-/* Whether driverfsd's file @name (of a device's own directory) means
- * something else than sysfs's file of that name: the tree's description of
- * the device, its sysfs path, its PM state and journal, its kernel driver
- * and node (docs/design.md §6.7). Every other file of driverfsd's that
- * sysfs also has (the per-bus values, dev, modalias, uevent) holds sysfs's
- * value of that name. */
-static bool has_own_meaning(const char *name)
+/* ---- the device's own directory: the kernel's names first ----
+ *
+ * docs/design.md §6.2. In a device's directory every name the kernel uses
+ * (a child device, a sysfs attribute or attribute directory, a static value
+ * holding sysfs's value of that name) is the kernel's. An entry of
+ * driverfsd's own (a table attribute or group, one of its own static
+ * values, and the view's links and link directories) is served under its
+ * name where the kernel uses none of that name there, else as
+ * DM_OWN_PREFIX "<name>", the prefix repeated past every such name the
+ * kernel uses (dm_device_own_name_locked()). No list of names to dodge:
+ * the rule asks the device what it has.
+ */
+
+/* The static values of driverfsd's own meaning: the description (lspci's,
+ * lsusb's, udev's) and the node udev made. Every other static value holds
+ * sysfs's value of that name (the per-bus values, dev, modalias, uevent). */
+static bool is_own_value(const char *name)
 {
-	static const char *const own[] = {
-		"devnode", "devpath", "kernel_driver", "name", "power", "power_error", "power_log",
-	};
-	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-		if (strcmp(name, own[i]) == 0)
-			return true;
-	return false;
+	return strcmp(name, "name") == 0 || strcmp(name, "devnode") == 0;
 }
 
-/* For DM_SHADOWED_PREFIX "<name>" in the device's own directory, where
- * <name> is one of has_own_meaning(): <name>, sysfs's file of which the
- * name shows; NULL for any other name. */
-static const char *shadowed_name(const char *group, const char *name)
+struct dyn_has {
+	struct dm_device *dev;
+	const char *name;
+};
+
+static int dynamic_has_one(const struct dm_attribute_group *g, void *data)
 {
-	size_t n = sizeof(DM_SHADOWED_PREFIX) - 1;
-	return !group && strncmp(name, DM_SHADOWED_PREFIX, n) == 0 && has_own_meaning(name + n)
-		       ? name + n
-		       : NULL;
+	struct dyn_has *h = data;
+	return is_dynamic(g) &&
+	       (g->find(h->dev, NULL, h->name) || (g->has_dir && g->has_dir(h->dev, h->name)));
 }
 
-/* The file @name of @group: a table attribute or a static value, else an
- * attribute of a dynamic group; NULL when there is none. */
+bool dm_device_kernel_has_locked(struct dm_device *dev, const char *name)
+{
+	struct dm_device *child = dm_device_find_child_locked(dev, name);
+	if (child && !dm_device_is_dead(child))
+		return true;
+	if (!is_own_value(name) && value_find(dev, name, NULL))
+		return true;
+	struct dyn_has h = { .dev = dev, .name = name };
+	return for_each_group_locked(dev, dynamic_has_one, &h) != 0;
+}
+
+bool dm_own_name_prefixed(const char *own, int k, char *buf, size_t size)
+{
+	size_t n = sizeof(DM_OWN_PREFIX) - 1, len = strlen(own);
+	if ((size_t)k * n + len > DM_NAME_MAX || (size_t)k * n + len >= size)
+		return false;
+	for (int i = 0; i < k; i++)
+		memcpy(buf + (size_t)i * n, DM_OWN_PREFIX, n);
+	memcpy(buf + (size_t)k * n, own, len + 1);
+	return true;
+}
+
+int dm_device_own_name_locked(struct dm_device *dev, const char *own, char *buf, size_t size)
+{
+	char name[DM_NAME_MAX + 1];
+	int k = 0;
+	/* the root device's files are at the top of the mount, where no
+	 * device is (its directory root/ holds its children only) */
+	if (dev != dev->model->root && dm_device_kernel_has_locked(dev, own)) {
+		k = 1;
+		for (int j = 1; j < DM_OWN_PREFIX_MAX; j++)
+			if (dm_own_name_prefixed(own, j, name, sizeof(name)) &&
+			    dm_device_kernel_has_locked(dev, name))
+				k = j + 1;
+	}
+	return dm_own_name_prefixed(own, k, buf, size) ? 0 : -ENAMETOOLONG;
+}
+
+/* Whether @served is the name the device's own entry dm_own_name_base()
+ * of it is served under. */
+static bool own_served_as(struct dm_device *dev, const char *served)
+{
+	char name[DM_NAME_MAX + 1];
+	return dm_device_own_name_locked(dev, dm_own_name_base(served), name, sizeof(name)) == 0 &&
+	       strcmp(name, served) == 0;
+}
+
+bool dm_device_is_own_name_locked(struct dm_device *dev, const char *served, const char *own)
+{
+	return strcmp(dm_own_name_base(served), own) == 0 && own_served_as(dev, served);
+}
+
+/* The table group a group path of the device's directory names ("pm", or
+ * DM_OWN_PREFIX "pm" where the kernel has a "pm"), or NULL: a path of the
+ * kernel's attribute directories then. */
+static const char *table_group_of(struct dm_device *dev, const char *group)
+{
+	const char *own = dm_own_name_base(group);
+	struct find_ctx c = { .dev = dev, .group = own };
+	if (strchr(group, '/') || !for_each_group_locked(dev, find_in_group, &c))
+		return NULL;
+	return own_served_as(dev, group) ? own : NULL;
+}
+
+/* The kernel's file @name of the device's own directory: a static value
+ * of sysfs's, else an attribute of a dynamic group. */
+static const struct dm_attribute *kernel_find_locked(struct dm_device *dev, const char *name,
+						     const struct dm_value **ret_value)
+{
+	const struct dm_value *v = is_own_value(name) ? NULL : value_find(dev, name, NULL);
+	*ret_value = v;
+	if (v)
+		return &value_attr;
+	struct find_ctx c = { .dev = dev, .name = name, .dynamic = true };
+	return for_each_group_locked(dev, find_in_group, &c) ? c.found : NULL;
+}
+
+/* driverfsd's own file @own of the device's own directory (a table
+ * attribute, or one of its own static values), whatever name it is served
+ * under; NULL when the device has none. */
+static const struct dm_attribute *own_find_locked(struct dm_device *dev, const char *own,
+						  const struct dm_value **ret_value)
+{
+	const struct dm_attribute *a = fixed_find_locked(dev, NULL, own, ret_value);
+	if (a && *ret_value && !is_own_value(own)) {
+		*ret_value = NULL;
+		return NULL; /* sysfs's value: the kernel's file */
+	}
+	return a;
+}
+
+/* The file @name of @group as the directory serves it: a table attribute
+ * or a static value, else an attribute of a dynamic group; NULL when there
+ * is none. */
 static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const char *group,
 						   const char *name, const struct dm_value **ret_value)
 {
-	const struct dm_attribute *a = fixed_find_locked(dev, group, name, ret_value);
+	*ret_value = NULL;
+	if (group) {
+		const char *table = table_group_of(dev, group);
+		if (table)
+			return fixed_find_locked(dev, table, name, ret_value);
+		struct find_ctx c = { .dev = dev, .group = group, .name = name, .dynamic = true };
+		return for_each_group_locked(dev, find_in_group, &c) ? c.found : NULL;
+	}
+	const struct dm_attribute *a = kernel_find_locked(dev, name, ret_value);
 	if (a)
 		return a;
-	/* "sysfs:name": sysfs's "name", which the tree's "name" hides (or,
-	 * in a snapshot's files, a file saved under that name) */
-	const char *real = shadowed_name(group, name);
-	const struct dm_value *v;
-	struct find_ctx c = { .dev = dev, .group = group, .name = real, .dynamic = true };
+	a = own_find_locked(dev, dm_own_name_base(name), ret_value);
+	if (a && own_served_as(dev, name))
+		return a;
 	*ret_value = NULL;
-	if (real && fixed_find_locked(dev, NULL, real, &v) &&
-	    for_each_group_locked(dev, find_in_group, &c))
-		return c.found;
-	c.name = name;
-	return for_each_group_locked(dev, find_in_group, &c) ? c.found : NULL;
+	return NULL;
 }
 
 struct list_ctx {
@@ -495,20 +594,19 @@ struct list_ctx {
 	void *data;
 };
 
-/* An attribute of a dynamic group, listed under its name unless a table
- * attribute or a static value has it; then, where driverfsd's file means
- * something else (has_own_meaning()), under DM_SHADOWED_PREFIX "<name>". */
+/* An attribute of a dynamic group: the kernel's, listed under its name,
+ * unless a static value of sysfs's has that name (then that is the file)
+ * or a child device has it (the device is). */
 static int list_dynamic_one(const struct dm_attribute *a, void *data)
 {
 	struct list_ctx *c = data;
-	const struct dm_value *v;
-	char shadowed[sizeof(DM_SHADOWED_PREFIX) + DM_NAME_MAX];
 	struct dm_file_info fi = { .name = a->name, .mode = a->mode, .flags = a->flags };
-	if (fixed_find_locked(c->dev, c->group, a->name, &v)) {
-		if (c->group || !has_own_meaning(a->name))
+	if (!c->group) {
+		const struct dm_value *v;
+		struct dm_device *child = dm_device_find_child_locked(c->dev, a->name);
+		if (kernel_find_locked(c->dev, a->name, &v) != a ||
+		    (child && !dm_device_is_dead(child)))
 			return 0;
-		snprintf(shadowed, sizeof(shadowed), "%s%s", DM_SHADOWED_PREFIX, a->name);
-		fi.name = shadowed;
 	}
 	return c->fn(&fi, c->data);
 }
@@ -521,6 +619,19 @@ static int list_dynamic_group(const struct dm_attribute_group *g, void *data)
 	return g->for_each(c->dev, c->group, list_dynamic_one, c);
 }
 
+/* @fi, named as the device's own entry @fi->name is served (the group's
+ * files are: only the device's own directory holds the kernel's names). */
+static int emit_own(struct list_ctx *c, struct dm_file_info fi)
+{
+	char served[DM_NAME_MAX + 1];
+	if (!c->group) {
+		if (dm_device_own_name_locked(c->dev, fi.name, served, sizeof(served)) < 0)
+			return 0;
+		fi.name = served;
+	}
+	return c->fn(&fi, c->data);
+}
+
 static int list_group(const struct dm_attribute_group *g, void *data)
 {
 	struct list_ctx *c = data;
@@ -530,7 +641,7 @@ static int list_group(const struct dm_attribute_group *g, void *data)
 		if (!attr_visible(c->dev, g, *a))
 			continue;
 		struct dm_file_info fi = { .name = (*a)->name, .mode = (*a)->mode, .flags = (*a)->flags };
-		int r = c->fn(&fi, c->data);
+		int r = emit_own(c, fi);
 		if (r)
 			return r;
 	}
@@ -541,16 +652,26 @@ int dm_device_for_each_file_locked(struct dm_device *dev, const char *group,
 				   int (*fn)(const struct dm_file_info *, void *), void *data)
 {
 	struct list_ctx c = { .dev = dev, .group = group, .fn = fn, .data = data };
-	int r = for_each_group_locked(dev, list_group, &c);
-	for (size_t i = 0; !r && !group && i < dev->n_values; i++) {
-		const struct dm_value *v;
-		const struct dm_attribute *a = fixed_find_locked(dev, NULL, dev->values[i].name, &v);
-		if (v != &dev->values[i])
-			continue; /* shadowed by a table attribute */
-		struct dm_file_info fi = { .name = v->name, .mode = a->mode };
-		r = fn(&fi, data);
+	if (group) {
+		/* a table group's files, or the kernel's attribute directory's */
+		c.group = table_group_of(dev, group);
+		if (c.group)
+			return for_each_group_locked(dev, list_group, &c);
+		c.group = group;
+		return for_each_group_locked(dev, list_dynamic_group, &c);
 	}
-	/* last, what sysfs has that no table or value has taken */
+	/* the table attributes, then the static values (driverfsd's own under
+	 * the names they are served under), then what sysfs has that no
+	 * static value has taken */
+	int r = for_each_group_locked(dev, list_group, &c);
+	for (size_t i = 0; !r && i < dev->n_values; i++) {
+		const struct dm_value *v = &dev->values[i], *t;
+		struct dm_file_info fi = { .name = v->name, .mode = value_attr.mode };
+		if (!is_own_value(v->name))
+			r = fn(&fi, data);
+		else if (fixed_find_locked(dev, NULL, v->name, &t) && t == v)
+			r = emit_own(&c, fi); /* else a table attribute has the name */
+	}
 	if (!r)
 		r = for_each_group_locked(dev, list_dynamic_group, &c);
 	return r;
@@ -564,20 +685,25 @@ struct group_ctx {
 	size_t n_seen;
 };
 
+/* A table group with a visible file, once, under the name it is served
+ * under. */
 static int list_named_group(const struct dm_attribute_group *g, void *data)
 {
 	struct group_ctx *c = data;
-	if (!g->name)
+	char served[DM_NAME_MAX + 1];
+	if (!g->name || is_dynamic(g))
 		return 0;
 	for (size_t i = 0; i < c->n_seen; i++)
 		if (strcmp(c->seen[i], g->name) == 0)
 			return 0;
-	struct find_ctx f = { .dev = c->dev, .group = g->name, .dynamic = is_dynamic(g) };
+	struct find_ctx f = { .dev = c->dev, .group = g->name };
 	if (!find_in_group(g, &f))
 		return 0; /* nothing visible */
 	if (c->n_seen < sizeof(c->seen) / sizeof(c->seen[0]))
 		c->seen[c->n_seen++] = g->name;
-	return c->fn(g->name, c->data);
+	if (dm_device_own_name_locked(c->dev, g->name, served, sizeof(served)) < 0)
+		return 0;
+	return c->fn(served, c->data);
 }
 
 struct dir_ctx {
@@ -587,13 +713,13 @@ struct dir_ctx {
 	void *data;
 };
 
-/* A directory of a dynamic group, listed unless a table group has its
- * name (pm/ is driverfsd's). */
+/* A directory of a dynamic group: the kernel's, unless a child device has
+ * its name. */
 static int list_dynamic_dir(const char *name, void *data)
 {
 	struct dir_ctx *c = data;
-	struct find_ctx f = { .dev = c->dev, .group = name };
-	if (!c->parent && for_each_group_locked(c->dev, find_in_group, &f))
+	struct dm_device *child = c->parent ? NULL : dm_device_find_child_locked(c->dev, name);
+	if (child && !dm_device_is_dead(child))
 		return 0;
 	return c->fn(name, c->data);
 }
@@ -611,6 +737,8 @@ int dm_device_for_each_dir_locked(struct dm_device *dev, const char *parent,
 {
 	struct group_ctx c = { .dev = dev, .fn = fn, .data = data };
 	struct dir_ctx d = { .dev = dev, .parent = parent, .fn = fn, .data = data };
+	if (parent && table_group_of(dev, parent))
+		return 0; /* a table group has no subdirectories */
 	int r = parent ? 0 : for_each_group_locked(dev, list_named_group, &c);
 	return r ? r : for_each_group_locked(dev, list_dynamic_dirs, &d);
 }
@@ -634,8 +762,8 @@ int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const c
 		return -ENODEV;
 	if (!name) {
 		struct find_ctx c = { .dev = dev, .group = group };
-		if (!group || (!for_each_group_locked(dev, find_in_group, &c) &&
-			       !for_each_group_locked(dev, has_dynamic_dir, &c)))
+		if (!group ||
+		    (!table_group_of(dev, group) && !for_each_group_locked(dev, has_dynamic_dir, &c)))
 			return -ENOENT;
 		*ret = (struct dm_file_info){ .name = group, .mode = 0755 };
 		return 0;

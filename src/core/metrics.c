@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * metrics.c - root/metrics (metrics.h): the writer of the Prometheus text
+ * metrics.c - the metrics file (metrics.h): the writer of the Prometheus text
  * format, the model's list of sources and the model's own gauges.
  */
 #include "metrics.h"

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * metrics.h - root/metrics: the daemon's counters and the model's gauges in
+ * metrics.h - the metrics file: the daemon's counters and the model's gauges in
  * the Prometheus text exposition format 0.0.4 (docs/design.md §6.8).
  *
  * The model holds a list of sources, each a function that writes its
- * families; a read of root/metrics runs the model's own (devices per bus,
+ * families; a read of the metrics file runs the model's own (devices per bus,
  * class and driver, suspended, unbound, with power errors) and then each
  * source's, in the order they were added, into one text. A source writes
  * each family whole: its TYPE and HELP first, then every sample of it.

@@ -70,7 +70,7 @@ struct dm_model {
 	struct dm_blob *log_copy;
 	uint64_t log_copy_version;
 	_Atomic uint64_t log_builds;
-	/* root/metrics' sources (metrics.h), under metrics_lock: a read
+	/* the metrics file's sources (metrics.h), under metrics_lock: a read
 	 * holds it while it runs them, so clearing waits for the reads */
 	pthread_mutex_t metrics_lock;
 	struct {

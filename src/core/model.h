@@ -74,7 +74,7 @@ enum dm_pm_request {
 struct dm_pm_handler {
 	/* a transition asked for through @dev's power file */
 	int (*request)(struct dm_device *dev, enum dm_pm_request req, void *data);
-	/* root/power_log: the journal of the last transition, malloc()ed */
+	/* the power_log: the journal of the last transition, malloc()ed */
 	int (*show_log)(char **ret, size_t *ret_len, void *data);
 	/* A number that changes whenever the journal's text may have (each
 	 * entry, each clearing), read before show_log(): the model keeps one
@@ -137,7 +137,7 @@ struct dm_device *dm_model_find_on_bus(struct dm_model *m, const char *bus, cons
 struct dm_device *dm_model_get_root(struct dm_model *m); /* no reference taken */
 
 /*
- * An immutable value shared by reference: the journal (root/power_log) is
+ * An immutable value shared by reference: the journal (the power_log) is
  * one copy per version for every open file that reads it, not one each.
  * dm_blob_new() takes @data (malloc()ed; freed, also on failure); ref and
  * unref accept NULL. Any thread, no lock.
@@ -452,6 +452,26 @@ int dm_device_pm_cost(struct dm_device *dev, int which);
 void dm_driver_record_pm_usec(struct dm_driver *drv, unsigned usec);
 
 /* ---- attributes ---- */
+/*
+ * Names in a device's own directory (docs/design.md §6.2): the kernel's
+ * first. dm_device_kernel_has_locked() tells whether the kernel uses
+ * @name there (a live child device, a static value of sysfs's, a sysfs
+ * attribute or attribute directory). dm_device_own_name_locked() puts
+ * into @buf the name driverfsd's own entry @own ("power", "pm", "driver"
+ * ...) is served under: @own itself, or DM_OWN_PREFIX "<own>" (repeated)
+ * where the kernel uses @own; the root device's files, at the top of the
+ * mount, are never renamed. 0 or -ENAMETOOLONG.
+ * dm_device_is_own_name_locked() tells whether @served is the name @own
+ * is served under (dm_own_name_base(): driverfs.h);
+ * dm_own_name_prefixed() puts @k prefixes and @own into @buf (false when
+ * that is no valid name).
+ * The names given to and returned by every function below are the names
+ * served. Lock held.
+ */
+bool dm_device_kernel_has_locked(struct dm_device *dev, const char *name);
+int dm_device_own_name_locked(struct dm_device *dev, const char *own, char *buf, size_t size);
+bool dm_device_is_own_name_locked(struct dm_device *dev, const char *served, const char *own);
+bool dm_own_name_prefixed(const char *own, int k, char *buf, size_t size);
 /* Iterates the files of @dev (group NULL: the device directory itself;
  * "pm": that subdirectory) and, with @groups_only, the named groups that
  * have at least one visible file. Call with the lock held; @fn must not
@@ -485,7 +505,7 @@ int dm_device_show(struct dm_device *dev, const char *group, const char *name, c
  * *ret_len bytes; free it. */
 int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *name, char **ret,
 			 size_t *ret_len);
-/* The same as a shared copy: root/power_log's is the model's (see
+/* The same as a shared copy: the power_log's is the model's (see
  * dm_model_show_log()), any other a copy of its own. */
 int dm_device_show_blob(struct dm_device *dev, const char *group, const char *name,
 			struct dm_blob **ret);

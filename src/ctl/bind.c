@@ -15,11 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Copies the report in the device's binding file to standard output. */
-static void print_status(const char *dir)
+/* Copies the report in the device's binding file @path to standard output. */
+static void print_status(const char *path)
 {
-	char path[PATH_MAX + 32], buf[4096];
-	snprintf(path, sizeof(path), "%s/binding", dir);
+	char buf[4096];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -67,12 +66,11 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 	if (driver && (strchr(driver, ' ') || strchr(driver, '/') || strchr(driver, '\n')))
 		return ctl_usage_error(verb, "not a driver name:", driver);
 
-	char rel[PATH_MAX], dir[PATH_MAX + 16], file[PATH_MAX + 32], req[512];
+	char rel[PATH_MAX], file[PATH_MAX + 256], req[512];
 	int r = ctl_resolve(mnt, dev, rel, sizeof(rel));
 	if (r < 0)
 		return ctl_fail_device(dev, -r);
-	snprintf(dir, sizeof(dir), "%s/root%s%s", mnt, *rel ? "/" : "", rel);
-	snprintf(file, sizeof(file), "%s/binding", dir);
+	ctl_own_file(mnt, rel, "binding", file, sizeof(file));
 	snprintf(req, sizeof(req), "%s%s%s%s%s", !bind ? "none" : to_default ? "default" : driver,
 		 force ? " force" : "", dry_run ? " dry-run" : "", persist ? " persist" : "",
 		 group ? " group" : "");
@@ -86,7 +84,7 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 	close(fd);
 	/* a bad request changes nothing, the report included */
 	if (err != EINVAL)
-		print_status(dir);
+		print_status(file);
 	if (err) {
 		char what[PATH_MAX + 600];
 		snprintf(what, sizeof(what), "%s %s", verb, dev);
@@ -103,14 +101,14 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 	return CTL_OK;
 }
 
-/* driverfsctl bindings: root/bindings, the persisted bindings and whether
- * each is in force. */
+/* driverfsctl bindings: the bindings file at the mount's top, the
+ * persisted bindings and whether each is in force. */
 int ctl_cmd_bindings(const char *mnt, int argc, char **argv)
 {
 	if (argc > 0)
 		return ctl_usage_error("bindings", "unexpected argument", argv[0]);
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/root/bindings", mnt);
+	snprintf(path, sizeof(path), "%s/bindings", mnt);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return ctl_fail(path, errno == ENOENT ? "not a live mount" : NULL, errno);

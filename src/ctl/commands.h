@@ -25,7 +25,7 @@ int ctl_cmd_bindings(const char *mnt, int argc, char **argv);
 int ctl_cmd_save(const char *mnt, int argc, char **argv);
 /* diff.c: two models (snapshots or mounts) compared */
 int ctl_cmd_diff(const char *mnt, int argc, char **argv);
-/* metrics.c: root/metrics for Prometheus, printed or as a file */
+/* metrics.c: the metrics file for Prometheus, printed or as a file */
 int ctl_cmd_metrics(const char *mnt, int argc, char **argv);
 
 #endif

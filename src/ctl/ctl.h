@@ -22,9 +22,21 @@ int ctl_fail_device(const char *dev, int err);
 /* "driverfsctl: CMD: MESSAGE" and returns CTL_USAGE. */
 int ctl_usage_error(const char *cmd, const char *msg, const char *arg);
 
-/* Opens MNT/root, checking that it is a driverfs mount (root/power exists);
- * prints why not and returns -1. */
+/* Opens MNT/root, checking that it is a driverfs mount (the whole
+ * system's power file is at its top); prints why not and returns -1. */
 int ctl_open_root(const char *mnt);
+
+/* Where driverfsd's own entry @own ("power", "name", "driver", "pm" ...)
+ * of the device at @path is, relative to the root/ fd @rootfd, into @buf
+ * (returned): "<path>/<own>", or "<path>/driverfs:<own>" where a kernel's
+ * entry has the name (docs/design.md §6.2); "../<own>" for the root
+ * device, whose files are at the top of the mount. */
+const char *ctl_own(int rootfd, const char *path, const char *own, char *buf, size_t size);
+/* The same as a path: MNT/root/<rel>/... (MNT/<own> for the root device). */
+const char *ctl_own_file(const char *mnt, const char *rel, const char *own, char *buf,
+			 size_t size);
+/* ctl_read() of that entry. */
+int ctl_read_own(int rootfd, const char *path, const char *own, char *buf, size_t size);
 
 /* The path under root/ of @dev (a path under root/ or a bus id) into @out
  * ("" for root). 0, -ENOENT, -ENOTUNIQ (a bus id on two buses) or -EINVAL. */

@@ -66,8 +66,11 @@ static int dot_device(int rootfd, const char *path, struct dot_out *o)
 {
 	char esc[2 * PATH_MAX], pesc[2 * PATH_MAX], name[512], nesc[1024], sub[256], step[32] = "";
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : *path ? path : "root";
-	ctl_read_line(rootfd, path, "name", name, sizeof(name));
-	const char *s = ctl_link_name(rootfd, path, "subsystem", sub, sizeof(sub));
+	char f[PATH_MAX + 256];
+	ctl_read_line(rootfd, "", ctl_own(rootfd, path, "name", f, sizeof(f)), name, sizeof(name));
+	const char *s =
+		ctl_link_name(rootfd, "", ctl_own(rootfd, path, "subsystem", f, sizeof(f)), sub,
+			      sizeof(sub));
 	s = s ? s : "";
 	unsigned h = 5381; /* a stable colour per bus or class, from its name */
 	for (const char *c = s; *c; c++)
@@ -77,7 +80,8 @@ static int dot_device(int rootfd, const char *path, struct dot_out *o)
 		snprintf(step, sizeof(step), "\\nsuspend #%zu", n);
 	/* a class device bound to a class driver: the driver named, the box bold */
 	char target[PATH_MAX], cesc[600], cline[640] = "";
-	if (ctl_link_target(rootfd, path, "driver", target, sizeof(target)) &&
+	if (ctl_link_target(rootfd, "", ctl_own(rootfd, path, "driver", f, sizeof(f)), target,
+			    sizeof(target)) &&
 	    ctl_is_class_driver(target))
 		snprintf(cline, sizeof(cline), "\\nclass driver %s",
 			 dot_escape(ctl_link_base(target), cesc, sizeof(cesc)));
@@ -125,24 +129,24 @@ static int dot_device(int rootfd, const char *path, struct dot_out *o)
 }
 
 /* The order a suspend of the whole system takes: a dry run's journal (the
- * "suspend" lines of root/power_log). A mount that cannot run one (a
+ * "suspend" lines of the power_log at the mount's top). A mount that cannot run one (a
  * snapshot is read-only; only root may write) gives the global order
  * backwards, which is the order a dry run records. */
 static int pm_order(const char *mnt, int rootfd, struct dot_out *o)
 {
-	int fd = openat(rootfd, "power", O_WRONLY | O_CLOEXEC);
+	int fd = openat(rootfd, "../power", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		static const char word[] = "suspend-dry-run";
 		ssize_t n = write(fd, word, sizeof(word) - 1);
 		int err = n < 0 ? errno : 0;
 		close(fd);
 		if (n < 0)
-			return ctl_fail("root/power", "suspend-dry-run failed", err);
+			return ctl_fail("power", "suspend-dry-run failed", err);
 		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/root/power_log", mnt);
+		snprintf(path, sizeof(path), "%s/power_log", mnt);
 		FILE *f = fopen(path, "re");
 		if (!f)
-			return ctl_fail("root/power_log", NULL, errno);
+			return ctl_fail("power_log", NULL, errno);
 		char line[PATH_MAX + 128], phase[32], dev[PATH_MAX];
 		while (fgets(line, sizeof(line), f))
 			if (sscanf(line, "%*u %31s %4095s", phase, dev) == 2 &&
@@ -177,7 +181,7 @@ static int pm_order(const char *mnt, int rootfd, struct dot_out *o)
 		if (r < 0)
 			return ctl_fail(mnt, NULL, -r);
 	} else {
-		return ctl_fail("root/power", NULL, errno);
+		return ctl_fail("power", NULL, errno);
 	}
 	o->by_step = o->order.paths;
 	o->n_steps = o->order.n;

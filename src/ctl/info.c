@@ -24,11 +24,13 @@ struct info_out {
 };
 
 /* Every file of the device (and of its attribute groups, such as pm/):
- * text "name: value" per line, multi-line values indented below. */
+ * text "name: value" per line, multi-line values indented below. The root
+ * device's are at the top of the mount, beside root/, bus/ and class/. */
 static void info_files(int rootfd, const char *dev, const char *group, struct info_out *o)
 {
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s%s%s", *dev ? dev : ".", group ? "/" : "", group ? group : "");
+	snprintf(dir, sizeof(dir), "%s%s%s", *dev ? dev : "..", group ? "/" : "",
+		 group ? group : "");
 	int fd = openat(rootfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct dirent **names;
 	int n = fd >= 0 ? scandirat(fd, ".", &names, NULL, versionsort) : -1;
@@ -40,8 +42,12 @@ static void info_files(int rootfd, const char *dev, const char *group, struct in
 		snprintf(full, sizeof(full), "%s%s%s", group ? group : "", group ? "/" : "", name);
 		char sub[PATH_MAX + 300];
 		snprintf(sub, sizeof(sub), "%s/%s", dir, name);
+		bool views = !*dev && !group && (strcmp(name, "root") == 0 || strcmp(name, "bus") == 0 ||
+						 strcmp(name, "class") == 0);
 		/* a group (pm/, queue/, queue/iosched/), not a child device */
-		if (names[i]->d_type == DT_DIR && name[0] != '.' &&
+		if (views) {
+			/* the mount's views, beside the root device's files */
+		} else if (names[i]->d_type == DT_DIR && name[0] != '.' &&
 		    (group || !ctl_is_device_dir(rootfd, sub))) {
 			info_files(rootfd, dev, full, o); /* a group, not a child device */
 		} else if (names[i]->d_type == DT_REG) {
@@ -116,9 +122,12 @@ int ctl_cmd_info(const char *mnt, int argc, char **argv)
 		close(rootfd);
 		return ctl_fail_device(a.arg, -r);
 	}
-	const char *subsystem = ctl_link_name(rootfd, rel, "subsystem", sub, sizeof(sub));
+	char f[PATH_MAX + 256];
+	const char *subsystem = ctl_link_name(rootfd, "", ctl_own(rootfd, rel, "subsystem", f, sizeof(f)),
+					      sub, sizeof(sub));
 	char target[PATH_MAX];
-	const char *driver = ctl_link_target(rootfd, rel, "driver", target, sizeof(target));
+	const char *driver = ctl_link_target(rootfd, "", ctl_own(rootfd, rel, "driver", f, sizeof(f)),
+					     target, sizeof(target));
 	bool class_driver = driver && ctl_is_class_driver(target);
 	if (driver)
 		driver = ctl_link_base(target);

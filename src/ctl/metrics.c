@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * metrics.c - driverfsctl metrics: the mount's root/metrics (the daemon's
+ * metrics.c - driverfsctl metrics: the metrics file at the mount's top (the daemon's
  * counters and the model's gauges in the Prometheus text format 0.0.4)
  * after a driverfsd_up gauge, on standard output or as a file replaced
  * whole (a textfile collector may read it at any moment). When the mount
@@ -23,7 +23,7 @@
 #define METRICS_MAX (64u << 20)
 
 static const char up_family[] =
-	"# HELP driverfsd_up Whether driverfsctl metrics could read the mount's root/metrics.\n"
+	"# HELP driverfsd_up Whether driverfsctl metrics could read the mount's metrics file.\n"
 	"# TYPE driverfsd_up gauge\n";
 
 /* driverfsd_up @up, then @body: a malloc()ed text. */
@@ -57,7 +57,7 @@ int ctl_cmd_metrics(const char *mnt, int argc, char **argv)
 	char path[PATH_MAX], *body = NULL;
 	size_t body_len = 0, len;
 	int r, fd = -1;
-	if ((size_t)snprintf(path, sizeof(path), "%s/root/metrics", mnt) >= sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/metrics", mnt) >= sizeof(path))
 		r = -ENAMETOOLONG;
 	else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		r = -errno;
@@ -73,7 +73,7 @@ int ctl_cmd_metrics(const char *mnt, int argc, char **argv)
 	free(text);
 	if (r < 0)
 		return ctl_fail(path, r == -ENOENT ? "no such file: not a driverfs mount, or a "
-						   "daemon older than root/metrics"
+						   "daemon older than this driverfsctl"
 						 : NULL,
 				-r);
 	if (w < 0)

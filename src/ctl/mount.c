@@ -2,6 +2,8 @@
 /* mount.c - driverfsctl's reading of a driverfs mount, its filter and errors. */
 #include "ctl.h"
 
+#include "driverfs/driverfs.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -54,15 +56,61 @@ int ctl_open_root(const char *mnt)
 	char root[PATH_MAX];
 	struct stat st;
 	snprintf(root, sizeof(root), "%s/root", mnt);
-	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fstatat(fd, "power", &st, 0) < 0) {
-		int err = errno;
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+	if (fd < 0 || fstatat(fd, "../power", &st, 0) < 0)
+		err = errno;
+	else if (!S_ISREG(st.st_mode))
+		err = ENOENT;
+	if (err) {
 		if (fd >= 0)
 			close(fd);
-		ctl_fail(mnt, "not a driverfs mount: no root/power", err);
+		ctl_fail(mnt, "not a driverfs mount: no power file at its top", err);
 		return -1;
 	}
 	return fd;
+}
+
+const char *ctl_own(int rootfd, const char *path, const char *own, char *buf, size_t size)
+{
+	char name[256];
+	struct stat st;
+	if (!*path) {
+		/* the root device's files are at the top of the mount */
+		snprintf(buf, size, "../%s", own);
+		return buf;
+	}
+	snprintf(buf, size, "%s/%s", path, own);
+	/* the longest DM_OWN_PREFIX form present: the kernel's names come
+	 * first, and driverfsd's entry takes the prefix past them */
+	snprintf(name, sizeof(name), "%s", own);
+	for (int k = 1; k <= DM_OWN_PREFIX_MAX; k++) {
+		char probe[PATH_MAX + 256];
+		if ((size_t)snprintf(probe, sizeof(probe), "%s/%s%s", path, DM_OWN_PREFIX, name) >=
+			    sizeof(probe) ||
+		    fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			break;
+		snprintf(buf, size, "%s", probe);
+		snprintf(name, sizeof(name), "%s", probe + strlen(path) + 1);
+	}
+	return buf;
+}
+
+const char *ctl_own_file(const char *mnt, const char *rel, const char *own, char *buf,
+			 size_t size)
+{
+	char dir[PATH_MAX];
+	if (!*rel) {
+		snprintf(buf, size, "%s/%s", mnt, own);
+		return buf;
+	}
+	snprintf(dir, sizeof(dir), "%s/root/%s", mnt, rel);
+	return ctl_own(AT_FDCWD, dir, own, buf, size);
+}
+
+int ctl_read_own(int rootfd, const char *path, const char *own, char *buf, size_t size)
+{
+	char file[PATH_MAX + 256];
+	return ctl_read(rootfd, "", ctl_own(rootfd, path, own, file, sizeof(file)), buf, size);
 }
 
 const char *ctl_link_device(const char *target)
@@ -72,6 +120,18 @@ const char *ctl_link_device(const char *target)
 	if (strncmp(target, "root", 4) != 0 || (target[4] != '/' && target[4] != '\0'))
 		return NULL;
 	return target[4] ? target + 5 : "";
+}
+
+/* Whether @dev, a directory under MNT/root, is a device's. */
+static bool is_device_path(const char *mnt, const char *dev)
+{
+	char root[PATH_MAX];
+	snprintf(root, sizeof(root), "%s/root", mnt);
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool r = fd >= 0 && ctl_is_device_dir(fd, dev);
+	if (fd >= 0)
+		close(fd);
+	return r;
 }
 
 int ctl_resolve(const char *mnt, const char *dev, char *out, size_t size)
@@ -86,8 +146,8 @@ int ctl_resolve(const char *mnt, const char *dev, char *out, size_t size)
 		dev += 5;
 	if (strstr(dev, "..") || dev[0] == '/')
 		return -EINVAL;
-	snprintf(path, sizeof(path), "%s/root/%s/power", mnt, dev);
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+	snprintf(path, sizeof(path), "%s/root/%s", mnt, dev);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && is_device_path(mnt, dev)) {
 		snprintf(out, size, "%s", dev);
 		size_t len = strlen(out);
 		while (len > 0 && out[len - 1] == '/')
@@ -207,12 +267,13 @@ static int by_version(const struct dirent **a, const struct dirent **b)
 
 bool ctl_is_device_dir(int rootfd, const char *path)
 {
-	char power[PATH_MAX + 8];
+	char power[PATH_MAX + 256];
 	struct stat st;
-	/* a device directory has a power file; an attribute group has not */
-	return (size_t)snprintf(power, sizeof(power), "%s/power", *path ? path : ".") <
-		       sizeof(power) &&
-	       fstatat(rootfd, power, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	/* a device directory has a power file of driverfsd's; an attribute
+	 * directory has not */
+	return fstatat(rootfd, ctl_own(rootfd, path, "power", power, sizeof(power)), &st,
+		       AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode);
 }
 
 int ctl_children(int rootfd, const char *path, char ***ret, size_t *ret_n)
@@ -246,8 +307,8 @@ int ctl_children(int rootfd, const char *path, char ***ret, size_t *ret_n)
 
 int ctl_device_links(int rootfd, const char *path, const char *which, char ***ret, size_t *ret_n)
 {
-	char dir[PATH_MAX];
-	ctl_join(dir, sizeof(dir), path, which);
+	char dir[PATH_MAX + 256];
+	ctl_own(rootfd, path, which, dir, sizeof(dir));
 	*ret = NULL;
 	*ret_n = 0;
 	struct dirent **names;
@@ -258,7 +319,7 @@ int ctl_device_links(int rootfd, const char *path, const char *which, char ***re
 	size_t kept = 0;
 	int r = out ? 0 : -ENOMEM;
 	for (int i = 0; i < n; i++) {
-		char link[PATH_MAX + 256], target[PATH_MAX];
+		char link[PATH_MAX + 512], target[PATH_MAX];
 		snprintf(link, sizeof(link), "%s/%s", dir, names[i]->d_name);
 		ssize_t k = names[i]->d_type == DT_LNK
 				    ? readlinkat(rootfd, link, target, sizeof(target) - 1)

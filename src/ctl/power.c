@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * power.c - driverfsctl suspend and resume: a transition asked of a
- * device's power file, and the journal it left in root/power_log.
+ * device's power file (the whole system's at the mount's top), and the
+ * journal it left in the power_log beside it.
  */
 #include "commands.h"
 #include "ctl.h"
@@ -16,11 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Copies root/power_log to standard output, or as a JSON array. */
+/* Copies the journal to standard output, or as a JSON array. */
 static int print_journal(const char *mnt, bool json)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/root/power_log", mnt);
+	snprintf(path, sizeof(path), "%s/power_log", mnt);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -61,12 +62,12 @@ static int power(const char *mnt, const char *verb, int argc, char **argv)
 	int rootfd = ctl_open_root(mnt);
 	if (rootfd < 0)
 		return CTL_FAILED;
-	char rel[PATH_MAX], file[PATH_MAX + 16];
+	char rel[PATH_MAX], file[PATH_MAX + 256];
 	int r = ctl_resolve(mnt, a.arg, rel, sizeof(rel));
 	close(rootfd);
 	if (r < 0)
 		return ctl_fail_device(a.arg, -r);
-	snprintf(file, sizeof(file), "%s/root%s%s/power", mnt, *rel ? "/" : "", rel);
+	ctl_own_file(mnt, rel, "power", file, sizeof(file));
 	char word[32];
 	snprintf(word, sizeof(word), "%s%s", verb, a.flags & CTL_OPT_DRY_RUN ? "-dry-run" : "");
 	int fd = open(file, O_WRONLY | O_CLOEXEC);

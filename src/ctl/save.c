@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ctl.h"
 
+#include "driverfs/driverfs.h"
 #include "readall.h"
 #include "snapshot/format.h"
 
@@ -300,10 +301,34 @@ static int read_whole(int rootfd, const char *path, char **ret, size_t *ret_len)
 	return r;
 }
 
+/* Whether @name, of the @n entries @names, is one of driverfsd's own:
+ * no longer DM_OWN_PREFIX form of it is listed (docs/design.md §6.2). */
+static bool is_own(struct dirent **names, int n, const char *name)
+{
+	char longer[512];
+	snprintf(longer, sizeof(longer), "%s%s", DM_OWN_PREFIX, name);
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i]->d_name, longer) == 0)
+			return false;
+	return true;
+}
+
+/* Whether @name, in the device's own directory, is left out of its entry:
+ * one of driverfsd's files the model gives (format.h), or at the top of
+ * the mount (the root device's), one of the three views. */
+static bool left_out(struct dirent **names, int n, const char *name, bool root)
+{
+	if (root && (strcmp(name, "root") == 0 || strcmp(name, "bus") == 0 ||
+		     strcmp(name, "class") == 0))
+		return true;
+	return is_own(names, n, name) && dm_snapshot_is_derived(dm_own_name_base(name), root);
+}
+
 /* The files of the directory @rel of the device at @path (@rel NULL: its
- * own) in name order, then its attribute directories (neither devices nor
- * pm/, which passes the machine's sysfs through live), as driverfsd --save
- * lists them (format.h). */
+ * own; the root device's are at the top of the mount) in name order,
+ * then its attribute directories (neither devices nor pm/, which passes
+ * the machine's sysfs through live), as driverfsd --save lists them
+ * (format.h). */
 static int save_dir(struct save *s, const char *path, const char *rel, int depth,
 		    json_object *owner)
 {
@@ -312,7 +337,7 @@ static int save_dir(struct save *s, const char *path, const char *rel, int depth
 	if (rel)
 		snprintf(dir, sizeof(dir), "%s%s%s", path, *path ? "/" : "", rel);
 	else
-		snprintf(dir, sizeof(dir), "%s", *path ? path : ".");
+		snprintf(dir, sizeof(dir), "%s", *path ? path : "..");
 	int n = scandirat(s->rootfd, dir, &names, NULL, by_name);
 	if (n < 0)
 		return -errno;
@@ -322,7 +347,7 @@ static int save_dir(struct save *s, const char *path, const char *rel, int depth
 			const char *name = names[i]->d_name;
 			char file[PATH_MAX];
 			struct stat st;
-			if (name[0] == '.' || (!rel && dm_snapshot_is_derived(name, !*path)) ||
+			if (name[0] == '.' || (!rel && left_out(names, n, name, !*path)) ||
 			    (size_t)snprintf(file, sizeof(file), "%s/%s", dir, name) >= sizeof(file) ||
 			    fstatat(s->rootfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0)
 				continue;
@@ -337,7 +362,8 @@ static int save_dir(struct save *s, const char *path, const char *rel, int depth
 				free(buf);
 			} else if (pass == 1 && S_ISDIR(st.st_mode)) {
 				/* child devices are in the device's own directory */
-				if ((!rel && (strcmp(name, "pm") == 0 ||
+				if ((!rel && ((strcmp(dm_own_name_base(name), "pm") == 0 &&
+					       is_own(names, n, name)) ||
 					      ctl_is_device_dir(s->rootfd, file))) ||
 				    depth >= DM_SNAPSHOT_DIR_DEPTH_MAX)
 					continue;
@@ -365,15 +391,17 @@ static int save_device(struct save *s, const char *path, json_object *devices)
 	char devpath[PATH_MAX], kdriver[256], power[32], driver[256], *slash;
 	struct dm_snapshot_device d = { .path = path };
 	const char *dirname = (slash = strrchr(path, '/')) ? slash + 1 : path;
-	if (ctl_read(s->rootfd, path, "devpath", devpath, sizeof(devpath)) >= 0)
+	if (ctl_read_own(s->rootfd, path, "devpath", devpath, sizeof(devpath)) >= 0)
 		d.devpath = devpath;
-	if (ctl_read(s->rootfd, path, "kernel_driver", kdriver, sizeof(kdriver)) >= 0)
+	if (ctl_read_own(s->rootfd, path, "kernel_driver", kdriver, sizeof(kdriver)) >= 0)
 		d.kernel_driver = kdriver;
-	int r = ctl_read(s->rootfd, path, "power", power, sizeof(power));
+	int r = ctl_read_own(s->rootfd, path, "power", power, sizeof(power));
 	if (r < 0)
 		return r;
 	d.suspended = strcmp(power, "suspended") == 0;
-	d.driver = ctl_link_name(s->rootfd, path, "driver", driver, sizeof(driver));
+	char f[PATH_MAX + 256];
+	d.driver = ctl_link_name(s->rootfd, "", ctl_own(s->rootfd, path, "driver", f, sizeof(f)),
+				 driver, sizeof(driver));
 	merge_membership(s, path, dirname, &d);
 	json_object *obj;
 	r = dm_snapshot_add_device(devices, &d, &obj);

@@ -26,9 +26,13 @@ struct dev_view {
 
 static void view_read(int rootfd, const char *path, struct dev_view *v)
 {
-	ctl_read_line(rootfd, path, "name", v->name, sizeof(v->name));
-	ctl_read_line(rootfd, path, "power", v->power, sizeof(v->power));
-	v->driver = ctl_link_name(rootfd, path, "driver", v->driver_buf, sizeof(v->driver_buf));
+	char f[PATH_MAX + 256];
+	ctl_read_line(rootfd, "", ctl_own(rootfd, path, "name", f, sizeof(f)), v->name,
+		      sizeof(v->name));
+	ctl_read_line(rootfd, "", ctl_own(rootfd, path, "power", f, sizeof(f)), v->power,
+		      sizeof(v->power));
+	v->driver = ctl_link_name(rootfd, "", ctl_own(rootfd, path, "driver", f, sizeof(f)),
+				  v->driver_buf, sizeof(v->driver_buf));
 }
 
 /* The --json object of a device: path, name, driver (null when unbound),
@@ -76,13 +80,14 @@ struct output_ctx {
 	json_object *json; /* --json: the device's "attributes", else NULL: printed */
 };
 
-/* One -o file of a device: its first line; a device without it shows
+/* One -o file of a device, by the name it has there (the root device's
+ * are at the top of the mount): its first line; a device without it shows
  * nothing (null in --json). */
 static void output_one(const char *name, void *data)
 {
 	struct output_ctx *c = data;
 	char value[4096 + 2];
-	int r = ctl_read(c->rootfd, c->path, name, value, sizeof(value));
+	int r = ctl_read(c->rootfd, *c->path ? c->path : "..", name, value, sizeof(value));
 	if (r >= 0)
 		value[strcspn(value, "\n")] = '\0';
 	if (c->json)

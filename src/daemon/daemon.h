@@ -64,7 +64,7 @@ struct daemon {
 	struct dm_service *service;
 	struct dm_helper *helper;
 	struct dm_logind *logind;
-	long long started; /* when serving began (time(2)), for root/metrics */
+	long long started; /* when serving began (time(2)), for the metrics file */
 	atomic_uint_fast64_t reloads[2]; /* SIGHUP's reloads: done, failed */
 };
 
@@ -104,7 +104,7 @@ int daemon_mount(struct daemon *d);
 /* Frees all the steps made, in the reverse order. */
 void daemon_tear_down(struct daemon *d);
 
-/* metrics.c: adds root/metrics' sources of the parts made (call before
+/* metrics.c: adds the metrics file's sources of the parts made (call before
  * the monitor runs; daemon_tear_down() drops them first). */
 void daemon_register_metrics(struct daemon *d);
 

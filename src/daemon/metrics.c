@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * metrics.c - root/metrics' sources (docs/design.md §6.8): the daemon's
+ * metrics.c - the metrics file's sources (docs/design.md §6.8): the daemon's
  * own families (its version, start time and reloads) and, after them,
  * each part's that runs: the PM engine, binding requests, the hotplug
  * monitor and helper, the FUSE session. Registered once the parts are
@@ -59,6 +59,6 @@ void daemon_register_metrics(struct daemon *d)
 							      sources[i].data)
 				      : 0;
 		if (r < 0)
-			log_warn("root/metrics: a source left out: %s", strerror(-r));
+			log_warn("the metrics file: a source left out: %s", strerror(-r));
 	}
 }

@@ -682,7 +682,7 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req)
 	return r;
 }
 
-/* root/metrics: the requests that were not dry runs, by how they ended */
+/* the metrics file: the requests that were not dry runs, by how they ended */
 enum { RES_OK, RES_REFUSED, RES_PENDING, RES_INVALID, RES_FAILED, N_RES };
 static const char *const result_names[N_RES] = {
 	[RES_OK] = "ok",	     [RES_REFUSED] = "refused", [RES_PENDING] = "pending",

@@ -60,7 +60,7 @@ enum dm_bind_step {
  * kept for dm_binding_status().
  */
 int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req);
-/* root/metrics' source (a dm_metrics_fn; @data unused): the requests made
+/* the metrics file's source (a dm_metrics_fn; @data unused): the requests made
  * (dry runs aside) by result: ok, refused, pending, invalid, failed. */
 void dm_binding_metrics(struct dm_metrics *w, void *data);
 

@@ -243,7 +243,7 @@ void dm_persist_apply_all(struct dm_model *m)
 	free(copy);
 }
 
-/* ---- root/bindings ---- */
+/* ---- the bindings file ---- */
 
 static int bindings_show(struct dm_device *root, const struct dm_attribute *attr, char **ret,
 			 size_t *ret_len)

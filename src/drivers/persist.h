@@ -12,7 +12,7 @@
  * (hotplug add: the kernel has bound its own driver by then), the recorded
  * binding is applied through the same transaction, in-use checks included
  * (a refusal is logged), by the thread that saw it: the start's, or the
- * monitor's, whose next events wait meanwhile. root/bindings lists each
+ * monitor's, whose next events wait meanwhile. the bindings file lists each
  * with whether it is in force.
  */
 #ifndef DM_PERSIST_H
@@ -39,7 +39,7 @@ void dm_persist_apply_all(struct dm_model *m);
  * applied. */
 void dm_persist_device_added(struct dm_device *dev);
 
-/* root/bindings (0444): "BUS NAME DRIVER STATE" per recorded binding, STATE
+/* the bindings file (0444): "BUS NAME DRIVER STATE" per recorded binding, STATE
  * "in-force", "absent" or "bound-to:X". */
 extern const struct dm_attribute_group dm_persist_root_group;
 

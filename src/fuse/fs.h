@@ -80,7 +80,7 @@ int dm_fs_loop(struct dm_fs *fs);
  * far, per operation (those never asked are left out). Returns the length,
  * or -ENOBUFS when @size is too small. Any thread, any time. */
 int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size);
-/* root/metrics' source (a dm_metrics_fn, @data the fs): the requests
+/* the metrics file's source (a dm_metrics_fn, @data the fs): the requests
  * served per operation, every operation listed. */
 void dm_fs_metrics(struct dm_metrics *w, void *data);
 /* Installs SIGTERM/SIGINT/SIGHUP handlers that end the loop. */

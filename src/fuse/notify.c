@@ -30,9 +30,10 @@ static void inval_free(struct fs_inval *v)
 static void queue_inval(struct fs_notifier *nf, struct fs_inval v);
 
 /* Queues @dev; called by the model with its write lock held. */
-static void queue_inval_locked(struct fs_notifier *nf, struct dm_device *dev, bool added)
+static void queue_inval_locked(struct fs_notifier *nf, struct dm_device *dev, bool added,
+			       bool removed)
 {
-	struct fs_inval v = { .dev = dm_device_ref(dev), .added = added };
+	struct fs_inval v = { .dev = dm_device_ref(dev), .added = added, .removed = removed };
 	struct dm_bus *bus = dm_device_get_bus_locked(dev);
 	struct dm_class *cls = dm_device_get_class_locked(dev);
 	struct dm_interface *iface = dm_device_get_interface_locked(dev);
@@ -80,12 +81,17 @@ static void queue_inval(struct fs_notifier *nf, struct fs_inval v)
 
 static void on_added(struct dm_device *dev, void *data)
 {
-	queue_inval_locked(data, dev, true);
+	queue_inval_locked(data, dev, true, false);
 }
 
-static void on_removed_or_changed(struct dm_device *dev, void *data)
+static void on_removed(struct dm_device *dev, void *data)
 {
-	queue_inval_locked(data, dev, false);
+	queue_inval_locked(data, dev, false, true);
+}
+
+static void on_changed(struct dm_device *dev, void *data)
+{
+	queue_inval_locked(data, dev, false, false);
 }
 
 /* A driver came or went: its name in bus/<bus>/drivers (whose listing
@@ -112,8 +118,8 @@ static void on_power_changed(struct dm_device *dev, void *data)
 
 static const struct dm_model_listener notifier_listener = {
 	.device_added = on_added,
-	.device_removed = on_removed_or_changed,
-	.device_changed = on_removed_or_changed,
+	.device_removed = on_removed,
+	.device_changed = on_changed,
 	.driver_changed = on_driver_changed,
 	.power_changed = on_power_changed,
 };
@@ -181,6 +187,25 @@ static void inval_listings_of(struct fs_notifier *nf, struct dm_device *dev)
 	free(places);
 }
 
+/* The names driverfsd's own entry @name of @dev may have been served
+ * under, in each of @dev's directories the kernel knows: a child device
+ * of that name came or went, so the entry moved between them. */
+static void inval_own_names(struct fs_notifier *nf, struct dm_device *dev, const char *name)
+{
+	struct fs_place *places;
+	size_t n;
+	char served[DM_NAME_MAX + 1];
+	if (fs_table_device_places(nf->table, dev, &places, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; places[i].dir && k <= DM_OWN_PREFIX_MAX &&
+				dm_own_name_prefixed(name, k, served, sizeof(served));
+		     k++)
+			fuse_lowlevel_notify_inval_entry(nf->se, places[i].ino, served,
+							 strlen(served));
+	free(places);
+}
+
 /* A takeover's nodes: those made again lose their attributes (a file's
  * pages go at its next access: its mtime, which moves with the daemon's
  * start, differs) and a directory its listing, as send_inval() does it:
@@ -222,8 +247,9 @@ static void send_inval(struct fs_notifier *nf, const struct fs_inval *v)
 	if (v->power) {
 		/* the attributes of its power files: their mtime moved */
 		for (size_t i = 0; i < n; i++)
-			if (!places[i].dir && (strcmp(places[i].name, "power") == 0 ||
-					       strcmp(places[i].name, "power_error") == 0))
+			if (!places[i].dir &&
+			    (strcmp(dm_own_name_base(places[i].name), "power") == 0 ||
+			     strcmp(dm_own_name_base(places[i].name), "power_error") == 0))
 				fuse_lowlevel_notify_inval_inode(nf->se, places[i].ino, -1, 0);
 		free(places);
 		return;
@@ -245,11 +271,15 @@ static void send_inval(struct fs_notifier *nf, const struct fs_inval *v)
 		if (ino)
 			fuse_lowlevel_notify_inval_inode(nf->se, ino, 0, 0);
 	}
-	if (v->added) {
-		/* the parent's directory lists the newcomer (root is a device too) */
+	if (v->added || v->removed) {
+		/* the parent's directory lists the newcomer (root is a device
+		 * too), and its own entries change names where the device's
+		 * takes or gives back one (docs/design.md §6.2) */
 		struct dm_device *parent = dm_model_find_id(nf->model, v->parent_id);
 		if (parent) {
-			inval_listings_of(nf, parent);
+			if (v->added)
+				inval_listings_of(nf, parent);
+			inval_own_names(nf, parent, dm_device_get_name(v->dev));
 			dm_device_unref(parent);
 		}
 	}

@@ -33,9 +33,10 @@ struct fs_inval {
 	struct dm_device *dev; /* referenced; NULL for a driver's */
 	char *entry; /* a driver's: its name in listings[0] */
 	bool added; /* a new device: the listings that now hold it */
+	bool removed; /* a device gone: its parent's own entries may take its name */
 	bool power; /* only its power files changed */
 	char *listings[5]; /* "bus/pci/devices", "class/block/disk" ... */
-	uint64_t parent_id; /* added: the parent device, whose directory lists it */
+	uint64_t parent_id; /* added, removed: the parent device, whose directory lists it */
 	struct fs_stale *stale; /* a takeover's nodes (no dev) */
 	size_t n_stale;
 };

@@ -19,6 +19,7 @@
 
 struct walk {
 	const struct fs_ref *dir;
+	struct dm_device *dev; /* whose files are listed: the directory's, the root device's at the top */
 	fs_emit_fn emit;
 	void *ctx;
 };
@@ -33,7 +34,7 @@ static int emit_child(struct dm_device *dev, void *data)
 static int emit_group(const char *group, void *data)
 {
 	struct walk *w = data;
-	struct fs_target t = { .kind = FS_GROUP, .dev = w->dir->t.dev, .group = group };
+	struct fs_target t = { .kind = FS_GROUP, .dev = w->dev, .group = group };
 	return w->emit(w->ctx, group, &t, S_IFDIR);
 }
 
@@ -45,14 +46,14 @@ static int emit_subgroup(const char *name, void *data)
 	char path[FS_GROUP_MAX];
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", w->dir->t.group, name) >= sizeof(path))
 		return 0; /* too deep to name: left out */
-	struct fs_target t = { .kind = FS_GROUP, .dev = w->dir->t.dev, .group = path };
+	struct fs_target t = { .kind = FS_GROUP, .dev = w->dev, .group = path };
 	return w->emit(w->ctx, name, &t, S_IFDIR);
 }
 
 static int emit_file(const struct dm_file_info *fi, void *data)
 {
 	struct walk *w = data;
-	struct fs_target t = { .kind = FS_ATTR, .dev = w->dir->t.dev, .group = w->dir->t.group };
+	struct fs_target t = { .kind = FS_ATTR, .dev = w->dev, .group = w->dir->t.group };
 	return w->emit(w->ctx, fi->name, &t, S_IFREG);
 }
 
@@ -219,6 +220,16 @@ static int emit_iface(struct dm_interface *i, void *data)
 	return w->emit(w->ctx, dm_interface_get_name(i), &t, S_IFDIR);
 }
 
+/* driverfsd's own entry @own of the device directory being walked, under
+ * the name it is served under (docs/design.md §6.2). */
+static int emit_own(struct walk *w, const char *own, const struct fs_target *t, mode_t type)
+{
+	char name[DM_NAME_MAX + 1];
+	if (dm_device_own_name_locked(w->dev, own, name, sizeof(name)) < 0)
+		return 0;
+	return w->emit(w->ctx, name, t, type);
+}
+
 static int emit_link_end(struct dm_link *l, void *data)
 {
 	struct walk *w = data;
@@ -243,30 +254,34 @@ static int emit_link_dirs(struct walk *w, struct dm_device *dev)
 	int r = 0;
 	if (dm_device_for_each_link_locked(dev, false, first_link, NULL)) {
 		struct fs_target t = { .kind = FS_DEV_SUPPLIERS, .dev = dev };
-		r = w->emit(w->ctx, "suppliers", &t, S_IFDIR);
+		r = emit_own(w, "suppliers", &t, S_IFDIR);
 	}
 	if (!r && dm_device_for_each_link_locked(dev, true, first_link, NULL)) {
 		struct fs_target t = { .kind = FS_DEV_CONSUMERS, .dev = dev };
-		r = w->emit(w->ctx, "consumers", &t, S_IFDIR);
+		r = emit_own(w, "consumers", &t, S_IFDIR);
 	}
 	return r;
 }
 
 static int walk_device_dir(struct walk *w)
 {
-	struct dm_device *dev = w->dir->t.dev;
+	struct dm_device *dev = w->dev;
 	int r = dm_device_for_each_child_locked(dev, emit_child, w);
+	/* root/ holds the devices only: the root device's own files are at
+	 * the top of the mount, where no device is (walk_top()) */
+	if (r || !dm_device_get_parent_locked(dev))
+		return r;
 	if (!r)
 		r = dm_device_for_each_group_locked(dev, emit_group, w);
 	if (!r)
 		r = dm_device_for_each_file_locked(dev, NULL, emit_file, w);
 	if (!r && (dm_device_get_bus_locked(dev) || dm_device_get_class_locked(dev))) {
 		struct fs_target t = { .kind = FS_LINK_FROM_DEV, .dev = dev };
-		r = w->emit(w->ctx, "subsystem", &t, S_IFLNK);
+		r = emit_own(w, "subsystem", &t, S_IFLNK);
 	}
 	if (!r && dm_device_get_driver_locked(dev)) {
 		struct fs_target t = { .kind = FS_LINK_FROM_DEV, .dev = dev };
-		r = w->emit(w->ctx, "driver", &t, S_IFLNK);
+		r = emit_own(w, "driver", &t, S_IFLNK);
 	}
 	if (!r)
 		r = emit_link_dirs(w, dev);
@@ -274,18 +289,57 @@ static int walk_device_dir(struct walk *w)
 	struct dm_link *l = dm_device_get_link_locked(dev);
 	if (!r && l && !dm_device_is_dead(dm_link_get_supplier(l))) {
 		struct fs_target t = { .kind = FS_LINK_TO_DEV, .dev = dm_link_get_supplier(l) };
-		r = w->emit(w->ctx, "supplier", &t, S_IFLNK);
+		r = emit_own(w, "supplier", &t, S_IFLNK);
 	}
 	if (!r && l && !dm_device_is_dead(dm_link_get_consumer(l))) {
 		struct fs_target t = { .kind = FS_LINK_TO_DEV, .dev = dm_link_get_consumer(l) };
-		r = w->emit(w->ctx, "consumer", &t, S_IFLNK);
+		r = emit_own(w, "consumer", &t, S_IFLNK);
 	}
+	return r;
+}
+
+/* The names of the three views at the top of the mount. */
+static bool fs_view_top_name(const char *name)
+{
+	return strcmp(name, "root") == 0 || strcmp(name, "bus") == 0 || strcmp(name, "class") == 0;
+}
+
+/* The root device's groups and files at the top, less any a snapshot
+ * names as the three views are named. */
+static int emit_top_group(const char *group, void *data)
+{
+	return fs_view_top_name(group) ? 0 : emit_group(group, data);
+}
+
+static int emit_top_file(const struct dm_file_info *fi, void *data)
+{
+	return fs_view_top_name(fi->name) ? 0 : emit_file(fi, data);
+}
+
+/* The mount's top: root/, bus/, class/, and the whole system's controls,
+ * which are the root device's files (its power, journal, metrics ...). */
+static int walk_top(struct dm_model *m, struct walk *w)
+{
+	struct fs_target t = { .kind = FS_DEV, .dev = w->dev };
+	int r = w->emit(w->ctx, "root", &t, S_IFDIR);
+	t = (struct fs_target){ .kind = FS_BUSES };
+	if (!r)
+		r = w->emit(w->ctx, "bus", &t, S_IFDIR);
+	t = (struct fs_target){ .kind = FS_CLASSES };
+	if (!r)
+		r = w->emit(w->ctx, "class", &t, S_IFDIR);
+	(void)m;
+	if (!r)
+		r = dm_device_for_each_group_locked(w->dev, emit_top_group, w);
+	if (!r)
+		r = dm_device_for_each_file_locked(w->dev, NULL, emit_top_file, w);
 	return r;
 }
 
 int fs_view_walk_locked(struct dm_model *m, const struct fs_ref *dir, fs_emit_fn emit, void *ctx)
 {
-	struct walk w = { .dir = dir, .emit = emit, .ctx = ctx };
+	struct walk w = { .dir = dir, .dev = dir->t.kind == FS_TOP ? dm_model_get_root(m) : dir->t.dev,
+			  .emit = emit, .ctx = ctx };
 	const struct fs_target *d = &dir->t;
 	struct fs_target t = { 0 };
 	int r;
@@ -294,15 +348,8 @@ int fs_view_walk_locked(struct dm_model *m, const struct fs_ref *dir, fs_emit_fn
 		return -ENOENT;
 	switch (d->kind) {
 	case FS_TOP:
-		t = (struct fs_target){ .kind = FS_DEV, .dev = dm_model_get_root(m) };
-		r = emit(ctx, "root", &t, S_IFDIR);
-		t = (struct fs_target){ .kind = FS_BUSES };
-		if (!r)
-			r = emit(ctx, "bus", &t, S_IFDIR);
-		t = (struct fs_target){ .kind = FS_CLASSES };
-		if (!r)
-			r = emit(ctx, "class", &t, S_IFDIR);
-		return r > 0 ? 0 : r;
+		r = walk_top(m, &w);
+		break;
 	case FS_DEV:
 		r = walk_device_dir(&w);
 		break;
@@ -392,7 +439,7 @@ int fs_view_link_target_locked(const struct fs_ref *n, char *buf, size_t size)
 		if (dm_device_path_locked(dev, path, sizeof(path)) < 0)
 			return -ENAMETOOLONG;
 		len = snprintf(buf, size, "root%s%s", *path ? "/" : "", path);
-	} else if (n->t.kind == FS_LINK_TO_DRV || strcmp(n->name, "driver") == 0) {
+	} else if (n->t.kind == FS_LINK_TO_DRV || strcmp(dm_own_name_base(n->name), "driver") == 0) {
 		struct dm_driver *drv = n->t.kind == FS_LINK_TO_DRV ? n->t.drv
 								     : dm_device_get_driver_locked(dev);
 		if (!drv)
@@ -564,6 +611,8 @@ static bool find_indexed_locked(struct dm_model *m, const struct fs_ref *dir, co
 			*ret = (struct fs_target){ .kind = FS_DEV, .dev = dev };
 			return true;
 		}
+		if (!dm_device_get_parent_locked(d->dev))
+			return false; /* root/: nothing but devices */
 		if (dm_device_stat_file_locked(d->dev, name, NULL, &fi) == 0) {
 			*ret = (struct fs_target){ .kind = FS_GROUP, .dev = d->dev, .group = fi.name };
 			return true;
@@ -612,11 +661,13 @@ static bool find_indexed_locked(struct dm_model *m, const struct fs_ref *dir, co
 }
 
 /* Whether the directory @dir is a listing find_indexed_locked() answers
- * for every name (a device directory also holds files). */
+ * for every name (a device directory also holds files and links; root/
+ * holds devices only). */
 static bool fully_indexed(const struct fs_ref *dir)
 {
 	return dir->t.kind == FS_BUS_DEVICES || dir->t.kind == FS_CLASS_DEVICES ||
-	       dir->t.kind == FS_IFACE || dir->t.kind == FS_DRIVER || dir->t.kind == FS_GROUP;
+	       dir->t.kind == FS_IFACE || dir->t.kind == FS_DRIVER || dir->t.kind == FS_GROUP ||
+	       (dir->t.kind == FS_DEV && !dm_device_get_parent_locked(dir->t.dev));
 }
 
 int fs_view_find_locked(struct dm_model *m, const struct fs_ref *dir, const char *name,

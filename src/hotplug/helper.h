@@ -52,7 +52,7 @@ int dm_helper_new(const char *cmdline, int timeout_ms, dm_helper_done_fn done, v
 void dm_helper_queue(struct dm_helper *h, const char *action, const char *devpath, char **env);
 /* The queue's counters, taken under its lock. */
 void dm_helper_get_stats(struct dm_helper *h, struct dm_helper_stats *ret);
-/* root/metrics' source (a dm_metrics_fn, @data the helper): its runs by
+/* the metrics file's source (a dm_metrics_fn, @data the helper): its runs by
  * result, events merged and dropped, calls queued. */
 void dm_helper_metrics(struct dm_metrics *w, void *data);
 /* Waits for the runs under way, drops the queued ones, frees. NULL is fine. */

@@ -25,7 +25,7 @@
 /* the most events recorded at once */
 #define RUN_MAX 256
 
-/* The actions root/metrics counts events by: the kernel's, and "other"
+/* The actions the metrics file counts events by: the kernel's, and "other"
  * for any a uevent may claim (its text is not a label). */
 static const char *const action_names[] = {
 	"add", "remove", "change", "move", "bind", "unbind", "online", "offline", "other",
@@ -73,7 +73,7 @@ struct dm_monitor {
 	 * notification) */
 	struct udev_device *pending[RUN_MAX];
 	size_t n_pending;
-	/* root/metrics (dm_monitor_metrics()): written on the monitor's
+	/* the metrics file (dm_monitor_metrics()): written on the monitor's
 	 * thread, read by any */
 	atomic_uint_fast64_t events[N_ACTIONS];
 	atomic_uint_fast64_t rescans[N_RESCANS];

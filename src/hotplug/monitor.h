@@ -61,7 +61,7 @@ void dm_monitor_set_helper(struct dm_monitor *mon, struct dm_helper *helper);
 /* Queues the helper's call for @dev (its environment read now). */
 void dm_helper_queue_device(struct dm_helper *helper, struct dm_device *dev, const char *action,
 			    uint64_t seqnum);
-/* root/metrics' source (a dm_metrics_fn, @data the monitor): uevents by
+/* the metrics file's source (a dm_metrics_fn, @data the monitor): uevents by
  * action, rescans by cause and what they found. */
 void dm_monitor_metrics(struct dm_metrics *w, void *data);
 /* Stops the thread and frees. NULL is fine. */

@@ -98,7 +98,7 @@ struct walk {
 	uint64_t slow_ticks; /* POOL_USEC */
 };
 
-/* What root/metrics counts transitions by: the request, as the power file
+/* What the metrics file counts transitions by: the request, as the power file
  * takes it, and how it ended. */
 enum { PM_REQUESTS = 4, PM_RESULTS = 4 };
 static const char *const pm_request_names[PM_REQUESTS] = {
@@ -146,7 +146,7 @@ struct dm_pm {
 	struct dm_pool *pool;
 	void (*prepare)(void *data); /* dm_pm_set_prepare() */
 	void *prepare_data;
-	/* root/metrics (dm_pm_metrics()): transitions by request and result,
+	/* the metrics file (dm_pm_metrics()): transitions by request and result,
 	 * the durations of those that ran */
 	atomic_uint_fast64_t transitions[PM_REQUESTS][PM_RESULTS];
 	struct dm_histogram durations[PM_REQUESTS];
@@ -773,7 +773,7 @@ static int run_transition(struct dm_pm *pm, struct dm_device *dev, unsigned flag
 	return r2 < 0 ? r2 : r;
 }
 
-/* One transition at a time, counted and timed for root/metrics. */
+/* One transition at a time, counted and timed for the metrics file. */
 static int transition(struct dm_pm *pm, struct dm_device *dev, unsigned flags, bool suspend)
 {
 	size_t req = (suspend ? 0 : 1) + (flags & DM_PM_DRY_RUN ? 2 : 0);

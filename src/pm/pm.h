@@ -7,7 +7,7 @@
  * order, every device this transition suspended. Resume first resumes the
  * device's suspended ancestors, top-down, then its subtree forwards; resume
  * errors are recorded and the walk goes on. One transition runs at a time
- * (-EBUSY otherwise). Every hook call is journaled (root/power_log).
+ * (-EBUSY otherwise). Every hook call is journaled (the power_log).
  *
  * Hooks run without the model lock, on referenced devices.
  */
@@ -62,7 +62,7 @@ int dm_pm_resume(struct dm_pm *pm, struct dm_device *dev, unsigned flags);
  * malloc()ed buffer of any size. */
 int dm_pm_show_log(struct dm_pm *pm, char **ret, size_t *ret_len);
 
-/* root/metrics' source (a dm_metrics_fn, @data the engine): transitions
+/* the metrics file's source (a dm_metrics_fn, @data the engine): transitions
  * by request (suspend, resume and their dry runs) and result (ok,
  * hook_failed, busy, error), and a histogram of their durations. */
 void dm_pm_metrics(struct dm_metrics *w, void *data);

@@ -79,10 +79,12 @@ int dm_snapshot_add_file(json_object *owner, const char *name, mode_t mode, cons
 			 size_t len, int err, const struct dm_sanitizer *sanitize);
 /* The errno of the name a file's "error" holds; 0 for none known. */
 int dm_snapshot_errno(const char *name);
-/* Whether the file @name of a device's own directory (the root device's:
- * @root) is left out of its entry: derived from the model or kept in
- * other members (devpath, kernel_driver, power, power_error, power_log;
- * the root's metrics, the serving daemon's counters). */
+/* Whether driverfsd's own file @name (its name without DM_OWN_PREFIX) of
+ * a device's own directory (the root device's: @root) is left out of its
+ * entry: derived from the model or kept in other members (devpath,
+ * kernel_driver, power, power_error, power_log; the root's metrics, the
+ * serving daemon's counters). A kernel's file of such a name is saved:
+ * the caller tells the two apart (docs/design.md §6.2). */
 bool dm_snapshot_is_derived(const char *name, bool root);
 
 /* Whether the file @name of a device (a path under its directory:

@@ -166,6 +166,89 @@ static int set_values(struct dm_device *dev, json_object *values)
 	return 0;
 }
 
+/* A kernel's text file @name of the device, moved from its values into
+ * its files (as format 2 saves a file that is no value). */
+static int value_to_file(json_object *o, json_object *values, const char *key, const char *name)
+{
+	json_object *v, *files, *f;
+	if (!json_object_object_get_ex(values, key, &v) || !json_object_is_type(v, json_type_string))
+		return 0;
+	if (!json_object_object_get_ex(o, "files", &files)) {
+		if (!(files = json_object_new_object()) || json_object_object_add(o, "files", files))
+			return -ENOMEM;
+	}
+	char *text;
+	if (!json_object_is_type(files, json_type_object) ||
+	    json_object_object_get_ex(files, name, NULL))
+		return -EINVAL;
+	if (asprintf(&text, "%s\n", json_object_get_string(v)) < 0)
+		return -ENOMEM;
+	f = json_object_new_object();
+	int r = f && !json_object_object_add(f, "mode", json_object_new_string("0444")) &&
+			!json_object_object_add(f, "text", json_object_new_string(text)) &&
+			!json_object_object_add(files, name, f)
+		? 0
+		: -ENOMEM;
+	free(text);
+	if (r == 0)
+		json_object_object_del(values, key);
+	return r;
+}
+
+/*
+ * The names of a device's values as the mount served them, to the model's
+ * (docs/design.md §6.2). driverfsd's own values ("name", "devnode") are
+ * saved under the name they were served under, DM_OWN_PREFIX "<name>"
+ * where the kernel had a file of that name, which was saved as "<name>";
+ * a file of version 1 or 2 written before that rule saved the kernel's as
+ * "sysfs:<name>" (and "sysfs:devpath", "sysfs:power" ... beside files of
+ * driverfsd's that are not saved). The model holds its own value under
+ * the plain name, so the kernel's "name" becomes a file.
+ */
+static int own_values(json_object *o, json_object *values)
+{
+	static const char *const own[] = { "name", "devnode" };
+	static const char *const old[] = { "devpath", "kernel_driver", "power", "power_error",
+					   "power_log" };
+	char key[DM_NAME_MAX + 1], longest[DM_NAME_MAX + 1];
+	json_object *v;
+	for (size_t i = 0; i < sizeof(old) / sizeof(old[0]); i++) {
+		snprintf(key, sizeof(key), "sysfs:%s", old[i]);
+		if (json_object_object_get_ex(values, key, &v) &&
+		    !json_object_object_get_ex(values, old[i], NULL)) {
+			json_object_object_add(values, old[i], json_object_get(v));
+			json_object_object_del(values, key);
+		}
+	}
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		int r;
+		snprintf(key, sizeof(key), "sysfs:%s", own[i]);
+		if (json_object_object_get_ex(values, key, NULL)) {
+			r = value_to_file(o, values, key, own[i]);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		longest[0] = '\0';
+		for (int k = 1; k <= DM_OWN_PREFIX_MAX; k++)
+			if (dm_own_name_prefixed(own[i], k, key, sizeof(key)) &&
+			    json_object_object_get_ex(values, key, NULL))
+				snprintf(longest, sizeof(longest), "%s", key);
+		if (!longest[0] || !json_object_object_get_ex(values, longest, &v))
+			continue;
+		json_object_get(v);
+		json_object_object_del(values, longest);
+		r = value_to_file(o, values, own[i], own[i]);
+		if (r == 0 && json_object_object_add(values, own[i], v))
+			r = -ENOMEM;
+		else if (r < 0)
+			json_object_put(v);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* The device at @path (under root/), or NULL when none. */
 static struct dm_device *find_path(struct dm_model *m, const char *path, size_t len)
 {
@@ -265,6 +348,9 @@ static int load_device(struct dm_model *m, struct last_added *last, json_object 
 	    !json_object_is_type(values, json_type_object))
 		return dm_snapshot_fail(err, size, "devices[%zu]: needs a string path, an object of "
 					"values, strings elsewhere, power on|suspended", i);
+	if (own_values(o, values) < 0)
+		return dm_snapshot_fail(err, size, "devices[%zu]: a value saved twice, as a value "
+					"and as a file", i);
 	if (!*path) { /* root */
 		char why[200] = "";
 		struct dm_device *root = dm_model_get_root(m);

@@ -46,9 +46,11 @@ static int list_file(const struct dm_file_info *fi, void *data)
 {
 	struct listing *l = data;
 	struct saved_device *sd = l->sd;
-	if (!l->group &&
-	    dm_snapshot_is_derived(fi->name,
-				   sd->dev == dm_model_get_root(dm_device_get_model(sd->dev))))
+	/* driverfsd's own files that the model gives (a kernel's file of the
+	 * same name is saved: docs/design.md §6.2) */
+	const char *own = dm_own_name_base(fi->name);
+	if (!l->group && dm_device_is_own_name_locked(sd->dev, fi->name, own) &&
+	    dm_snapshot_is_derived(own, sd->dev == dm_model_get_root(dm_device_get_model(sd->dev))))
 		return 0;
 	if (!dm_array_grow((void **)&sd->f, &sd->cap, sd->n, sizeof(*sd->f), 16))
 		return 1;
@@ -73,7 +75,8 @@ static int list_dir(const char *name, void *data)
 	struct listing *l = data;
 	struct saved_device *sd = l->sd;
 	char path[DM_SNAPSHOT_DIR_PATH_MAX + 1];
-	if ((!l->group && strcmp(name, "pm") == 0) || l->depth >= DM_SNAPSHOT_DIR_DEPTH_MAX)
+	if ((!l->group && dm_device_is_own_name_locked(sd->dev, name, "pm")) ||
+	    l->depth >= DM_SNAPSHOT_DIR_DEPTH_MAX)
 		return 0;
 	int n = l->group ? snprintf(path, sizeof(path), "%s/%s", l->group, name)
 			 : snprintf(path, sizeof(path), "%s", name);

@@ -47,6 +47,21 @@ def parse_testbed(path):
     return devices
 
 
+OWN_PREFIX = "driverfs:"
+
+
+def own(directory, name):
+    """The path of driverfsd's own entry @name ("power", "devpath", "pm" ...)
+    of the device directory @directory: the longest of name, driverfs:name,
+    driverfs:driverfs:name ... listed there (the kernel's names come first,
+    docs/design.md §6.2)."""
+    names = set(os.listdir(directory))
+    served = name
+    while OWN_PREFIX + served in names:
+        served = OWN_PREFIX + served
+    return os.path.join(directory, served)
+
+
 def umockdev_env(testbed, extra=None):
     """The environment under which a program reads @testbed instead of /sys."""
     env = dict(os.environ, **(extra or {}))

@@ -15,6 +15,8 @@ import select
 import socket
 import struct
 
+from harness import own
+
 # the containers /devices/system and /devices/virtual are devices in the tree
 CONTAINERS = ("/devices/system", "/devices/virtual")
 
@@ -109,7 +111,8 @@ def devpaths_in_mount(d):
     found = {}
     for top, dirs, files in os.walk(d.path("root")):
         if "devpath" in files:
-            found[read(d, top, "devpath").strip()] = os.path.relpath(top, d.path("root"))
+            with open(own(top, "devpath")) as f:
+                found[f.read().strip()] = os.path.relpath(top, d.path("root"))
     return found
 
 

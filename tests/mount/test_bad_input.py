@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from harness import Daemon, drivers_config
+from harness import Daemon, drivers_config, own
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBEDS = os.path.join(HERE, "..", "testbeds")
@@ -53,7 +53,7 @@ def writable_files(d):
     devpaths = {}  # device directory -> its devpath
     for top, dirs, files in os.walk(os.path.join(d.mnt, "root")):
         if "devpath" in files and sysfs:
-            devpaths[top] = read(os.path.join(top, "devpath")).decode().strip()
+            devpaths[top] = read(own(top, "devpath")).decode().strip()
         # the device this directory belongs to (an attribute directory's
         # is the nearest one up with a devpath)
         dev, rel = top, ""

@@ -45,11 +45,11 @@ def kernel_binds(d, driver):
 
 
 def suspend_and_resume_all(d):
-    with open(d.path("root", "power"), "w") as f:
+    with open(d.path("power"), "w") as f:
         f.write("suspend")
     sys_devices = os.path.join(d.testbed.get_root_dir(), "sys", "devices")
     during = pci_pmcsr(sys_devices, AST_BRIDGE)
-    with open(d.path("root", "power"), "w") as f:
+    with open(d.path("power"), "w") as f:
         f.write("resume")
     return during
 

@@ -206,7 +206,7 @@ def test_a_class_driver_suspends_before_the_controller_and_resumes_after():
             out = subprocess.run([os.environ.get("DRIVERFSCTL", "driverfsctl"), "-m", d.mnt,
                                   "dot"], capture_output=True, text=True)
             assert "class driver disk-flush" in out.stdout, out.stderr
-            with open(d.path("root", "metrics")) as f:
+            with open(d.path("metrics")) as f:
                 assert 'driverfsd_class_driver_devices{class="block",driver="disk-flush"} 2\n' \
                     in f.read()
 

@@ -263,7 +263,7 @@ def test_dot_filtered_and_pm_order(d):
     order = [steps[i] for i in sorted(steps)]
     assert order == [("" if p == "." else p) for p in reversed(listed)]
     # and its journal is what dot read
-    with open(d.path("root", "power_log")) as f:
+    with open(d.path("power_log")) as f:
         journal = [line.split()[2] for line in f]
     assert [("" if p == "." else p) for p in journal] == order
     pm_edges = [line for line in r.stdout.splitlines() if "color=red" in line]
@@ -285,7 +285,7 @@ def test_suspend_json_is_the_journal(d):
     r = ctl(d.mnt, "suspend", "--dry-run", "--json")
     assert r.returncode == 0, r.stderr
     entries = json.loads(r.stdout)
-    with open(d.path("root", "power_log")) as f:
+    with open(d.path("power_log")) as f:
         lines = [line.split() for line in f]
     assert [[str(e["seq"]), e["phase"], e["path"], e["result"], str(e["usec"])]
             for e in entries] == lines
@@ -329,7 +329,7 @@ def test_errors_name_the_device_and_errno(d, tmp):
     assert r.returncode == 1 and r.stderr.endswith("(EINVAL)\n"), r.stderr
     r = ctl(tmp, "list")
     assert r.returncode == 1 and \
-        r.stderr == f"driverfsctl: {tmp}: not a driverfs mount: no root/power (ENOENT)\n"
+        r.stderr == f"driverfsctl: {tmp}: not a driverfs mount: no power file at its top (ENOENT)\n"
     r = ctl(d.mnt, "save", os.path.join(tmp, "no", "such", "dir.json"))
     assert r.returncode == 1 and "dir.json" in r.stderr and r.stderr.endswith("(ENOENT)\n")
     assert not os.path.exists(os.path.join(tmp, "no"))

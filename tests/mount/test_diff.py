@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from harness import CTL, DAEMON, Daemon, umockdev_env
+from harness import CTL, DAEMON, Daemon, umockdev_env, own
 from hotplug_util import KBD, STICK, TESTBED, blocks, devpath, under, wait_event, without
 from volatile import is_volatile
 
@@ -37,7 +37,7 @@ def place_of(d, path):
     """The path under root/ of the device at sysfs @path."""
     for top, dirs, files in os.walk(d.path("root")):
         if "devpath" in files:
-            with open(os.path.join(top, "devpath")) as f:
+            with open(own(top, "devpath")) as f:
                 if f.read().strip() == path:
                     return os.path.relpath(top, d.path("root"))
     raise AssertionError(f"{path} is not in the mount")

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from harness import Daemon, auto_unmount_helpers, in_background, pci_pmcsr, unmount_watcher
+from harness import Daemon, auto_unmount_helpers, in_background, pci_pmcsr, unmount_watcher, own
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
@@ -120,7 +120,7 @@ class Env:
             return [tuple(line.split()) for line in f.read().splitlines()]
 
     def log_entries(self):
-        return [line.split() for line in self.read("root", "power_log").splitlines()]
+        return [line.split() for line in self.read("power_log").splitlines()]
 
     def all_power(self):
         out = {}
@@ -211,7 +211,7 @@ def test_hook_printing_megabytes_is_bounded(env, status):
     after = rss_kib(env.d.proc.pid)
     # 20 MB went through the pipe; at most DM_RUN_OUTPUT_MAX (64 KiB) is kept
     assert after - before < 8 * 1024, f"RSS grew from {before} to {after} KiB"
-    assert env.read("root", "name")  # still serving
+    assert env.read("name")  # still serving
 
 
 def wait_hotplug(env, action, place):
@@ -278,7 +278,7 @@ def test_libpci_failing_at_start_serves_the_rest_and_says_why():
         assert "libpci: Cannot open /sys/bus/pci/devices" in out, out
         assert "source pci: " in out and "serving what the others found" in out, out
         # udev's records are served: the PCI devices, without libpci's files
-        with open(d.path("root", NIC, "devpath")) as f:
+        with open(own(d.path("root", NIC), "devpath")) as f:
             assert f.read() == "/devices/" + NIC + "\n"
         with open(d.path("root", NIC, "uevent")) as f:
             assert "PCI_ID=15B3:" in f.read()
@@ -309,7 +309,7 @@ def test_libusb_failing_at_start_serves_the_rest_and_says_why():
         assert "no hotplug" not in out, "the daemon's own monitor was broken too:\n" + out
         # udev's records are served: the USB devices, without libusb's files
         hub = d.path("bus", "usb", "devices", "1-1")
-        with open(os.path.join(hub, "devpath")) as f:
+        with open(own(hub, "devpath")) as f:
             assert f.read() == "/devices/pci0000:00/0000:00:14.0/usb1/1-1\n"
         with open(os.path.join(hub, "uevent")) as f:
             assert "PRODUCT=5e3/608/" in f.read()

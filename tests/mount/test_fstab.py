@@ -52,7 +52,7 @@ def test_an_fstab_line_mounts_and_unmounts(setup):
     r = in_namespace(bindir, f"""
 mount -T {fstab} {mnt}
 findmnt -n -o SOURCE,FSTYPE,OPTIONS {mnt}
-test -f {mnt}/root/power
+test -f {mnt}/power
 # the entry is seen as mounted: mount -a mounts nothing more
 mount -a -T {fstab}
 echo "mounts: $(grep -c " {mnt} " /proc/self/mounts)"
@@ -76,7 +76,7 @@ def test_mount_t_with_driverfsds_own_options(setup, tmp_path):
     r = in_namespace(bindir, f"""
 mount -t fuse.driverfsd machine0 {mnt} -o config={conf},ro,x-mount.mkdir
 findmnt -n -o SOURCE,FSTYPE,OPTIONS {mnt}
-cat {mnt}/root/name >/dev/null
+cat {mnt}/name >/dev/null
 umount {mnt}
 """)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -21,7 +21,7 @@ import time
 import gi
 import pytest
 
-from harness import drivers_config
+from harness import drivers_config, own
 from hotplug_util import ROOT_HUB2, TESTBED
 from supervisor import Supervised
 
@@ -164,7 +164,7 @@ def test_a_planned_restart_is_not_seen_by_readers(env):
     # (a sysfs attribute passed through: its copy names its attribute, which
     # a read through the reader's old handle would then show)
     others = [open(os.path.join(device_dir(mnt), "urbnum")),
-              open(os.path.join(mnt, "root", "metrics"))]
+              open(os.path.join(mnt, "metrics"))]
     for f in others:
         assert f.read()
     after = holder.check()
@@ -315,7 +315,7 @@ def test_devices_plugged_while_no_daemon_serves_are_there_after(env):
     d2 = Supervised(tb2, mnt, tmp, last.store)
     daemons.append(d2)
     found = [top for top, dirs, files in os.walk(os.path.join(mnt, "root"))
-             if "devpath" in files and open(os.path.join(top, "devpath")).read().strip()
+             if "devpath" in files and open(own(top, "devpath")).read().strip()
              == devpath(kbd[0])]
     assert found, "the keyboard plugged in meanwhile is in the tree"
     got = holder.check()
@@ -340,7 +340,7 @@ def test_what_changed_while_no_daemon_served_is_seen_after(env):
     # node: umockdev's remove_device() of one with a node leaves its
     # emulation thread a closed socket, which later aborts the test)
     host = "/devices/pci0000:00/0000:00:17.0/ata6/host5"
-    dirs = {open(os.path.join(top, "devpath")).read().strip(): top
+    dirs = {open(own(top, "devpath")).read().strip(): top
             for top, _, files in os.walk(os.path.join(mnt, "root")) if "devpath" in files}
     host_dir, parent = dirs[host], os.path.dirname(dirs[host])
     os.stat(os.path.join(host_dir, "uevent"))  # cached: names, attributes

@@ -23,7 +23,7 @@ import struct
 
 import pytest
 
-from harness import Daemon
+from harness import Daemon, own
 from hotplug_util import devpaths_in_mount, devpaths_in_testbed, wait_event
 
 TUNSETIFF = 0x400454CA
@@ -94,7 +94,7 @@ def test_events_come_from_the_kernel():
     try:
         wait_event(d, "add", devpath(name))
         assert os.path.isdir(place(d, name))
-        with open(os.path.join(place(d, name), "devpath")) as f:
+        with open(own(place(d, name), "devpath")) as f:
             assert f.read() == devpath(name) + "\n"
         os.close(fd)
         fd = None

@@ -14,7 +14,7 @@ import errno
 import os
 import re
 
-from harness import Daemon
+from harness import Daemon, own
 
 HERE = os.path.dirname(__file__)
 TESTBED = os.path.join(HERE, "..", "testbeds", "arm-board.umockdev")
@@ -57,7 +57,7 @@ def place(d, devpath):
     """The device's directory in the mount, found by its devpath file."""
     for top, dirs, files in os.walk(d.path("root")):
         if "devpath" in files:
-            with open(os.path.join(top, "devpath")) as f:
+            with open(own(top, "devpath")) as f:
                 if f.read().strip() == devpath:
                     return top
     raise AssertionError(f"{devpath} not in the mount")
@@ -69,7 +69,7 @@ def link_name(devpath):
 
 
 def journal(d):
-    with open(d.path("root", "power_log")) as f:
+    with open(d.path("power_log")) as f:
         return [line.split() for line in f.read().splitlines()]
 
 
@@ -115,7 +115,7 @@ def test_every_link_is_shown_and_orders_the_suspend(tmp_path):
 
         # the whole system, dry and for real: the same order, every link kept
         for how in ("suspend-dry-run", "suspend"):
-            with open(d.path("root", "power"), "w") as f:
+            with open(d.path("power"), "w") as f:
                 f.write(how)
             entries = journal(d)
             pos = {e[2]: int(e[0]) for e in entries if e[1] == "suspend"}
@@ -131,7 +131,7 @@ def test_every_link_is_shown_and_orders_the_suspend(tmp_path):
                 checked += 1
             assert checked == len([p for p in DEVLINKS if orders(p)])
         # resume: suppliers first
-        with open(d.path("root", "power"), "w") as f:
+        with open(d.path("power"), "w") as f:
             f.write("resume")
         pos = {e[2]: int(e[0]) for e in journal(d) if e[1] == "resume"}
         for path in DEVLINKS:
@@ -299,7 +299,7 @@ def test_a_gpu_and_its_audio_function(tmp_path):
         assert os.path.realpath(d.path("root", AUDIO, "suppliers", "pci:0000:01:00.0")) == \
             d.path("root", GPU)
         assert os.listdir(d.path("root", GPU, "consumers")) == ["pci:0000:01:00.1"]
-        with open(d.path("root", "power"), "w") as f:
+        with open(d.path("power"), "w") as f:
             f.write("suspend-dry-run")
         order = [e[2] for e in journal(d) if e[1] == "suspend"]
         assert order.index(AUDIO) < order.index(GPU) < order.index("pci0000:00/0000:00:01.1")
@@ -334,7 +334,7 @@ def test_a_link_that_wakes_up_orders_the_next_walk(tmp_path):
     d = Daemon(TESTBED)
     try:
         def order():
-            with open(d.path("root", "power"), "w") as f:
+            with open(d.path("power"), "w") as f:
                 f.write("suspend-dry-run")
             return [e[2] for e in journal(d) if e[1] == "suspend"]
         gpu, vdd = "platform/ff9a0000.gpu", "platform/vdd-log"

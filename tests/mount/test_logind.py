@@ -16,7 +16,7 @@ import tempfile
 
 import pytest
 
-from harness import Daemon
+from harness import Daemon, own
 
 try:
     import dbus
@@ -155,19 +155,20 @@ def read(path):
 
 
 def power_states(d):
-    """{path under root/ ("." for root): content of its power file}"""
+    """{path under root/ ("." for root, whose power file is at the top of
+    the mount): content of its power file}"""
     root = d.path("root")
-    states = {}
+    states = {".": read(d.path("power"))}
     for top, _, names in os.walk(root):
-        if "power" in names:
-            states[os.path.relpath(top, root)] = read(os.path.join(top, "power"))
+        if top != root and any(n.endswith("power") for n in names):
+            states[os.path.relpath(top, root)] = read(own(top, "power"))
     return states
 
 
 def journal(d, phase):
     """Paths of the power_log lines of @phase, in journal order, each checked ok."""
     paths = []
-    for line in read(d.path("root", "power_log")).splitlines():
+    for line in read(d.path("power_log")).splitlines():
         _, ph, path, result = line.split()[:4]
         if ph == phase:
             assert result == "ok", f"expected every {phase} hook to succeed: {line}"
@@ -218,7 +219,7 @@ def wake_and_check(d, logind):
 
 def test_inhibitor_held_once_ready(d, logind):
     assert logind.ours() == 1, f"expected {OUR_INHIBITOR} once: {logind.inhibitors()}"
-    assert read(d.path("root", "power")) == "on\n"
+    assert read(d.path("power")) == "on\n"
 
 
 def test_sleep_suspends_children_first_and_wake_resumes(d, logind):
@@ -261,7 +262,7 @@ def test_serves_without_a_system_bus(monkeypatch, tmp_path):
     monkeypatch.setenv("DBUS_SYSTEM_BUS_ADDRESS", f"unix:path={tmp_path}/no-such-bus")
     d = Daemon(TESTBED)
     try:
-        assert read(d.path("root", "power")) == "on\n"
+        assert read(d.path("power")) == "on\n"
         assert "pci0000:00" in os.listdir(d.path("root"))
         assert "no system sleep integration" in d.output()
         assert d.terminate(signal.SIGTERM) == 0, d.output()
@@ -274,7 +275,7 @@ def test_serves_with_a_bus_but_no_logind():
     try:
         d = Daemon(TESTBED)
         try:
-            assert read(d.path("root", "power")) == "on\n"
+            assert read(d.path("power")) == "on\n"
             assert "no system sleep integration" in d.output()
             assert d.terminate(signal.SIGTERM) == 0, d.output()
         finally:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""root/metrics and driverfsctl metrics (issue 19 item 3, docs/design.md
+"""the metrics file and driverfsctl metrics (issue 19 item 3, docs/design.md
 §6.8) on the USB tree testbed: the text parsed by prometheus_client's parser
 and checked line by line against the format's rules (families whole, TYPE
 and HELP first, no timestamps, counters ending in _total); every gauge
@@ -18,7 +18,7 @@ import subprocess
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness import CTL, DAEMON, Daemon
+from harness import CTL, DAEMON, Daemon, own
 from hotplug_util import HUB2, KBD, TESTBED, blocks, devpath, under, wait_event, without
 
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -75,7 +75,7 @@ def value(samples, name, **labels):
 
 
 def metrics(d):
-    with open(d.path("root", "metrics")) as f:
+    with open(d.path("metrics")) as f:
         text = f.read()
     check_format(text)
     return parse(text)
@@ -128,7 +128,7 @@ def test_counters_follow_what_happens(d):
     # PM: a real suspend and resume of a hub's subtree, and a dry run
     hub = None
     for top, dirs, files in os.walk(d.path("root")):
-        if "devpath" in files and open(os.path.join(top, "devpath")).read().strip() == HUB2:
+        if "devpath" in files and open(own(top, "devpath")).read().strip() == HUB2:
             hub = top
     assert hub
     for word in ("suspend", "resume", "suspend-dry-run"):
@@ -209,7 +209,7 @@ def test_driverfsctl_metrics_prints_and_writes_a_file(d, tmp_path):
     r = subprocess.run([CTL, "-m", str(textfile), "metrics", str(out)], capture_output=True,
                        text=True)
     assert r.returncode == 1
-    assert "root/metrics" in r.stderr and "ENOENT" in r.stderr, r.stderr
+    assert f"{textfile}/metrics" in r.stderr and "ENOENT" in r.stderr, r.stderr
     assert parse(out.read_text()) == {("driverfsd_up", frozenset()): 0.0}
     # no mount, standard output: nothing but the error
     r = subprocess.run([CTL, "-m", str(textfile), "metrics"], capture_output=True, text=True)
@@ -219,12 +219,12 @@ def test_driverfsctl_metrics_prints_and_writes_a_file(d, tmp_path):
 
 
 def test_the_file_is_read_only_and_only_the_roots(d):
-    st = os.stat(d.path("root", "metrics"))
+    st = os.stat(d.path("metrics"))
     assert oct(st.st_mode & 0o777) == "0o444"
     # root may open it for writing (as sysfs's read-only files); no write
     # is taken
     with pytest.raises(OSError) as e:
-        with open(d.path("root", "metrics"), "w") as f:
+        with open(d.path("metrics"), "w") as f:
             f.write("0\n")
     assert e.value.errno == errno.EACCES
     for top, dirs, files in os.walk(d.path("root")):

@@ -4,7 +4,7 @@ persist is recorded in driverfsd.conf's PersistFile=; a new daemon applies
 it at start (the "boot" here: the testbed put back as the kernel binds at
 boot), and the daemon applies it again when the device is unplugged and
 plugged back (the kernel binds its own driver before the add event);
-root/bindings and driverfsctl bindings say whether each is in force;
+the bindings file and driverfsctl bindings say whether each is in force;
 --default --persist forgets it and restores the kernel's driver. The
 kernel's side is tests/helpers/kbind.c's."""
 import os

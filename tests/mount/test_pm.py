@@ -128,9 +128,9 @@ def test_exec_driver_binds_and_hooks_get_their_environment(env):
 
 
 def test_whole_system_suspend_and_resume_in_order(env):
-    with open(env.d.path("root", "power"), "w") as f:
+    with open(env.d.path("power"), "w") as f:
         f.write("suspend")
-    log = [line.split() for line in env.read("root", "power_log").splitlines()]
+    log = [line.split() for line in env.read("power_log").splitlines()]
     assert log and all(entry[3] == "ok" for entry in log)
     seen = {}
     for seq, phase, path, res, usec in log:
@@ -146,7 +146,7 @@ def test_whole_system_suspend_and_resume_in_order(env):
         if "power" in files:
             with open(os.path.join(top, "power")) as f:
                 assert f.read() == "suspended\n", top
-    with open(env.d.path("root", "power"), "w") as f:
+    with open(env.d.path("power"), "w") as f:
         f.write("resume")
     for top, dirs, files in os.walk(env.d.path("root")):
         if "power" in files:
@@ -216,7 +216,7 @@ def test_bad_word_is_einval_and_changes_nothing(env):
 def test_failing_hook_rolls_back_with_eio(env):
     open(os.path.join(env.log, "fail.suspend.0000:04:00.1"), "w").close()
     with pytest.raises(OSError) as e:
-        with open(env.d.path("root", "power"), "w") as f:
+        with open(env.d.path("power"), "w") as f:
             f.write("suspend")
     assert e.value.errno == errno.EIO
     for top, dirs, files in os.walk(env.d.path("root")):
@@ -226,7 +226,7 @@ def test_failing_hook_rolls_back_with_eio(env):
     place = NIC[:-1] + "1"
     err = env.read("root", place, "power_error")
     assert err.startswith("suspend E"), err
-    log = env.read("root", "power_log").splitlines()
+    log = env.read("power_log").splitlines()
     failed = [line for line in log if line.split()[2] == place]
     assert failed and failed[0].split()[1] == "suspend" and failed[0].split()[3] != "ok"
     # the rollback resumed what had been suspended, after the failure
@@ -247,7 +247,7 @@ def test_busy_while_a_transition_runs(env):
     with open(started) as f:  # the hook is running now
         assert f.read().strip() == "started"
     with pytest.raises(OSError) as e:
-        with open(env.d.path("root", "power"), "w") as f:
+        with open(env.d.path("power"), "w") as f:
             f.write("resume")
     assert e.value.errno == errno.EBUSY
     with open(gate, "w") as f:
@@ -273,7 +273,7 @@ def test_driverfsctl_dry_run_records_the_order_and_calls_nothing(env):
     assert paths.index(NIC) < paths.index(os.path.dirname(NIC))
     assert not any(line.startswith("suspend") for line in env.order()), "a hook ran"
     assert env.read("root", NIC, "power") == "on\n"
-    assert env.read("root", "power") == "on\n"
+    assert env.read("power") == "on\n"
 
 
 def test_driverfsctl_by_bus_id_and_failure(env):

@@ -19,7 +19,7 @@ import re
 import stat
 import tempfile
 
-from harness import Daemon
+from harness import Daemon, own
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBEDS = os.path.join(HERE, "..", "testbeds")
@@ -246,7 +246,7 @@ def device_dir(d, devpath):
     directories such as input/ are not in the mount)."""
     for top, dirs, files in os.walk(d.path("root")):
         if "devpath" in files:
-            with open(os.path.join(top, "devpath")) as f:
+            with open(own(top, "devpath")) as f:
                 if f.read() == devpath + "\n":
                     return top
     raise AssertionError(f"no device with devpath {devpath}")
@@ -275,22 +275,23 @@ def test_device_strings_stay_in_their_file():
             inp = os.path.relpath(device_dir(d, INPUT), d.mnt)
             hid = os.path.relpath(device_dir(d, HID), d.mnt)
             changed = sorted(p for p in clean if clean[p] != dirty[p])
-            # (sysfs:name is the input device's sysfs name, passed through
-            # byte for byte as sysfs gives it: docs/design.md §6.7)
+            # (name is the input device's sysfs name, passed through byte
+            # for byte as sysfs gives it; driverfs:name is driverfsd's
+            # description: docs/design.md §6.2)
             allowed = {hub + "/product", hub + "/manufacturer", hub + "/serial",
-                       inp + "/name", inp + "/sysfs:name", hid + "/uevent"}
+                       inp + "/driverfs:name", inp + "/name", hid + "/uevent"}
             assert set(changed) <= allowed, f"other files changed: {sorted(set(changed) - allowed)}"
-            for p in allowed - {inp + "/sysfs:name"}:
+            for p in allowed - {inp + "/name"}:
                 what = dirty[p][3]
                 assert len(what) <= 4096, f"{p}: {len(what)} bytes"
             with open(os.path.join(d.testbed.get_root_dir(), "sys" + INPUT, "name"), "rb") as f:
-                assert dirty[inp + "/sysfs:name"][3] == f.read()
+                assert dirty[inp + "/name"][3] == f.read()
             # one value per file, cut at the device's newline
             assert dirty[hub + "/product"][3] == b"Evil\n", dirty[hub + "/product"]
             assert dirty[hub + "/manufacturer"][3] == b"/../..\x01\x1b[31mred\x7f\t\n"
             # the input device's uevent text fails the check (its NAME= runs
             # over lines): its name is its name file's first line
-            assert dirty[inp + "/name"][3] == b"Keyboard\n", dirty[inp + "/name"]
+            assert dirty[inp + "/driverfs:name"][3] == b"Keyboard\n", dirty[inp + "/driverfs:name"]
 
             # the hook: its own program with the literal arguments, the
             # documented variables, none of the smuggled ones

@@ -39,9 +39,13 @@ def read(path):
 
 
 def test_top_level(d):
-    assert sorted(os.listdir(d.mnt)) == ["bus", "class", "root"]
+    # the three views, and the whole system's files, where no device can be
+    assert sorted(os.listdir(d.mnt)) == ["bindings", "bus", "class", "metrics", "name", "power",
+                                         "power_error", "power_log", "root"]
+    # root/ holds the devices at the top of the hierarchy and nothing else
+    assert sorted(os.listdir(d.path("root"))) == ["pci0000:00"]
     assert sorted(os.listdir(d.path("bus"))) == ["pci", "sys"]
-    assert read(d.path("root", "power")) == "on\n"
+    assert read(d.path("power")) == "on\n"
 
 
 def test_every_function_in_its_place(d):
@@ -184,7 +188,7 @@ def test_suspend_and_resume_a_subtree(d):
     assert read(os.path.join(bridge, "power")) == "suspended\n"
     assert read(os.path.join(nvme, "power")) == "suspended\n"
     assert read(d.path("root", PLACES["0000:00:14.0"], "power")) == "on\n"
-    log = read(d.path("root", "power_log")).splitlines()
+    log = read(d.path("power_log")).splitlines()
     # children before parents: the NVMe and the bridge's secondary bus (the
     # pci_bus class device 0000:01), then the bridge
     assert [line.split()[:4] for line in log] == [
@@ -195,7 +199,7 @@ def test_suspend_and_resume_a_subtree(d):
     # resuming the child resumes its parent first
     with open(os.path.join(nvme, "power"), "w") as f:
         f.write("resume")
-    log = read(d.path("root", "power_log")).splitlines()
+    log = read(d.path("power_log")).splitlines()
     assert [line.split()[1:3] for line in log] == [
         ["resume", PLACES["0000:00:1c.0"]], ["resume", PLACES["0000:01:00.0"]]]
     # the sibling the resume did not cover stays suspended

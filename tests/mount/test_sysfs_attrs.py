@@ -7,12 +7,14 @@ a root write reaches the sysfs file and the kernel's refusal (played by
 tests/helpers/failwrite.c) comes back unchanged; other users cannot write;
 an attribute the kernel adds shows after the device's change event."""
 import errno
+import json
 import os
 import re
+import subprocess
 
 import pytest
 
-from harness import Daemon
+from harness import CTL, Daemon, own
 from test_security import as_nobody
 
 HERE = os.path.dirname(__file__)
@@ -23,9 +25,12 @@ SYS_XHCI = "sys/devices/pci0000:00/0000:00:14.0"
 OWN = {"name", "devpath", "uevent", "modalias", "power", "power_error", "kernel_driver",
        "vendor", "device", "subsystem_vendor", "subsystem_device", "class", "revision", "irq",
        "resource", "numa_node", "dev", "devnode"}
-# left out of the tree (src/buses/sysfs-attrs.c): memory-mapped, capability-
-# limited, binding or side-effecting files; added to the testbed here
-LEFT_OUT = ("rom", "resource0", "resource2_wc", "remove", "rescan", "reset")
+# left out of the tree (src/buses/sysfs-attrs.c): memory-mapped or
+# capability-limited files; added to the testbed here
+LEFT_OUT = ("rom", "resource0", "resource2_wc")
+# files that act when written: write-only ones (as sysfs has these) have
+# nothing to show; a readable one (a console's bind) reads as in sysfs
+ACTIONS = ("remove", "rescan", "reset")
 # a PCI function's config space: 256 bytes, header type 0 at 0x0e
 CONFIG = bytes(range(256))[:0x0e] + b"\x00" + bytes(range(0x0f, 256))
 EBUSY_SUFFIX = "0000:00:14.0/d3cold_allowed"
@@ -34,9 +39,13 @@ EBUSY_SUFFIX = "0000:00:14.0/d3cold_allowed"
 def add_files(root):
     """The files a real function has and the generated testbed lacks, and
     one only root may read (as sysfs has some)."""
-    for name in LEFT_OUT:
+    for name in LEFT_OUT + ACTIONS:
         with open(os.path.join(root, SYS_XHCI, name), "w") as f:
             f.write("x\n")
+    for name in ACTIONS:
+        os.chmod(os.path.join(root, SYS_XHCI, name), 0o200)
+    with open(os.path.join(root, SYS_XHCI, "bind"), "w") as f:
+        f.write("1\n")
     os.makedirs(os.path.join(root, SYS_XHCI, "queue", "iosched"))
     for name, value in (("queue/scheduler", "none [mq-deadline]\n"),
                         ("queue/iosched/quantum", "4\n")):
@@ -72,7 +81,7 @@ def test_each_sysfs_file_is_there_with_its_bytes(d):
     listed = set(os.listdir(d.path("root", XHCI)))
     passed = 0
     for e in os.scandir(os.path.dirname(sysfs(d, "x"))):
-        if not e.is_file(follow_symlinks=False) or e.name in LEFT_OUT:
+        if not e.is_file(follow_symlinks=False) or e.name in LEFT_OUT + ACTIONS:
             continue
         assert e.name in listed, f"{e.name} of sysfs is missing from the device's directory"
         if e.name in OWN or e.name == "config":  # config: its own test
@@ -86,10 +95,18 @@ def test_each_sysfs_file_is_there_with_its_bytes(d):
 
 def test_left_out_and_read_only_files(d):
     listed = set(os.listdir(d.path("root", XHCI)))
-    for name in LEFT_OUT:
+    for name in LEFT_OUT + ACTIONS:
         assert name not in listed, f"{name} must not be in the tree"
         with pytest.raises(FileNotFoundError):
             os.stat(d.path("root", XHCI, name))
+    # a file that acts when written, readable in sysfs: its value, never
+    # a write (as vtcon0/bind, 1)
+    assert read(d.path("root", XHCI, "bind")) == b"1\n"
+    assert os.stat(d.path("root", XHCI, "bind")).st_mode & 0o222 == 0
+    with pytest.raises(PermissionError):
+        with open(d.path("root", XHCI, "bind"), "w") as f:
+            f.write("0")
+    assert read(sysfs(d, "bind")) == b"1\n"
     # binding files are the binding work's: shown, never written here
     st = os.stat(d.path("root", XHCI, "driver_override"))
     assert st.st_mode & 0o222 == 0
@@ -117,7 +134,8 @@ def test_pci_config_is_what_an_unprivileged_reader_gets(d):
 def test_modes_are_never_looser_than_sysfs(d):
     for e in os.scandir(os.path.dirname(sysfs(d, "x"))):
         p = d.path("root", XHCI, e.name)
-        if e.name in OWN or e.name in LEFT_OUT or not e.is_file(follow_symlinks=False):
+        if e.name in OWN or e.name in LEFT_OUT + ACTIONS or \
+                not e.is_file(follow_symlinks=False):
             continue
         mode = os.stat(p).st_mode & 0o777
         assert mode & ~(e.stat().st_mode & 0o777) == 0, (e.name, oct(mode))
@@ -307,39 +325,48 @@ KBD = "pci0000:00/0000:00:14.0/usb1/1-1/1-1.2/1-1.2.1"
 KBD_INPUT = KBD + "/1-1.2.1:1.0/0003:05F3:0007.0001/input5"
 
 
-def test_a_name_driverfsd_gives_its_own_meaning_shows_sysfs_value_beside_it(tmp_path):
-    """USB's devpath (a port chain) and an input device's name (its
-    description) are sysfs:devpath and sysfs:name beside driverfsd's
-    devpath (the sysfs path) and name; names whose value driverfsd copies
+def test_the_kernels_name_comes_first_and_driverfsds_file_moves_aside(tmp_path):
+    """USB's devpath (a port chain) and an input device's name are the
+    kernel's, under their names; driverfsd's devpath (the sysfs path) and
+    name (its description) are beside them as driverfs:devpath and
+    driverfs:name (docs/design.md §6.2). Names whose value driverfsd copies
     from sysfs (the per-bus values, dev, uevent) are one file."""
     daemon = Daemon(USB_TESTBED)
     try:
         sys_kbd = os.path.join(daemon.testbed.get_root_dir(), "sys/devices", KBD)
         kbd = daemon.path("root", KBD)
         listed = os.listdir(kbd)
-        assert "sysfs:devpath" in listed and "devpath" in listed
-        assert read(os.path.join(kbd, "sysfs:devpath")) == read(os.path.join(sys_kbd, "devpath"))
-        assert read(os.path.join(kbd, "sysfs:devpath")) == b"1.2.1\n"
-        assert read(os.path.join(kbd, "devpath")) == f"/devices/{KBD}\n".encode()
+        assert "driverfs:devpath" in listed and "devpath" in listed
+        assert read(os.path.join(kbd, "devpath")) == read(os.path.join(sys_kbd, "devpath"))
+        assert read(os.path.join(kbd, "devpath")) == b"1.2.1\n"
+        assert read(os.path.join(kbd, "driverfs:devpath")) == f"/devices/{KBD}\n".encode()
+        assert own(kbd, "devpath") == os.path.join(kbd, "driverfs:devpath")
+        # a name the kernel does not use keeps its own name
+        assert "power" in listed and "driverfs:power" not in listed
         for same in ("idVendor", "dev", "uevent"):
-            assert same in listed and f"sysfs:{same}" not in listed, same
-        with pytest.raises(FileNotFoundError):
-            os.stat(os.path.join(kbd, "sysfs:idVendor"))
-        with pytest.raises(FileNotFoundError):
-            os.stat(os.path.join(kbd, "sysfs:nothing"))
+            assert same in listed and f"driverfs:{same}" not in listed, same
+        for absent in ("driverfs:idVendor", "driverfs:nothing", "driverfs:power",
+                       "driverfs:driverfs:devpath", "sysfs:devpath"):
+            with pytest.raises(FileNotFoundError):
+                os.stat(os.path.join(kbd, absent))
 
         inp = daemon.path("root", KBD_INPUT)
-        sys_name = read(os.path.join(sys_kbd, "1-1.2.1:1.0/0003:05F3:0007.0001/input/input5",
-                                     "name"))
+        sys_inp = os.path.join(sys_kbd, "1-1.2.1:1.0/0003:05F3:0007.0001/input/input5")
+        sys_name = read(os.path.join(sys_inp, "name"))
         assert sys_name == b"HID 05f3:0007 Keyboard\n"
-        assert read(os.path.join(inp, "sysfs:name")) == sys_name
-        assert "sysfs:name" in os.listdir(inp)
-        sys_mode = os.stat(os.path.join(sys_kbd, "1-1.2.1:1.0/0003:05F3:0007.0001/input/input5",
-                                        "name")).st_mode
-        assert os.stat(os.path.join(inp, "sysfs:name")).st_mode & 0o777 == sys_mode & 0o777
+        assert read(os.path.join(inp, "name")) == sys_name
+        assert "driverfs:name" in os.listdir(inp)
+        assert read(os.path.join(inp, "driverfs:name")).strip()
+        sys_mode = os.stat(os.path.join(sys_inp, "name")).st_mode
+        assert os.stat(os.path.join(inp, "name")).st_mode & 0o777 == sys_mode & 0o777
+        # driverfsctl finds driverfsd's files where they are
+        r = subprocess.run([CTL, "-m", daemon.mnt, "info", "--json", KBD], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        files = json.loads(r.stdout)["files"]
+        assert files["devpath"] == "1.2.1" and files["driverfs:devpath"] == f"/devices/{KBD}"
     finally:
         daemon.stop()
-
 
 
 PASSTHROUGH = "the kernel reads passed-through attributes itself"

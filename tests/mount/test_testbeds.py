@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from harness import Daemon, parse_testbed
+from harness import Daemon, parse_testbed, own
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED_DIR = os.path.join(HERE, "..", "testbeds")
@@ -41,7 +41,7 @@ class Mounted:
         root = self.d.path("root")
         for top, dirs, names in os.walk(root):
             if "devpath" in names:
-                with open(os.path.join(top, "devpath")) as f:
+                with open(own(top, "devpath")) as f:
                     self.places.setdefault(f.read().strip(), []).append(
                         os.path.relpath(top, root))
 

@@ -78,13 +78,13 @@ def ring_threads(pid):
 
 def read_tree(mnt):
     """{relative path: content or link target} of every file and link, but
-    root/metrics (the daemon's counters, which every read moves)."""
+    metrics (the daemon's counters, which every read moves)."""
     out = {}
     for top, dirs, files in os.walk(mnt):
         for name in dirs + files:
             p = os.path.join(top, name)
             rel = os.path.relpath(p, mnt)
-            if rel == "root/metrics":
+            if rel == "metrics":
                 continue
             if os.path.islink(p):
                 out[rel] = "-> " + os.readlink(p)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit tests of root/metrics (src/core/metrics.c): the model's gauges on a
+ * Unit tests of the metrics file (src/core/metrics.c): the model's gauges on a
  * small model (devices per bus, class and driver, unbound, suspended, with
  * power errors); names from devices escaped so that none ends a sample or
  * adds one; a histogram's buckets cumulative, its count its +Inf bucket's;

@@ -122,9 +122,12 @@ static void test_walk_each_kind(void **state)
 	struct fixture *f = *state;
 	int r;
 	struct fs_ref top = node((struct fs_target){ .kind = FS_TOP }, "", 0);
-	char expect[128];
-	snprintf(expect, sizeof(expect), "root:%d/d;bus:%d/d;class:%d/d;", FS_DEV, FS_BUSES,
-		 FS_CLASSES);
+	char expect[256];
+	/* the three views, then the whole system's files (the root device's) */
+	snprintf(expect, sizeof(expect),
+		 "root:%d/d;bus:%d/d;class:%d/d;power:%d/f;power_error:%d/f;power_log:%d/f;"
+		 "metrics:%d/f;",
+		 FS_DEV, FS_BUSES, FS_CLASSES, FS_ATTR, FS_ATTR, FS_ATTR, FS_ATTR);
 	assert_string_equal(walk(f, &top, &r), expect);
 	assert_int_equal(r, 0);
 
@@ -409,8 +412,9 @@ static void test_dynamic_group(void **state)
 	assert_int_equal(dm_device_add_group(d, &dyn_group), 0);
 	assert_int_equal(dm_device_add(d, NULL), 0);
 
-	/* listed after the static values; sysfs's "vendor" (the same value)
-	 * hidden, sysfs's "name" (another) as "sysfs:name" */
+	/* sysfs's "vendor" (the same value as the static one) listed once;
+	 * the kernel's "name" under its name, driverfsd's description beside
+	 * it as DM_OWN_PREFIX "name" (docs/design.md §6.2) */
 	struct fs_ref dir = node((struct fs_target){ .kind = FS_DEV, .dev = d }, "dyn", 2);
 	const char *text = walk(f, &dir, &r);
 	assert_int_equal(r, 0);
@@ -421,12 +425,12 @@ static void test_dynamic_group(void **state)
 	char again[sizeof(expect) + 1];
 	snprintf(again, sizeof(again), ";%s", expect);
 	assert_null(strstr(first, again)); /* once */
-	snprintf(expect, sizeof(expect), "sysfs:vendor:");
-	assert_null(strstr(text, expect));
-	snprintf(expect, sizeof(expect), "sysfs:name:%d/f;", FS_ATTR);
-	const char *shadowed = strstr(text, expect);
-	assert_non_null(shadowed);
-	assert_true(shadowed > first);
+	assert_null(strstr(text, "driverfs:vendor"));
+	assert_null(strstr(text, "sysfs:"));
+	snprintf(expect, sizeof(expect), ";name:%d/f;", FS_ATTR);
+	assert_non_null(strstr(text, expect));
+	snprintf(expect, sizeof(expect), "driverfs:name:%d/f;", FS_ATTR);
+	assert_non_null(strstr(text, expect));
 	snprintf(expect, sizeof(expect), "extra:%d/f;", FS_ATTR);
 	const char *extra = strstr(text, expect);
 	assert_non_null(extra);
@@ -441,15 +445,20 @@ static void test_dynamic_group(void **state)
 	assert_string_equal(buf, "0x8086\n");
 	assert_int_equal(dm_device_show(d, NULL, "extra", buf, sizeof(buf)), 7);
 	assert_string_equal(buf, "extra!\n");
-	/* sysfs's "name" under DM_SHADOWED_PREFIX; no other name takes it */
-	assert_int_equal(find(f, &dir, "sysfs:name", &t), 0);
-	assert_int_equal(dm_device_show(d, NULL, "sysfs:name", buf, sizeof(buf)), 6);
+	/* the kernel's "name" is "name"; driverfsd's is beside it, and only
+	 * under the one name the rule gives it */
+	assert_int_equal(find(f, &dir, "name", &t), 0);
+	assert_int_equal(dm_device_show(d, NULL, "name", buf, sizeof(buf)), 6);
 	assert_string_equal(buf, "name!\n");
-	assert_int_equal(dm_device_show(d, NULL, "name", buf, sizeof(buf)), 15);
-	assert_int_equal(find(f, &dir, "sysfs:vendor", &t), -ENOENT);
-	assert_int_equal(find(f, &dir, "sysfs:extra", &t), -ENOENT);
-	assert_int_equal(find(f, &dir, "sysfs:", &t), -ENOENT);
-	assert_int_equal(dm_device_show(d, NULL, "sysfs:nothing", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(find(f, &dir, "driverfs:name", &t), 0);
+	assert_int_equal(dm_device_show(d, NULL, "driverfs:name", buf, sizeof(buf)), 15);
+	assert_string_equal(buf, "Dynamic device\n");
+	assert_int_equal(find(f, &dir, "driverfs:driverfs:name", &t), -ENOENT);
+	assert_int_equal(find(f, &dir, "driverfs:vendor", &t), -ENOENT);
+	assert_int_equal(find(f, &dir, "driverfs:extra", &t), -ENOENT);
+	assert_int_equal(find(f, &dir, "driverfs:power", &t), -ENOENT);
+	assert_int_equal(find(f, &dir, "driverfs:", &t), -ENOENT);
+	assert_int_equal(dm_device_show(d, NULL, "driverfs:nothing", buf, sizeof(buf)), -ENOENT);
 	struct stat st;
 	struct fs_ref file = node((struct fs_target){ .kind = FS_ATTR, .dev = d }, "extra", 3);
 	assert_int_equal(fs_view_stat(f->m, &f->start, &file, &st, NULL), 0);
@@ -480,6 +489,111 @@ static void test_dynamic_group(void **state)
 	dm_device_unref(d);
 }
 
+/* The kernel's names first (docs/design.md §6.2): a device whose children
+ * are named like driverfsd's own entries. Each child is found and listed
+ * once under its name; the device's own entries move to DM_OWN_PREFIX
+ * "<name>", past every name of that form a child has too, and back when
+ * the child goes. The root device's files are at the top of the mount,
+ * and root/ holds devices only. */
+static void test_kernel_names_first(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const names[] = { "power", "power_error", "name", "pm", "binding",
+					     "subsystem", "driver", "driverfs:power" };
+	struct dm_device *kids[sizeof(names) / sizeof(names[0])];
+	assert_int_equal(dm_device_set_value(f->gpu, "name", "Intel GPU"), 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		assert_int_equal(dm_device_new(f->m, names[i], &kids[i]), 0);
+		assert_int_equal(dm_device_add(kids[i], f->gpu), 0);
+	}
+	struct fs_ref dir = node((struct fs_target){ .kind = FS_DEV, .dev = f->gpu }, "gpu", 3);
+	int r;
+	const char *text = walk(f, &dir, &r);
+	assert_int_equal(r, 0);
+	char expect[128], all[2048];
+	snprintf(all, sizeof(all), ";%s", text); /* each entry between ';' */
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		/* each child once, as a device */
+		snprintf(expect, sizeof(expect), ";%s:%d/d;", names[i], FS_DEV);
+		const char *at = strstr(all, expect);
+		assert_non_null(at);
+		snprintf(expect, sizeof(expect), ";%s:", names[i]);
+		if (strstr(at + 1, expect))
+			fail_msg("%s listed twice: %s", names[i], text);
+	}
+	/* driverfsd's entries beside them */
+	snprintf(expect, sizeof(expect), ";driverfs:driverfs:power:%d/f;", FS_ATTR);
+	assert_non_null(strstr(text, expect));
+	snprintf(expect, sizeof(expect), ";driverfs:power_error:%d/f;", FS_ATTR);
+	assert_non_null(strstr(text, expect));
+	snprintf(expect, sizeof(expect), ";driverfs:name:%d/f;", FS_ATTR);
+	assert_non_null(strstr(text, expect));
+	snprintf(expect, sizeof(expect), ";driverfs:subsystem:%d/l;", FS_LINK_FROM_DEV);
+	assert_non_null(strstr(text, expect));
+	snprintf(expect, sizeof(expect), ";driverfs:driver:%d/l;", FS_LINK_FROM_DEV);
+	assert_non_null(strstr(text, expect));
+	snprintf(expect, sizeof(expect), ";devpath:");
+	assert_null(strstr(text, expect)); /* it has none */
+
+	struct fs_target t;
+	assert_int_equal(find(f, &dir, "power", &t), 0);
+	assert_int_equal(t.kind, FS_DEV);
+	assert_ptr_equal(t.dev, kids[0]);
+	assert_int_equal(find(f, &dir, "driverfs:power", &t), 0);
+	assert_int_equal(t.kind, FS_DEV);
+	assert_ptr_equal(t.dev, kids[7]);
+	assert_int_equal(find(f, &dir, "driverfs:driverfs:power", &t), 0);
+	assert_int_equal(t.kind, FS_ATTR);
+	char buf[64];
+	assert_int_equal(dm_device_show(f->gpu, NULL, "driverfs:driverfs:power", buf, sizeof(buf)),
+			 3);
+	assert_string_equal(buf, "on\n");
+	assert_int_equal(dm_device_show(f->gpu, NULL, "power", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(dm_device_show(f->gpu, NULL, "driverfs:name", buf, sizeof(buf)), 10);
+	assert_string_equal(buf, "Intel GPU\n");
+	assert_int_equal(find(f, &dir, "driverfs:driver", &t), 0);
+	assert_int_equal(t.kind, FS_LINK_FROM_DEV);
+	struct fs_ref link = node(t, "driverfs:driver", 4);
+	dm_model_read_lock(f->m);
+	assert_true(fs_view_link_target_locked(&link, buf, sizeof(buf)) > 0);
+	dm_model_unlock(f->m);
+	assert_string_equal(buf, "../../../bus/pci/drivers/i915");
+
+	/* the children gone, every entry of driverfsd's has its name back */
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		dm_device_del(kids[i]);
+		dm_device_unref(kids[i]);
+	}
+	text = walk(f, &dir, &r);
+	assert_null(strstr(text, "driverfs:"));
+	assert_int_equal(dm_device_show(f->gpu, NULL, "power", buf, sizeof(buf)), 3);
+	assert_int_equal(find(f, &dir, "driverfs:power", &t), -ENOENT);
+
+	/* root/ lists its devices only; the root device's files, at the top */
+	struct dm_device *pwr;
+	assert_int_equal(dm_device_new(f->m, "power", &pwr), 0);
+	assert_int_equal(dm_device_add(pwr, NULL), 0);
+	struct fs_ref root = node((struct fs_target){ .kind = FS_DEV, .dev = dm_model_get_root(f->m) },
+				  "root", 1);
+	snprintf(expect, sizeof(expect), "pci0000:00:%d/d;power:%d/d;", FS_DEV, FS_DEV);
+	assert_string_equal(walk(f, &root, &r), expect);
+	assert_int_equal(find(f, &root, "power_log", &t), -ENOENT);
+	struct fs_ref top = node((struct fs_target){ .kind = FS_TOP }, "", 0);
+	text = walk(f, &top, &r);
+	snprintf(expect, sizeof(expect), "root:%d/d;bus:%d/d;class:%d/d;", FS_DEV, FS_BUSES,
+		 FS_CLASSES);
+	assert_true(strncmp(text, expect, strlen(expect)) == 0);
+	static const char *const top_files[] = { "power", "power_error", "power_log", "metrics" };
+	for (size_t i = 0; i < sizeof(top_files) / sizeof(top_files[0]); i++) {
+		snprintf(expect, sizeof(expect), ";%s:%d/f;", top_files[i], FS_ATTR);
+		assert_non_null(strstr(text, expect));
+		assert_int_equal(find(f, &top, top_files[i], &t), 0);
+		assert_ptr_equal(t.dev, dm_model_get_root(f->m));
+	}
+	dm_device_del(pwr);
+	dm_device_unref(pwr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -489,6 +603,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_removed_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dynamic_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_names_first, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
