@@ -62,6 +62,13 @@ def own(directory, name):
     return os.path.join(directory, served)
 
 
+def has_devpath(files):
+    """Whether the files @files of a directory hold driverfsd's devpath
+    (devpath, or driverfs:devpath where the kernel has a devpath): a device's
+    directory with a sysfs path."""
+    return "devpath" in files or OWN_PREFIX + "devpath" in files
+
+
 def umockdev_env(testbed, extra=None):
     """The environment under which a program reads @testbed instead of /sys."""
     env = dict(os.environ, **(extra or {}))

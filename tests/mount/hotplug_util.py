@@ -15,7 +15,7 @@ import select
 import socket
 import struct
 
-from harness import own
+from harness import has_devpath, own
 
 # the containers /devices/system and /devices/virtual are devices in the tree
 CONTAINERS = ("/devices/system", "/devices/virtual")
@@ -110,7 +110,7 @@ def devpaths_in_mount(d):
     """{devpath: path under root/} of every device in the mount."""
     found = {}
     for top, dirs, files in os.walk(d.path("root")):
-        if "devpath" in files:
+        if has_devpath(files):
             with open(own(top, "devpath")) as f:
                 found[f.read().strip()] = os.path.relpath(top, d.path("root"))
     return found

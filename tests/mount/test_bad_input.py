@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from harness import Daemon, drivers_config, own
+from harness import Daemon, drivers_config, has_devpath, own
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBEDS = os.path.join(HERE, "..", "testbeds")
@@ -52,7 +52,7 @@ def writable_files(d):
     sysfs = d.testbed.get_root_dir() + "/sys" if d.testbed else None
     devpaths = {}  # device directory -> its devpath
     for top, dirs, files in os.walk(os.path.join(d.mnt, "root")):
-        if "devpath" in files and sysfs:
+        if has_devpath(files) and sysfs:
             devpaths[top] = read(own(top, "devpath")).decode().strip()
         # the device this directory belongs to (an attribute directory's
         # is the nearest one up with a devpath)

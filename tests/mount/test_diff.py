@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from harness import CTL, DAEMON, Daemon, umockdev_env, own
+from harness import CTL, DAEMON, Daemon, umockdev_env, has_devpath, own
 from hotplug_util import KBD, STICK, TESTBED, blocks, devpath, under, wait_event, without
 from volatile import is_volatile
 
@@ -36,7 +36,7 @@ def d(tmp_path):
 def place_of(d, path):
     """The path under root/ of the device at sysfs @path."""
     for top, dirs, files in os.walk(d.path("root")):
-        if "devpath" in files:
+        if has_devpath(files):
             with open(own(top, "devpath")) as f:
                 if f.read().strip() == path:
                     return os.path.relpath(top, d.path("root"))

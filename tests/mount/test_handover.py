@@ -21,7 +21,7 @@ import time
 import gi
 import pytest
 
-from harness import drivers_config, own
+from harness import drivers_config, has_devpath, own
 from hotplug_util import ROOT_HUB2, TESTBED
 from supervisor import Supervised
 
@@ -315,7 +315,7 @@ def test_devices_plugged_while_no_daemon_serves_are_there_after(env):
     d2 = Supervised(tb2, mnt, tmp, last.store)
     daemons.append(d2)
     found = [top for top, dirs, files in os.walk(os.path.join(mnt, "root"))
-             if "devpath" in files and open(own(top, "devpath")).read().strip()
+             if has_devpath(files) and open(own(top, "devpath")).read().strip()
              == devpath(kbd[0])]
     assert found, "the keyboard plugged in meanwhile is in the tree"
     got = holder.check()
@@ -341,7 +341,7 @@ def test_what_changed_while_no_daemon_served_is_seen_after(env):
     # emulation thread a closed socket, which later aborts the test)
     host = "/devices/pci0000:00/0000:00:17.0/ata6/host5"
     dirs = {open(own(top, "devpath")).read().strip(): top
-            for top, _, files in os.walk(os.path.join(mnt, "root")) if "devpath" in files}
+            for top, _, files in os.walk(os.path.join(mnt, "root")) if has_devpath(files)}
     host_dir, parent = dirs[host], os.path.dirname(dirs[host])
     os.stat(os.path.join(host_dir, "uevent"))  # cached: names, attributes
     assert "host5" in os.listdir(parent)

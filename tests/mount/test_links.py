@@ -14,7 +14,7 @@ import errno
 import os
 import re
 
-from harness import Daemon, own
+from harness import Daemon, has_devpath, own
 
 HERE = os.path.dirname(__file__)
 TESTBED = os.path.join(HERE, "..", "testbeds", "arm-board.umockdev")
@@ -56,7 +56,7 @@ def orders(path):
 def place(d, devpath):
     """The device's directory in the mount, found by its devpath file."""
     for top, dirs, files in os.walk(d.path("root")):
-        if "devpath" in files:
+        if has_devpath(files):
             with open(own(top, "devpath")) as f:
                 if f.read().strip() == devpath:
                     return top

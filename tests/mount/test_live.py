@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from harness import Daemon, own
+from harness import Daemon, has_devpath, own
 
 
 def udev_devpaths():
@@ -116,7 +116,7 @@ def mount_devpaths(d):
     found = {}
     root = d.path("root")
     for top, dirs, names in os.walk(root):
-        if top != root and any(n.endswith("devpath") for n in names):
+        if top != root and has_devpath(names):
             with open(own(top, "devpath")) as f:
                 found.setdefault(f.read().strip(), []).append(os.path.relpath(top, root))
     return found
@@ -186,7 +186,7 @@ def test_nobody_reads_what_sysfs_gives_nobody(d):
     pairs = []
     for top, dirs, files in os.walk(d.path("root")):
         dirs[:] = [x for x in dirs if x != "pm"]
-        if not any(n.endswith("devpath") for n in files):
+        if not has_devpath(files):
             continue
         with open(own(top, "devpath")) as f:
             sysdir = "/sys" + f.read().strip()

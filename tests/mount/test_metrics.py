@@ -18,7 +18,7 @@ import subprocess
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness import CTL, DAEMON, Daemon, own
+from harness import CTL, DAEMON, Daemon, has_devpath, own
 from hotplug_util import HUB2, KBD, TESTBED, blocks, devpath, under, wait_event, without
 
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -128,7 +128,7 @@ def test_counters_follow_what_happens(d):
     # PM: a real suspend and resume of a hub's subtree, and a dry run
     hub = None
     for top, dirs, files in os.walk(d.path("root")):
-        if "devpath" in files and open(own(top, "devpath")).read().strip() == HUB2:
+        if has_devpath(files) and open(own(top, "devpath")).read().strip() == HUB2:
             hub = top
     assert hub
     for word in ("suspend", "resume", "suspend-dry-run"):

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from harness import CTL, DAEMON, Daemon, own, parse_testbed, umockdev_env
+from harness import CTL, DAEMON, Daemon, has_devpath, own, parse_testbed, umockdev_env
 from hotplug_util import event, remove_devices, wait_event
 from test_snapshot import tree
 
@@ -46,7 +46,7 @@ def places(d):
     root = d.path("root")
     for top, dirs, files in os.walk(root):
         dirs[:] = [x for x in dirs if not x.startswith("driverfs:")]
-        if top != root and any(f.endswith("devpath") for f in files):
+        if top != root and has_devpath(files):
             out.setdefault(read(own(top, "devpath")).strip(), []).append(
                 os.path.relpath(top, root))
     return out

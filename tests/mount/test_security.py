@@ -19,7 +19,7 @@ import re
 import stat
 import tempfile
 
-from harness import Daemon, own
+from harness import Daemon, has_devpath, own
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBEDS = os.path.join(HERE, "..", "testbeds")
@@ -245,7 +245,7 @@ def device_dir(d, devpath):
     """The directory of the device whose devpath file says @devpath (glue
     directories such as input/ are not in the mount)."""
     for top, dirs, files in os.walk(d.path("root")):
-        if "devpath" in files:
+        if has_devpath(files):
             with open(own(top, "devpath")) as f:
                 if f.read() == devpath + "\n":
                     return top

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from harness import Daemon, parse_testbed, own
+from harness import Daemon, parse_testbed, has_devpath, own
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED_DIR = os.path.join(HERE, "..", "testbeds")
@@ -40,7 +40,7 @@ class Mounted:
         self.places = {}
         root = self.d.path("root")
         for top, dirs, names in os.walk(root):
-            if "devpath" in names:
+            if has_devpath(names):
                 with open(own(top, "devpath")) as f:
                     self.places.setdefault(f.read().strip(), []).append(
                         os.path.relpath(top, root))
