@@ -5,10 +5,13 @@
 # side (run as root, by hand): does a change slow the filesystem down?
 # For each size N (default 10000) a synthetic snapshot of N devices
 # (bench/gen-snapshot.py) is served by both builds' driverfsd --snapshot at
-# once, and both mounts are walked interleaved ROUNDS times (default 7; the
-# order of the two alternates from round to round): the warm walk+read (the
-# second of two walks), the warm stat of every entry and the warm read
-# latency p50/p99 (build/walk of NEW_BUILD). Prints the medians, new/old,
+# once; N "live" serves this machine's own tree instead (reads only: every
+# file is read, nothing written). Both mounts are walked interleaved ROUNDS
+# times (default 7; the order of the two alternates from round to round):
+# the cold walk+read (the first on a fresh mount: every lookup, listing and
+# read goes to the daemon), the warm walk+read (the second of two walks),
+# the warm stat of every entry and the warm read latency p50/p99
+# (build/walk of NEW_BUILD). Prints the medians, new/old,
 # and whether each is within 10% of the old build's. The load time (mount
 # ready) of each is measured once per round too, on a fresh mount.
 # TRANSPORT=dev takes every request through /dev/fuse (--no-io-uring).
@@ -38,14 +41,18 @@ mkdir -p "$work/old" "$work/new"
 mount_one() {
 	local t0 t1
 	t0=$(date +%s.%N)
-	"$1/driverfsd" --snapshot "$snap" "${transport[@]}" "$work/$2" 2>/dev/null
+	if [ "$snap" = live ]; then
+		"$1/driverfsd" "${transport[@]}" "$work/$2" 2>/dev/null
+	else
+		"$1/driverfsd" --snapshot "$snap" "${transport[@]}" "$work/$2" 2>/dev/null
+	fi
 	t1=$(date +%s.%N)
 	echo "$t1 - $t0" | bc -l
 }
 unmount_one() {
 	local pid
 	# the daemon of that mount (two builds may be the same directory)
-	pid=$(pgrep -of "$1/driverfsd --snapshot $snap .*$work/$2\$") || true
+	pid=$(pgrep -of "$1/driverfsd .*$work/$2\$") || true
 	fusermount3 -u "$work/$2"
 	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
 }
@@ -53,8 +60,15 @@ unmount_one() {
 echo "ab-bench $(date -u +%F) on $(nproc) cores; old $old ($(git -C "$old/.." rev-parse --short HEAD 2>/dev/null || echo ?)), new $new ($(git -C "$new/.." rev-parse --short HEAD 2>/dev/null || echo ?)); $(uptime)"
 printf "%-8s %-24s %10s %10s %8s %s\n" devices measure old new new/old "within 10%"
 for n in "${sizes[@]}"; do
-	snap=$work/snap-$n.json
-	/usr/bin/python3 "$here/bench/gen-snapshot.py" "$n" "$snap"
+	snap=live
+	WALK_ERRORS_OK=
+	if [ "$n" = live ]; then
+		WALK_ERRORS_OK=1 # what sysfs fails to read fails in the mounts too
+	else
+		snap=$work/snap-$n.json
+		/usr/bin/python3 "$here/bench/gen-snapshot.py" "$n" "$snap"
+	fi
+	export WALK_ERRORS_OK
 	declare -A res=()
 	for r in $(seq "$rounds"); do
 		order="old new"
@@ -65,12 +79,15 @@ for n in "${sizes[@]}"; do
 			res[load_$v]+="$(mount_one "$b" "$v") "
 		done
 		for v in $order; do
+			res[cold_$v]+="$(walk "$work/$v" | field 5) "
+		done
+		for v in $order; do
 			warm_round "$v" "$work/$v"
 		done
 		unmount_one "$old" old
 		unmount_one "$new" new
 	done
-	for m in warm stat p50 p99 load; do
+	for m in cold warm stat p50 p99 load; do
 		o=$(med ${m}_old) w=$(med ${m}_new)
 		label=$(label_of $m)
 		q=$(ratio "$w" "$o")

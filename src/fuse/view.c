@@ -271,8 +271,7 @@ static int walk_device_dir(struct walk *w)
 	 * the top of the mount, where no device is (walk_top()) */
 	if (r || !dm_device_get_parent_locked(dev))
 		return r;
-	if (!r)
-		r = dm_device_for_each_group_locked(dev, emit_group, w);
+	r = dm_device_for_each_group_locked(dev, emit_group, w);
 	if (!r)
 		r = dm_device_for_each_file_locked(dev, NULL, emit_file, w);
 	if (!r && (dm_device_get_bus_locked(dev) || dm_device_get_class_locked(dev))) {
@@ -318,7 +317,7 @@ static int emit_top_file(const struct dm_file_info *fi, void *data)
 
 /* The mount's top: root/, bus/, class/, and the whole system's controls,
  * which are the root device's files (its power, journal, metrics ...). */
-static int walk_top(struct dm_model *m, struct walk *w)
+static int walk_top(struct walk *w)
 {
 	struct fs_target t = { .kind = FS_DEV, .dev = w->dev };
 	int r = w->emit(w->ctx, "root", &t, S_IFDIR);
@@ -328,7 +327,6 @@ static int walk_top(struct dm_model *m, struct walk *w)
 	t = (struct fs_target){ .kind = FS_CLASSES };
 	if (!r)
 		r = w->emit(w->ctx, "class", &t, S_IFDIR);
-	(void)m;
 	if (!r)
 		r = dm_device_for_each_group_locked(w->dev, emit_top_group, w);
 	if (!r)
@@ -348,7 +346,7 @@ int fs_view_walk_locked(struct dm_model *m, const struct fs_ref *dir, fs_emit_fn
 		return -ENOENT;
 	switch (d->kind) {
 	case FS_TOP:
-		r = walk_top(m, &w);
+		r = walk_top(&w);
 		break;
 	case FS_DEV:
 		r = walk_device_dir(&w);
