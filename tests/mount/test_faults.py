@@ -106,7 +106,9 @@ class Env:
 
     def power(self, place, word):
         # one write(2): a buffered file would write again when closed
-        fd = os.open(self.d.path("root", place or "", "power"), os.O_WRONLY)
+        # (the whole system's is at the mount's top)
+        fd = os.open(own(self.d.path("root", place), "power") if place else self.d.path("power"),
+                     os.O_WRONLY)
         try:
             os.write(fd, word.encode())
         finally:
@@ -123,11 +125,12 @@ class Env:
         return [line.split() for line in self.read("power_log").splitlines()]
 
     def all_power(self):
-        out = {}
-        for top, dirs, files in os.walk(self.d.path("root")):
-            if "power" in files:
-                with open(os.path.join(top, "power")) as f:
-                    out[os.path.relpath(top, self.d.path("root"))] = f.read().strip()
+        out = {".": self.read("power").strip()}
+        root = self.d.path("root")
+        for top, dirs, files in os.walk(root):
+            if top != root and any(f.endswith("power") for f in files):
+                with open(own(top, "power")) as f:
+                    out[os.path.relpath(top, root)] = f.read().strip()
         return out
 
     def stop(self):
@@ -313,8 +316,11 @@ def test_libusb_failing_at_start_serves_the_rest_and_says_why():
             assert f.read() == "/devices/pci0000:00/0000:00:14.0/usb1/1-1\n"
         with open(os.path.join(hub, "uevent")) as f:
             assert "PRODUCT=5e3/608/" in f.read()
-        # libusb's value is not there; sysfs's file is, passed through
-        assert os.stat(os.path.join(hub, "idVendor")).st_size == 4096
+        # libusb's values are not there; sysfs's are, and its name by lsusb's
+        # rules, from sysfs's descriptors: a static value is its length
+        assert os.stat(os.path.join(hub, "idVendor")).st_size == 5
+        with open(os.path.join(hub, "name")) as f:
+            assert f.read() == "Genesys Logic, Inc. Hub\n"
         assert len(os.listdir(d.path("bus", "usb", "devices"))) > 10
     finally:
         d.stop()

@@ -11,7 +11,7 @@ import tempfile
 import gi
 import pytest
 
-from harness import CTL, DAEMON, Daemon, umockdev_env, own
+from harness import CTL, DAEMON, Daemon, has_devpath, umockdev_env, own
 
 gi.require_version("UMockdev", "1.0")
 from gi.repository import UMockdev  # noqa: E402
@@ -124,8 +124,10 @@ def tree(mnt):
     for top, dirs, files in os.walk(mnt):
         # driverfsd's own pm/ and binding wherever they are (driverfs:pm
         # where a device of the kernel's is called pm: docs/design.md §6.2)
+        # (a child device called pm is no pm/: it has a devpath)
         pm, binding = os.path.basename(own(top, "pm")), os.path.basename(own(top, "binding"))
-        dirs[:] = [d for d in dirs if d != pm]
+        dirs[:] = [d for d in dirs
+                   if d != pm or has_devpath(os.listdir(os.path.join(top, d)))]
         files = [f for f in files if f != binding and
                  (f not in ("bindings", "metrics", "power_log") or top != mnt)]
         for name in dirs + files:
