@@ -348,6 +348,11 @@ def make_fn(d):
         else:
             c.w32(bar_off, (start & 0xfffffff0) | (flags & 0xf))
             bar_off += 4
+    # an SR-IOV function's VF BARs: resource lines 7-12 (their registers are
+    # in the SR-IOV capability, in extended config space, beyond these 256
+    # bytes); index 0-5, a 64-bit one leaving the next line zero
+    for start, size, flags, index in d.get("vf_bars", []):
+        res[7 + index] = (start, start + size - 1, flags)
 
     if bridge:
         pri, sec, sub = d["buses"]
@@ -416,7 +421,8 @@ def make_fn(d):
 def pci_function(tb, d):
     """Add a PCI function.  d: slot, path, vendor, device, revision, class
     (or class_), subsys, command, status, enable, and optional header_type,
-    buses, io/mem/pref_window, bars [(start, size, RES_*[, index])], irq, pin,
+    buses, io/mem/pref_window, bars [(start, size, RES_*[, index])],
+    vf_bars [(start, size, RES_*, index)] (SR-IOV; resource lines only), irq, pin,
     caps [(offset, kind, args)], pcie_link (speed, width), pcie_max,
     driver, dma_bits, numa_node, root_uevent, iommu_group, iommu,
     firmware_node, boot_vga, extra {name: value}."""
