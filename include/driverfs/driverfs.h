@@ -106,7 +106,9 @@ struct dm_attribute {
  * attribute of @dir the device has now (stopping at, and returning, a
  * non-zero return); find() returns the one named @name or NULL;
  * for_each_dir() calls @fn on each subdirectory of @dir (by name);
- * has_dir() tells whether @dir is one. All are called under the model's
+ * has_dir() tells whether @dir is one; has() (optional) tells whether the
+ * device's own directory has a file or a directory @name, in one look
+ * where find() and has_dir() would take two. All are called under the model's
  * read lock and may block on nothing but sysfs; the attributes they give
  * must live as long as the model. Such a group's names are the kernel's:
  * in the device's own directory, an entry of driverfsd's (a table
@@ -136,6 +138,7 @@ struct dm_attribute_group {
 	int (*for_each_dir)(struct dm_device *dev, const char *dir,
 			    int (*fn)(const char *name, void *), void *data);
 	bool (*has_dir)(struct dm_device *dev, const char *dir);
+	bool (*has)(struct dm_device *dev, const char *name);
 };
 
 #define DM_ATTR(_name, _mode, _show, _store) \

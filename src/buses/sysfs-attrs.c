@@ -202,20 +202,27 @@ static bool on_pci(const char *path)
 	       strncmp(base - 4, "/bus", 4) == 0;
 }
 
-/* The attribute of the regular file @path, @rel under the device's
- * directory, named @name, or NULL. */
-static const struct dm_attribute *attr_of(const char *path, const char *rel, const char *name)
+/* The attribute of the regular file @path (whose lstat() is @st), @rel
+ * under the device's directory, named @name, or NULL. */
+static const struct dm_attribute *attr_of_stat(const char *path, const struct stat *st,
+					       const char *rel, const char *name)
 {
-	struct stat st;
 	enum dm_sysfs_attr_policy p = dm_sysfs_attr_policy(name);
-	if (p == DM_SYSFS_LEFT_OUT || lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	if (p == DM_SYSFS_LEFT_OUT || !S_ISREG(st->st_mode) ||
 	    (p == DM_SYSFS_PCI_CONFIG && (strchr(rel, '/') || !on_pci(path))))
 		return NULL;
-	mode_t mode = st.st_mode & 0777;
+	mode_t mode = st->st_mode & 0777;
 	if (p != DM_SYSFS_PASS)
 		mode &= ~(mode_t)0222;
 	/* a file neither root nor anyone may read or write is of no use */
 	return mode ? dm_attribute_intern(&sysfs_kind, rel, mode) : NULL;
+}
+
+/* The same, looked at first. */
+static const struct dm_attribute *attr_of(const char *path, const char *rel, const char *name)
+{
+	struct stat st;
+	return lstat(path, &st) < 0 ? NULL : attr_of_stat(path, &st, rel, name);
 }
 
 static int sysfs_for_each(struct dm_device *dev, const char *dir,
@@ -251,6 +258,21 @@ static const struct dm_attribute *sysfs_find(struct dm_device *dev, const char *
 	    join(dir, name, rel, sizeof(rel)) < 0 || sysfs_path(dev, rel, path, sizeof(path)) < 0)
 		return NULL;
 	return attr_of(path, rel, name);
+}
+
+/* Whether the device's own directory shows @name: an attribute, or an
+ * attribute directory; one lstat() where nothing has the name (most asks:
+ * docs/design.md §6.2 asks it of each of driverfsd's own names). */
+static bool sysfs_has(struct dm_device *dev, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (!dm_name_is_valid(name) || sysfs_path(dev, name, path, sizeof(path)) < 0 ||
+	    lstat(path, &st) < 0)
+		return false;
+	if (S_ISDIR(st.st_mode))
+		return is_attr_dir(path, name, true);
+	return attr_of_stat(path, &st, name, name) != NULL;
 }
 
 /* The attribute's sysfs file, opened for reading. O_NONBLOCK: never
@@ -325,4 +347,5 @@ const struct dm_attribute_group dm_sysfs_attrs_group = {
 	.find = sysfs_find,
 	.for_each_dir = sysfs_for_each_dir,
 	.has_dir = sysfs_has_dir,
+	.has = sysfs_has,
 };

@@ -468,8 +468,11 @@ struct dyn_has {
 static int dynamic_has_one(const struct dm_attribute_group *g, void *data)
 {
 	struct dyn_has *h = data;
-	return is_dynamic(g) &&
-	       (g->find(h->dev, NULL, h->name) || (g->has_dir && g->has_dir(h->dev, h->name)));
+	if (!is_dynamic(g))
+		return 0;
+	if (g->has)
+		return g->has(h->dev, h->name);
+	return g->find(h->dev, NULL, h->name) || (g->has_dir && g->has_dir(h->dev, h->name));
 }
 
 bool dm_device_kernel_has_locked(struct dm_device *dev, const char *name)
@@ -577,12 +580,22 @@ static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const 
 		struct find_ctx c = { .dev = dev, .group = group, .name = name, .dynamic = true };
 		return for_each_group_locked(dev, find_in_group, &c) ? c.found : NULL;
 	}
-	const struct dm_attribute *a = kernel_find_locked(dev, name, ret_value);
-	if (a)
+	/* one of driverfsd's names, plain: its file unless the kernel uses
+	 * the name (one look in sysfs, not two) */
+	const char *own = dm_own_name_base(name);
+	const struct dm_value *v;
+	const struct dm_attribute *a = own_find_locked(dev, own, &v);
+	if (a && own == name && !dm_device_kernel_has_locked(dev, name)) {
+		*ret_value = v;
 		return a;
-	a = own_find_locked(dev, dm_own_name_base(name), ret_value);
-	if (a && own_served_as(dev, name))
+	}
+	const struct dm_attribute *k = kernel_find_locked(dev, name, ret_value);
+	if (k || !a || own == name)
+		return k;
+	if (own_served_as(dev, name)) {
+		*ret_value = v;
 		return a;
+	}
 	*ret_value = NULL;
 	return NULL;
 }

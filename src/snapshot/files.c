@@ -345,9 +345,15 @@ static bool files_has_dir(struct dm_device *dev, const char *dir)
 	       bsearch(&dir, f->dirs, f->n_dirs, sizeof(*f->dirs), dir_cmp) != NULL;
 }
 
+static bool files_has(struct dm_device *dev, const char *name)
+{
+	return files_find(dev, NULL, name) || files_has_dir(dev, name);
+}
+
 const struct dm_attribute_group dm_snapshot_files_group = {
 	.for_each = files_for_each,
 	.find = files_find,
 	.for_each_dir = files_for_each_dir,
 	.has_dir = files_has_dir,
+	.has = files_has,
 };
