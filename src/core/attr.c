@@ -475,7 +475,42 @@ static int dynamic_has_one(const struct dm_attribute_group *g, void *data)
 	return g->find(h->dev, NULL, h->name) || (g->has_dir && g->has_dir(h->dev, h->name));
 }
 
+/* The names of driverfsd's asked most (every listing and every read of a
+ * device's own files asks them): whether the kernel uses one is kept per
+ * device until its files or children change (own_names in
+ * model-private.h). Any other name is asked afresh. */
+static const char *const own_names[16] = {
+	"name",	     "devpath", "devnode",   "kernel_driver", "power",	   "power_error",
+	"power_log", "binding", "pm",	     "subsystem",     "driver",	   "suppliers",
+	"consumers", "supplier", "consumer", "metrics",
+};
+
+static bool kernel_has_uncached(struct dm_device *dev, const char *name);
+
 bool dm_device_kernel_has_locked(struct dm_device *dev, const char *name)
+{
+	int i = 0;
+	while (i < 16 && strcmp(own_names[i], name) != 0)
+		i++;
+	if (i == 16)
+		return kernel_has_uncached(dev, name);
+	uint64_t gen = atomic_load(&dev->names_gen), word = atomic_load(&dev->own_names);
+	uint64_t bit = (uint64_t)1 << i;
+	if (word >> 32 == gen && (word & bit << 16))
+		return word & bit;
+	bool has = kernel_has_uncached(dev, name);
+	/* kept for this generation, beside the answers it already has (a
+	 * lost race costs a look, never a wrong answer: every answer of one
+	 * generation is the same) */
+	uint64_t next;
+	do {
+		next = word >> 32 == gen ? word : gen << 32;
+		next |= bit << 16 | (has ? bit : 0);
+	} while (!atomic_compare_exchange_weak(&dev->own_names, &word, next) && word >> 32 <= gen);
+	return has;
+}
+
+static bool kernel_has_uncached(struct dm_device *dev, const char *name)
 {
 	struct dm_device *child = dm_device_find_child_locked(dev, name);
 	if (child && !dm_device_is_dead(child))

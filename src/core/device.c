@@ -392,6 +392,7 @@ static void tree_link_locked(struct dm_device *dev, struct dm_device *parent)
 					   : dm_device_subtree_last_locked(dm_list_entry(pos, struct dm_device, sibling));
 	dm_list_insert_after(pos, &dev->sibling);
 	dm_list_insert_after(&before->global, &dev->global);
+	atomic_fetch_add(&parent->names_gen, 1); /* a name of its directory taken */
 }
 
 int dm_device_add(struct dm_device *dev, struct dm_device *parent)
@@ -510,6 +511,8 @@ static void device_del_one(struct dm_device *dev)
 	if (dev->parent)
 		dm_idset_remove(&m->by_child, (uintptr_t)dev);
 	dm_list_remove(&dev->sibling);
+	if (dev->parent)
+		atomic_fetch_add(&dev->parent->names_gen, 1); /* a name given back */
 	dm_list_remove(&dev->global);
 	m->order_valid = false;
 	dm_list_remove(&dev->bus_node);

@@ -146,6 +146,14 @@ struct dm_device {
 	/* a link's own device (the kernel's devlink class device): the link
 	 * it stands for, under the lock; the flag read without it */
 	struct dm_link *object_of;
+	/* Which of driverfsd's common names the kernel uses in its directory
+	 * (attr.c, dm_device_kernel_has_locked()): names_gen moves, under the
+	 * write lock, with every change of its files and of its children;
+	 * own_names caches the answers for one names_gen, read and written
+	 * under the read lock by any thread: (gen << 32) | (known << 16) |
+	 * used, a bit per name of attr.c's own_names[]. */
+	atomic_uint names_gen;
+	_Atomic uint64_t own_names;
 
 	/* Static values, packed: one array of entries sorted by name, one
 	 * buffer of their bytes (two allocations whatever their number). */

@@ -259,6 +259,7 @@ void dm_model_unlock(struct dm_model *m)
 void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev)
 {
 	atomic_fetch_add(&dev->changes, 1);
+	atomic_fetch_add(&dev->names_gen, 1); /* its attributes may have come or gone */
 	if (m->listener && m->listener->device_changed)
 		m->listener->device_changed(dev, m->listener_data);
 }
