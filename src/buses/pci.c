@@ -1,37 +1,32 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pci.c - the PCI source: libpci (sysfs access method) completes the records
- * of PCI functions with ids, class, revision, irq, resources, NUMA node and
- * the pci.ids name. libpci goes through pci-access.h, whose error hook
- * never exits the daemon.
+ * of PCI functions with ids, class, revision, irq, resources, NUMA node,
+ * IOMMU group and the pci.ids name. Each value sysfs has too is the
+ * function's sysfs file, byte for byte (sysfs-value.h); libpci's data makes
+ * it only where sysfs has no such file. libpci goes through pci-access.h,
+ * whose error hook never exits the daemon.
  */
 #include "scan/scan.h"
+#include "sysfs-value.h"
 
 #include "log.h"
 
 #include "drivers/pci-access.h"
 
 #include <errno.h>
-#include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int set_fmt(struct dm_record *rec, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int set_fmt(struct dm_record *rec, const char *name, const char *fmt, ...)
-{
-	char buf[DM_ATTR_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return dm_record_set(rec, name, buf);
-}
-
 /* The sysfs `resource` format: "start end flags" per region, zeros when
- * unused; here the six BARs and the expansion ROM that libpci reports. */
+ * unused; here the six BARs and the expansion ROM that libpci reports.
+ * Only where sysfs has no `resource` of its own: the kernel's has a line
+ * per resource it has (13 for a function with SR-IOV BARs, 17 for a bridge
+ * with its windows) and keeps regions libpci loses (a legacy IDE
+ * controller's one-byte control ports at 0x3f6 and 0x376). */
 static void format_resource(struct pci_dev *d, char *buf, size_t size)
 {
 	size_t len = 0;
@@ -58,21 +53,42 @@ static void format_resource(struct pci_dev *d, char *buf, size_t size)
 		buf[len - 1] = '\0';
 }
 
-static int pci_fill_record(struct pci_access *pa, struct pci_dev *d, struct dm_record *rec)
+/*
+ * The function's sysfs directory as libpci's sysfs access method names it
+ * (<sysfs.path>/devices/<slot>), into @buf; NULL with another method (a
+ * dump, /proc/bus/pci), where there is no sysfs file to take a value from.
+ */
+static const char *sysfs_dir(struct pci_access *pa, const char *slot, char *buf, size_t size)
+{
+	/* libpci's parameter names are not const-qualified */
+	const char *path = pa->method == PCI_ACCESS_SYS_BUS_PCI
+				   ? pci_get_param(pa, (char *)"sysfs.path") : NULL;
+	if (!path || snprintf(buf, size, "%s/devices/%s", path, slot) >= (int)size)
+		return NULL;
+	return buf;
+}
+
+/* @dir: the function's sysfs directory, NULL when it has none. */
+static int pci_fill_record(struct pci_access *pa, struct pci_dev *d, const char *dir,
+			   struct dm_record *rec)
 {
 	char buf[DM_ATTR_MAX];
 	int r = 0;
 
-	r |= set_fmt(rec, "vendor", "0x%04x", d->vendor_id);
-	r |= set_fmt(rec, "device", "0x%04x", d->device_id);
-	r |= set_fmt(rec, "class", "0x%04x%02x", d->device_class, d->prog_if);
-	r |= set_fmt(rec, "revision", "0x%02x", d->rev_id);
-	r |= set_fmt(rec, "subsystem_vendor", "0x%04x", d->subsys_vendor_id);
-	r |= set_fmt(rec, "subsystem_device", "0x%04x", d->subsys_id);
-	r |= set_fmt(rec, "irq", "%d", d->irq);
-	r |= set_fmt(rec, "numa_node", "%d", d->numa_node);
-	format_resource(d, buf, sizeof(buf));
-	r |= dm_record_set(rec, "resource", buf);
+	r |= dm_sysfs_value_setf(rec, dir, "vendor", "0x%04x", d->vendor_id);
+	r |= dm_sysfs_value_setf(rec, dir, "device", "0x%04x", d->device_id);
+	r |= dm_sysfs_value_setf(rec, dir, "class", "0x%04x%02x", d->device_class, d->prog_if);
+	r |= dm_sysfs_value_setf(rec, dir, "revision", "0x%02x", d->rev_id);
+	r |= dm_sysfs_value_setf(rec, dir, "subsystem_vendor", "0x%04x", d->subsys_vendor_id);
+	r |= dm_sysfs_value_setf(rec, dir, "subsystem_device", "0x%04x", d->subsys_id);
+	r |= dm_sysfs_value_setf(rec, dir, "irq", "%d", d->irq);
+	r |= dm_sysfs_value_setf(rec, dir, "numa_node", "%d", d->numa_node);
+	int has = dm_sysfs_value_set(rec, dir, "resource", DM_SYSFS_VALUE_LINES);
+	if (has == 0) {
+		format_resource(d, buf, sizeof(buf));
+		r |= dm_record_set(rec, "resource", buf);
+	}
+	r |= has < 0;
 
 	char *name = pci_lookup_name(pa, buf, sizeof(buf), PCI_LOOKUP_VENDOR | PCI_LOOKUP_DEVICE,
 				     d->vendor_id, d->device_id);
@@ -82,6 +98,8 @@ static int pci_fill_record(struct pci_access *pa, struct pci_dev *d, struct dm_r
 	const char *drv = pci_get_string_property(d, PCI_FILL_DRIVER);
 	if (drv && !rec->driver)
 		r |= dm_record_set_string(&rec->driver, drv);
+	/* sysfs's iommu_group is a link out of the device tree: its group's
+	 * number is a value of the tree's (docs/design.md §6.7, Links) */
 	const char *group = pci_get_string_property(d, PCI_FILL_IOMMU_GROUP);
 	if (group)
 		r |= dm_record_set(rec, "iommu_group", group);
@@ -113,7 +131,8 @@ static int scan_fn(struct pci_access *pa, void *data)
 			continue;
 		}
 		seen++;
-		int r = pci_fill_record(pa, d, rec);
+		char dir[PATH_MAX];
+		int r = pci_fill_record(pa, d, sysfs_dir(pa, slot, dir, sizeof(dir)), rec);
 		if (r < 0)
 			return r;
 	}

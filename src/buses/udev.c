@@ -8,6 +8,7 @@
  * are not devices, become the devices "system" and "virtual".
  */
 #include "scan/scan.h"
+#include "sysfs-value.h"
 #include "uevent.h"
 
 #include "drivers/hookenv.h"
@@ -313,11 +314,15 @@ static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 		}
 		r |= dm_record_set(rec, "uevent", buf);
 	}
-	const char *modalias = udev_device_get_sysattr_value(d, "modalias");
-	if (!modalias && trusted)
-		modalias = udev_device_get_property_value(d, "MODALIAS");
+	/* modalias and dev as sysfs has them, byte for byte (sysfs-value.h);
+	 * the properties' where sysfs has no such file */
+	const char *syspath = udev_device_get_syspath(d);
+	int has = dm_sysfs_value_set(rec, syspath, "modalias", 0);
+	const char *modalias = has == 0 && trusted ? udev_device_get_property_value(d, "MODALIAS")
+						   : NULL;
 	if (modalias)
 		r |= set_trimmed(rec, "modalias", modalias);
+	r |= has < 0;
 	bool node_ok = trusted && devt_is_consistent(d, dev) &&
 		       devname_is_safe(udev_device_get_property_value(d, "DEVNAME"));
 	const char *devnode = node_ok ? udev_device_get_devnode(d) : NULL;
@@ -327,7 +332,7 @@ static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 			r |= set_interface(rec, d, devnode);
 	}
 	if (dev) {
-		r |= set_trimmed(rec, "dev", dev);
+		r |= dm_sysfs_value_set(rec, syspath, "dev", 0) < 0;
 	} else if (trusted && udev_device_get_property_value(d, "MAJOR") &&
 		   udev_device_get_property_value(d, "MINOR")) {
 		char mm[64];

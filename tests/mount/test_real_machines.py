@@ -43,10 +43,6 @@ LEFT_OUT = re.compile(r"^(legacy_io|legacy_mem|rom|vpd|resource[0-9].*)$")
 
 # Known failures, by machine and check.  Each is strict: when the fix lands
 # the test fails (XPASS) until its entry goes.
-RESOURCE = ("issue 29: PCI resource is built from libpci (6 BARs and the ROM: 7 lines) "
-            "instead of being the kernel's file: the lines after the ROM (SR-IOV BARs, a "
-            "bridge's windows), a ROM line with flags only and the legacy IDE ports "
-            "(0x3f6, 0x376, IORESOURCE_PCI_FIXED) are lost")
 USB_NAMES = ("issue 29: a USB device the hwdb does not know (or knows only the vendor of) is "
              "named '<vendor> Device <pid>'; lsusb falls back to the device's own "
              "manufacturer and product strings ('Nokia Mobile Phones N78')")
@@ -58,15 +54,11 @@ CONFIGURATION = ("not one of issue 29's reasons, found by this test: a USB devic
                  "prints nothing); the mount reads '\\n'")
 KNOWN = {
     ("thinkpad-t60p-2008", "usb-names"): USB_NAMES,
-    ("thinkpad-t60p-2008", "files:pci-resource"): RESOURCE,
     ("thinkpad-t60p-2008", "files:usb-bMaxPower"): BMAXPOWER,
     ("thinkpad-t60p-2008", "files:usb-configuration"): CONFIGURATION,
-    ("dell-dcs8000z-2013", "files:pci-resource"): RESOURCE,
     ("dell-dcs8000z-2013", "files:usb-bMaxPower"): BMAXPOWER,
     ("dell-dcs8000z-2013", "files:usb-configuration"): CONFIGURATION,
     ("hp-elitebook-835-g10", "usb-names"): USB_NAMES,
-    ("hp-elitebook-835-g10", "files:pci-resource"): RESOURCE,
-    ("nvidia-dgx-station", "files:pci-resource"): RESOURCE,
 }
 
 
