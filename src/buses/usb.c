@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * usb.c - the USB source: libusb-1.0 completes the records of USB devices
- * and their interfaces with descriptor values, and names them from the udev
- * hwdb (the usb.ids data), as lsusb does. Strings come from sysfs (what the
- * kernel read), else from the device when it can be opened. A hotplugged
- * device's records are filled from sysfs's copy of the same descriptors
- * (scan_sysfs()), in the same formats.
+ * and their interfaces with descriptor values, and names them as lsusb
+ * does (set_device_name()). Each value sysfs has too is the device's sysfs
+ * file, byte for byte (sysfs-value.h); libusb's descriptors make it only
+ * where sysfs has no such file. Strings come from sysfs (what the kernel
+ * read), else from the device when it can be opened. A hotplugged device,
+ * and one libusb does not list (no device node), is filled from sysfs's
+ * copy of the same descriptors (scan_sysfs()), in the same formats.
  */
 #include "scan/scan.h"
+#include "sysfs-value.h"
 #include "uevent.h"
 
 #include "log.h"
@@ -17,7 +20,6 @@
 #include <libudev.h>
 #include <libusb.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,18 +55,6 @@ static int usb_errno(int e)
 	}
 }
 
-static int set_fmt(struct dm_record *rec, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int set_fmt(struct dm_record *rec, const char *name, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return dm_record_set(rec, name, buf);
-}
-
 /* Copies the hwdb value @key for @modalias into @buf; NULL when there is
  * none. (Each query reuses the hwdb's list, so values are copied at once.) */
 static const char *hwdb_get(struct udev_hwdb *hwdb, const char *modalias, const char *key,
@@ -79,23 +69,6 @@ static const char *hwdb_get(struct udev_hwdb *hwdb, const char *modalias, const 
 			return buf;
 		}
 	return NULL;
-}
-
-/* "Vendor Product" as lsusb prints it; ids where the database has no name. */
-static int set_device_name(struct dm_record *rec, struct udev_hwdb *hwdb,
-			   const struct libusb_device_descriptor *dd)
-{
-	char key[64], vbuf[256], mbuf[256], name[600];
-	snprintf(key, sizeof(key), "usb:v%04Xp%04X", dd->idVendor, dd->idProduct);
-	const char *vendor = hwdb_get(hwdb, key, "ID_VENDOR_FROM_DATABASE", vbuf, sizeof(vbuf));
-	const char *model = hwdb_get(hwdb, key, "ID_MODEL_FROM_DATABASE", mbuf, sizeof(mbuf));
-	if (vendor && model)
-		snprintf(name, sizeof(name), "%s %s", vendor, model);
-	else if (vendor)
-		snprintf(name, sizeof(name), "%s Device %04x", vendor, dd->idProduct);
-	else
-		snprintf(name, sizeof(name), "Device %04x:%04x", dd->idVendor, dd->idProduct);
-	return dm_record_set(rec, "name", name);
 }
 
 /* The speeds libusb knows, as sysfs's "speed" file writes them. */
@@ -170,8 +143,57 @@ static int read_attr(const char *devpath, const char *name, char *buf, size_t si
 	return (int)strlen(buf);
 }
 
-/* A string the device reports, whichever way it came (sysfs or libusb):
- * one line, cut to fit (uevent.h). */
+/* lsusb's buffer for each half of a name: a longer one is cut */
+#define LSUSB_PART 128
+
+/*
+ * One half of a device's name as lsusb (usbutils) gives it, into @buf: the
+ * udev hwdb's @key for @modalias, else the device's own string for it as
+ * sysfs has it (the file @attr of @devpath, its newline dropped, a control
+ * character shown as '?'), else nothing.
+ */
+static void name_part(struct udev_hwdb *hwdb, const char *modalias, const char *key,
+		      const char *devpath, const char *attr, char buf[LSUSB_PART])
+{
+	if (hwdb_get(hwdb, modalias, key, buf, LSUSB_PART))
+		return;
+	size_t len = 0;
+	if (read_file(devpath, attr, buf, LSUSB_PART - 1, &len) < 0)
+		len = 0;
+	if (len && buf[len - 1] == '\n')
+		len--;
+	buf[len] = '\0';
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+}
+
+/*
+ * The name lsusb prints after "ID vvvv:pppp ": the vendor's and the model's
+ * names from the hwdb, looked up as lsusb looks them up ("usb:vVVVV*" and
+ * "usb:vVVVVpPPPP*"), the device's manufacturer and product strings (sysfs)
+ * where the hwdb lacks one: "Nokia Mobile Phones N78". A half that is
+ * empty leaves the other alone, where lsusb prints a blank for it ("USB
+ * DISK 3.2"); with both empty, where lsusb prints nothing, the ids:
+ * "Device vvvv:pppp".
+ */
+static int set_device_name(struct dm_record *rec, struct udev_hwdb *hwdb,
+			   const struct libusb_device_descriptor *dd)
+{
+	char key[64], vendor[LSUSB_PART], model[LSUSB_PART], name[2 * LSUSB_PART];
+	snprintf(key, sizeof(key), "usb:v%04X*", dd->idVendor);
+	name_part(hwdb, key, "ID_VENDOR_FROM_DATABASE", rec->devpath, "manufacturer", vendor);
+	snprintf(key, sizeof(key), "usb:v%04Xp%04X*", dd->idVendor, dd->idProduct);
+	name_part(hwdb, key, "ID_MODEL_FROM_DATABASE", rec->devpath, "product", model);
+	if (*vendor || *model)
+		snprintf(name, sizeof(name), "%s%s%s", vendor, *vendor && *model ? " " : "", model);
+	else
+		snprintf(name, sizeof(name), "Device %04x:%04x", dd->idVendor, dd->idProduct);
+	return dm_record_set(rec, "name", name);
+}
+
+/* A string read from the device through libusb: one line, cut to fit
+ * (uevent.h). */
 static int set_string(struct dm_record *rec, const char *name, const char *value)
 {
 	char buf[DM_ATTR_MAX];
@@ -179,34 +201,28 @@ static int set_string(struct dm_record *rec, const char *name, const char *value
 	return dm_record_set(rec, name, buf);
 }
 
-/* Values only sysfs has without opening the device (the hub's port count,
- * the configuration's string), and, with @strings, the string descriptors
- * the kernel read. */
-static int set_from_sysfs(struct dm_record *rec, bool strings)
+/* The sysfs directory of the device or interface @rec, into @buf. */
+static const char *sysfs_dir(const struct dm_record *rec, char *buf, size_t size)
 {
-	static const char *const always[] = { "maxchild", "configuration", NULL };
-	static const char *const fallback[] = { "manufacturer", "product", "serial", NULL };
-	int r = 0;
-	for (int pass = 0; pass < (strings ? 2 : 1); pass++)
-		for (const char *const *k = pass ? fallback : always; *k; k++) {
-			char buf[DM_ATTR_MAX];
-			if (read_attr(rec->devpath, *k, buf, sizeof(buf)) >= 0)
-				r |= set_string(rec, *k, buf);
-		}
-	return r ? -ENOMEM : 0;
+	return snprintf(buf, size, "/sys%s", rec->devpath) < (int)size ? buf : NULL;
 }
 
 /*
- * The strings: sysfs has what the kernel read at enumeration, and reading it
- * wakes nothing. The device is opened only for a string it has and sysfs
- * does not show, since opening a device resumes it from runtime suspend.
+ * The values only sysfs has (the hub's port count, the configuration's
+ * string) and the strings, as sysfs has them: what the kernel read at
+ * enumeration, and reading it wakes nothing. A string the device has
+ * (its index in @dd) and sysfs has no file for is read from the device
+ * @dev (NULL: not at all), since opening a device resumes it from runtime
+ * suspend; the device's file, where sysfs has one, is never replaced by
+ * what libusb reads. A string that runs over lines is its first line
+ * (sysfs-value.h).
  */
-static int set_strings(struct dm_record *rec, libusb_device *dev,
+static int set_strings(struct dm_record *rec, const char *dir, libusb_device *dev,
 		       const struct libusb_device_descriptor *dd)
 {
-	int r = set_from_sysfs(rec, true);
-	if (r < 0)
-		return r;
+	if (dm_sysfs_value_set(rec, dir, "maxchild", 0) < 0 ||
+	    dm_sysfs_value_set(rec, dir, "configuration", DM_SYSFS_VALUE_DEVICE_STRING) < 0)
+		return -ENOMEM;
 	const struct {
 		const char *name;
 		uint8_t index;
@@ -215,15 +231,21 @@ static int set_strings(struct dm_record *rec, libusb_device *dev,
 		{ "product", dd->iProduct },
 		{ "serial", dd->iSerialNumber },
 	};
-	bool missing = false;
-	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
-		missing |= strings[i].index && !dm_record_get(rec, strings[i].name);
+	bool missing[sizeof(strings) / sizeof(strings[0])], any = false;
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+		int has = dm_sysfs_value_set(rec, dir, strings[i].name, DM_SYSFS_VALUE_DEVICE_STRING);
+		if (has < 0)
+			return has;
+		missing[i] = !has && strings[i].index;
+		any |= missing[i];
+	}
 	libusb_device_handle *h;
-	if (!missing || libusb_open(dev, &h) != 0)
+	if (!any || !dev || libusb_open(dev, &h) != 0)
 		return 0;
+	int r = 0;
 	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
 		unsigned char buf[256];
-		if (!strings[i].index || dm_record_get(rec, strings[i].name))
+		if (!missing[i])
 			continue;
 		int n = libusb_get_string_descriptor_ascii(h, strings[i].index, buf, sizeof(buf));
 		if (n > 0)
@@ -249,13 +271,17 @@ static int fill_interface(struct dm_scan *s, const char *devname, struct udev_hw
 	struct dm_record *rec = dm_scan_find_by_name(s, "usb", name);
 	if (!rec)
 		return 0;
-	int r = set_fmt(rec, "bInterfaceNumber", "%02x", id->bInterfaceNumber);
-	r |= set_fmt(rec, "bAlternateSetting", "%2d", id->bAlternateSetting);
-	r |= set_fmt(rec, "altsetting", "%d", id->bAlternateSetting);
-	r |= set_fmt(rec, "bInterfaceClass", "%02x", id->bInterfaceClass);
-	r |= set_fmt(rec, "bInterfaceSubClass", "%02x", id->bInterfaceSubClass);
-	r |= set_fmt(rec, "bInterfaceProtocol", "%02x", id->bInterfaceProtocol);
-	r |= set_fmt(rec, "bNumEndpoints", "%02x", id->bNumEndpoints);
+	char dbuf[PATH_MAX], alt[8];
+	const char *dir = sysfs_dir(rec, dbuf, sizeof(dbuf));
+	int r = dm_sysfs_value_setf(rec, dir, "bInterfaceNumber", "%02x", id->bInterfaceNumber);
+	r |= dm_sysfs_value_setf(rec, dir, "bAlternateSetting", "%2d", id->bAlternateSetting);
+	r |= dm_sysfs_value_setf(rec, dir, "bInterfaceClass", "%02x", id->bInterfaceClass);
+	r |= dm_sysfs_value_setf(rec, dir, "bInterfaceSubClass", "%02x", id->bInterfaceSubClass);
+	r |= dm_sysfs_value_setf(rec, dir, "bInterfaceProtocol", "%02x", id->bInterfaceProtocol);
+	r |= dm_sysfs_value_setf(rec, dir, "bNumEndpoints", "%02x", id->bNumEndpoints);
+	/* driverfsd's own: the altsetting it was read from */
+	snprintf(alt, sizeof(alt), "%d", id->bAlternateSetting);
+	r |= dm_record_set(rec, "altsetting", alt);
 	char key[128];
 	/* the class names lsusb -v prints, from the same database */
 	char cbuf[128], pbuf[128], label[300];
@@ -277,27 +303,33 @@ static int fill_interface(struct dm_scan *s, const char *devname, struct udev_hw
 	return r ? -ENOMEM : 0;
 }
 
-/* The device's values from its descriptor, address and speed. */
-static int set_device(struct dm_record *rec, struct udev_hwdb *hwdb,
+/* The device's values from its descriptor, address and speed, its strings
+ * (set_strings(): @dev may be NULL) and its name. */
+static int set_device(struct dm_record *rec, struct udev_hwdb *hwdb, libusb_device *dev,
 		      const struct libusb_device_descriptor *dd, int busnum, int devnum,
 		      enum libusb_speed speed)
 {
-	int r = set_fmt(rec, "idVendor", "%04x", dd->idVendor);
-	r |= set_fmt(rec, "idProduct", "%04x", dd->idProduct);
-	r |= set_fmt(rec, "bcdDevice", "%04x", dd->bcdDevice);
-	r |= set_fmt(rec, "version", "%2x.%02x", dd->bcdUSB >> 8, dd->bcdUSB & 0xff);
-	r |= set_fmt(rec, "bDeviceClass", "%02x", dd->bDeviceClass);
-	r |= set_fmt(rec, "bDeviceSubClass", "%02x", dd->bDeviceSubClass);
-	r |= set_fmt(rec, "bDeviceProtocol", "%02x", dd->bDeviceProtocol);
-	r |= set_fmt(rec, "bMaxPacketSize0", "%d", dd->bMaxPacketSize0);
-	r |= set_fmt(rec, "bNumConfigurations", "%d", dd->bNumConfigurations);
-	r |= set_fmt(rec, "busnum", "%d", busnum);
-	r |= set_fmt(rec, "devnum", "%d", devnum);
-	if (speed_string(speed))
-		r |= dm_record_set(rec, "speed", speed_string(speed));
+	char dbuf[PATH_MAX];
+	const char *dir = sysfs_dir(rec, dbuf, sizeof(dbuf));
+	int r = dm_sysfs_value_setf(rec, dir, "idVendor", "%04x", dd->idVendor);
+	r |= dm_sysfs_value_setf(rec, dir, "idProduct", "%04x", dd->idProduct);
+	r |= dm_sysfs_value_setf(rec, dir, "bcdDevice", "%04x", dd->bcdDevice);
+	r |= dm_sysfs_value_setf(rec, dir, "version", "%2x.%02x", dd->bcdUSB >> 8, dd->bcdUSB & 0xff);
+	r |= dm_sysfs_value_setf(rec, dir, "bDeviceClass", "%02x", dd->bDeviceClass);
+	r |= dm_sysfs_value_setf(rec, dir, "bDeviceSubClass", "%02x", dd->bDeviceSubClass);
+	r |= dm_sysfs_value_setf(rec, dir, "bDeviceProtocol", "%02x", dd->bDeviceProtocol);
+	r |= dm_sysfs_value_setf(rec, dir, "bMaxPacketSize0", "%d", dd->bMaxPacketSize0);
+	r |= dm_sysfs_value_setf(rec, dir, "bNumConfigurations", "%d", dd->bNumConfigurations);
+	r |= dm_sysfs_value_setf(rec, dir, "busnum", "%d", busnum);
+	r |= dm_sysfs_value_setf(rec, dir, "devnum", "%d", devnum);
+	const char *sp = speed_string(speed);
+	r |= sp ? dm_sysfs_value_setf(rec, dir, "speed", "%s", sp)
+		: dm_sysfs_value_set(rec, dir, "speed", 0) < 0;
 	if (!rec->bus)
 		r |= dm_record_set_string(&rec->bus, "usb");
 	r |= set_device_name(rec, hwdb, dd);
+	if (r == 0)
+		r = set_strings(rec, dir, dev, dd);
 	return r ? -ENOMEM : 0;
 }
 
@@ -305,15 +337,22 @@ static int set_device(struct dm_record *rec, struct udev_hwdb *hwdb,
 static int set_config(struct dm_record *rec, const struct libusb_config_descriptor *cfg,
 		      enum libusb_speed speed)
 {
-	int r = set_fmt(rec, "bConfigurationValue", "%d", cfg->bConfigurationValue);
-	r |= set_fmt(rec, "bNumInterfaces", "%2d", cfg->bNumInterfaces);
-	r |= set_fmt(rec, "bmAttributes", "%2x", cfg->bmAttributes);
-	/* bMaxPower counts 2 mA units, 8 mA from SuperSpeed on */
-	r |= set_fmt(rec, "bMaxPower", "%dmA", cfg->MaxPower * (speed >= LIBUSB_SPEED_SUPER ? 8 : 2));
+	char dbuf[PATH_MAX];
+	const char *dir = sysfs_dir(rec, dbuf, sizeof(dbuf));
+	int r = dm_sysfs_value_setf(rec, dir, "bConfigurationValue", "%d", cfg->bConfigurationValue);
+	r |= dm_sysfs_value_setf(rec, dir, "bNumInterfaces", "%2d", cfg->bNumInterfaces);
+	r |= dm_sysfs_value_setf(rec, dir, "bmAttributes", "%2x", cfg->bmAttributes);
+	/* bMaxPower counts 2 mA units, 8 mA from SuperSpeed on (sysfs's own
+	 * text pads it on older kernels: "  2mA") */
+	r |= dm_sysfs_value_setf(rec, dir, "bMaxPower", "%dmA",
+				 cfg->MaxPower * (speed >= LIBUSB_SPEED_SUPER ? 8 : 2));
 	return r ? -ENOMEM : 0;
 }
 
-static int fill_device(struct dm_scan *s, struct udev_hwdb *hwdb, libusb_device *dev)
+/* The records of the device @dev and its interfaces, from libusb; the
+ * device's record goes into @filled (by devpath). */
+static int fill_device(struct dm_scan *s, struct udev_hwdb *hwdb, struct dm_hashmap *filled,
+		       libusb_device *dev)
 {
 	struct libusb_device_descriptor dd;
 	int r = usb_errno(libusb_get_device_descriptor(dev, &dd));
@@ -334,11 +373,12 @@ static int fill_device(struct dm_scan *s, struct udev_hwdb *hwdb, libusb_device 
 		return 0;
 	}
 
+	r = dm_hashmap_put(filled, rec->devpath, rec);
+	if (r == -ENOMEM)
+		return r;
 	enum libusb_speed speed = (enum libusb_speed)libusb_get_device_speed(dev);
-	r = set_device(rec, hwdb, &dd, libusb_get_bus_number(dev),
+	r = set_device(rec, hwdb, dev, &dd, libusb_get_bus_number(dev),
 		       libusb_get_device_address(dev), speed);
-	if (r == 0)
-		r = set_strings(rec, dev, &dd);
 	struct libusb_config_descriptor *cfg;
 	if (r < 0 || libusb_get_active_config_descriptor(dev, &cfg) != 0)
 		return r;
@@ -363,8 +403,8 @@ static int usb_fail(const char *call, int e)
 
 /* Every device libusb enumerates, in a context of this scan's own: a
  * rescan after lost events must not ask a context that may have lost the
- * same events. */
-static int scan_libusb(struct dm_scan *s, struct udev_hwdb *hwdb)
+ * same events. The devices' records go into @filled. */
+static int scan_libusb(struct dm_scan *s, struct udev_hwdb *hwdb, struct dm_hashmap *filled)
 {
 	libusb_context *ctx;
 	int e = libusb_init(&ctx);
@@ -379,7 +419,7 @@ static int scan_libusb(struct dm_scan *s, struct udev_hwdb *hwdb)
 		goto out;
 	}
 	for (ssize_t i = 0; i < n; i++) {
-		r = fill_device(s, hwdb, list[i]);
+		r = fill_device(s, hwdb, filled, list[i]);
 		if (r == -ENOMEM)
 			break;
 		if (r < 0)
@@ -511,9 +551,7 @@ static int fill_device_sysfs(struct dm_scan *s, struct udev_hwdb *hwdb, const ch
 		if (read_attr(devpath, "busnum", busnum, sizeof(busnum)) < 0 ||
 		    read_attr(devpath, "devnum", devnum, sizeof(devnum)) < 0)
 			return -ENODATA;
-		r = set_device(rec, hwdb, &dd, atoi(busnum), atoi(devnum), sp);
-		if (r == 0)
-			r = set_from_sysfs(rec, true);
+		r = set_device(rec, hwdb, NULL, &dd, atoi(busnum), atoi(devnum), sp);
 	}
 	/* the active configuration (none: the device is not configured) */
 	struct libusb_config_descriptor cfg;
@@ -534,16 +572,19 @@ static int fill_device_sysfs(struct dm_scan *s, struct udev_hwdb *hwdb, const ch
 }
 
 /*
- * Hotplug: the devices an event brought, from sysfs alone. The kernel shows
- * there the descriptors libusb's Linux backend reads (and busnum, devnum,
- * speed, bConfigurationValue), so the values are the ones a full scan gets
- * from libusb, without a libusb context per run of events, whose set-up (an
+ * Hotplug: the devices an event brought, from sysfs alone; in a full scan,
+ * the devices libusb did not list (@filled: those it did, by devpath), such
+ * as one without a device node, which would otherwise have the kernel's
+ * names and no values of the source's. The kernel shows there the
+ * descriptors libusb's Linux backend reads (and busnum, devnum, speed,
+ * bConfigurationValue), so the values are the ones a full scan gets from
+ * libusb, without a libusb context per run of events, whose set-up (an
  * enumeration of the whole bus, a udev monitor and a thread) was the main
  * cost of a burst, and whose own monitor socket may hear an event later
  * than the daemon's. What is lost: a string the device has and sysfs does
  * not show is not read from the device (the full scan opens it).
  */
-static int scan_sysfs(struct dm_scan *s, struct udev_hwdb *hwdb)
+static int scan_sysfs(struct dm_scan *s, struct udev_hwdb *hwdb, const struct dm_hashmap *filled)
 {
 	uint8_t *buf = malloc(DESCRIPTORS_MAX);
 	if (!buf)
@@ -552,7 +593,8 @@ static int scan_sysfs(struct dm_scan *s, struct udev_hwdb *hwdb)
 	const char *done = NULL; /* the device last read for its interfaces */
 	for (size_t i = 0; i < s->n && r != -ENOMEM; i++) {
 		struct dm_record *rec = s->recs[i];
-		if (rec->known || !rec->subsystem || strcmp(rec->subsystem, "usb") != 0)
+		if (rec->known || !rec->subsystem || strcmp(rec->subsystem, "usb") != 0 ||
+		    dm_hashmap_get(filled, rec->devpath))
 			continue;
 		/* sysfs names interfaces "<device>:<config>.<number>"; a new
 		 * device brings its interfaces along, a new interface of a
@@ -581,8 +623,17 @@ static int usb_scan(struct dm_scan *s)
 	struct udev *udev = s->hwdb ? NULL : udev_new();
 	struct udev_hwdb *hwdb = s->hwdb ? udev_hwdb_ref(s->hwdb) : udev ? udev_hwdb_new(udev) : NULL;
 	if (!hwdb && !s->partial)
-		log_warn("usb: no udev hwdb: devices are named by their ids");
-	int r = s->partial ? scan_sysfs(s, hwdb) : scan_libusb(s, hwdb);
+		log_warn("usb: no udev hwdb: devices are named by their own strings or ids");
+	struct dm_hashmap filled;
+	dm_hashmap_init(&filled, dm_hash_string, dm_cmp_string);
+	/* a failing libusb leaves every device to sysfs; its error is still
+	 * the source's answer */
+	int r = s->partial ? 0 : scan_libusb(s, hwdb, &filled);
+	if (r != -ENOMEM) {
+		int rs = scan_sysfs(s, hwdb, &filled);
+		r = rs < 0 ? rs : r;
+	}
+	dm_hashmap_done(&filled);
 	udev_hwdb_unref(hwdb);
 	udev_unref(udev);
 	return r;

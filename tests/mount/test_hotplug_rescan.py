@@ -44,7 +44,7 @@ def test_a_seqnum_gap_rescans(d):
         for b in (b for b in blocks(TESTBED) if under(b, KBD)):
             assert d.testbed.add_from_string(b + "\n")
         d.testbed.remove_device("/sys" + STICK)
-        d.testbed.set_attribute("/sys" + HUB2, "product", "Renamed Hub")
+        d.testbed.set_attribute("/sys" + HUB2, "product", "Renamed Hub\n")
     # the events that told it were lost: the next one skips their seqnums,
     # and nothing fills the gap
     wait_sent(d, "change", USB1, sender.send("change", USB1, seqnum=sender.seqnum + 3))

@@ -43,23 +43,7 @@ LEFT_OUT = re.compile(r"^(legacy_io|legacy_mem|rom|vpd|resource[0-9].*)$")
 
 # Known failures, by machine and check.  Each is strict: when the fix lands
 # the test fails (XPASS) until its entry goes.
-USB_NAMES = ("issue 29: a USB device the hwdb does not know (or knows only the vendor of) is "
-             "named '<vendor> Device <pid>'; lsusb falls back to the device's own "
-             "manufacturer and product strings ('Nokia Mobile Phones N78')")
-BMAXPOWER = ("not one of issue 29's reasons, found by this test: bMaxPower is printed from "
-             "the descriptor as '%dmA'; kernels before 4.x print '%3dmA' ('  0mA'), which "
-             "is what their sysfs has")
-CONFIGURATION = ("not one of issue 29's reasons, found by this test: a USB device whose "
-                 "configuration has no string has an empty sysfs configuration (the kernel "
-                 "prints nothing); the mount reads '\\n'")
-KNOWN = {
-    ("thinkpad-t60p-2008", "usb-names"): USB_NAMES,
-    ("thinkpad-t60p-2008", "files:usb-bMaxPower"): BMAXPOWER,
-    ("thinkpad-t60p-2008", "files:usb-configuration"): CONFIGURATION,
-    ("dell-dcs8000z-2013", "files:usb-bMaxPower"): BMAXPOWER,
-    ("dell-dcs8000z-2013", "files:usb-configuration"): CONFIGURATION,
-    ("hp-elitebook-835-g10", "usb-names"): USB_NAMES,
-}
+KNOWN = {}
 
 
 def mark_known(request, m, check):
