@@ -489,6 +489,10 @@ static bool kernel_has_uncached(struct dm_device *dev, const char *name);
 
 bool dm_device_kernel_has_locked(struct dm_device *dev, const char *name)
 {
+	/* the root device's files are at the top of the mount, where no
+	 * device is (its directory root/ holds its children only) */
+	if (dev == dev->model->root)
+		return false;
 	int i = 0;
 	while (i < 16 && strcmp(own_names[i], name) != 0)
 		i++;
@@ -536,9 +540,7 @@ int dm_device_own_name_locked(struct dm_device *dev, const char *own, char *buf,
 {
 	char name[DM_NAME_MAX + 1];
 	int k = 0;
-	/* the root device's files are at the top of the mount, where no
-	 * device is (its directory root/ holds its children only) */
-	if (dev != dev->model->root && dm_device_kernel_has_locked(dev, own)) {
+	if (dm_device_kernel_has_locked(dev, own)) {
 		k = 1;
 		for (int j = 1; j < DM_OWN_PREFIX_MAX; j++)
 			if (dm_own_name_prefixed(own, j, name, sizeof(name)) &&

@@ -456,7 +456,8 @@ void dm_driver_record_pm_usec(struct dm_driver *drv, unsigned usec);
  * Names in a device's own directory (docs/design.md §6.2): the kernel's
  * first. dm_device_kernel_has_locked() tells whether the kernel uses
  * @name there (a live child device, a static value of sysfs's, a sysfs
- * attribute or attribute directory). dm_device_own_name_locked() puts
+ * attribute or attribute directory; never for the root device, whose
+ * files are at the top of the mount). dm_device_own_name_locked() puts
  * into @buf the name driverfsd's own entry @own ("power", "pm", "driver"
  * ...) is served under: @own itself, or DM_OWN_PREFIX "<own>" (repeated)
  * where the kernel uses @own; the root device's files, at the top of the

@@ -590,6 +590,10 @@ static void test_kernel_names_first(void **state)
 		assert_int_equal(find(f, &top, top_files[i], &t), 0);
 		assert_ptr_equal(t.dev, dm_model_get_root(f->m));
 	}
+	/* and read as the root device's, its child called power aside */
+	assert_int_equal(dm_device_show(dm_model_get_root(f->m), NULL, "power", buf, sizeof(buf)),
+			 3);
+	assert_string_equal(buf, "on\n");
 	dm_device_del(pwr);
 	dm_device_unref(pwr);
 }
