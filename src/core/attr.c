@@ -479,13 +479,23 @@ static int dynamic_has_one(const struct dm_attribute_group *g, void *data)
  * device's own files asks them): whether the kernel uses one is kept per
  * device until its files or children change (own_names in
  * model-private.h). Any other name is asked afresh. */
-static const char *const own_names[16] = {
+static const char *const own_names[] = {
 	"name",	     "devpath", "devnode",   "kernel_driver", "power",	   "power_error",
 	"power_log", "binding", "pm",	     "subsystem",     "driver",	   "suppliers",
 	"consumers", "supplier", "consumer", "metrics",
 };
 
+#define N_OWN_NAMES (sizeof(own_names) / sizeof(own_names[0]))
+_Static_assert(N_OWN_NAMES <= 16, "own_names holds a bit per name in 16");
+
 static bool kernel_has_uncached(struct dm_device *dev, const char *name);
+
+/* Whether a live child device of @dev is called @name. */
+static bool has_child(const struct dm_device *dev, const char *name)
+{
+	struct dm_device *child = dm_device_find_child_locked(dev, name);
+	return child && !dm_device_is_dead(child);
+}
 
 bool dm_device_kernel_has_locked(struct dm_device *dev, const char *name)
 {
@@ -493,10 +503,10 @@ bool dm_device_kernel_has_locked(struct dm_device *dev, const char *name)
 	 * device is (its directory root/ holds its children only) */
 	if (dev == dev->model->root)
 		return false;
-	int i = 0;
-	while (i < 16 && strcmp(own_names[i], name) != 0)
+	size_t i = 0;
+	while (i < N_OWN_NAMES && strcmp(own_names[i], name) != 0)
 		i++;
-	if (i == 16)
+	if (i == N_OWN_NAMES)
 		return kernel_has_uncached(dev, name);
 	uint64_t gen = atomic_load(&dev->names_gen), word = atomic_load(&dev->own_names);
 	uint64_t bit = (uint64_t)1 << i;
@@ -516,8 +526,7 @@ bool dm_device_kernel_has_locked(struct dm_device *dev, const char *name)
 
 static bool kernel_has_uncached(struct dm_device *dev, const char *name)
 {
-	struct dm_device *child = dm_device_find_child_locked(dev, name);
-	if (child && !dm_device_is_dead(child))
+	if (has_child(dev, name))
 		return true;
 	if (!is_own_value(name) && value_find(dev, name, NULL))
 		return true;
@@ -651,13 +660,9 @@ static int list_dynamic_one(const struct dm_attribute *a, void *data)
 {
 	struct list_ctx *c = data;
 	struct dm_file_info fi = { .name = a->name, .mode = a->mode, .flags = a->flags };
-	if (!c->group) {
-		const struct dm_value *v;
-		struct dm_device *child = dm_device_find_child_locked(c->dev, a->name);
-		if (kernel_find_locked(c->dev, a->name, &v) != a ||
-		    (child && !dm_device_is_dead(child)))
-			return 0;
-	}
+	const struct dm_value *v;
+	if (!c->group && (kernel_find_locked(c->dev, a->name, &v) != a || has_child(c->dev, a->name)))
+		return 0;
 	return c->fn(&fi, c->data);
 }
 
@@ -768,10 +773,7 @@ struct dir_ctx {
 static int list_dynamic_dir(const char *name, void *data)
 {
 	struct dir_ctx *c = data;
-	struct dm_device *child = c->parent ? NULL : dm_device_find_child_locked(c->dev, name);
-	if (child && !dm_device_is_dead(child))
-		return 0;
-	return c->fn(name, c->data);
+	return !c->parent && has_child(c->dev, name) ? 0 : c->fn(name, c->data);
 }
 
 static int list_dynamic_dirs(const struct dm_attribute_group *g, void *data)
