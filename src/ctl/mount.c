@@ -331,7 +331,9 @@ int ctl_device_links(int rootfd, const char *path, const char *which, char ***re
 		free(names[i]);
 	}
 	free(names);
-	if (r < 0) {
+	if (r < 0 || kept == 0) {
+		/* none: a directory of no links (a child device called
+		 * suppliers, where the device has no links of its own) */
 		ctl_names_free(out, kept);
 		return r;
 	}
