@@ -66,8 +66,9 @@ int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size)
 			len += snprintf(buf + len, size - (size_t)len, " %s=%" PRIu64,
 					fs_op_names[i], n[i]);
 	if (fs->uring && len >= 0 && (size_t)len < size)
-		len += snprintf(buf + len, size - (size_t)len, "; over io_uring: %" PRIu64,
-				dm_uring_served(fs->uring));
+		len += snprintf(buf + len, size - (size_t)len,
+				"; over io_uring: %" PRIu64 " (ring threads rescued: %" PRIu64 ")",
+				dm_uring_served(fs->uring), dm_uring_rescued(fs->uring));
 	if (fs_passthrough_on(&fs->passthrough) && len >= 0 && (size_t)len < size)
 		len += snprintf(buf + len, size - (size_t)len, "; opened for passthrough: %" PRIu64,
 				fs_passthrough_opens(&fs->passthrough));

@@ -94,6 +94,13 @@ struct ring_thread {
 	uint64_t unique; /* of the request being served */
 	bool replied;
 	bool served; /* any request: the REGISTER was taken */
+
+	/* seen by the rescuer (rescue()) */
+	atomic_int tid; /* 0 until the thread runs */
+	atomic_uint_fast64_t wakes; /* completions taken: its progress */
+	atomic_bool raised; /* made normal by the rescuer: idle again after */
+	uint64_t seen_wakes; /* the rescuer's own: wakes at its last look */
+	bool seen_stuck; /* runnable without progress at its last look */
 };
 
 enum start_state { START_NONE, START_SETUP, START_GO, START_ABORT };
@@ -117,6 +124,12 @@ struct dm_uring {
 	size_t payload_size;
 	bool idle_class; /* ring threads wait as SCHED_IDLE (set_idle()) */
 	cpu_set_t cpus; /* the CPUs the daemon may use, for stores */
+
+	/* with idle_class: a normal thread that raises starved ring threads */
+	pthread_t rescuer;
+	bool rescuer_started;
+	int rescuer_fd; /* an eventfd: dm_uring_stop() */
+	atomic_uint_fast64_t rescued;
 
 	atomic_uint_fast64_t served;
 };
@@ -180,6 +193,7 @@ int dm_uring_new(struct fuse_session *se, unsigned per_cpu, struct dm_uring **re
 		for (unsigned i = 0; i < u->n_cpus && i < CPU_SETSIZE; i++)
 			CPU_SET(i, &u->cpus);
 	}
+	u->rescuer_fd = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	*ret = u;
@@ -311,16 +325,20 @@ static void entry_reply_error(struct ring_thread *t, int err)
 	entry_reply(t, &iov, 1);
 }
 
-/* The ring threads run as SCHED_IDLE. The scheduler wakes a task on an
+/* The ring threads wait as SCHED_IDLE. The scheduler wakes a task on an
  * idle CPU rather than on a busy one, and counts a CPU that runs only
  * SCHED_IDLE tasks as idle: so the asker of a request is woken back on
  * this CPU, where its next request is served, rather than on another
  * (with normal ring threads the walker hops between CPUs at every reply,
  * each hop an IPI and, on a virtual machine, a VM exit: bench/RESULTS.md
- * has the walks). The requests served here take little CPU, and a woken
- * SCHED_IDLE task is still scheduled when normal ones compete. A store is
- * served as a normal thread: it may suspend a subtree, run hooks
- * and start threads, which inherit the class. */
+ * has the walks). The requests served here take little CPU. But a
+ * SCHED_IDLE task weighs 3 against a normal one's 1024: under any user's
+ * busy loops it may wait seconds for the CPU, woken or halfway through a
+ * request with the model's lock held, and hotplug and the watchdog would
+ * wait behind it. The rescuer (rescue()) makes such a thread normal until
+ * its request is served. A store is served as a normal thread: it may
+ * suspend a subtree, run hooks and start threads, which inherit the
+ * class. */
 static void set_idle(bool idle)
 {
 	struct sched_param sp = { 0 };
@@ -391,7 +409,11 @@ static void entry_serve(struct ring_thread *t)
 			serve_as_store(t, false);
 		current_entry = NULL;
 		atomic_fetch_add_explicit(&t->u->served, 1, memory_order_relaxed);
+		atomic_fetch_add(&t->wakes, 1);
 		t->served = true;
+		/* made normal by the rescuer while starved: waits idle again */
+		if (atomic_exchange(&t->raised, false))
+			set_idle(true);
 		/* every request that comes over the ring has a reply */
 		if (!t->replied)
 			entry_reply_error(t, ENOSYS);
@@ -404,6 +426,7 @@ static void ring_loop(struct ring_thread *t)
 	unsigned refused = 0; /* commits refused in a row */
 	for (;;) {
 		int r = io_uring_submit_and_wait(&t->ring, 1);
+		atomic_fetch_add(&t->wakes, 1);
 		if (r == -EAGAIN || r == -EBUSY || r == -ENOMEM) {
 			/* short of memory or of completion slots: the commit
 			 * still has to reach the kernel */
@@ -479,6 +502,7 @@ static void *ring_main(void *arg)
 	snprintf(name, sizeof(name), "fuse-ring-%u", t->qid);
 	pthread_setname_np(pthread_self(), name);
 	pin_to_cpu(t->qid);
+	atomic_store(&t->tid, (int)syscall(SYS_gettid));
 
 	int r = ring_setup(t);
 	/* in its waiting class before INIT is answered: the kernel serves
@@ -538,6 +562,108 @@ static bool start_threads(struct dm_uring *u)
 }
 
 
+/* ---- the rescuer ---- */
+
+/* How often the rescuer looks: a ring thread starved of the CPU is made
+ * normal after two looks, 50 to 100 ms. */
+#define RESCUE_PERIOD_MS 50
+
+/* Whether thread @tid of this process is runnable (or running). */
+static bool thread_runnable(int tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "tid (comm) S ...": the name may hold anything, the state follows
+	 * its last ')' */
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'R';
+}
+
+/* One look at each ring thread: one that was runnable at the last look and
+ * still is, with no progress between (no completion taken, no request
+ * served), is starved of the CPU; it is served as a normal thread until it
+ * ends its request (entry_serve() puts it back). A thread that is running
+ * a long request on an idle machine may be made normal too: it loses
+ * nothing but, for that request, its place. */
+static void rescue(struct dm_uring *u)
+{
+	for (size_t i = 0; i < u->n_threads; i++) {
+		struct ring_thread *t = &u->threads[i];
+		int tid = atomic_load(&t->tid);
+		if (tid == 0)
+			continue;
+		uint64_t wakes = atomic_load(&t->wakes);
+		bool stuck = wakes == t->seen_wakes && thread_runnable(tid);
+		if (stuck && t->seen_stuck && !atomic_load(&t->raised)) {
+			struct sched_param sp = { 0 };
+			/* raised, then told: entry_serve() may see the flag
+			 * late, never before the class changed */
+			if (pthread_setschedparam(t->thread, SCHED_OTHER, &sp) == 0) {
+				atomic_store(&t->raised, true);
+				atomic_fetch_add_explicit(&u->rescued, 1, memory_order_relaxed);
+			}
+			stuck = false;
+		}
+		t->seen_wakes = wakes;
+		t->seen_stuck = stuck;
+	}
+}
+
+static void *rescuer_main(void *arg)
+{
+	struct dm_uring *u = arg;
+	pthread_setname_np(pthread_self(), "fuse-rescuer");
+	struct pollfd pfd = { .fd = u->rescuer_fd, .events = POLLIN };
+	for (;;) {
+		int r = poll(&pfd, 1, RESCUE_PERIOD_MS);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			return NULL;
+		if (r == 0)
+			rescue(u);
+	}
+}
+
+/* Starts the rescuer once the ring threads are all started (it reads
+ * u->n_threads without a lock): only where they wait as SCHED_IDLE. */
+static void rescuer_start(struct dm_uring *u)
+{
+	if (!u->idle_class)
+		return;
+	u->rescuer_fd = eventfd(0, EFD_CLOEXEC);
+	if (u->rescuer_fd < 0) {
+		log_warn("no rescuer for starved FUSE ring threads: %s", strerror(errno));
+		return;
+	}
+	int r = dm_thread_start(&u->rescuer, 0, rescuer_main, u);
+	if (r < 0) {
+		log_warn("no rescuer for starved FUSE ring threads: %s", strerror(-r));
+		close(u->rescuer_fd);
+		u->rescuer_fd = -1;
+		return;
+	}
+	u->rescuer_started = true;
+}
+
+static void rescuer_stop(struct dm_uring *u)
+{
+	if (!u->rescuer_started)
+		return;
+	if (eventfd_write(u->rescuer_fd, 1) < 0)
+		log_warn("cannot stop the FUSE rescuer: %s", strerror(errno));
+	pthread_join(u->rescuer, NULL);
+	close(u->rescuer_fd);
+	u->rescuer_fd = -1;
+	u->rescuer_started = false;
+}
+
 /* ---- the session's I/O (io.c) ---- */
 
 void dm_uring_saw_init(struct dm_uring *u, uint64_t flags, uint64_t unique)
@@ -547,6 +673,8 @@ void dm_uring_saw_init(struct dm_uring *u, uint64_t flags, uint64_t unique)
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	bool ok = (flags & URING_INIT_FLAG) && start_threads(u);
+	if (ok)
+		rescuer_start(u);
 	pthread_mutex_lock(&u->lock);
 	u->init_pending = ok;
 	u->init_unique = unique;
@@ -609,11 +737,17 @@ uint64_t dm_uring_served(const struct dm_uring *u)
 	return u ? atomic_load_explicit(&u->served, memory_order_relaxed) : 0;
 }
 
+uint64_t dm_uring_rescued(const struct dm_uring *u)
+{
+	return u ? atomic_load_explicit(&u->rescued, memory_order_relaxed) : 0;
+}
+
 void dm_uring_stop(struct dm_uring *u)
 {
 	if (!u)
 		return;
 	set_start(u, START_ABORT); /* threads still waiting for INIT's reply */
+	rescuer_stop(u);
 	for (size_t i = 0; i < u->n_threads; i++) {
 		struct ring_thread *t = &u->threads[i];
 		if (t->wake_fd >= 0 && eventfd_write(t->wake_fd, 1) < 0)

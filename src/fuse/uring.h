@@ -48,6 +48,8 @@ void dm_uring_saw_init(struct dm_uring *u, uint64_t flags, uint64_t unique);
 ssize_t dm_uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count);
 /* Requests served over io_uring so far. Any thread, any time. */
 uint64_t dm_uring_served(const struct dm_uring *u);
+/* Ring threads the rescuer made normal when starved of the CPU. */
+uint64_t dm_uring_rescued(const struct dm_uring *u);
 /* Ends the ring threads (waiting for the requests they serve) once the
  * session loop has ended; the session must not be destroyed before. */
 void dm_uring_stop(struct dm_uring *u);
@@ -78,6 +80,12 @@ static inline ssize_t dm_uring_writev(struct dm_uring *u, int fd, struct iovec *
 }
 
 static inline uint64_t dm_uring_served(const struct dm_uring *u)
+{
+	(void)u;
+	return 0;
+}
+
+static inline uint64_t dm_uring_rescued(const struct dm_uring *u)
 {
 	(void)u;
 	return 0;

@@ -10,6 +10,10 @@
   it runs, are neither SCHED_IDLE nor pinned to the ring thread's CPU;
   without CAP_SYS_NICE (needed to leave SCHED_IDLE) the ring threads are
   normal ones.
+* Under any user's CPU load a SCHED_IDLE thread would wait seconds for the
+  CPU, woken or halfway through a request with the model's lock held: the
+  rescuer makes a starved ring thread normal until its request is served,
+  so reads and hotplug keep going.
 * --no-io-uring, or a kernel that does not offer it, and every request goes
   through /dev/fuse.
 * SIGTERM while the first requests are on their way (INIT, the rings being
@@ -18,11 +22,14 @@
 import os
 import re
 import signal
+import subprocess
 import threading
+import time
 
 import pytest
 
 from harness import Daemon
+from hotplug_util import Sender, wait_event
 from test_faults import NIC, Env, wait_started
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -199,6 +206,58 @@ def test_a_waiting_store_leaves_its_cpus_requests_served(uring):
     finally:
         os.sched_setaffinity(0, old)
         env.stop()
+
+
+def rescued(output):
+    m = re.search(r"ring threads rescued: (\d+)", output)
+    return int(m.group(1)) if m else None
+
+
+def test_reads_and_hotplug_go_on_under_a_users_cpu_load(uring):
+    # 32 busy loops of an unprivileged user on the CPU the test reads from:
+    # a SCHED_IDLE ring thread weighs 3 against each loop's 1024 and waits
+    # seconds for each request (more than a minute for the reads below,
+    # before the rescuer); made normal, it waits its turn among the loops.
+    # One CPU only, to leave the machine the rest.
+    d = Daemon(TESTBED)
+    old = os.sched_getaffinity(0)
+    cpu = max(old)
+    loops = []
+    try:
+        pci = d.path("bus", "pci", "devices")
+        files = [os.path.join(pci, name, "vendor") for name in sorted(os.listdir(pci))][:12]
+        assert len(files) >= 10
+        sender = Sender(d)
+        os.sched_setaffinity(0, {cpu})
+        for _ in range(32):
+            loops.append(subprocess.Popen(
+                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                 "taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"]))
+        time.sleep(0.5)
+        deadline = time.monotonic() + 60
+        done = 0
+        for f in files * 3:
+            with open(f) as fh:
+                assert fh.read().startswith("0x")
+            done += 1
+            if time.monotonic() > deadline:
+                break
+        assert done == len(files) * 3, f"{done} reads in 60 s under load"
+        # and a hotplug event is taken in while the loops run
+        seqnum = sender.send("change", "/devices/" + NIC)
+        assert wait_event(d, "change", "/devices/" + NIC, timeout=60) == seqnum
+        for p in loops:
+            p.kill()
+            p.wait()
+        loops = []
+        assert d.terminate() == 0
+        assert rescued(d.output()) > 0, d.output()
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+        os.sched_setaffinity(0, old)
+        d.stop()
 
 
 def test_without_cap_sys_nice_the_ring_threads_stay_normal(uring):
