@@ -3,7 +3,8 @@
 walking the mount, a hotplug storm (umockdev uevents removing and adding a
 PCI subtree), and PM transitions on the whole system's power file and on subtrees, all at once
 for a given time. Prints the operations done, the errors by kind, and the
-daemon's RSS at start and end; exits 1 when the daemon died, a sanitizer
+daemon's RSS at start and end, and each minute its RSS and its heap's bytes
+in use and free (the metrics file's driverfsd_heap_bytes); exits 1 when the daemon died, a sanitizer
 reported something, or an error of an unexpected kind came.
 
   umockdev-wrapper /usr/bin/python3 bench/soak.py [SECONDS] [READERS]
@@ -15,6 +16,7 @@ import collections
 import errno
 import os
 import random
+import re
 import sys
 import tempfile
 import threading
@@ -62,6 +64,17 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return -1
+
+
+def heap_kib(d):
+    """(in use, free) KiB of the daemon's heap, from its metrics file."""
+    out = {}
+    with open(d.path("metrics")) as f:
+        for line in f:
+            m = re.match(r'driverfsd_heap_bytes\{state="(\w+)"\} (\S+)$', line)
+            if m:
+                out[m.group(1)] = int(float(m.group(2))) // 1024
+    return out.get("in_use", -1), out.get("free", -1)
 
 
 def regular_files(top, counts):
@@ -181,7 +194,7 @@ def main():
             rss = rss_kib(d.proc.pid)
             rss_peak = max(rss_peak, rss)
             if time.monotonic() - start >= next_sample:
-                samples.append((next_sample, rss))
+                samples.append((next_sample, rss, *heap_kib(d)))
                 next_sample += 60
         stop.set()
         for t in threads:
@@ -207,7 +220,8 @@ def main():
         print(f"daemon: {'alive' if alive else 'DEAD, exit %s' % d.proc.returncode}; "
               f"RSS start {rss_start} KiB, peak {rss_peak} KiB, end {rss_end} KiB")
         if samples:
-            print("RSS by minute: " + ", ".join(f"{t // 60}m {k}" for t, k in samples))
+            print("by minute, KiB (RSS / heap in use / heap free): " +
+                  ", ".join(f"{t // 60}m {k}/{u}/{f}" for t, k, u, f in samples))
         failed |= not alive
     finally:
         try:

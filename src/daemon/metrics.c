@@ -18,8 +18,45 @@
 #include "version.h"
 
 #include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+/* The daemon's resident memory (/proc/self/statm's second field), in bytes;
+ * -1 when unreadable. */
+static double resident_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "re");
+	if (!f)
+		return -1;
+	unsigned long size, resident;
+	int n = fscanf(f, "%lu %lu", &size, &resident);
+	fclose(f);
+	long page = sysconf(_SC_PAGESIZE);
+	return n == 2 && page > 0 ? (double)resident * (double)page : -1;
+}
+
+/* Memory over days: what the heap holds for the daemon and what it keeps
+ * free (a free that grows is fragmentation; an in_use that grows, a leak
+ * or a cache), beside the resident size. */
+static void memory_metrics(struct dm_metrics *w)
+{
+	struct mallinfo2 mi = mallinfo2();
+	dm_metrics_family(w, "driverfsd_heap_bytes", "gauge",
+			  "The malloc heap: bytes in use (every arena and mapped block), "
+			  "and free bytes it keeps.");
+	dm_metrics_sample(w, "driverfsd_heap_bytes", (double)(mi.uordblks + mi.hblkhd), "state",
+			  "in_use", NULL);
+	dm_metrics_sample(w, "driverfsd_heap_bytes", (double)mi.fordblks, "state", "free", NULL);
+	double rss = resident_bytes();
+	if (rss >= 0) {
+		dm_metrics_family(w, "process_resident_memory_bytes", "gauge",
+				  "Resident memory size in bytes.");
+		dm_metrics_sample(w, "process_resident_memory_bytes", rss, NULL);
+	}
+}
 
 static void daemon_metrics(struct dm_metrics *w, void *data)
 {
@@ -38,6 +75,7 @@ static void daemon_metrics(struct dm_metrics *w, void *data)
 	dm_metrics_sample(w, "driverfsd_config_reloads_total",
 			  (double)atomic_load_explicit(&d->reloads[1], memory_order_relaxed),
 			  "result", "failed", NULL);
+	memory_metrics(w);
 }
 
 void daemon_register_metrics(struct daemon *d)

@@ -123,6 +123,21 @@ def test_the_gauges_are_what_the_mount_shows(d):
         [DAEMON, "--version"], capture_output=True, text=True).stdout.split()[-1]) == 1
 
 
+def test_memory_is_the_daemons(d):
+    # resident memory as /proc has it, and the heap's use within it
+    def resident():
+        with open(f"/proc/{d.proc.pid}/status") as f:
+            return 1024 * int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
+    before = resident()
+    s = metrics(d)
+    after = resident()
+    rss = value(s, "process_resident_memory_bytes")
+    assert min(before, after) * 0.8 <= rss <= max(before, after) * 1.25, (before, rss, after)
+    in_use = value(s, "driverfsd_heap_bytes", state="in_use")
+    free = value(s, "driverfsd_heap_bytes", state="free")
+    assert 0 < in_use < rss and free >= 0, (in_use, free, rss)
+
+
 def test_counters_follow_what_happens(d):
     before = metrics(d)
     # PM: a real suspend and resume of a hub's subtree, and a dry run
