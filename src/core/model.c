@@ -610,7 +610,9 @@ bool dm_name_is_printable(const char *name)
 
 bool dm_name_is_plain(const char *name, size_t len)
 {
-	if (len == 0)
+	/* "." and ".." are made of those characters, and name no driver:
+	 * bus/<bus>/drivers/. is the drivers directory, .. the bus's */
+	if (len == 0 || (len <= 2 && strncmp(name, "..", len) == 0))
 		return false;
 	for (size_t i = 0; i < len; i++) {
 		char c = name[i];

@@ -99,8 +99,9 @@ bool dm_name_is_valid(const char *name);
  * messages quote. */
 bool dm_name_is_printable(const char *name);
 /* Whether the @len bytes at @name (1 or more) are what kernel driver, bus
- * and device names are made of: letters, digits and "_-.:+" (binding
- * requests, persisted bindings, Protect=). */
+ * and device names are made of: letters, digits and "_-.:+", and neither
+ * "." nor ".." (binding requests, persisted bindings, Protect=,
+ * KernelDriver=). */
 bool dm_name_is_plain(const char *name, size_t len);
 
 /* ---- attributes of dynamic groups ---- */

@@ -63,7 +63,8 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 		return ctl_usage_error(verb, "needs a DRIVER (or --default)", NULL);
 	if (bind && to_default && driver)
 		return ctl_usage_error(verb, "takes a DRIVER or --default, not both:", driver);
-	if (driver && (strchr(driver, ' ') || strchr(driver, '/') || strchr(driver, '\n')))
+	if (driver && (strchr(driver, ' ') || strchr(driver, '/') || strchr(driver, '\n') ||
+		       strcmp(driver, ".") == 0 || strcmp(driver, "..") == 0))
 		return ctl_usage_error(verb, "not a driver name:", driver);
 
 	char rel[PATH_MAX], file[PATH_MAX + 256], req[512];

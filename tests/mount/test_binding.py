@@ -229,6 +229,29 @@ def test_a_driver_the_bus_does_not_have_is_refused(env):
     assert state(d) == begin
 
 
+@pytest.mark.parametrize("name", [".", "..", ". force", ".. dry-run", "..\n"])
+def test_the_driver_names_dot_and_dotdot_are_refused_before_anything_is_done(env, name):
+    """"." and ".." are no driver's name (bus/pci/drivers/. is the drivers
+    directory, .. the bus's): refused at parse time, EINVAL, the device
+    still bound, its override and the last report as they were."""
+    d, _ = env
+    begin, before = state(d), status(d)
+    assert request(d, name) == errno.EINVAL
+    assert state(d) == begin
+    assert status(d) == before
+    assert kernel_driver(d) == "e1000e"
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+def test_driverfsctl_bind_refuses_dot_and_dotdot(env, name):
+    d, _ = env
+    begin, before = state(d), status(d)
+    r = subprocess.run([CTL, "-m", d.mnt, "bind", NIC, name], capture_output=True, text=True)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "not a driver name" in r.stderr, r.stderr
+    assert state(d) == begin and status(d) == before
+
+
 @pytest.mark.parametrize("step,suffix,err", [
     ("driver_override", f"{NIC}/driver_override", errno.EPERM),
     ("unbind", "drivers/e1000e/unbind", errno.EBUSY),
