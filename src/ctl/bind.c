@@ -15,7 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Copies the report in the device's binding file @path to standard output. */
+/* Copies the report in the device's binding file @path to standard output,
+ * escaped (its lines quote process names and mount points). */
 static void print_status(const char *path)
 {
 	char buf[4096];
@@ -24,7 +25,7 @@ static void print_status(const char *path)
 		return;
 	ssize_t n;
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		fwrite(buf, 1, (size_t)n, stdout);
+		ctl_put_text(buf, (size_t)n, CTL_TEXT_LINES);
 	close(fd);
 	fflush(stdout);
 }
@@ -115,7 +116,7 @@ int ctl_cmd_bindings(const char *mnt, int argc, char **argv)
 		return ctl_fail(path, errno == ENOENT ? "not a live mount" : NULL, errno);
 	char line[512];
 	while (fgets(line, sizeof(line), f))
-		fputs(line, stdout);
+		ctl_put_text(line, strlen(line), CTL_TEXT_LINES);
 	fclose(f);
 	return CTL_OK;
 }

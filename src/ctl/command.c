@@ -76,3 +76,27 @@ void ctl_print_json(json_object *doc)
 {
 	printf("%s\n", dm_snapshot_to_string(doc));
 }
+
+void ctl_put_text(const char *s, size_t len, unsigned flags)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\n' && (flags & CTL_TEXT_LINES))
+			putchar('\n');
+		else if (c == '\n')
+			fputs("\\n", stdout);
+		else if (c == '\t')
+			fputs("\\t", stdout);
+		else if (c == '\\' || (c == '"' && (flags & CTL_TEXT_QUOTED)))
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+}
+
+void ctl_put(const char *s)
+{
+	ctl_put_text(s, strlen(s), 0);
+}

@@ -130,6 +130,21 @@ struct ctl_args {
 int ctl_parse_args(const char *cmd, int argc, char **argv, unsigned allowed, int max_args,
 		   bool need_arg, struct ctl_args *a);
 
+/* Text for a terminal (every command's human output): @len bytes of @s to
+ * standard output, each byte that is not printable ASCII escaped (\n, \t,
+ * else \xNN: C0 and C1 controls, DEL, ESC sequences, invalid UTF-8, and
+ * valid UTF-8 too, whose continuation bytes an 8-bit terminal takes for C1
+ * controls), and '\' as \\. A device, a snapshot or a process name
+ * cannot move the cursor, retitle the window or forge a line. --json keeps
+ * the exact text. */
+enum {
+	CTL_TEXT_QUOTED = 1 << 0, /* '"' as \" too, for text shown in quotes */
+	CTL_TEXT_LINES = 1 << 1, /* a newline stays one (a report of several lines) */
+};
+void ctl_put_text(const char *s, size_t len, unsigned flags);
+/* ctl_put_text() of the string @s, no flags. */
+void ctl_put(const char *s);
+
 /* Prints a --json document, laid out as snapshots are. */
 struct json_object;
 void ctl_print_json(struct json_object *doc);

@@ -612,35 +612,12 @@ static int compare(struct side *a, struct side *b, struct result *res)
 
 /* ---- the text ---- */
 
-/* @s as the text shows it: quoted, with '"', '\' and every byte that is not
- * printable ASCII escaped (a value from a hostile machine cannot move the
- * cursor or forge a line). */
+/* @s as the text shows it: quoted, escaped (ctl_put_text()). */
 static void put_quoted(const char *s)
 {
 	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", stdout);
-		else if (*p == '\t')
-			fputs("\\t", stdout);
-		else if (*p < 0x20 || *p >= 0x7f)
-			printf("\\x%02x", *p);
-		else
-			putchar(*p);
-	}
+	ctl_put_text(s, strlen(s), CTL_TEXT_QUOTED);
 	putchar('"');
-}
-
-/* @s unquoted, every byte that is not printable ASCII (and '\\') as \\xNN. */
-static void put_escaped(const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if (*p < 0x20 || *p >= 0x7f || *p == '\\')
-			printf("\\x%02x", *p);
-		else
-			putchar(*p);
 }
 
 /* A path under root/ as "root/...", escaped. */
@@ -649,7 +626,7 @@ static void put_path(const char *path)
 	fputs("root", stdout);
 	if (*path)
 		putchar('/');
-	put_escaped(path);
+	ctl_put(path);
 }
 
 static void put_content(json_object *c)
@@ -663,7 +640,7 @@ static void put_content(json_object *c)
 		printf("(binary, %zu bytes)", strlen(v) / 4 * 3);
 	else if ((v = str(c, "error"))) {
 		fputs("(read error ", stdout);
-		put_escaped(v);
+		ctl_put(v);
 		putchar(')');
 	} else
 		fputs("(not read)", stdout);
@@ -730,7 +707,7 @@ static void print_text(const struct result *res, const char *an, const char *bn)
 		fputs(!a ? "+ " : !b ? "- " : "~ ", stdout);
 		put_path(str(o, "path"));
 		putchar('/');
-		put_escaped(str(o, "name"));
+		ctl_put(str(o, "name"));
 		fputs(": ", stdout);
 		if (a && b) {
 			put_content(a);
@@ -748,7 +725,7 @@ static void print_text(const struct result *res, const char *an, const char *bn)
 	for (size_t k = 0; k < 2; k++)
 		for (size_t i = 0; i < len_of(drivers[k].list); i++) {
 			printf("%s driver ", drivers[k].sign);
-			put_escaped(json_object_get_string(json_object_array_get_idx(drivers[k].list, i)));
+			ctl_put(json_object_get_string(json_object_array_get_idx(drivers[k].list, i)));
 			putchar('\n');
 		}
 	const struct {

@@ -59,26 +59,40 @@ static void info_files(int rootfd, const char *dev, const char *group, struct in
 			} else if (o->files) {
 				json_object_object_add(o->files, full,
 						       text ? json_object_new_string(value) : NULL);
-			} else if (len < 0) {
-				printf("%s: (%s)\n", full, strerror(-len));
-			} else if (!text) {
-				printf("%s: (binary, %d bytes)\n", full, len);
 			} else {
-				while (len > 0 && value[len - 1] == '\n')
-					value[--len] = '\0';
-				printf("%s: ", full);
-				for (char *p = value; *p; p++) {
-					putchar(*p);
-					if (*p == '\n')
-						fputs("    ", stdout);
+				ctl_put(full);
+				if (len < 0) {
+					printf(": (%s)\n", strerror(-len));
+				} else if (!text) {
+					printf(": (binary, %d bytes)\n", len);
+				} else {
+					while (len > 0 && value[len - 1] == '\n')
+						value[--len] = '\0';
+					fputs(": ", stdout);
+					/* each line escaped, those after the first indented */
+					for (char *p = value;; fputs("\n    ", stdout)) {
+						size_t line = strcspn(p, "\n");
+						ctl_put_text(p, line, 0);
+						if (!p[line])
+							break;
+						p += line + 1;
+					}
+					putchar('\n');
 				}
-				putchar('\n');
 			}
 		}
 		free(names[i]);
 	}
 	if (n >= 0)
 		free(names);
+}
+
+/* A line "LABEL   VALUE[NOTE]" of the text, the value escaped. */
+static void put_field(const char *label, const char *value, const char *note)
+{
+	printf("%-20s ", label);
+	ctl_put(value);
+	printf("%s\n", note);
 }
 
 /* The interface directory of its class that lists the device, into @buf. */
@@ -148,13 +162,13 @@ int ctl_cmd_info(const char *mnt, int argc, char **argv)
 		o.files = json_object_new_object();
 		json_object_object_add(doc, "files", o.files);
 	} else {
-		printf("%-20s %s\n", "path", *rel ? rel : ".");
+		put_field("path", *rel ? rel : ".", "");
 		if (subsystem)
-			printf("%-20s %s\n", "subsystem", subsystem);
+			put_field("subsystem", subsystem, "");
 		if (driver)
-			printf("%-20s %s%s\n", "driver", driver, class_driver ? " (class driver)" : "");
+			put_field("driver", driver, class_driver ? " (class driver)" : "");
 		if (interface)
-			printf("%-20s %s\n", "interface", interface);
+			put_field("interface", interface, "");
 	}
 	/* its device links, both ways: paths under root/ */
 	for (int k = 0; k < 2; k++) {
@@ -171,7 +185,7 @@ int ctl_cmd_info(const char *mnt, int argc, char **argv)
 			if (arr)
 				json_object_array_add(arr, json_object_new_string(*ends[i] ? ends[i] : "."));
 			else
-				printf("%-20s %s\n", i ? "" : which, *ends[i] ? ends[i] : ".");
+				put_field(i ? "" : which, *ends[i] ? ends[i] : ".", "");
 		}
 		if (doc)
 			json_object_object_add(doc, which, arr);

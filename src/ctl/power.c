@@ -32,7 +32,7 @@ static int print_journal(const char *mnt, bool json)
 		unsigned long seq;
 		long usec;
 		if (!doc) {
-			fputs(line, stdout);
+			ctl_put_text(line, strlen(line), CTL_TEXT_LINES);
 			continue;
 		}
 		if (sscanf(line, "%lu %31s %4095s %63s %ld", &seq, phase, dev, result, &usec) != 5)

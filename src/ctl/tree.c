@@ -92,8 +92,12 @@ static void output_one(const char *name, void *data)
 		value[strcspn(value, "\n")] = '\0';
 	if (c->json)
 		json_object_object_add(c->json, name, r >= 0 ? json_object_new_string(value) : NULL);
-	else if (r >= 0)
-		printf("  %s=%s", name, value);
+	else if (r >= 0) {
+		fputs("  ", stdout);
+		ctl_put(name);
+		putchar('=');
+		ctl_put(value);
+	}
 }
 
 /* Shows the device @path (under the root/ fd @rootfd) as list or tree does. */
@@ -122,24 +126,31 @@ static void show_device(int rootfd, const char *path, const char *label, bool la
 		return;
 	}
 	if (!o->tree) {
-		printf("%s", *path ? path : ".");
+		ctl_put(*path ? path : ".");
 		for_each_output(o->output, output_one, &out);
 		printf("\n");
 		return;
 	}
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	const char *shown = label ? label : base;
-	if (label) /* the top of the tree */
-		printf("%s", label);
-	else
-		printf("%s%s %s", o->prefix, last ? "`--" : "|--", base);
+	if (!label) /* below the top of the tree */
+		printf("%s%s ", o->prefix, last ? "`--" : "|--");
+	ctl_put(shown);
 	/* an ancestor kept only for the shape shows its name alone */
-	if (match && *v.name && strcmp(v.name, shown) != 0)
-		printf("  %s", v.name);
-	if (match && v.driver)
-		printf("  [%s]", v.driver);
-	if (match && strcmp(v.power, "on") != 0 && *v.power)
-		printf("  (%s)", v.power);
+	if (match && *v.name && strcmp(v.name, shown) != 0) {
+		fputs("  ", stdout);
+		ctl_put(v.name);
+	}
+	if (match && v.driver) {
+		fputs("  [", stdout);
+		ctl_put(v.driver);
+		putchar(']');
+	}
+	if (match && strcmp(v.power, "on") != 0 && *v.power) {
+		fputs("  (", stdout);
+		ctl_put(v.power);
+		putchar(')');
+	}
 	if (match)
 		for_each_output(o->output, output_one, &out);
 	printf("\n");

@@ -354,3 +354,79 @@ def test_help_and_man_page_name_every_command_and_option():
                  "--bus", "--class", "--pm-order", "--dry-run", "ENOENT"):
         assert word in r.stdout, word
         assert word in man, word
+
+
+# What a device string may hold that a terminal acts on (issue 30 item 2):
+# ESC sequences (OSC retitles the window, CSI clears the screen), other C0
+# controls, DEL, C1 controls encoded in UTF-8 (U+009B is CSI to a terminal
+# that reads UTF-8), and bytes that are not UTF-8 (0x9b alone is CSI to an
+# 8-bit one).
+HOSTILE_TEXT = "a\x1b]0;owned\x07b\x1b[2Jc\x01\x7fd\u009be\u0085f\rg\x08h"
+HOSTILE_BYTES = HOSTILE_TEXT.encode() + b"\x9b\xff\xc3(i"
+
+
+def raw_controls(out):
+    """The bytes of @out a terminal would act on or that are not text:
+    C0 controls but newline, DEL, C1 controls (alone or UTF-8 encoded), and
+    any byte past ASCII (the escaped output is ASCII)."""
+    return sorted({b for b in out if (b < 0x20 and b != 0x0a) or b >= 0x7f})
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A snapshot of the 2002 example whose devices say HOSTILE_TEXT: a USB
+    device's name, product and a value of several lines; a file of
+    HOSTILE_BYTES (not text: shown as binary by info, as its first line by
+    list -o); its driver's name; served by driverfsd --snapshot."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    snap = str(tmp / "s.json")
+    daemon_save(EXAMPLE, snap)
+    with open(snap) as f:
+        doc = json.load(f)
+    usb = [dv for dv in doc["devices"] if dv.get("bus") == "usb" and "product" in
+           dv.get("values", {})][0]
+    usb["values"]["name"] = HOSTILE_TEXT
+    usb["values"]["product"] = HOSTILE_TEXT
+    usb["values"]["multi"] = "first\x1b[31m\nsecond\x07\n\x9b"
+    usb["files"] = dict(usb.get("files", {}))
+    import base64
+    usb["files"]["raw"] = {"mode": "0444",
+                           "base64": base64.b64encode(HOSTILE_BYTES + b"\n").decode()}
+    with open(snap, "w") as f:
+        json.dump(doc, f)
+    d = Daemon(None, ["--snapshot", snap])
+    yield d, usb["path"]
+    d.stop()
+
+
+def run_bytes(mnt, *args):
+    r = subprocess.run([CTL, "-m", mnt, *args], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_device_strings_reach_the_terminal_escaped(hostile):
+    d, place = hostile
+    with open(d.path("root", place, "product"), "rb") as f:
+        assert f.read() == HOSTILE_TEXT.encode() + b"\n"  # served as it came
+    escaped = ("a\\x1b]0;owned\\x07b\\x1b[2Jc\\x01\\x7fd\\xc2\\x9be\\xc2\\x85f\\x0dg"
+               "\\x08h")
+    for args in (["info", place], ["tree"], ["tree", place], ["list", "-o", "product,raw"],
+                 ["tree", "-o", "raw,name"]):
+        out = run_bytes(d.mnt, *args)
+        assert raw_controls(out) == [], (args, raw_controls(out))
+        assert escaped.encode() in out, (args, out)
+    info = run_bytes(d.mnt, "info", place).decode()
+    assert f"product: {escaped}\n" in info, info
+    # a value of several lines: each escaped, indented below the first
+    assert "multi: first\\x1b[31m\n    second\\x07\n    \\xc2\\x9b\n" in info, info
+    assert "raw: (binary, " in info  # not text
+    # list -o: the first line, its invalid bytes escaped one by one
+    out = run_bytes(d.mnt, "list", "-o", "raw").decode()
+    assert f"raw={escaped}\\x9b\\xff\\xc3(i\n" in out, out
+    # --json keeps the exact text
+    doc = json.loads(run_bytes(d.mnt, "info", "--json", place))
+    assert doc["files"]["product"] == HOSTILE_TEXT
+    doc = json.loads(run_bytes(d.mnt, "list", "--json", "-o", "product"))
+    assert [x for x in doc if x["path"] == place][0]["name"] == HOSTILE_TEXT
+    assert [x for x in doc if x["path"] == place][0]["attributes"]["product"] == HOSTILE_TEXT

@@ -141,6 +141,38 @@ def test_a_disk_in_use_is_refused_with_every_reason_and_force_proceeds(tmp_path)
         d.stop()
 
 
+def test_driverfsctl_bind_shows_process_names_and_mount_points_escaped(tmp_path):
+    """Any user names a process (prctl(PR_SET_NAME)) and, with a user mount,
+    a mount point: the report quotes them as they are, driverfsctl shows
+    them escaped (issue 30 item 2): ESC sequences, C0, DEL, C1 in UTF-8,
+    bytes that are not UTF-8."""
+    proc = proc_root(str(tmp_path),
+                     mounts="30 1 8:1 / /mnt/\x1b]0;owned\x07\x7f\u009b rw,relatime - ext4 "
+                            "/dev/sda1 rw\n",
+                     opened=[(4242, "x", "/dev/sda")])
+    with open(os.path.join(proc, "4242", "comm"), "wb") as f:
+        f.write(b"q\x1b[2J\x01\xc2\x9b\x9b\xff\n")
+    k = Kernel(str(tmp_path))
+    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_stub,
+               extra_env=k.env("ahci=0000:00:17.0"))
+    k.serve(d)
+    try:
+        out = subprocess.run([CTL, "-m", d.mnt, "bind", "--dry-run", SATA, "pci-stub"],
+                             capture_output=True)
+        assert out.returncode == 1, out.stdout + out.stderr
+        bad = sorted({c for c in out.stdout if (c < 0x20 and c != 0x0a) or c >= 0x7f})
+        assert bad == [], (bad, out.stdout)
+        text = out.stdout.decode()
+        assert "in use: sda1 is mounted at /mnt/\\x1b]0;owned\\x07\\x7f\\xc2\\x9b\n" in text, text
+        assert "in use: /dev/sda is open in process 4242 " \
+            "(q\\x1b[2J\\x01\\xc2\\x9b\\x9b\\xff)\n" in text, text
+        assert driver_of(d, SATA_PLACE) == "ahci"
+    finally:
+        k.stopped = True
+        k.thread.join()
+        d.stop()
+
+
 def test_a_bad_protect_list_is_a_config_error(tmp_path):
     conf = os.path.join(str(tmp_path), "bad.conf")
     write(conf, "[Binding]\nProtect=nvme ../x\n")
