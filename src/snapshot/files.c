@@ -80,7 +80,7 @@ struct dm_driver *dm_snapshot_files_get_driver(const struct dm_snapshot_files *f
  * or the path is too long. */
 static int join(const char *dir, const char *name, char *buf, size_t size)
 {
-	if (!dm_name_is_valid(name))
+	if (!dm_name_is_valid(name) || !dm_snapshot_name_is_clean(name))
 		return -EINVAL;
 	int n = dir ? snprintf(buf, size, "%s/%s", dir, name) : snprintf(buf, size, "%s", name);
 	return n < 0 || (size_t)n >= size ? -EINVAL : 0;

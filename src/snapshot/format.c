@@ -284,6 +284,20 @@ int dm_snapshot_add_dir(json_object *owner, const char *name, json_object **ret_
 	return r;
 }
 
+bool dm_snapshot_name_is_clean(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = s ? strlen(s) : 0;
+	for (size_t i = 0; i < len;) {
+		size_t n = dm_utf8_seq(p + i, len - i);
+		/* U+0080..U+009F: 0xc2 0x80..0x9f */
+		if (!n || p[i] < 0x20 || p[i] == 0x7f || (p[i] == 0xc2 && p[i + 1] < 0xa0))
+			return false;
+		i += n;
+	}
+	return true;
+}
+
 bool dm_snapshot_value_is_text(const char *value, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)value;

@@ -108,6 +108,13 @@ int dm_snapshot_add_links(json_object *doc, const char *const *pairs, size_t n);
  * files; *ret_dir (borrowed) takes its own files and directories. */
 int dm_snapshot_add_dir(json_object *owner, const char *name, json_object **ret_dir);
 
+/* Whether @s (NULL: yes) may be a name or path a snapshot's loader takes
+ * (a device's path, devpath and sysname, a bus, class, interface or
+ * driver, a file or directory): UTF-8 without a control character (C0,
+ * DEL, C1). A device's strings reach shells and terminals; a crafted
+ * snapshot must not bring them escape sequences or newlines. */
+bool dm_snapshot_name_is_clean(const char *s);
+
 /* Whether @len bytes of @value are text a snapshot holds as a JSON string:
  * UTF-8 without a NUL, a page at most (what sysfs gives of a value). */
 bool dm_snapshot_value_is_text(const char *value, size_t len);

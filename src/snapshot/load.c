@@ -41,6 +41,9 @@ static const struct dm_bus_type snapshot_bus_type = {
 
 /* A string member, or NULL when absent; -EINVAL (with *bad set) when the
  * member is not a string. */
+/* What a name or path of a snapshot may hold: dm_snapshot_name_is_clean(). */
+#define CLEAN "UTF-8 without control characters"
+
 static const char *get_string(json_object *o, const char *key, bool *bad)
 {
 	json_object *v;
@@ -71,11 +74,11 @@ static int load_drivers(json_object *drivers, const char *what, size_t i, struct
 		const char *kind = get_string(d, "kind", &bad);
 		struct dm_driver *drv = NULL; /* unref'ed whether or not it was made */
 		/* a class driver is a user one: the kernel has none */
-		if (!dname || bad || !kind || (strcmp(kind, "kernel") && strcmp(kind, "user")) ||
+		if (!dname || bad || !kind || !dm_snapshot_name_is_clean(dname) || (strcmp(kind, "kernel") && strcmp(kind, "user")) ||
 		    (c && strcmp(kind, "user")) || !json_object_object_get_ex(d, "priority", &prio) ||
 		    !json_object_is_type(prio, json_type_int))
 			return dm_snapshot_fail(err, size,
-						"%s[%zu].drivers[%zu]: needs name, kind (%s) and an "
+						"%s[%zu].drivers[%zu]: needs name (" CLEAN "), kind (%s) and an "
 						"integer priority",
 						what, i, k, c ? "user" : "kernel|user");
 		int r = dm_driver_new(dname, strcmp(kind, "kernel") ? DM_DRIVER_USER : DM_DRIVER_KERNEL,
@@ -101,9 +104,11 @@ static int load_buses(struct dm_model *m, json_object *buses, char *err, size_t 
 									     : NULL;
 		json_object *drivers = name ? get_array(b, "drivers") : NULL;
 		struct dm_bus *bus;
-		if (!name || bad || !drivers || dm_bus_get(m, name, &snapshot_bus_type, &bus) < 0)
+		if (!name || bad || !drivers || !dm_snapshot_name_is_clean(name) ||
+		    dm_bus_get(m, name, &snapshot_bus_type, &bus) < 0)
 			return dm_snapshot_fail(err, size,
-						"buses[%zu]: needs a valid name and a drivers array", i);
+						"buses[%zu]: needs a valid name (" CLEAN ") and a "
+						"drivers array", i);
 		int r = load_drivers(drivers, "buses", i, bus, NULL, err, size);
 		if (r < 0)
 			return r;
@@ -119,18 +124,20 @@ static int load_classes(struct dm_model *m, json_object *classes, char *err, siz
 		const char *name = get_string(c, "name", &bad);
 		json_object *ifaces = get_array(c, "interfaces");
 		struct dm_class *cls;
-		if (!name || bad || !ifaces || dm_class_get(m, name, &cls) < 0)
+		if (!name || bad || !ifaces || !dm_snapshot_name_is_clean(name) ||
+		    dm_class_get(m, name, &cls) < 0)
 			return dm_snapshot_fail(err, size,
-						"classes[%zu]: needs a valid name and an interfaces array",
-						i);
+						"classes[%zu]: needs a valid name (" CLEAN ") and an "
+						"interfaces array", i);
 		for (size_t k = 0; k < json_object_array_length(ifaces); k++) {
 			json_object *n = json_object_array_get_idx(ifaces, k);
 			struct dm_interface *iface;
 			if (!json_object_is_type(n, json_type_string) ||
+			    !dm_snapshot_name_is_clean(json_object_get_string(n)) ||
 			    dm_class_get_interface(cls, json_object_get_string(n), &iface) < 0)
 				return dm_snapshot_fail(err, size,
-							"classes[%zu].interfaces[%zu]: not a valid name",
-							i, k);
+							"classes[%zu].interfaces[%zu]: not a valid name "
+							"(" CLEAN ")", i, k);
 		}
 		/* class drivers: absent when the class has none */
 		json_object *drivers;
@@ -157,7 +164,7 @@ static int set_values(struct dm_device *dev, json_object *values)
 	if (dm_device_reserve_values(dev, n, bytes) == -ENOMEM) /* -EBUSY for root */
 		return -ENOMEM;
 	json_object_object_foreach(values, key, val) {
-		if (!json_object_is_type(val, json_type_string))
+		if (!json_object_is_type(val, json_type_string) || !dm_snapshot_name_is_clean(key))
 			return -EINVAL;
 		int r = dm_device_set_value(dev, key, json_object_get_string(val));
 		if (r < 0)
@@ -342,6 +349,15 @@ static int load_device(struct dm_model *m, struct last_added *last, json_object 
 	const char *driver = get_string(o, "driver", &bad);
 	const char *kdriver = get_string(o, "kernel_driver", &bad);
 	const char *power = get_string(o, "power", &bad);
+	const struct {
+		const char *key, *value;
+	} names[] = { { "path", path },	  { "devpath", devpath }, { "sysname", sysname },
+		      { "bus", busname }, { "class", clsname },	  { "interface", ifname },
+		      { "driver", driver }, { "kernel_driver", kdriver } };
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (!dm_snapshot_name_is_clean(names[k].value))
+			return dm_snapshot_fail(err, size, "devices[%zu]: its %s is no valid name ("
+					      CLEAN ")", i, names[k].key);
 	json_object *values;
 	if (!path || bad || (power && strcmp(power, "on") && strcmp(power, "suspended")) ||
 	    !json_object_object_get_ex(o, "values", &values) ||

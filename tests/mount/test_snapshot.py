@@ -226,6 +226,31 @@ def test_snapshot_mount_is_read_only(saved):
     ('"dirs": {"d": ' + '{"dirs": {"d": ' * 7 + '{}' + '}}' * 7 + '}, "files": {"x": 1}',
      "file x: not a valid"),
     ('"files": []', "values, files and dirs must be objects"),
+    # names with control characters (issue 30 item 1: defence in depth;
+    # they reach shells and terminals): ESC, BEL, newline, tab, DEL, C1
+    ('"files": {"x\\u0085": {"mode": "0444", "text": ""}}', "not a valid"),
+    ('"dirs": {"q\\u001b": {}}', "not a valid"),
+]] + [('{"format": "driverfs-snapshot", "version": 2, "buses": [], "classes": [], "devices": ['
+       '%s]}' % device, message) for device, message in [
+    ('{"path": "a\\u001b[2J", "values": {}}', "devices[0]: its path is no valid name (UTF-8 "
+     "without control characters)"),
+    ('{"path": "a", "devpath": "/devices/a\\n", "values": {}}', "devices[0]: its devpath"),
+    ('{"path": "a", "sysname": "a\\u009b", "values": {}}', "devices[0]: its sysname"),
+    ('{"path": "a", "bus": "p\\u0007", "values": {}}', "devices[0]: its bus"),
+    ('{"path": "a", "class": "c\\u007f", "values": {}}', "devices[0]: its class"),
+    ('{"path": "a", "class": "c", "interface": "i\\t", "values": {}}', "its interface"),
+    ('{"path": "a", "driver": "d\\r", "values": {}}', "devices[0]: its driver"),
+    ('{"path": "a", "kernel_driver": "d\\u0080", "values": {}}', "its kernel_driver"),
+    ('{"path": "a", "values": {"x\\u001b": "1"}}', "devices[0] a: Invalid argument"),
+]] + [('{"format": "driverfs-snapshot", "version": 2, %s, "devices": []}' % top, message)
+      for top, message in [
+    ('"buses": [{"name": "pci\\u001b", "drivers": []}], "classes": []',
+     "buses[0]: needs a valid name (UTF-8 without control characters)"),
+    ('"buses": [{"name": "pci", "drivers": [{"name": "e\\u009b", "kind": "kernel", '
+     '"priority": 0}]}], "classes": []', "buses[0].drivers[0]: needs name (UTF-8 without"),
+    ('"buses": [], "classes": [{"name": "n\\net", "interfaces": []}]', "classes[0]: needs"),
+    ('"buses": [], "classes": [{"name": "net", "interfaces": ["a\\u0007"]}]',
+     "classes[0].interfaces[0]: not a valid name (UTF-8 without control characters)"),
 ]])
 def test_bad_snapshot_is_refused_with_a_clear_message(saved, text, message):
     tmp, _ = saved
@@ -238,6 +263,27 @@ def test_bad_snapshot_is_refused_with_a_clear_message(saved, text, message):
     assert r.returncode != 0
     assert message in r.stderr, r.stderr
     assert not os.path.exists(bad + ".out")
+
+
+def test_a_name_that_is_not_utf8_is_refused(saved):
+    """A path, a bus and a file whose names hold bytes that are not UTF-8
+    (0x9b alone is CSI to an 8-bit terminal): refused, nothing saved."""
+    tmp, _ = saved
+    bad = os.path.join(tmp, "bad", "notutf8.json")
+    os.makedirs(os.path.dirname(bad), exist_ok=True)
+    for doc, message in (
+            (b'"buses": [], "devices": [{"path": "a\x9b", "values": {}}]',
+             "devices[0]: its path is no valid name"),
+            (b'"buses": [{"name": "p\xff", "drivers": []}], "devices": []', "buses[0]: needs"),
+            (b'"buses": [], "devices": [{"path": "a", "values": {}, '
+             b'"files": {"x\xc3": {"mode": "0444", "text": ""}}}]', "not a valid")):
+        with open(bad, "wb") as f:
+            f.write(b'{"format": "driverfs-snapshot", "version": 2, "classes": [], ' + doc + b'}')
+        r = subprocess.run([DAEMON, "--snapshot", bad, "--save", bad + ".out"],
+                           capture_output=True, text=True, errors="replace")
+        assert r.returncode != 0
+        assert message in r.stderr, r.stderr
+        assert not os.path.exists(bad + ".out")
 
 
 FORMAT_1 = os.path.join(HERE, "..", "fuzz", "snapshot", "usbkbd.json")
