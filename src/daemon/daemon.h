@@ -104,6 +104,10 @@ int daemon_mount(struct daemon *d);
 /* Frees all the steps made, in the reverse order. */
 void daemon_tear_down(struct daemon *d);
 
+/* metrics.c: the heap's bytes in use (every arena and mapped block) and
+ * the free bytes it keeps, from whichever allocator the build has. */
+void daemon_heap(size_t *in_use, size_t *free);
+
 /* metrics.c: adds the metrics file's sources of the parts made (call before
  * the monitor runs; daemon_tear_down() drops them first). */
 void daemon_register_metrics(struct daemon *d);

@@ -38,18 +38,43 @@ static double resident_bytes(void)
 	return n == 2 && page > 0 ? (double)resident * (double)page : -1;
 }
 
+/* The allocator's figures. A sanitizer build replaces malloc with its own
+ * allocator, whose mallinfo2() is all zeros: ask that allocator instead. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DM_SANITIZER_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DM_SANITIZER_HEAP 1
+#endif
+#endif
+#ifdef DM_SANITIZER_HEAP
+#include <sanitizer/allocator_interface.h>
+#endif
+
+void daemon_heap(size_t *in_use, size_t *free)
+{
+#ifdef DM_SANITIZER_HEAP
+	*in_use = __sanitizer_get_current_allocated_bytes();
+	*free = __sanitizer_get_free_bytes();
+#else
+	struct mallinfo2 mi = mallinfo2();
+	*in_use = mi.uordblks + mi.hblkhd;
+	*free = mi.fordblks;
+#endif
+}
+
 /* Memory over days: what the heap holds for the daemon and what it keeps
  * free (a free that grows is fragmentation; an in_use that grows, a leak
  * or a cache), beside the resident size. */
 static void memory_metrics(struct dm_metrics *w)
 {
-	struct mallinfo2 mi = mallinfo2();
+	size_t in_use, free;
+	daemon_heap(&in_use, &free);
 	dm_metrics_family(w, "driverfsd_heap_bytes", "gauge",
 			  "The malloc heap: bytes in use (every arena and mapped block), "
 			  "and free bytes it keeps.");
-	dm_metrics_sample(w, "driverfsd_heap_bytes", (double)(mi.uordblks + mi.hblkhd), "state",
-			  "in_use", NULL);
-	dm_metrics_sample(w, "driverfsd_heap_bytes", (double)mi.fordblks, "state", "free", NULL);
+	dm_metrics_sample(w, "driverfsd_heap_bytes", (double)in_use, "state", "in_use", NULL);
+	dm_metrics_sample(w, "driverfsd_heap_bytes", (double)free, "state", "free", NULL);
 	double rss = resident_bytes();
 	if (rss >= 0) {
 		dm_metrics_family(w, "process_resident_memory_bytes", "gauge",

@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
@@ -144,9 +143,8 @@ static int start(struct daemon *d)
 	/* the memory the loaded tree takes, for the figures in bench/RESULTS.md:
 	 * all the heap in use (every arena, mmapped blocks too), the
 	 * libraries' included */
-	struct mallinfo2 mi = mallinfo2();
-	size_t n = dm_model_count_devices(m);
-	size_t heap = mi.uordblks + mi.hblkhd;
+	size_t n = dm_model_count_devices(m), heap, heap_free;
+	daemon_heap(&heap, &heap_free);
 	log_info("serving %zu devices at %s (heap in use %zu KiB, %.2f KiB per device)", n,
 		 d->mountpoint, heap / 1024, n ? (double)heap / 1024 / (double)n : 0.0);
 	r = dm_unmount_watch_start(d->mountpoint, dm_fs_handover_header(d->fs));
