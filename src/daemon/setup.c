@@ -27,6 +27,7 @@
 #include "snapshot/snapshot.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,12 +102,16 @@ static void recover_transition(struct dm_pm *pm, const char *path)
 			 "killed will not be resumed at its next start", path, strerror(-r));
 		return;
 	}
-	r = dm_pm_recover(pm, note_recorded, NULL);
+	char why[PATH_MAX + 128];
+	r = dm_pm_recover(pm, note_recorded, NULL, why, sizeof(why));
 	if (r > 0)
 		log_info("%s: resumed %d device%s an earlier run left suspended", path, r,
 			 r == 1 ? "" : "s");
+	else if (r == -EPERM)
+		log_err("%s: refused, anyone but root could change it: %s; nothing in it is "
+			"resumed", path, why);
 	else if (r < 0)
-		log_err("%s: resuming what an earlier run left suspended: %s", path, strerror(-r));
+		log_err("%s: resuming what an earlier run left suspended: %s", path, why);
 }
 
 /* The enabled sources, NULL-terminated, into @sources (4 slots): udev,

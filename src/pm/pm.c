@@ -840,13 +840,13 @@ int dm_pm_set_record(struct dm_pm *pm, const char *path)
 }
 
 int dm_pm_recover(struct dm_pm *pm, void (*note)(const char *devpath, bool present, void *data),
-		  void *data)
+		  void *data, char *why, size_t size)
 {
 	char **list;
 	size_t n, marked = 0;
 	if (!pm->record)
 		return 0;
-	int r = dm_pm_record_load(pm->record, &list, &n);
+	int r = dm_pm_record_load(pm->record, &list, &n, why, size);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	/* marked suspended, they are what a whole-tree resume wakes, parents
@@ -882,6 +882,8 @@ int dm_pm_recover(struct dm_pm *pm, void (*note)(const char *devpath, bool prese
 	for (size_t i = 0; i < failed; i++)
 		free(list[i]);
 	free(list);
+	if (r < 0 && why)
+		snprintf(why, size, "%s", strerror(-r));
 	return r < 0 ? r : (int)marked;
 }
 

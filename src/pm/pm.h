@@ -48,9 +48,11 @@ int dm_pm_set_record(struct dm_pm *pm, const char *path);
  * dm_device_get_kept_pm_state()), then removes it. @note (may be NULL) is told each listed devpath and whether it is
  * present. Returns how many devices it marked and resumed (one whose resume
  * failed stays listed, with its power_error, for the next start), or
- * -errno. */
+ * -errno, with what in @why (@size bytes; may be NULL): a record anyone but
+ * root could have written is -EPERM, and nothing is resumed
+ * (dm_pm_record_load()). */
 int dm_pm_recover(struct dm_pm *pm, void (*note)(const char *devpath, bool present, void *data),
-		  void *data);
+		  void *data, char *why, size_t size);
 
 /* @dev NULL: the whole system (root). 0, -EIO after a rollback, -EBUSY. */
 int dm_pm_suspend(struct dm_pm *pm, struct dm_device *dev, unsigned flags);

@@ -4,6 +4,7 @@
 
 #include "core/hashmap.h"
 #include "core/model.h"
+#include "trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -389,12 +390,30 @@ int dm_pm_record_clear_except(struct dm_pm_record *rec, const char *const *keep,
 	return r;
 }
 
-/* Reads the whole file at @path (at most RECORD_MAX_BYTES). */
-static int read_all(const char *path, char **ret, size_t *ret_len)
+/* Reads the whole file at @path (at most RECORD_MAX_BYTES), once it is
+ * trusted as drivers.d files are (dm_trust_open()): its saved PCI headers
+ * go back into config space, so a file anyone but root could have written
+ * is refused. On an error but -ENOENT, says why in @why. */
+static int read_all(const char *path, char **ret, size_t *ret_len, char *why, size_t size)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
+	/* O_NONBLOCK: a FIFO planted there must not hang the start */
+	int fd = dm_trust_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, why, size);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int r = S_ISREG(st.st_mode) ? -errno : -EINVAL;
+		snprintf(why, size, "%s", r == -EINVAL ? "not a regular file" : strerror(-r));
+		close(fd);
+		return r;
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		int r = -errno;
+		snprintf(why, size, "%s", strerror(-r));
+		close(fd);
+		return r;
+	}
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	int r = 0;
@@ -418,6 +437,7 @@ static int read_all(const char *path, char **ret, size_t *ret_len)
 	}
 	fclose(f);
 	if (r < 0) {
+		snprintf(why, size, "%s", strerror(-r));
 		free(buf);
 		return r;
 	}
@@ -439,11 +459,16 @@ static char *parse_state_line(char *line, char **devpath)
 	return dm_pm_state_is_valid(line + 1) ? line + 1 : NULL;
 }
 
-int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n)
+int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n, char *why,
+		      size_t size)
 {
-	char *text = NULL;
+	char *text = NULL, ignored[1];
 	size_t len = 0;
-	int r = read_all(rec->path, &text, &len);
+	if (!why) {
+		why = ignored;
+		size = sizeof(ignored);
+	}
+	int r = read_all(rec->path, &text, &len, why, size);
 	if (r < 0)
 		return r;
 	/* a last line without its newline was cut short: not taken */
@@ -528,6 +553,7 @@ int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n)
 		for (size_t i = 0; i < k; i++)
 			free(paths[i]);
 		free(paths);
+		snprintf(why, size, "%s", strerror(-r));
 		return r;
 	}
 	*ret = paths;

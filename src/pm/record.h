@@ -61,8 +61,16 @@ int dm_pm_record_sync(struct dm_pm_record *rec);
  * states kept for them stay in the record (dm_pm_record_kept_state()).
  * -ENOENT when there is no file. Lines that are neither "+/...", "-/..."
  * nor "=STATE /...", and a last line without its newline (cut short), are
- * skipped. */
-int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n);
+ * skipped.
+ *
+ * The file is trusted as drivers.d files are (trust.h): one owned by
+ * another user or writable by group or other, or below a directory
+ * writable by group or other (but a root-owned sticky one), is -EPERM and
+ * not read: the states it keeps are written into devices (pci-pm's saved
+ * config headers). Not a regular file: -EINVAL. On an error but -ENOENT,
+ * @why (@size bytes; may be NULL) says what, without the path. */
+int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n, char *why,
+		      size_t size);
 /* Forgets every device and kept state, and removes the file. */
 int dm_pm_record_clear(struct dm_pm_record *rec);
 /* Forgets every device but the @n devpaths of @keep (those whose recovery

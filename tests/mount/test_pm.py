@@ -292,3 +292,58 @@ def test_driverfsctl_by_bus_id_and_failure(env):
     r = ctl(env, "suspend", "0000:99:00.0")
     assert r.returncode == 1 and r.stderr == "driverfsctl: 0000:99:00.0: no such device (ENOENT)\n"
     assert ctl(env, "frobnicate").returncode == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="trusted files must be root's")
+def test_a_record_anyone_but_root_could_write_is_refused():
+    """Issue 30 item 5: pci-pm's state in the transition record is the
+    function's saved config header, which the start's recovery writes back.
+    A record owned by another user (or writable by group or other) is
+    refused with the reason, and nothing is written to the device; the same
+    file, root's, is what a recovery writes (the threat is real)."""
+    tmp = tempfile.TemporaryDirectory(prefix="driverfs-pm-")
+    os.chmod(tmp.name, 0o755)
+    config, _ = write_config(tmp.name)
+    run = os.path.join(tmp.name, "run")
+    os.mkdir(run, 0o755)
+    record = os.path.join(run, "transition")
+    crafted = {}
+
+    def plant(root, owner):
+        path = os.path.join(root, "sys", "devices", AST_BRIDGE, "config")
+        with open(path, "rb") as f:
+            cfg = f.read()
+        crafted["before"] = cfg
+        header = bytearray(cfg[:64])
+        header[0x10:0x18] = b"\xaa" * 8  # BARs of the planter's choice
+        with open(record, "w") as f:
+            f.write(f"+/devices/{AST_BRIDGE}\n=pm=50,cfg={header.hex()} /devices/{AST_BRIDGE}\n")
+        os.chown(record, owner, owner)
+
+    try:
+        d = Daemon(TESTBED, ["--config", config, "--transition-record", record],
+                   prepare=lambda root: plant(root, 65534))
+        try:
+            sys_devices = os.path.join(d.testbed.get_root_dir(), "sys", "devices")
+            with open(os.path.join(sys_devices, AST_BRIDGE, "config"), "rb") as f:
+                assert f.read() == crafted["before"], "a refused record wrote config space"
+            assert (f"{record}: refused, anyone but root could change it: the file is owned "
+                    "by uid 65534, not root (mode 0644); nothing in it is resumed") in d.output()
+            assert os.path.exists(record), "the refused record is left for root to look at"
+            with open(d.path("root", AST_BRIDGE, "power")) as f:
+                assert f.read().strip() == "on"
+        finally:
+            d.stop()
+
+        # the same file, root's: the recovery writes its header
+        d = Daemon(TESTBED, ["--config", config, "--transition-record", record],
+                   prepare=lambda root: plant(root, 0))
+        try:
+            sys_devices = os.path.join(d.testbed.get_root_dir(), "sys", "devices")
+            _, header = pci_pmcsr(sys_devices, AST_BRIDGE)
+            assert header[0x10:0x18] == b"\xaa" * 8
+            assert "refused" not in d.output()
+        finally:
+            d.stop()
+    finally:
+        tmp.cleanup()

@@ -262,7 +262,7 @@ static void test_recovery_checks_and_waits_too(void **state)
 		uint8_t swapped[256], cfg[256];
 		if (swap)
 			swap_function(&r, swapped);
-		int res = dm_pm_recover(r.pm, NULL, NULL);
+		int res = dm_pm_recover(r.pm, NULL, NULL, NULL, 0);
 		read_config(&r.cs, cfg);
 		if (swap) {
 			assert_power_error(r.dev);

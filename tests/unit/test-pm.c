@@ -676,7 +676,7 @@ static void test_transition_record(void **state)
 	fclose(f);
 	char **list;
 	size_t n;
-	assert_int_equal(dm_pm_record_load(record, &list, &n), 0);
+	assert_int_equal(dm_pm_record_load(record, &list, &n, NULL, 0), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(list[0], "/devices/y");
 	assert_string_equal(list[1], "/devices/z");
@@ -694,7 +694,7 @@ static void test_transition_record(void **state)
 			 -ENOENT);
 	assert_int_equal(dm_pm_record_clear(record), 0);
 	assert_int_equal(dm_pm_record_kept_state(record, "/devices/z", buf, sizeof(buf)), -ENOENT);
-	assert_int_equal(dm_pm_record_load(record, &list, &n), -ENOENT);
+	assert_int_equal(dm_pm_record_load(record, &list, &n, NULL, 0), -ENOENT);
 
 	/* many transitions of one device while another stays: compacted,
 	 * with the state kept */
@@ -708,7 +708,7 @@ static void test_transition_record(void **state)
 	struct stat st;
 	assert_int_equal(stat(path, &st), 0);
 	assert_true(st.st_size < 3000 * 20); /* 6000 lines unless compacted */
-	assert_int_equal(dm_pm_record_load(record, &list, &n), 0);
+	assert_int_equal(dm_pm_record_load(record, &list, &n, NULL, 0), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(list[0], "/devices/stays");
 	free(list[0]);
@@ -933,14 +933,14 @@ static void test_recovery_keeps_what_failed(void **state)
 	fputs("+/devices/test/1\n=control=on /devices/test/1\n+/devices/test/2\n", s);
 	fclose(s);
 	rec.resume_fail_at = test_tree_index(&f.t, f.t.dev[2]);
-	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL), 2);
+	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL, NULL, 0), 2);
 	read_file(path, buf, sizeof(buf));
 	assert_string_equal(buf, "+/devices/test/2\n");
 
 	/* and a start where it resumes takes it off */
 	rec.resume_fail_at = -1;
 	assert_int_equal(dm_pm_set_record(f.pm, path), 0);
-	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL), 1);
+	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL, NULL, 0), 1);
 	assert_int_equal(access(path, F_OK), -1);
 
 	/* a failed one keeps the state an earlier run kept for it */
@@ -950,9 +950,68 @@ static void test_recovery_keeps_what_failed(void **state)
 	fclose(s);
 	rec.resume_fail_at = test_tree_index(&f.t, f.t.dev[1]);
 	assert_int_equal(dm_pm_set_record(f.pm, path), 0);
-	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL), 1);
+	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL, NULL, 0), 1);
 	read_file(path, buf, sizeof(buf));
 	assert_string_equal(buf, "+/devices/test/1\n=control=on /devices/test/1\n");
+	fixture_teardown(&f);
+	test_rm_rf(dir);
+}
+
+/* A record anyone but root could have written (issue 30 item 5: its saved
+ * PCI headers go back into config space) is refused as drivers.d files are:
+ * the file owned by another user or writable by group or other, or a
+ * directory above it writable by group or other. Nothing is resumed, no
+ * driver is called, and the reason names what is at fault. */
+static void test_untrusted_record_is_refused(void **state)
+{
+	(void)state;
+	struct fixture f;
+	char dir[] = "/tmp/driverfs-record-XXXXXX", sub[64], path[128];
+	char why[512];
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/run", dir);
+	snprintf(path, sizeof(path), "%s/transition", sub);
+	fixture_setup(&f, 4, 1);
+	assert_int_equal(dm_pm_set_record(f.pm, path), 0);
+	static const char text[] = "+/devices/test/1\n=control=on /devices/test/1\n";
+	static const struct {
+		uid_t uid;
+		mode_t file, dir;
+		const char *why;
+	} cases[] = {
+		{ 65534, 0644, 0755, "the file is owned by uid 65534, not root (mode 0644)" },
+		{ 0, 0666, 0755, "the file is writable by other (owner uid 0, mode 0666)" },
+		{ 0, 0664, 0755, "the file is writable by group (owner uid 0, mode 0664)" },
+		{ 0, 0644, 0777, "is writable by other (owner uid 0, mode 0777)" },
+	};
+	if (geteuid() != 0) {
+		fixture_teardown(&f);
+		test_rm_rf(dir);
+		skip();
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FILE *s = fopen(path, "w");
+		assert_non_null(s);
+		fputs(text, s);
+		fclose(s);
+		assert_int_equal(chown(path, cases[i].uid, cases[i].uid), 0);
+		assert_int_equal(chmod(path, cases[i].file), 0);
+		assert_int_equal(chmod(sub, cases[i].dir), 0);
+		rec.n = 0;
+		why[0] = '\0';
+		assert_int_equal(dm_pm_recover(f.pm, NULL, NULL, why, sizeof(why)), -EPERM);
+		assert_non_null(strstr(why, cases[i].why));
+		assert_int_equal(rec.n, 0); /* no driver called */
+		assert_int_equal(dm_device_get_power(f.t.dev[1]), DM_POWER_ON);
+		assert_int_equal(access(path, F_OK), 0); /* left for root to look at */
+		assert_int_equal(chmod(sub, 0755), 0);
+	}
+	/* the same file, root's: resumed */
+	assert_int_equal(chown(path, 0, 0), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	rec.n = 0;
+	assert_int_equal(dm_pm_recover(f.pm, NULL, NULL, why, sizeof(why)), 1);
+	assert_int_equal(rec.n, 1);
 	fixture_teardown(&f);
 	test_rm_rf(dir);
 }
@@ -1003,6 +1062,7 @@ int main(void)
 		cmocka_unit_test(test_suspend_eclaim_releases),
 		cmocka_unit_test(test_record_follows_no_symlink),
 		cmocka_unit_test(test_recovery_keeps_what_failed),
+		cmocka_unit_test(test_untrusted_record_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
