@@ -115,3 +115,109 @@ int dm_trust_check(const char *path, char *msg, size_t size)
 	close(fd);
 	return 0;
 }
+
+/* What the kernel reads of a file to find its #! line (BINPRM_BUF_SIZE). */
+#define SHEBANG_MAX 256
+
+static bool spacetab(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * The interpreter a #! line names, by fs/binfmt_script.c's rules, from the
+ * @n bytes at @buf (SHEBANG_MAX + 1 bytes, zero-filled past @n): 1 with it
+ * in @ret, 0 for no #! line, -ENOEXEC where the kernel would not run it (no
+ * interpreter, or one cut by the SHEBANG_MAX bytes; @msg says which).
+ */
+static int shebang(char *buf, size_t n, char *ret, size_t ret_size, char *msg, size_t size)
+{
+	if (n < 2 || buf[0] != '#' || buf[1] != '!')
+		return 0;
+	char *end = memchr(buf, '\n', n);
+	char *p = buf + 2;
+	while (p < buf + SHEBANG_MAX && spacetab(*p))
+		p++;
+	char *word = p;
+	while (p < buf + SHEBANG_MAX && *p && *p != '\n' && !spacetab(*p))
+		p++;
+	/* a word running into the end of what the kernel reads, with no
+	 * newline before it, may be cut: the kernel refuses it */
+	if (!end && p == buf + SHEBANG_MAX) {
+		snprintf(msg, size, "its #! line is longer than the %d bytes the kernel reads",
+			 SHEBANG_MAX);
+		return -ENOEXEC;
+	}
+	if (p == word) {
+		snprintf(msg, size, "its #! line names no interpreter");
+		return -ENOEXEC;
+	}
+	size_t len = (size_t)(p - word);
+	if (len >= ret_size) {
+		snprintf(msg, size, "its #! interpreter is too long");
+		return -ENOEXEC;
+	}
+	memcpy(ret, word, len);
+	ret[len] = '\0';
+	return 1;
+}
+
+int dm_trust_check_program(const char *path, char *msg, size_t size)
+{
+	/* the file checked, the one whose #! named it, the one it names */
+	char cur[SHEBANG_MAX], up[PATH_MAX], next[SHEBANG_MAX], why[PATH_MAX + 128];
+	const char *file = path, *parent = NULL;
+	for (int depth = 0;; depth++) {
+		/* O_NONBLOCK, O_NOCTTY: a program that is a FIFO or a terminal
+		 * must not hang or take the daemon's terminal here */
+		int fd = dm_trust_open(file, O_RDONLY | O_NOCTTY | O_NONBLOCK, why, sizeof(why));
+		if (fd == -EPERM || fd == -ENOENT || fd == -ENOTDIR || fd == -ENOMEM ||
+		    fd == -ELOOP) {
+			if (parent)
+				snprintf(msg, size, "the #! interpreter %s of %s: %s", file, parent,
+					 why);
+			else
+				snprintf(msg, size, "%s", why);
+			return fd;
+		}
+		char buf[SHEBANG_MAX + 1] = { 0 };
+		struct stat st;
+		ssize_t n = 0;
+		int err = fd < 0 ? -fd : 0;
+		if (!err && fstat(fd, &st) < 0)
+			err = errno;
+		/* only a regular file is read: the kernel runs nothing else */
+		if (!err && S_ISREG(st.st_mode)) {
+			while ((n = pread(fd, buf, SHEBANG_MAX, 0)) < 0 && errno == EINTR)
+				;
+			if (n < 0)
+				err = errno;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (err) {
+			snprintf(msg, size, "cannot read %s for its #! line: %s", file, strerror(err));
+			return -EPERM;
+		}
+		int r = shebang(buf, (size_t)n, next, sizeof(next), why, sizeof(why));
+		if (r <= 0) {
+			if (r < 0)
+				snprintf(msg, size, "%s: %s", file, why);
+			return r;
+		}
+		if (next[0] != '/') {
+			snprintf(msg, size, "the #! interpreter %s of %s is not an absolute path", next,
+				 file);
+			return -EPERM;
+		}
+		if (depth == DM_TRUST_INTERPRETER_DEPTH) {
+			snprintf(msg, size, "#! interpreters nest deeper than %d, below %s",
+				 DM_TRUST_INTERPRETER_DEPTH, path);
+			return -EPERM;
+		}
+		snprintf(up, sizeof(up), "%s", file);
+		parent = up;
+		memcpy(cur, next, sizeof(cur));
+		file = cur;
+	}
+}

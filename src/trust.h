@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * trust.h - whether a file the daemon reads or runs as root (driverfsd.conf,
- * drivers.d/ files, hook and helper programs) can be changed by anyone but
- * root.
+ * drivers.d/ files, the transition record, hook and helper programs and
+ * their #! interpreters) can be changed by anyone but root.
  */
 #ifndef DM_TRUST_H
 #define DM_TRUST_H
@@ -34,5 +34,31 @@ int dm_trust_open(const char *path, int flags, char *msg, size_t size);
 
 /* dm_trust_open() for a check only: 0, or its error (and @msg). */
 int dm_trust_check(const char *path, char *msg, size_t size);
+
+/* How deep dm_trust_check_program() follows interpreters that are scripts
+ * themselves; the kernel gives up sooner (ELOOP after 5 rewrites). */
+#define DM_TRUST_INTERPRETER_DEPTH 8
+
+/*
+ * dm_trust_check() for a program root is to run (a hook, the hotplug
+ * helper), and for what the kernel runs in its place: when the file starts
+ * with "#!", its interpreter too. The first line is read through the
+ * trusted descriptor, at most 256 bytes as the kernel reads it
+ * (BINPRM_BUF_SIZE), and parsed by the kernel's rules (fs/binfmt_script.c):
+ * the interpreter is the first word after "#!" and any spaces or tabs,
+ * ended by a space, tab, NUL or newline. An interpreter that is a script
+ * itself is followed in turn, up to DM_TRUST_INTERPRETER_DEPTH levels.
+ *
+ * Returns 0; or -EPERM with why in @msg: what dm_trust_open() says of the
+ * file; "the #! interpreter I of F: ..." with what it says of I; "the #!
+ * interpreter I of F is not an absolute path" (it would be looked up from
+ * the working directory); "cannot read F for its #! line: ..." (a program
+ * root cannot read is refused, not left unchecked); or interpreters nested
+ * deeper than the bound. Or another -errno as dm_trust_check() (-ENOENT:
+ * the program or an interpreter is missing, which exec will report;
+ * -ENOEXEC: a #! line cut by the 256 bytes, which the kernel refuses too).
+ * Thread-safe.
+ */
+int dm_trust_check_program(const char *path, char *msg, size_t size);
 
 #endif

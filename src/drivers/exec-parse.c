@@ -97,13 +97,13 @@ static void handle_driver(struct dm_conffile *cf, struct exec_conf *c, const cha
 	}
 }
 
-/* 0, or 1 with why in @msg when anyone but root could change @program (it
- * runs as root); -ENOMEM. One that cannot be found is left to fail when run
+/* 0, or 1 with why in @msg when anyone but root could change @program or
+ * the interpreter its #! line names (it runs as root); -ENOMEM. One that cannot be found is left to fail when run
  * (it may be installed later), where the runner checks it again. */
 static int exec_check_program(const char *program, char *msg, size_t size)
 {
 	char why[PATH_MAX + 128];
-	int r = dm_trust_check(program, why, sizeof(why));
+	int r = dm_trust_check_program(program, why, sizeof(why));
 	if (r == -ENOMEM)
 		return r;
 	if (r != -EPERM)

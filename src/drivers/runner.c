@@ -338,12 +338,13 @@ int dm_run(const char *label, const char *const *argv, const char *const *envp, 
 		label = argv[0];
 	if (!envp)
 		envp = no_env;
-	/* It runs as root: anyone but root who could change it could run
-	 * anything. Once the file and its directories are root's, only root
-	 * can swap it between this check and the spawn. Other errors (no
-	 * such file) are left to posix_spawn() to report as before. */
+	/* It runs as root: anyone but root who could change it, or the
+	 * interpreter its #! line names, could run anything. Once the files
+	 * and their directories are root's, only root can swap them between
+	 * this check and the spawn. Other errors (no such file) are left to
+	 * posix_spawn() to report as before. */
 	char why[PATH_MAX + 128];
-	if (dm_trust_check(argv[0], why, sizeof(why)) == -EPERM) {
+	if (dm_trust_check_program(argv[0], why, sizeof(why)) == -EPERM) {
 		log_err("%s: refused to run %s, anyone but root could change it: %s", label,
 			argv[0], why);
 		return -EPERM;

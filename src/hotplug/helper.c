@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -130,8 +131,9 @@ int dm_helper_new(const char *cmdline, int timeout_ms, dm_helper_done_fn done, v
 		dm_strv_free(argv);
 		return -EINVAL;
 	}
-	char why[512];
-	if (dm_trust_check(argv[0], why, sizeof(why)) == -EPERM) {
+	/* the program and its #! interpreter, as the runner checks them */
+	char why[PATH_MAX + 128];
+	if (dm_trust_check_program(argv[0], why, sizeof(why)) == -EPERM) {
 		log_err("hotplug helper %s refused, anyone but root could change it: %s", argv[0],
 			why);
 		dm_strv_free(argv);

@@ -287,6 +287,53 @@ def test_watchdog_pings(confdir):
         r.d.stop()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="trusted files must be root's")
+def test_a_hook_whose_interpreter_anyone_can_change_is_refused(confdir):
+    """Issue 30 item 8: a hook root's alone whose #! names an interpreter
+    another user owns would run that user's program as root. --check-config
+    and the start refuse it, naming the interpreter; so does the runner when
+    the interpreter changes hands after the start: the hook is not run."""
+    ran = os.path.join(confdir, "interpreter-ran")
+    interp = os.path.join(confdir, "interp")
+    write(interp, f"#!/bin/sh\ntouch {ran}\n")
+    os.chmod(interp, 0o755)
+    hook = os.path.join(confdir, "hook")
+    write(hook, f"#! {interp} -e\nexit 0\n")
+    os.chmod(hook, 0o755)
+    conf = os.path.join(confdir, "driverfsd.conf")
+    write(conf, "[PM]\nHookTimeout=10\n")
+    drv = os.path.join(confdir, "drivers.d", "10-a.conf")
+    write(drv, f"[Driver]\nName=a\nBus=pci\n[Match]\nclass=0x060000\n[Hooks]\n"
+               f"Suspend={hook}\nResume={hook}\n")
+    assert check(conf).returncode == 0
+
+    os.chown(interp, 1000, 1000)
+    r = check(conf)
+    assert (r.returncode, r.stderr) == (
+        1, f"{drv}:7: Suspend=: program {hook} refused, anyone but root could change it: "
+           f"the #! interpreter {interp} of {hook}: the file is owned by uid 1000, not root "
+           "(mode 0755)\n"
+           f"{drv}:8: Resume=: program {hook} refused, anyone but root could change it: "
+           f"the #! interpreter {interp} of {hook}: the file is owned by uid 1000, not root "
+           "(mode 0755)\n")
+    assert f"the #! interpreter {interp} of {hook}" in start_refused(confdir, conf)
+    assert not os.path.exists(ran)
+
+    # checked again at each run: root's at the start, another user's at the hook
+    os.chown(interp, 0, 0)
+    d = Daemon(SMALL_PCI, ["--config", conf])
+    try:
+        os.chown(interp, 1000, 1000)
+        with pytest.raises(OSError):
+            with open(d.path("bus", "pci", "devices", HOST_BRIDGE, "power"), "w") as f:
+                f.write("suspend")
+        assert not os.path.exists(ran), "the user's interpreter ran as root"
+        assert (f"refused to run {hook}, anyone but root could change it: the #! interpreter "
+                f"{interp} of {hook}: the file is owned by uid 1000") in d.output()
+    finally:
+        d.stop()
+
+
 def test_no_watchdog_for_another_pid(confdir):
     """WATCHDOG_PID naming another process: this one must not ping."""
     r = Reloadable(confdir, extra_env={"WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"})

@@ -937,6 +937,73 @@ static void test_untrusted_program_not_run(void **state)
 	dm_helper_free(h);
 }
 
+/* A hook script root's alone whose #! names an interpreter anyone but root
+ * can change runs that interpreter as root: the check of drivers.d, the
+ * runner and the hotplug helper refuse it, naming the interpreter (issue
+ * 30 item 8); a relative one too; root's own interpreter is run. */
+static void test_untrusted_interpreter_refused(void **state)
+{
+	struct fixture *f = *state;
+	char interp[300], hook[300], body[700], dir[300], ran[300];
+	struct dm_run_result res;
+
+	if (geteuid() != 0)
+		skip();
+	/* the interpreter: a script of its own that says it ran */
+	snprintf(ran, sizeof(ran), "%s/interpreter-ran", f->dir);
+	snprintf(interp, sizeof(interp), "%s/interp", f->dir);
+	snprintf(body, sizeof(body), "#!/bin/sh\ntouch %s\n", ran);
+	test_write_file(f->dir, "interp", body);
+	assert_int_equal(chmod(interp, 0755), 0);
+	/* the hook: root's, 0755, its #! with spaces and a tab and an argument */
+	snprintf(hook, sizeof(hook), "%s/hook", f->dir);
+	snprintf(body, sizeof(body), "#! \t%s -x\nexit 0\n", interp);
+	test_write_file(f->dir, "hook", body);
+	assert_int_equal(chmod(hook, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/interp.d", f->dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(body, sizeof(body), "[Driver]\nName=h\nBus=usb\n[Hooks]\nProbe=%s\n", hook);
+	test_write_file(dir, "10-h.conf", body);
+	const char *argv[] = { hook, NULL };
+
+	/* root's interpreter: accepted and run */
+	assert_accepted(dir);
+	assert_int_equal(dm_run("trust", argv, NULL, 10000, &res), 0);
+	dm_run_result_done(&res);
+	assert_int_equal(access(ran, F_OK), 0);
+	assert_int_equal(unlink(ran), 0);
+
+	/* another user's */
+	char needle[700];
+	snprintf(needle, sizeof(needle),
+		 "the #! interpreter %s of %s: the file is owned by uid 1000, not root", interp,
+		 hook);
+	assert_int_equal(chown(interp, 1000, 1000), 0);
+	assert_refused(dir, hook, needle);
+	assert_int_equal(dm_run("trust", argv, NULL, 10000, &res), -EPERM);
+	assert_int_equal(access(ran, F_OK), -1); /* not run */
+	struct dm_helper *h = NULL;
+	assert_int_equal(dm_helper_new(hook, 10000, NULL, NULL, &h), -EPERM);
+	assert_null(h);
+
+	/* root's but writable by other */
+	assert_int_equal(chown(interp, 0, 0), 0);
+	assert_int_equal(chmod(interp, 0757), 0);
+	assert_refused(dir, hook, "the file is writable by other");
+	assert_int_equal(dm_run("trust", argv, NULL, 10000, &res), -EPERM);
+	assert_int_equal(access(ran, F_OK), -1);
+	assert_int_equal(chmod(interp, 0755), 0);
+
+	/* a relative interpreter: found from the working directory */
+	test_write_file(f->dir, "hook", "#!sh\nexit 0\n");
+	snprintf(needle, sizeof(needle), "the #! interpreter sh of %s is not an absolute path",
+		 hook);
+	assert_refused(dir, hook, needle);
+	assert_int_equal(dm_run("trust", argv, NULL, 10000, &res), -EPERM);
+	assert_int_equal(dm_helper_new(hook, 10000, NULL, NULL, &h), -EPERM);
+	assert_null(h);
+}
+
 /* dm_config_load() of @conf, with its errors in *@ret_errors (free()). */
 static int load_config(const char *conf, char **ret_errors)
 {
@@ -1003,6 +1070,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_untrusted_files_refused, fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_untrusted_program_not_run, fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_untrusted_interpreter_refused, fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_untrusted_config_refused, fixture_setup,
 						fixture_teardown),
