@@ -208,7 +208,7 @@ int daemon_serve(struct daemon *d)
 	}
 	dm_service_free(d->service);
 	d->service = NULL;
-	char stats[512];
+	char stats[1024];
 	if (dm_fs_format_stats(d->fs, stats, sizeof(stats)) >= 0)
 		log_info("%s", stats);
 	dm_logind_stop(d->logind);

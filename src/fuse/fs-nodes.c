@@ -21,13 +21,24 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs_target found;
 	char group[FS_GROUP_MAX];
 	uint64_t ino = 0, gen = 0;
+	bool negative = false;
 	dm_model_read_lock(fs->model);
 	r = fs_view_find_locked(fs->model, &dir, name, &found, group);
 	/* references are taken before the lock is dropped */
 	if (r == 0)
 		r = fs_table_lookup(fs->table, parent, dir.depth + 1, name, &found, &ino, &gen);
+	/* a miss is kept by the kernel, a while or until the next change
+	 * (notify.h): misses of one name walk the directory once */
+	else if (r == -ENOENT)
+		negative = fs_notifier_negative(&fs->notifier, parent, name);
 	dm_model_unlock(fs->model);
 	fs_ref_release(&dir);
+	if (negative) {
+		struct fuse_entry_param e = { .ino = 0, .entry_timeout = FS_NEGATIVE_TIMEOUT };
+		fuse_reply_entry(req, &e);
+		fs_notifier_negative_sent(&fs->notifier);
+		return;
+	}
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;

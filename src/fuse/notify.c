@@ -285,6 +285,117 @@ static void send_inval(struct fs_notifier *nf, const struct fs_inval *v)
 	}
 }
 
+/* ---- negative entries (notify.h) ---- */
+
+struct fs_negative {
+	uint64_t parent;
+	char name[];
+};
+
+static uint64_t negative_hash(const void *key)
+{
+	const struct fs_negative *n = key;
+	return dm_hash_string(n->name) ^ (n->parent * 0x9e3779b97f4a7c15ULL);
+}
+
+static int negative_cmp(const void *a, const void *b)
+{
+	const struct fs_negative *x = a, *y = b;
+	return x->parent != y->parent ? 1 : strcmp(x->name, y->name);
+}
+
+bool fs_notifier_negative(struct fs_notifier *nf, uint64_t parent, const char *name)
+{
+	struct fs_negatives *ng = &nf->negatives;
+	if (!nf->running)
+		return false;
+	pthread_rwlock_rdlock(&ng->gate);
+	pthread_mutex_lock(&ng->lock);
+	bool ok = true;
+	size_t len = strlen(name);
+	struct fs_negative *n = malloc(sizeof(*n) + len + 1);
+	if (n) {
+		n->parent = parent;
+		memcpy(n->name, name, len + 1);
+		if (dm_hashmap_get(&ng->map, n)) {
+			free(n); /* given again: one invalidation serves both */
+		} else if (dm_hashmap_size(&ng->map) >= FS_NEGATIVE_MAX ||
+			   dm_hashmap_put(&ng->map, n, n) < 0) {
+			free(n);
+			ok = false;
+		}
+	} else {
+		ok = false;
+	}
+	pthread_mutex_unlock(&ng->lock);
+	if (!ok) {
+		pthread_rwlock_unlock(&ng->gate);
+		return false;
+	}
+	atomic_fetch_add_explicit(&ng->given, 1, memory_order_relaxed);
+	return true;
+}
+
+void fs_notifier_negative_sent(struct fs_notifier *nf)
+{
+	pthread_rwlock_unlock(&nf->negatives.gate);
+}
+
+void fs_notifier_negative_counts(struct fs_notifier *nf, uint64_t *given, uint64_t *invalidated)
+{
+	*given = atomic_load_explicit(&nf->negatives.given, memory_order_relaxed);
+	*invalidated = atomic_load_explicit(&nf->negatives.invalidated, memory_order_relaxed);
+}
+
+struct negative_list {
+	struct fs_negative **v;
+	size_t n;
+};
+
+static int collect_negative(void *value, void *data)
+{
+	struct negative_list *l = data;
+	l->v[l->n++] = value;
+	return 0;
+}
+
+/* Frees a value of the map (its key: the map looks at it no more). */
+static int free_negative(void *value, void *data)
+{
+	(void)data;
+	free(value);
+	return 0;
+}
+
+/* After a batch of model changes: every negative entry given goes, since
+ * any change may bring its name. Taken under the gate, so that each reply
+ * recorded was sent; sent after it, since an invalidation waits for the
+ * lookups in its directory, whose replies may wait for the gate. */
+static void inval_negatives(struct fs_notifier *nf)
+{
+	struct fs_negatives *ng = &nf->negatives;
+	struct negative_list l = { 0 };
+	pthread_rwlock_wrlock(&ng->gate);
+	size_t n = dm_hashmap_size(&ng->map);
+	if (n && (l.v = malloc(n * sizeof(*l.v)))) {
+		dm_hashmap_for_each(&ng->map, collect_negative, &l);
+		dm_hashmap_done(&ng->map);
+		dm_hashmap_init(&ng->map, negative_hash, negative_cmp);
+	}
+	pthread_rwlock_unlock(&ng->gate);
+	if (n && !l.v) {
+		/* no memory: each kept, to go with the next batch or expire */
+		return;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		fuse_lowlevel_notify_inval_entry(nf->se, l.v[i]->parent, l.v[i]->name,
+						 strlen(l.v[i]->name));
+		free(l.v[i]);
+	}
+	atomic_fetch_add_explicit(&ng->invalidated, l.n, memory_order_relaxed);
+	free(l.v);
+}
+
 static void *notifier_thread(void *data)
 {
 	struct fs_notifier *nf = data;
@@ -301,12 +412,16 @@ static void *notifier_thread(void *data)
 		nf->n = nf->cap = 0;
 		pthread_mutex_unlock(&nf->lock);
 		bool devices = false; /* a device changed: bindings may have */
+		bool names = false; /* a name may have come */
 		for (size_t i = 0; i < n; i++) {
 			devices |= batch[i].dev && !batch[i].power;
+			names |= !batch[i].power;
 			send_inval(nf, &batch[i]);
 			inval_free(&batch[i]);
 		}
 		free(batch);
+		if (names)
+			inval_negatives(nf);
 		if (devices)
 			inval_class_drivers(nf);
 		pthread_mutex_lock(&nf->lock);
@@ -338,6 +453,14 @@ void fs_notifier_init(struct fs_notifier *nf, struct dm_model *m, struct fs_tabl
 {
 	*nf = (struct fs_notifier){ .model = m, .table = t };
 	pthread_mutex_init(&nf->lock, NULL);
+	/* writers first: a stream of misses must not hold off the notifier */
+	pthread_rwlockattr_t a;
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&nf->negatives.gate, &a);
+	pthread_rwlockattr_destroy(&a);
+	pthread_mutex_init(&nf->negatives.lock, NULL);
+	dm_hashmap_init(&nf->negatives.map, negative_hash, negative_cmp);
 	pthread_cond_init(&nf->cond, NULL);
 }
 
@@ -369,6 +492,10 @@ void fs_notifier_done(struct fs_notifier *nf)
 	for (size_t i = 0; i < nf->n; i++)
 		inval_free(&nf->queue[i]);
 	free(nf->queue);
+	dm_hashmap_for_each(&nf->negatives.map, free_negative, NULL);
+	dm_hashmap_done(&nf->negatives.map);
+	pthread_mutex_destroy(&nf->negatives.lock);
+	pthread_rwlock_destroy(&nf->negatives.gate);
 	pthread_cond_destroy(&nf->cond);
 	pthread_mutex_destroy(&nf->lock);
 }

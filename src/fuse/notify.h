@@ -12,6 +12,8 @@
 
 #include "inode.h"
 
+#include "core/hashmap.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +43,25 @@ struct fs_inval {
 	size_t n_stale;
 };
 
+/* The names a lookup missed and answered with a negative entry, which
+ * the kernel keeps for FS_NEGATIVE_TIMEOUT: each is invalidated with the
+ * next batch of model changes, whichever name it brings (a device, a
+ * file, a bus or class, a driver), so that a name that comes is seen at
+ * once; at most FS_NEGATIVE_MAX kept, a miss past them answered with no
+ * entry. @gate orders a reply against the invalidation: a lookup
+ * records its miss and holds the gate (read) until its reply is sent,
+ * and the notifier takes the set under the gate (write), so that the
+ * kernel has every negative entry it invalidates before the
+ * invalidation (docs/design.md §6.6). */
+#define FS_NEGATIVE_TIMEOUT 5.0
+#define FS_NEGATIVE_MAX 4096
+struct fs_negatives {
+	pthread_rwlock_t gate;
+	pthread_mutex_t lock; /* the map, under the gate (read) */
+	struct dm_hashmap map; /* struct fs_negative, by itself */
+	_Atomic uint64_t given, invalidated;
+};
+
 struct fs_notifier {
 	struct dm_model *model;
 	struct fs_table *table;
@@ -54,6 +75,7 @@ struct fs_notifier {
 	pthread_t thread;
 	uint64_t sent; /* batches done, for fs_notifier_sync() */
 	uint64_t queued;
+	struct fs_negatives negatives;
 };
 
 void fs_notifier_init(struct fs_notifier *nf, struct dm_model *m, struct fs_table *t);
@@ -69,6 +91,15 @@ void fs_notifier_queue_stale(struct fs_notifier *nf, struct fs_stale *v, size_t 
  * invalidates a file by its attributes only, never waiting for a page lock,
  * so a write handler may (fs-files.c, fs_op_write()). */
 void fs_notifier_sync(struct fs_notifier *nf);
+/* A lookup of @name in @parent missed; call with the model's read lock
+ * held (no change comes between the miss and its record). True: the miss
+ * is recorded and the gate held, for a reply with a negative entry, after
+ * which call fs_notifier_negative_sent(); false (the notifier not
+ * running, FS_NEGATIVE_MAX kept, no memory): reply ENOENT, with no entry. */
+bool fs_notifier_negative(struct fs_notifier *nf, uint64_t parent, const char *name);
+void fs_notifier_negative_sent(struct fs_notifier *nf);
+/* The negative entries given, and invalidated, so far. */
+void fs_notifier_negative_counts(struct fs_notifier *nf, uint64_t *given, uint64_t *invalidated);
 /* Stops being the listener and ends the thread. */
 void fs_notifier_stop(struct fs_notifier *nf);
 /* Frees what is still queued (after fs_notifier_stop()). */

@@ -7,6 +7,7 @@ cached value, and an unbind and bind. After each event the daemon reports
 invalidated."""
 import errno
 import os
+import re
 
 import pytest
 
@@ -123,12 +124,9 @@ def test_change_refreshes_a_cached_value(d):
     assert read(d, "root", place, "serial") == "NEWSERIAL0001\n" != before
 
 
-def test_unbind_and_bind_move_the_kernel_driver_file(d):
-    iface = STICK + "/1-1.2.3:1.0"
-    place = ROOT_HUB2 + "/1-1.2.3/1-1.2.3:1.0"
-    assert read(d, "root", place, "kernel_driver") == "usb-storage\n"
-    assert "kernel_driver" in os.listdir(d.path("root", place))  # the listing is cached
-    # the kernel unbinds: the driver link and DRIVER= go from sysfs
+def kernel_unbinds(d, iface):
+    """The kernel unbinds @iface: the driver link and DRIVER= go from its
+    sysfs, and the event is sent. Returns what binds it again as it was."""
     sysdir = d.testbed.get_root_dir() + "/sys" + iface
     with open(sysdir + "/uevent") as f:
         uevent = f.read()
@@ -137,13 +135,78 @@ def test_unbind_and_bind_move_the_kernel_driver_file(d):
     d.testbed.set_attribute("/sys" + iface, "uevent", "".join(
         line for line in uevent.splitlines(True) if not line.startswith("DRIVER=")))
     event(d, "unbind", iface)
+
+    def bind():
+        os.symlink(target, sysdir + "/driver")
+        d.testbed.set_attribute("/sys" + iface, "uevent", uevent)
+        event(d, "bind", iface)
+    return bind
+
+
+def test_unbind_and_bind_move_the_kernel_driver_file(d):
+    iface = STICK + "/1-1.2.3:1.0"
+    place = ROOT_HUB2 + "/1-1.2.3/1-1.2.3:1.0"
+    assert read(d, "root", place, "kernel_driver") == "usb-storage\n"
+    assert "kernel_driver" in os.listdir(d.path("root", place))  # the listing is cached
+    bind = kernel_unbinds(d, iface)
     assert "kernel_driver" not in os.listdir(d.path("root", place))
     assert not os.path.lexists(d.path("root", place, "driver"))
-    os.symlink(target, sysdir + "/driver")
-    d.testbed.set_attribute("/sys" + iface, "uevent", uevent)
-    event(d, "bind", iface)
+    bind()
     assert read(d, "root", place, "kernel_driver") == "usb-storage\n"
     assert os.readlink(d.path("root", place, "driver")).endswith("bus/usb/drivers/usb-storage")
+
+
+def lookups(d):
+    """The daemon's count of FUSE lookups, from its metrics file."""
+    text = read(d, "metrics")
+    m = re.search(r'^driverfsd_fuse_requests_total\{operation="lookup"\} (\d+)$', text, re.M)
+    return int(m.group(1))
+
+
+def test_a_missing_name_is_looked_up_once_and_seen_when_it_comes(d):
+    # issue 30 item 3a: a miss is answered with a negative entry, so that
+    # misses of one name cost the daemon one lookup (a walk of the
+    # directory under the model lock), not one each; the notifier
+    # invalidates it with the next change, so that the name, once it
+    # comes through hotplug, is there at once (no timeout waited for)
+    kbd_place = ROOT_HUB2 + "/1-1.2.1"
+    iface = STICK + "/1-1.2.3:1.0"
+    iface_place = ROOT_HUB2 + "/1-1.2.3/1-1.2.3:1.0"
+    missing = [d.path("root", kbd_place), d.path("bus", "usb", "devices", "1-1.2.1"),
+               d.path("class", "input"), d.path("root", ROOT_HUB2, "no-such-file"),
+               d.path("root", iface_place, "no-such-file")]
+    for p in missing:
+        assert not os.path.lexists(p), p  # the directories on the way looked up
+    before = lookups(d)
+    for _ in range(50):
+        for p in missing:
+            assert not os.path.lexists(p), p
+    # the old code: 250 lookups
+    assert lookups(d) - before == 0
+    # the keyboard comes: its names are there at once
+    for b in (b for b in blocks(TESTBED) if under(b, KBD)):
+        assert d.testbed.add_from_string(b + "\n")
+        wait_event(d, "add", devpath(b))
+    assert read(d, "root", kbd_place, "idVendor") == "05f3\n"
+    assert os.path.realpath(d.path("bus", "usb", "devices", "1-1.2.1")) == \
+        d.path("root", kbd_place)
+    assert "event" in os.listdir(d.path("class", "input"))
+    for p in missing[3:]:
+        assert not os.path.lexists(p), p
+    # a file that comes with a change: kernel_driver goes at an unbind,
+    # is missed, and comes back with the bind
+    bind = kernel_unbinds(d, iface)
+    for _ in range(5):
+        assert not os.path.lexists(d.path("root", iface_place, "kernel_driver"))
+        assert not os.path.lexists(d.path("root", iface_place, "driver"))
+    bind()
+    assert read(d, "root", iface_place, "kernel_driver") == "usb-storage\n"
+    assert os.readlink(d.path("root", iface_place, "driver")).endswith(
+        "bus/usb/drivers/usb-storage")
+    assert d.terminate() == 0
+    m = re.search(r"negative entries given (\d+), invalidated (\d+)", d.output())
+    assert m, "the daemon counts its negative entries"
+    assert int(m.group(1)) >= 7 and int(m.group(2)) >= 7, m.group(0)
 
 
 BY_CLASS = os.path.join(HERE, "..", "..", "contrib", "hotplug", "by-class")
