@@ -84,6 +84,15 @@ typedef int (*dm_show_alloc_fn)(struct dm_device *dev, const struct dm_attribute
  */
 typedef int (*dm_open_source_fn)(struct dm_device *dev, const struct dm_attribute *attr);
 
+/*
+ * size() is for a show_alloc() value that is costly to build and read with
+ * direct_io (DM_ATTR_LIVE | DM_ATTR_UNBOUNDED): the size a stat gives, from
+ * what it keeps (the last value built), so that a stat builds nothing. A
+ * read is not bound by it. 0 or -errno. Optional.
+ */
+typedef int (*dm_size_fn)(struct dm_device *dev, const struct dm_attribute *attr,
+			  size_t *ret_size);
+
 struct dm_attribute {
 	const char *name;
 	mode_t mode; /* 0444, 0644, 0200 ... */
@@ -92,6 +101,7 @@ struct dm_attribute {
 	dm_store_fn store;
 	dm_show_alloc_fn show_alloc;
 	dm_open_source_fn open_source;
+	dm_size_fn size;
 };
 
 /*

@@ -257,12 +257,19 @@ static int power_log_show(struct dm_device *dev, const struct dm_attribute *attr
 }
 
 /* the metrics file (metrics.h): built at each open, as a counter's file is
- * read whole once per scrape. */
+ * read whole once per scrape; a stat gives the last text's length, and
+ * builds nothing (issue 30: each stat of any user built it all). */
 static int metrics_show(struct dm_device *dev, const struct dm_attribute *attr, char **ret,
 			size_t *ret_len)
 {
 	(void)attr;
 	return dm_model_show_metrics(dev->model, ret, ret_len);
+}
+
+static int metrics_size(struct dm_device *dev, const struct dm_attribute *attr, size_t *ret)
+{
+	(void)attr;
+	return dm_model_metrics_size(dev->model, ret);
 }
 
 static int power_error_show(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
@@ -308,7 +315,7 @@ static const struct dm_attribute power_log_attr = {
 };
 static const struct dm_attribute metrics_attr = {
 	.name = "metrics", .mode = 0444, .flags = DM_ATTR_LIVE | DM_ATTR_UNBOUNDED,
-	.show_alloc = metrics_show,
+	.show_alloc = metrics_show, .size = metrics_size,
 };
 static const struct dm_attribute devpath_attr = DM_ATTR_RO(devpath, devpath_show);
 static const struct dm_attribute kernel_driver_attr = {

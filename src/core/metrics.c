@@ -261,7 +261,26 @@ int dm_model_show_metrics(struct dm_model *m, char **ret, size_t *ret_len)
 		free(buf);
 		return -ENOMEM;
 	}
+	atomic_store_explicit(&m->metrics_len, len, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->metrics_builds, 1, memory_order_relaxed);
 	*ret = buf;
 	*ret_len = len;
 	return 0;
+}
+
+int dm_model_metrics_size(struct dm_model *m, size_t *ret)
+{
+	*ret = atomic_load_explicit(&m->metrics_len, memory_order_relaxed);
+	if (*ret)
+		return 0;
+	char *buf;
+	int r = dm_model_show_metrics(m, &buf, ret);
+	if (r == 0)
+		free(buf);
+	return r;
+}
+
+uint64_t dm_model_count_metrics_builds(struct dm_model *m)
+{
+	return atomic_load_explicit(&m->metrics_builds, memory_order_relaxed);
 }

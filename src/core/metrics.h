@@ -34,6 +34,12 @@ int dm_model_add_metrics(struct dm_model *m, dm_metrics_fn fn, void *data);
 void dm_model_clear_metrics(struct dm_model *m);
 /* The whole text, malloc()ed (never NULL on success): 0 or -ENOMEM. */
 int dm_model_show_metrics(struct dm_model *m, char **ret, size_t *ret_len);
+/* The length of the last text built (one built when none was yet): the
+ * file's size at a stat, which builds nothing (a read, with direct_io,
+ * takes the whole current text whatever the size said). 0 or -ENOMEM. */
+int dm_model_metrics_size(struct dm_model *m, size_t *ret);
+/* How many times the text was built, for the daemon's stats. */
+uint64_t dm_model_count_metrics_builds(struct dm_model *m);
 
 /* "# HELP @name @help" and "# TYPE @name @type" (counter, gauge,
  * histogram). */

@@ -78,6 +78,10 @@ struct dm_model {
 		void *data;
 	} metrics[DM_METRICS_MAX_SOURCES];
 	size_t n_metrics;
+	/* the length of the last text built (0: none yet), which a stat
+	 * gives; the texts built, for the daemon's stats */
+	_Atomic size_t metrics_len;
+	_Atomic uint64_t metrics_builds;
 };
 
 /* A static value: its name is interned (model->names), its bytes, with a

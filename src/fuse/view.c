@@ -526,8 +526,14 @@ int fs_view_stat(struct dm_model *m, const struct timespec *start, const struct 
 		 * measured again at each stat. */
 		if ((fi.flags & DM_ATTR_LIVE) && (fi.flags & DM_ATTR_UNBOUNDED) && ret_timeout)
 			*ret_timeout = 0;
-		if ((!(fi.flags & DM_ATTR_LIVE) || (fi.flags & DM_ATTR_UNBOUNDED)) &&
-		    (fi.mode & 0444)) {
+		size_t size;
+		if ((fi.flags & DM_ATTR_LIVE) && (fi.flags & DM_ATTR_UNBOUNDED) && fi.attr &&
+		    fi.attr->size && (fi.mode & 0444)) {
+			/* a value costly to build (metrics): the size it keeps */
+			if (fi.attr->size(n->t.dev, fi.attr, &size) == 0)
+				st->st_size = (off_t)size;
+		} else if ((!(fi.flags & DM_ATTR_LIVE) || (fi.flags & DM_ATTR_UNBOUNDED)) &&
+			   (fi.mode & 0444)) {
 			/* the journal's shared copy: built again only when it
 			 * changed, not at each stat */
 			struct dm_blob *b;

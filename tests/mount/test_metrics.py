@@ -200,6 +200,33 @@ def test_counters_follow_what_happens(d):
     assert value(metrics(d), "driverfsd_config_reloads_total", result="ok") == 1
 
 
+def test_a_stat_builds_nothing_and_a_read_is_current(d):
+    # issue 30 item 3b: each stat of the file, which any user may make,
+    # built the whole text to measure it; now a stat gives the last
+    # text's length and builds nothing, while every read still builds a
+    # current text (the daemon counts its builds: "metrics N times" in
+    # its log at exit)
+    first = metrics(d)
+    for _ in range(50):
+        assert os.stat(d.path("metrics")).st_size > 0
+    # a read after the stats is current: the 50 getattrs are counted
+    later = metrics(d)
+    assert value(later, "driverfsd_fuse_requests_total", operation="getattr") >= \
+        value(first, "driverfsd_fuse_requests_total", operation="getattr") + 50
+    # whole, whatever size a stat gave (direct_io): it ends with a newline
+    # after the last family
+    with open(d.path("metrics")) as f:
+        text = f.read()
+    assert len(text) >= os.stat(d.path("metrics")).st_size - 64
+    check_format(text)
+    assert d.terminate() == 0
+    m = re.search(r"metrics (\d+) times", d.output())
+    assert m, "the daemon counts the metrics file's builds"
+    # the three reads' (and the first stat's, before any read): the old
+    # code built one per stat, 50 more
+    assert int(m.group(1)) <= 4, m.group(0)
+
+
 def test_driverfsctl_metrics_prints_and_writes_a_file(d, tmp_path):
     r = subprocess.run([CTL, "-m", d.mnt, "metrics"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
