@@ -2,6 +2,10 @@
 /* iter.c - walks over the model's lists, for its views. */
 #include "model-private.h"
 
+#include "array.h"
+
+#include <errno.h>
+
 int dm_walk_devices(struct dm_list *head, size_t off, dm_device_fn fn, void *data)
 {
 	struct dm_list *p;
@@ -88,6 +92,62 @@ struct dm_bus *dm_driver_get_bus(const struct dm_driver *drv)
 struct dm_class *dm_driver_get_class(const struct dm_driver *drv)
 {
 	return drv->class;
+}
+
+/* The driver of the bus device nearest above the class device @dev, or
+ * NULL. */
+static struct dm_driver *bus_driver_of(struct dm_device *dev)
+{
+	struct dm_device *p = dev;
+	while (p && !p->bus)
+		p = p->parent;
+	return p && !dm_device_is_dead(p) ? p->driver : NULL;
+}
+
+static int add_bus_driver(struct dm_device *dev, void *data)
+{
+	struct dm_class *c = data;
+	struct dm_driver *drv = bus_driver_of(dev);
+	if (!drv)
+		return 0;
+	for (size_t i = 0; i < c->n_bus_drivers; i++)
+		if (c->bus_drivers[i] == drv)
+			return 0;
+	if (!dm_array_grow((void **)&c->bus_drivers, &c->cap_bus_drivers, c->n_bus_drivers,
+			   sizeof(*c->bus_drivers), 8))
+		return -ENOMEM;
+	c->bus_drivers[c->n_bus_drivers++] = drv;
+	return 0;
+}
+
+int dm_class_for_each_bus_driver_locked(struct dm_class *c,
+					int (*fn)(struct dm_driver *, void *), void *data)
+{
+	struct dm_model *m = c->model;
+	uint64_t gen = dm_model_generation_locked(m);
+	int r = 0;
+	pthread_mutex_lock(&c->bus_drivers_lock);
+	if (c->bus_drivers_gen != gen) {
+		c->n_bus_drivers = 0;
+		r = dm_class_for_each_device_locked(c, add_bus_driver, c);
+		c->bus_drivers_gen = r == 0 ? gen : 0;
+		atomic_fetch_add_explicit(&m->class_driver_builds, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&c->bus_drivers_lock);
+	/* no other reader of this generation changes the list */
+	for (size_t i = 0; r == 0 && i < c->n_bus_drivers; i++)
+		r = fn(c->bus_drivers[i], data);
+	return r;
+}
+
+uint64_t dm_model_generation_locked(struct dm_model *m)
+{
+	return atomic_load_explicit(&m->gen, memory_order_relaxed);
+}
+
+uint64_t dm_model_count_class_driver_builds(struct dm_model *m)
+{
+	return atomic_load_explicit(&m->class_driver_builds, memory_order_relaxed);
 }
 
 int dm_class_for_each_driver_locked(struct dm_class *c, int (*fn)(struct dm_driver *, void *),

@@ -82,6 +82,11 @@ struct dm_model {
 	 * gives; the texts built, for the daemon's stats */
 	_Atomic size_t metrics_len;
 	_Atomic uint64_t metrics_builds;
+	/* the model's generation: moves with every write lock taken, so
+	 * that what is built from the model under its read lock can be kept
+	 * for one generation (dm_model_generation_locked()) */
+	_Atomic uint64_t gen;
+	_Atomic uint64_t class_driver_builds;
 };
 
 /* A static value: its name is interned (model->names), its bytes, with a
@@ -232,6 +237,15 @@ struct dm_class {
 	struct dm_list interfaces;
 	struct dm_list drivers; /* class drivers, by priority as a bus's */
 	struct dm_list node;
+	/* dm_class_for_each_bus_driver_locked(): the drivers of its devices'
+	 * bus parents as of model->gen bus_drivers_gen (0: none), built
+	 * under the read lock by the first reader of a generation, under
+	 * bus_drivers_lock; read after it, as no other reader of that
+	 * generation writes it */
+	pthread_mutex_t bus_drivers_lock;
+	struct dm_driver **bus_drivers;
+	size_t n_bus_drivers, cap_bus_drivers;
+	uint64_t bus_drivers_gen;
 };
 
 struct dm_interface {

@@ -106,6 +106,8 @@ void dm_model_free(struct dm_model *m)
 			free(i);
 		}
 		free(c->name);
+		free(c->bus_drivers);
+		pthread_mutex_destroy(&c->bus_drivers_lock);
 		free(c);
 	}
 	dm_idset_done(&m->by_id);
@@ -249,6 +251,7 @@ void dm_model_read_lock(struct dm_model *m)
 void dm_model_write_lock(struct dm_model *m)
 {
 	pthread_rwlock_wrlock(&m->lock);
+	atomic_fetch_add_explicit(&m->gen, 1, memory_order_relaxed);
 }
 
 void dm_model_unlock(struct dm_model *m)
@@ -729,6 +732,7 @@ static void class_setup(void *obj, bool made, void *data)
 		dm_list_init(&c->devices);
 		dm_list_init(&c->interfaces);
 		dm_list_init(&c->drivers);
+		pthread_mutex_init(&c->bus_drivers_lock, NULL);
 	}
 }
 

@@ -547,6 +547,20 @@ int dm_class_for_each_driver_locked(struct dm_class *c, int (*fn)(struct dm_driv
 int dm_model_for_each_class_locked(struct dm_model *m, int (*fn)(struct dm_class *, void *),
 				   void *data);
 int dm_class_for_each_device_locked(struct dm_class *c, dm_device_fn fn, void *data);
+/* Each driver of the bus devices nearest above the class's devices (the
+ * one driving each, as the 2002 model's class drivers/ listed; a device's
+ * own when it is on a bus and in a class), once, in the order the devices
+ * come: found once per model generation and kept (each lookup of
+ * class/<class>/drivers/ asked it). Read lock held. -ENOMEM, or @fn's
+ * first non-zero return. */
+int dm_class_for_each_bus_driver_locked(struct dm_class *c,
+					int (*fn)(struct dm_driver *, void *), void *data);
+/* The model's generation, which moves with every change (each write lock
+ * taken): what is built under the read lock from one generation holds for
+ * as long as it lasts. Read lock held. */
+uint64_t dm_model_generation_locked(struct dm_model *m);
+/* How many times class drivers' lists were built, for the daemon's stats. */
+uint64_t dm_model_count_class_driver_builds(struct dm_model *m);
 int dm_class_for_each_interface_locked(struct dm_class *c,
 				       int (*fn)(struct dm_interface *, void *), void *data);
 int dm_interface_for_each_device_locked(struct dm_interface *i, dm_device_fn fn, void *data);

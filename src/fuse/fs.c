@@ -78,6 +78,10 @@ int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size)
 	if (len >= 0 && (size_t)len < size)
 		len += snprintf(buf + len, size - (size_t)len, ", metrics %" PRIu64 " times",
 				dm_model_count_metrics_builds(fs->model));
+	if (len >= 0 && (size_t)len < size)
+		len += snprintf(buf + len, size - (size_t)len,
+				", class/*/drivers/ %" PRIu64 " times",
+				dm_model_count_class_driver_builds(fs->model));
 	uint64_t given, invalidated;
 	fs_notifier_negative_counts(&fs->notifier, &given, &invalidated);
 	if (len >= 0 && (size_t)len < size)

@@ -160,36 +160,15 @@ static int emit_class(struct dm_class *c, void *data)
 	return w->emit(w->ctx, dm_class_get_name(c), &t, S_IFDIR);
 }
 
-/* The driver of the bus device nearest above the class device @dev (the
- * one driving it, as the 2002 model's class drivers/ listed; @dev's own
- * for a device on a bus and in a class), or NULL. */
-static struct dm_driver *bus_driver_of(struct dm_device *dev)
+/* class/<class>/drivers/: a link <bus>:<driver> per bus driver */
+static int emit_bus_driver(struct dm_driver *drv, void *data)
 {
-	struct dm_device *p = dev;
-	while (p && !dm_device_get_bus_locked(p))
-		p = dm_device_get_parent_locked(p);
-	return p && !dm_device_is_dead(p) ? dm_device_get_driver_locked(p) : NULL;
-}
-
-/* class/<class>/drivers/: each driver once, however many devices it drives */
-struct class_drivers {
-	struct dm_driver **v;
-	size_t n, cap;
-};
-
-static int add_class_driver(struct dm_device *dev, void *data)
-{
-	struct class_drivers *cd = data;
-	struct dm_driver *drv = dm_device_is_dead(dev) ? NULL : bus_driver_of(dev);
-	if (!drv)
-		return 0;
-	for (size_t i = 0; i < cd->n; i++)
-		if (cd->v[i] == drv)
-			return 0;
-	if (!dm_array_grow((void **)&cd->v, &cd->cap, cd->n, sizeof(*cd->v), 8))
-		return -ENOMEM;
-	cd->v[cd->n++] = drv;
-	return 0;
+	struct walk *w = data;
+	char name[2 * DM_NAME_MAX + 2];
+	snprintf(name, sizeof(name), "%s:%s", dm_bus_get_name(dm_driver_get_bus(drv)),
+		 dm_driver_get_name(drv));
+	struct fs_target t = { .kind = FS_LINK_TO_DRV, .drv = drv };
+	return w->emit(w->ctx, name, &t, S_IFLNK);
 }
 
 static int walk_class_drivers(struct walk *w)
@@ -200,17 +179,8 @@ static int walk_class_drivers(struct walk *w)
 	int r = dm_class_for_each_driver_locked(w->dir->t.class, emit_driver, w);
 	if (r)
 		return r;
-	struct class_drivers cd = { 0 };
-	r = dm_class_for_each_device_locked(w->dir->t.class, add_class_driver, &cd);
-	for (size_t i = 0; r == 0 && i < cd.n; i++) {
-		char name[2 * DM_NAME_MAX + 2];
-		snprintf(name, sizeof(name), "%s:%s", dm_bus_get_name(dm_driver_get_bus(cd.v[i])),
-			 dm_driver_get_name(cd.v[i]));
-		struct fs_target t = { .kind = FS_LINK_TO_DRV, .drv = cd.v[i] };
-		r = w->emit(w->ctx, name, &t, S_IFLNK);
-	}
-	free(cd.v);
-	return r;
+	/* kept per model generation (each lookup here walked the class) */
+	return dm_class_for_each_bus_driver_locked(w->dir->t.class, emit_bus_driver, w);
 }
 
 static int emit_iface(struct dm_interface *i, void *data)

@@ -234,6 +234,16 @@ class Daemon:
         with open("/proc/self/mountinfo") as f:
             return any(line.split()[4] == self.mnt for line in f)
 
+    def counted_at_exit(self, pattern, what):
+        """Ends the daemon (SIGTERM, exit 0) and returns the figures of
+        @pattern (a regular expression whose groups are numbers) in the
+        stats its log ends with; fails saying it does not count @what."""
+        import re
+        assert self.terminate() == 0
+        m = re.search(pattern, self.output())
+        assert m, f"the daemon counts {what}"
+        return [int(g) for g in m.groups()]
+
     def terminate(self, sig=signal.SIGTERM, timeout=30):
         """Signals the daemon and returns its exit status."""
         if self.proc.poll() is None:

@@ -87,6 +87,30 @@ def test_class_drivers_lists_the_drivers_of_its_devices():
         d.stop()
 
 
+def test_class_drivers_are_found_once_per_change():
+    # issue 30 item 3c: the names of class/<class>/drivers/ are looked up
+    # at each access (the kernel keeps none: they follow bindings the
+    # notifier does not follow name by name), and each lookup walked the
+    # class's devices to find them; now they are found once per change of
+    # the model and kept (the daemon counts it: "class/*/drivers/ N
+    # times" in its log at exit). test_class_drivers_follows_an_unbind_and_a_bind
+    # shows a change seen at once.
+    d = Daemon(TESTBED)
+    try:
+        link = d.path("class", "block", "drivers", "scsi:sd")
+        for _ in range(50):
+            assert os.readlink(link) == "../../../bus/scsi/drivers/sd"
+            assert os.path.isdir(link)
+            assert not os.path.lexists(d.path("class", "block", "drivers", "nosuch:x"))
+        built, = d.counted_at_exit(r"class/\*/drivers/ (\d+) times",
+                                   "the class drivers' lists it builds")
+        # once or so: the old code walked the class at each of the 150
+        # lookups
+        assert built <= 3, built
+    finally:
+        d.stop()
+
+
 def add_hid_drivers(root):
     """The HID bus's bind and unbind files (the testbed has them for
     hid-generic) as kbind expects them."""

@@ -203,10 +203,9 @@ def test_a_missing_name_is_looked_up_once_and_seen_when_it_comes(d):
     assert read(d, "root", iface_place, "kernel_driver") == "usb-storage\n"
     assert os.readlink(d.path("root", iface_place, "driver")).endswith(
         "bus/usb/drivers/usb-storage")
-    assert d.terminate() == 0
-    m = re.search(r"negative entries given (\d+), invalidated (\d+)", d.output())
-    assert m, "the daemon counts its negative entries"
-    assert int(m.group(1)) >= 7 and int(m.group(2)) >= 7, m.group(0)
+    given, invalidated = d.counted_at_exit(r"negative entries given (\d+), invalidated (\d+)",
+                                           "its negative entries")
+    assert given >= 7 and invalidated >= 7, (given, invalidated)
 
 
 BY_CLASS = os.path.join(HERE, "..", "..", "contrib", "hotplug", "by-class")
