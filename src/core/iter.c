@@ -124,7 +124,7 @@ int dm_class_for_each_bus_driver_locked(struct dm_class *c,
 					int (*fn)(struct dm_driver *, void *), void *data)
 {
 	struct dm_model *m = c->model;
-	uint64_t gen = dm_model_generation_locked(m);
+	uint64_t gen = dm_model_generation(m);
 	int r = 0;
 	pthread_mutex_lock(&c->bus_drivers_lock);
 	if (c->bus_drivers_gen != gen) {
@@ -140,7 +140,7 @@ int dm_class_for_each_bus_driver_locked(struct dm_class *c,
 	return r;
 }
 
-uint64_t dm_model_generation_locked(struct dm_model *m)
+uint64_t dm_model_generation(struct dm_model *m)
 {
 	return atomic_load_explicit(&m->gen, memory_order_relaxed);
 }

@@ -557,8 +557,9 @@ int dm_class_for_each_bus_driver_locked(struct dm_class *c,
 					int (*fn)(struct dm_driver *, void *), void *data);
 /* The model's generation, which moves with every change (each write lock
  * taken): what is built under the read lock from one generation holds for
- * as long as it lasts. Read lock held. */
-uint64_t dm_model_generation_locked(struct dm_model *m);
+ * as long as it lasts, and one taken without the lock tells whether
+ * anything changed since. */
+uint64_t dm_model_generation(struct dm_model *m);
 /* How many times class drivers' lists were built, for the daemon's stats. */
 uint64_t dm_model_count_class_driver_builds(struct dm_model *m);
 int dm_class_for_each_interface_locked(struct dm_class *c,

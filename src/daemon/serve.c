@@ -8,6 +8,7 @@
 
 #include "background.h"
 #include "core/model.h"
+#include "drivers/modules.h"
 #include "drivers/needs.h"
 #include "fuse/fs.h"
 #include "fuse/unmount-watch.h"
@@ -18,6 +19,7 @@
 #include "service.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -210,7 +212,9 @@ int daemon_serve(struct daemon *d)
 	d->service = NULL;
 	char stats[1024];
 	if (dm_fs_format_stats(d->fs, stats, sizeof(stats)) >= 0)
-		log_info("%s", stats);
+		log_info("%s; kernel modules looked up %" PRIu64 " times", stats,
+			 dm_modules_count_lookups());
+	dm_modules_forget();
 	dm_logind_stop(d->logind);
 	if (r < 0)
 		log_err("session ended: %s", strerror(-r));

@@ -70,7 +70,10 @@ static int why(struct dm_device *dev, char *buf, size_t size)
 	char alias[520], modules[512];
 	snprintf(path, sizeof(path), "%s/modalias", devdir);
 	if (n >= 0 && (size_t)n < size && dm_run_read(path, alias, sizeof(alias)) > 0) {
-		int c = dm_modules_candidates(alias, modules, sizeof(modules));
+		/* kept for the model's generation, a while (modules.h) */
+		int c = dm_modules_candidates_kept(
+			alias, dm_model_generation(dm_device_get_model(dev)), modules,
+			sizeof(modules));
 		if (c >= 0)
 			n += snprintf(buf + n, size - (size_t)n, "candidate modules: %s\n",
 				      c ? modules : "none (no module's alias matches its modalias)");

@@ -2,17 +2,20 @@
 /* modules.c - the kernel modules that could drive a device (see modules.h). */
 #include "modules.h"
 
+#include "core/hashmap.h"
 #include "log.h"
 
 #include <errno.h>
 #include <libkmod.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A libkmod context is not thread-safe: one, used under the lock. */
@@ -20,6 +23,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kmod_ctx *ctx;
 static bool tried;
 static char *dir;
+static _Atomic uint64_t lookups; /* libkmod's, for the stats */
 
 void dm_modules_set_dir(const char *d)
 {
@@ -134,5 +138,93 @@ int dm_modules_candidates(const char *modalias, char *buf, size_t size)
 		kmod_module_unref_list(list);
 	}
 	pthread_mutex_unlock(&lock);
+	atomic_fetch_add_explicit(&lookups, 1, memory_order_relaxed);
 	return r < 0 ? r : n;
+}
+
+/* ---- answers kept (modules.h) ---- */
+
+struct kept {
+	char *alias; /* the key */
+	int r;
+	uint64_t gen;
+	time_t at; /* CLOCK_MONOTONIC seconds */
+	char text[512];
+};
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dm_hashmap kept_map = { .hash = dm_hash_string, .cmp = dm_cmp_string };
+
+static time_t now_sec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+static int free_kept(void *value, void *data)
+{
+	(void)data;
+	struct kept *k = value;
+	free(k->alias);
+	free(k);
+	return 0;
+}
+
+void dm_modules_forget(void)
+{
+	pthread_mutex_lock(&kept_lock);
+	dm_hashmap_for_each(&kept_map, free_kept, NULL);
+	dm_hashmap_done(&kept_map);
+	dm_hashmap_init(&kept_map, dm_hash_string, dm_cmp_string);
+	pthread_mutex_unlock(&kept_lock);
+}
+
+int dm_modules_candidates_kept(const char *modalias, uint64_t gen, char *buf, size_t size)
+{
+	time_t t = now_sec();
+	pthread_mutex_lock(&kept_lock);
+	struct kept *k = dm_hashmap_get(&kept_map, modalias);
+	if (k && k->gen == gen && t - k->at < DM_MODULES_KEEP_SEC) {
+		int r = k->r;
+		snprintf(buf, size, "%s", k->text);
+		pthread_mutex_unlock(&kept_lock);
+		return r;
+	}
+	pthread_mutex_unlock(&kept_lock);
+	/* looked up without the map's lock: two readers may both look */
+	char text[sizeof(k->text)];
+	int r = dm_modules_candidates(modalias, text, sizeof(text));
+	snprintf(buf, size, "%s", text);
+	if (r == -ENOMEM || r == -EINVAL)
+		return r;
+	pthread_mutex_lock(&kept_lock);
+	k = dm_hashmap_get(&kept_map, modalias);
+	if (!k) {
+		if (dm_hashmap_size(&kept_map) >= DM_MODULES_KEPT) {
+			dm_hashmap_for_each(&kept_map, free_kept, NULL);
+			dm_hashmap_done(&kept_map);
+			dm_hashmap_init(&kept_map, dm_hash_string, dm_cmp_string);
+		}
+		k = calloc(1, sizeof(*k));
+		if (k && (!(k->alias = strdup(modalias)) ||
+			  dm_hashmap_put(&kept_map, k->alias, k) < 0)) {
+			free(k->alias);
+			free(k);
+			k = NULL;
+		}
+	}
+	if (k) {
+		k->r = r;
+		k->gen = gen;
+		k->at = t;
+		memcpy(k->text, text, sizeof(text));
+	}
+	pthread_mutex_unlock(&kept_lock);
+	return r;
+}
+
+uint64_t dm_modules_count_lookups(void)
+{
+	return atomic_load_explicit(&lookups, memory_order_relaxed);
 }

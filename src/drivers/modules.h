@@ -9,6 +9,7 @@
 #define DM_MODULES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The modules directory (/lib/modules/<release> unless a test points it
  * elsewhere: driverfsd --modules-dir). Copied; call before the first
@@ -22,5 +23,21 @@ void dm_modules_set_dir(const char *dir);
  * not one (a device's text: checked before libkmod sees it), -ENOMEM.
  */
 int dm_modules_candidates(const char *modalias, char *buf, size_t size);
+
+/*
+ * The same, kept: the answer for @modalias is looked up once and given
+ * again while @gen (the model's generation: a module that binds a device
+ * moves it) is the same and for DM_MODULES_KEEP_SEC at most (a module
+ * loaded or unloaded that binds nothing, whose state then shows late), so
+ * that reads of binding files do not each take the one libkmod lock. At
+ * most DM_MODULES_KEPT answers are kept (all dropped past it).
+ */
+#define DM_MODULES_KEEP_SEC 2
+#define DM_MODULES_KEPT 1024
+int dm_modules_candidates_kept(const char *modalias, uint64_t gen, char *buf, size_t size);
+/* How many lookups libkmod made, for the daemon's stats. */
+uint64_t dm_modules_count_lookups(void);
+/* Drops every answer kept (at exit). */
+void dm_modules_forget(void);
 
 #endif

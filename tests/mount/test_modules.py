@@ -108,6 +108,29 @@ def test_each_device_names_what_modprobe_would_load(tmp_path):
         d.stop()
 
 
+def test_reads_of_a_binding_file_look_up_once(tmp_path):
+    # issue 30 item 3d: each read of a binding file, which any user may
+    # make, looked its modalias up with libkmod under one lock; now the
+    # answer is kept for the model's generation and DM_MODULES_KEEP_SEC
+    # (2 s) at most (the daemon counts libkmod's lookups: "kernel modules
+    # looked up N times" in its log at exit). What a slow machine spends
+    # on the reads is allowed for: one lookup more per 2 s of them.
+    import time
+    base, moddir = modules_dir(str(tmp_path))
+    d = Daemon(TESTBED, ["--modules-dir", moddir], prepare=module_states)
+    try:
+        start = time.monotonic()
+        for _ in range(40):
+            assert candidates(d, "pci0000:00/0000:00:1f.6") == "e1000e (loaded)"
+        spent = time.monotonic() - start
+        looked, = d.counted_at_exit(r"kernel modules looked up (\d+) times",
+                                    "its libkmod lookups")
+        # the old code: 40
+        assert looked <= 1 + int(spent / 2) + 1, (looked, spent)
+    finally:
+        d.stop()
+
+
 def test_without_indexes_no_candidates_are_named(tmp_path):
     empty = tmp_path / "modules"
     empty.mkdir()
