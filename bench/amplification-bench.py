@@ -14,12 +14,15 @@ while READERS processes running as user nobody hammer one thing each:
             tests/mount/test_modules.py makes it)
 
 and the walk's slowdown (median walk with the hammer / median walk alone)
-is printed per hammer, for each daemon given, side by side. The readers burn
-CPU too, whatever the daemon: compare daemons, not a ratio with 1.
+is printed per hammer, for each daemon given, side by side. Each reader makes
+RATE operations a second at most (--rate), so that its own CPU is alike
+whatever answers it (a miss the kernel answers from a negative entry costs a
+reader spinning unthrottled a whole CPU, and the walk with it): compare
+daemons, not a ratio with 1.
 
 Run it from the source tree, as root, under umockdev:
   umockdev-wrapper /usr/bin/python3 bench/amplification-bench.py \\
-      [--readers 4] [--rounds 5] [--walks 10] NAME=DRIVERFSD [NAME=DRIVERFSD ...]
+      [--readers 4] [--rounds 5] [--walks 10] [--rate 2000] NAME=DRIVERFSD [NAME=DRIVERFSD ...]
 (WALK names the walker; default build/walk.) Not part of meson test: the
 figures depend on the machine."""
 import argparse
@@ -37,11 +40,15 @@ HAMMERS = ("miss", "metrics", "classdrv", "binding")
 
 # one reader: the loop each hammer runs, as nobody, until killed
 READER = r"""
-import os, sys
-kind, mnt, arg = sys.argv[1], sys.argv[2], sys.argv[3:]
+import os, sys, time
+kind, mnt, rate, arg = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4:]
 i = 0
+due = time.monotonic()
 while True:
     i += 1
+    if i % 50 == 0:  # RATE a second: the readers' own CPU alike whatever answers them
+        due += 50 / rate
+        time.sleep(max(0, due - time.monotonic()))
     try:
         if kind == "miss":
             os.lstat(os.path.join(mnt, arg[i % 2], "nosuch%d" % (i % 64)))
@@ -91,10 +98,14 @@ def targets(d):
             "binding": [os.path.join("root", pci, "binding")]}
 
 
+RATE = 2000  # operations a second per reader (--rate)
+
+
 def hammer(kind, mnt, args, readers):
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     return [subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                              sys.executable, "-c", READER, kind, mnt, *args], env=env)
+                              sys.executable, "-c", READER, kind, mnt, str(RATE), *args],
+                             env=env)
             for _ in range(readers)]
 
 
@@ -134,10 +145,11 @@ def main():
     ap.add_argument("--readers", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--walks", type=int, default=10, help="walks per figure (a small tree)")
+    ap.add_argument("--rate", type=float, default=2000, help="operations a second per reader")
     ap.add_argument("daemons", nargs="+", metavar="NAME=DRIVERFSD")
     a = ap.parse_args()
-    global WALKS
-    WALKS = a.walks
+    global WALKS, RATE
+    WALKS, RATE = a.walks, a.rate
     results = {}
     with tempfile.TemporaryDirectory(prefix="amplification-") as tmp:
         for i, spec in enumerate(a.daemons):
@@ -145,7 +157,7 @@ def main():
             results[name] = measure(name, os.path.abspath(path), a.readers, a.rounds,
                                     os.path.join(tmp, str(i)))
     names = list(results)
-    print(f"# {a.readers} readers as nobody per hammer; the median of {a.rounds} figures, "
+    print(f"# {a.readers} readers as nobody per hammer, {a.rate:.0f} operations/s each; the median of {a.rounds} figures, "
           f"each {a.walks} walks in a row")
     print("# req/s: FUSE requests the daemon served per second meanwhile (walk and hammer)")
     print(f"{'hammer':10}" + "".join(f"{n + ' walk (s)':>16}{n + ' ratio':>12}{n + ' req/s':>14}"
