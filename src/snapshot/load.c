@@ -16,10 +16,10 @@
 #include <limits.h>
 #include <pthread.h>
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -791,58 +791,39 @@ static int load_document(struct dm_model *m, struct dm_json_reader *r)
 	return ret;
 }
 
-/* The file's bytes: mapped when it is a regular file, else read (a pipe);
- * *ret_map tells which, for unmap_file(). */
-static int map_file(const char *path, char **ret, size_t *ret_len, bool *ret_map)
+/* The file's bytes, read into memory (a regular file's in one read of its
+ * size; a pipe's as they come). Never mapped: a file truncated while it is
+ * loaded is then a short read and an error, not a SIGBUS. */
+static int read_file(const char *path, char **ret, size_t *ret_len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
 	int r = fstat(fd, &st) < 0 ? -errno : 0;
-	if (r == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (p == MAP_FAILED) {
-			r = -errno;
-		} else {
-			madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
-			*ret = p;
-			*ret_len = (size_t)st.st_size;
-			*ret_map = true;
-		}
-		close(fd);
-		return r;
-	}
+	/* room for the size and a byte more, which tells the end */
+	size_t first = r == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+				       (uintmax_t)st.st_size < SIZE_MAX - 2
+			       ? (size_t)st.st_size + 2
+			       : 65536;
 	if (r == 0)
-		r = dm_read_all(fd, 65536, SIZE_MAX, ret, ret_len);
+		r = dm_read_all(fd, first, SIZE_MAX, ret, ret_len);
 	close(fd);
-	if (r < 0)
-		return r;
-	*ret_map = false;
-	return 0;
-}
-
-static void unmap_file(char *buf, size_t len, bool map)
-{
-	if (map)
-		munmap(buf, len);
-	else
-		free(buf);
+	return r;
 }
 
 int dm_snapshot_load(struct dm_model *m, const char *path, char *err, size_t size)
 {
 	struct dm_json_reader r = { .file = path, .err = err, .err_size = size };
 	char *buf = NULL;
-	bool map = false;
-	int ret = map_file(path, &buf, &r.len, &map);
+	int ret = read_file(path, &buf, &r.len);
 	if (ret < 0)
 		return dm_snapshot_fail(err, size, "%s: %s", path, strerror(-ret));
 	r.buf = buf;
 	r.tok = json_tokener_new();
 	ret = r.tok ? load_document(m, &r) : -ENOMEM;
 	json_tokener_free(r.tok);
-	unmap_file(buf, r.len, map);
+	free(buf);
 	/* what parsing freed, given back rather than kept for a daemon's
 	 * life */
 	malloc_trim(0);

@@ -6,6 +6,7 @@ import errno
 import os
 import stat
 import subprocess
+import sys
 import tempfile
 
 import gi
@@ -18,6 +19,7 @@ from gi.repository import UMockdev  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED = os.path.join(HERE, "..", "testbeds", "2002-example.umockdev")
+GEN_SNAPSHOT = os.path.join(HERE, "..", "..", "bench", "gen-snapshot.py")
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +112,53 @@ def test_save_writes_into_what_is_not_a_regular_file(saved):
     with open(target) as f:
         assert f.read() == expected
     assert not [n for n in os.listdir(tmp) if ".json." in n]  # no temporary file left
+
+
+def _truncate_when_loading(path, proc):
+    """Truncates @path to a few bytes as soon as @proc has it mapped or open
+    (polled in /proc); whether it did."""
+    real = os.path.realpath(path)
+    maps, fds = f"/proc/{proc.pid}/maps", f"/proc/{proc.pid}/fd"
+    while proc.poll() is None:
+        try:
+            with open(maps) as f:
+                held = real in f.read()
+            for fd in [] if held else os.listdir(fds):
+                try:
+                    held = held or os.readlink(os.path.join(fds, fd)) == real
+                except OSError:
+                    pass
+        except OSError:
+            continue
+        if held:
+            os.truncate(path, 100)
+            return True
+    return False
+
+
+@pytest.mark.parametrize("run", range(3))
+def test_a_snapshot_truncated_while_loading_is_an_error_not_a_crash(tmp_path, run):
+    """A snapshot that shrinks while driverfsd loads it is a short read: the
+    load fails with a message, or has it all, never dies of SIGBUS (it was
+    mapped: a page past the new end faulted). Truncated as soon as the
+    daemon holds it (mapped or open), in /proc."""
+    big = tmp_path / "big.json"
+    subprocess.run([sys.executable, GEN_SNAPSHOT, "--attrs", "5000", str(big)], check=True)
+    out = tmp_path / "out.json"
+    proc = subprocess.Popen([DAEMON, "--snapshot", str(big), "--save", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        truncated = _truncate_when_loading(str(big), proc)
+        err = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode >= 0, f"killed by signal {-proc.returncode}: {err}"
+    if proc.returncode:
+        assert str(big) in err and "not JSON" in err, err
+    else:
+        assert not truncated or os.path.getsize(out) > 100
 
 
 def tree(mnt):
