@@ -12,6 +12,12 @@
  * followed only when it is the caller's own or root's (as the kernel's
  * protected_symlinks has it for sticky directories, here everywhere);
  * anyone else's link is replaced itself, as rename(2) does.
+ *
+ * Nor may a node planted there make root block or write where it should
+ * not: a fifo (opened for writing, it waits for a reader forever), a
+ * terminal, /dev/null or any device. Only a regular file is written;
+ * not_regular() is the one rule, for dm_replace_file() and the writers
+ * that append to a file of their own (dm_open_regular()).
  */
 #include "replace.h"
 
@@ -38,6 +44,38 @@ static int write_all(int fd, const char *data, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* What @mode is, for a message. */
+static const char *kind(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a fifo";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFLNK:
+		return "a symlink";
+	default:
+		return "of no known type";
+	}
+}
+
+/* 0 when @mode is a regular file's; else -EISDIR for a directory, -ELOOP
+ * for a symlink, -EACCES for the rest, the reason in @msg. */
+static int not_regular(mode_t mode, char *msg, size_t size)
+{
+	if (S_ISREG(mode))
+		return 0;
+	if (msg && size)
+		snprintf(msg, size, "not a regular file (%s)", kind(mode));
+	return S_ISDIR(mode) ? -EISDIR : S_ISLNK(mode) ? -ELOOP : -EACCES;
 }
 
 /* @path with the caller's and root's symlinks followed, into @out; *@st
@@ -74,26 +112,18 @@ static int resolve(const char *path, char *out, size_t size, struct stat *st)
 	}
 }
 
-int dm_replace_file(const char *path, const char *data, size_t len)
+int dm_replace_file(const char *path, const char *data, size_t len, char *msg, size_t size)
 {
 	char real[PATH_MAX], tmp[PATH_MAX + 8];
 	struct stat st;
+	if (msg && size)
+		*msg = '\0';
 	int r = resolve(path, real, sizeof(real), &st);
 	if (r < 0)
 		return r;
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (st.st_mode && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-		/* /dev/null, a fifo, a terminal: written to, as renaming over
-		 * it would replace the node itself */
-		int fd = open(real, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-		if (fd < 0)
-			return -errno;
-		r = write_all(fd, data, len);
-		if (close(fd) < 0 && r == 0 && errno != EINTR)
-			r = -errno;
+	/* someone else's symlink is replaced itself, as nothing is */
+	if (st.st_mode && !S_ISLNK(st.st_mode) && (r = not_regular(st.st_mode, msg, size)) < 0)
 		return r;
-	}
 	/* a regular file, someone else's symlink, or nothing yet: a file of
 	 * a random name beside it (O_EXCL: no link is followed), renamed over
 	 * the name */
@@ -112,4 +142,35 @@ int dm_replace_file(const char *path, const char *data, size_t len)
 	if (r < 0)
 		unlink(tmp);
 	return r;
+}
+
+int dm_open_regular(const char *path, int flags, mode_t mode, char *msg, size_t size)
+{
+	struct stat st;
+	if (msg && size)
+		*msg = '\0';
+	if (lstat(path, &st) == 0) {
+		int r = not_regular(st.st_mode, msg, size);
+		if (r < 0)
+			return r;
+	} else if (errno != ENOENT || !(flags & O_CREAT)) {
+		return -errno;
+	}
+	int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, mode);
+	if (fd < 0) {
+		int e = errno;
+		/* ENXIO: a fifo with no reader put there since */
+		if (e == ENXIO && lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			return not_regular(st.st_mode, msg, size);
+		return -e;
+	}
+	int r = fstat(fd, &st) < 0 ? -errno : not_regular(st.st_mode, msg, size);
+	int fl = r == 0 ? fcntl(fd, F_GETFL) : 0;
+	if (r == 0 && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0))
+		r = -errno;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }

@@ -41,11 +41,12 @@ static char *compose(int up, const char *body, size_t body_len, size_t *ret_len)
 	return text;
 }
 
-static int put(const char *file, const char *text, size_t len)
+static int put(const char *file, const char *text, size_t len, char *msg, size_t size)
 {
+	*msg = '\0';
 	if (!file || strcmp(file, "-") == 0)
 		return fwrite(text, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -EIO;
-	return dm_replace_file(file, text, len);
+	return dm_replace_file(file, text, len, msg, size);
 }
 
 int ctl_cmd_metrics(const char *mnt, int argc, char **argv)
@@ -69,7 +70,8 @@ int ctl_cmd_metrics(const char *mnt, int argc, char **argv)
 	free(body);
 	if (!text)
 		return ctl_fail("metrics", NULL, ENOMEM);
-	int w = r == 0 || a.arg ? put(a.arg, text, len) : 0;
+	char why[64] = "";
+	int w = r == 0 || a.arg ? put(a.arg, text, len, why, sizeof(why)) : 0;
 	free(text);
 	if (r < 0)
 		return ctl_fail(path, r == -ENOENT ? "no such file: not a driverfs mount, or a "
@@ -77,6 +79,6 @@ int ctl_cmd_metrics(const char *mnt, int argc, char **argv)
 						 : NULL,
 				-r);
 	if (w < 0)
-		return ctl_fail(a.arg ? a.arg : "standard output", NULL, -w);
+		return ctl_fail(a.arg ? a.arg : "standard output", *why ? why : NULL, -w);
 	return CTL_OK;
 }

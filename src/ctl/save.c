@@ -472,9 +472,10 @@ static int save(const char *mnt, const char *file, bool sanitize)
 		if (!text || printf("%s\n", text) < 0 || fflush(stdout) != 0)
 			ret = ctl_fail("standard output", NULL, errno ? errno : EIO);
 	} else {
-		int r = dm_snapshot_write_file(doc, file);
+		char why[64];
+		int r = dm_snapshot_write_file(doc, file, why, sizeof(why));
 		if (r < 0)
-			ret = ctl_fail(file, NULL, -r);
+			ret = ctl_fail(file, *why ? why : NULL, -r);
 	}
 	json_object_put(doc);
 	return ret;

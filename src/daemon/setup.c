@@ -244,9 +244,10 @@ int daemon_set_up_model(struct daemon *d)
 
 int daemon_save(struct daemon *d)
 {
-	int r = dm_snapshot_save(d->model, d->o->save, d->o->sanitize);
+	char why[64];
+	int r = dm_snapshot_save(d->model, d->o->save, d->o->sanitize, why, sizeof(why));
 	if (r < 0)
-		log_err("%s: %s", d->o->save, strerror(-r));
+		log_err("%s: %s", d->o->save, *why ? why : strerror(-r));
 	return r;
 }
 

@@ -768,12 +768,16 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req)
 	if (!req->dry_run)
 		dm_device_set_binding(dev, false);
 	if (r == 0 && req->persist && !req->dry_run) {
+		char why[128];
 		int p = dm_persist_set(busname, name,
 				       req->action == DM_BIND_TO     ? req->driver
 				       : req->action == DM_BIND_NONE ? "none"
-								     : NULL);
+								     : NULL,
+				       why, sizeof(why));
 		say(t, p < 0 ? "persisted: no (%s)\n" : "persisted: %s\n",
-		    p < 0 ? strerror(-p) : req->action == DM_BIND_DEFAULT ? "forgotten" : "yes");
+		    p < 0 ? (*why ? why : strerror(-p))
+		    : req->action == DM_BIND_DEFAULT ? "forgotten"
+						     : "yes");
 		if (p < 0)
 			r = p;
 	}

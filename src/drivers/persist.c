@@ -110,7 +110,7 @@ int dm_persist_load(const char *path)
 
 /* Writes the entries to the state file, whole (dm_replace_file()). Lock
  * held. */
-static int save_locked(void)
+static int save_locked(char *msg, size_t size)
 {
 	const char *path = state_file();
 	char dir[PATH_MAX];
@@ -131,13 +131,16 @@ static int save_locked(void)
 	for (size_t i = 0; i < n_entries; i++)
 		fprintf(f, "%s %s %s\n", entries[i].bus, entries[i].name, entries[i].driver);
 	bool failed = ferror(f);
-	int r = fclose(f) != 0 || failed ? -ENOMEM : dm_replace_file(path, text, len);
+	int r = fclose(f) != 0 || failed ? -ENOMEM : dm_replace_file(path, text, len, msg, size);
 	free(text);
 	return r;
 }
 
-int dm_persist_set(const char *bus, const char *name, const char *driver)
+int dm_persist_set(const char *bus, const char *name, const char *driver, char *msg,
+		   size_t size)
 {
+	if (size)
+		*msg = '\0';
 	if (!is_word(bus) || !is_word(name) || (driver && !is_word(driver)))
 		return -EINVAL;
 	pthread_mutex_lock(&lock);
@@ -150,10 +153,13 @@ int dm_persist_set(const char *bus, const char *name, const char *driver)
 			*e = entries[--n_entries];
 	}
 	if (r == 0)
-		r = save_locked();
+		r = save_locked(msg, size);
 	pthread_mutex_unlock(&lock);
+	if (r < 0 && size && !*msg)
+		snprintf(msg, size, "%s", strerror(-r));
 	if (r < 0)
-		log_err("%s: cannot record the binding of %s: %s", state_file(), name, strerror(-r));
+		log_err("%s: cannot record the binding of %s: %s", state_file(), name,
+			size ? msg : strerror(-r));
 	return r;
 }
 

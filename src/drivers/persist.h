@@ -28,8 +28,11 @@
 int dm_persist_load(const char *path);
 
 /* Records @driver ("none": kept unbound) for the device @name of @bus, or
- * with @driver NULL forgets it; rewrites the file. 0 or -errno. */
-int dm_persist_set(const char *bus, const char *name, const char *driver);
+ * with @driver NULL forgets it; rewrites the file (dm_replace_file(): what
+ * is not a regular file is refused). 0 or -errno, its reason in @msg
+ * (@size bytes). */
+int dm_persist_set(const char *bus, const char *name, const char *driver, char *msg,
+		   size_t size);
 
 /* Applies every recorded binding whose device is in @m and bound
  * otherwise. */

@@ -4,6 +4,8 @@
 
 #include "core/hashmap.h"
 #include "core/model.h"
+#include "log.h"
+#include "replace.h"
 #include "trust.h"
 
 #include <errno.h>
@@ -160,12 +162,18 @@ static int open_locked(struct dm_pm_record *rec)
 {
 	if (rec->fd >= 0)
 		return 0;
-	/* O_NOFOLLOW: a symlink planted at the path must not make root
-	 * truncate and write its target */
-	rec->fd = open(rec->path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-		       0644);
-	if (rec->fd < 0)
-		return -errno;
+	/* no symlink followed (a link planted at the path must not make root
+	 * truncate and write its target), and nothing but a regular file
+	 * written: a fifo there would block the suspend forever */
+	char why[64];
+	int fd = dm_open_regular(rec->path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644, why,
+				 sizeof(why));
+	if (fd < 0) {
+		log_err("%s: %s; the transition record cannot be written", rec->path,
+			*why ? why : strerror(-fd));
+		return fd;
+	}
+	rec->fd = fd;
 	rec->lines = 0;
 	return 0;
 }

@@ -319,7 +319,7 @@ const char *dm_snapshot_to_string(json_object *doc)
 }
 
 /* Writes @text and a newline to @f and closes it; false on any error. */
-int dm_snapshot_write_file(json_object *doc, const char *path)
+int dm_snapshot_write_file(json_object *doc, const char *path, char *msg, size_t size)
 {
 	const char *text = dm_snapshot_to_string(doc);
 	size_t len = text ? strlen(text) : 0;
@@ -328,7 +328,7 @@ int dm_snapshot_write_file(json_object *doc, const char *path)
 		return -ENOMEM;
 	memcpy(buf, text, len);
 	buf[len] = '\n';
-	int r = dm_replace_file(path, buf, len + 1);
+	int r = dm_replace_file(path, buf, len + 1, msg, size);
 	free(buf);
 	return r;
 }

@@ -124,7 +124,8 @@ bool dm_snapshot_value_is_text(const char *value, size_t len);
 const char *dm_snapshot_to_string(json_object *doc);
 
 /* Writes @doc to @path whole or not at all: a temporary file beside it,
- * synced, then renamed over it. 0 or -errno. */
-int dm_snapshot_write_file(json_object *doc, const char *path);
+ * synced, then renamed over it; what is not a regular file is refused
+ * with the reason in @msg (dm_replace_file()). 0 or -errno. */
+int dm_snapshot_write_file(json_object *doc, const char *path, char *msg, size_t size);
 
 #endif

@@ -295,15 +295,18 @@ static json_object *model_json(struct dm_model *m, const struct dm_sanitizer *sa
 	return doc;
 }
 
-int dm_snapshot_save(struct dm_model *m, const char *path, bool sanitize)
+int dm_snapshot_save(struct dm_model *m, const char *path, bool sanitize, char *msg,
+		     size_t size)
 {
+	if (msg && size)
+		*msg = '\0';
 	struct dm_sanitizer rules;
 	if (sanitize)
 		dm_sanitizer_init(&rules);
 	json_object *doc = model_json(m, sanitize ? &rules : NULL);
 	if (!doc)
 		return -ENOMEM;
-	int r = dm_snapshot_write_file(doc, path);
+	int r = dm_snapshot_write_file(doc, path, msg, size);
 	json_object_put(doc);
 	return r;
 }

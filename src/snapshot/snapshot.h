@@ -11,9 +11,11 @@
 
 #include "core/model.h"
 
-/* Writes @m to @path (through a temporary file renamed into place); with
- * @sanitize, what identifies the machine is masked (sanitize.h). */
-int dm_snapshot_save(struct dm_model *m, const char *path, bool sanitize);
+/* Writes @m to @path (through a temporary file renamed into place; what
+ * is not a regular file is refused, the reason in @msg: dm_replace_file());
+ * with @sanitize, what identifies the machine is masked (sanitize.h). */
+int dm_snapshot_save(struct dm_model *m, const char *path, bool sanitize, char *msg,
+		     size_t size);
 
 /*
  * Fills the empty model @m from @path. Drivers come back bound to the devices

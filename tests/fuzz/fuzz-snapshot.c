@@ -74,7 +74,7 @@ static void check_names(struct dm_model *m)
 
 static char *save(struct dm_model *m, const char *path, size_t *ret_len)
 {
-	int r = dm_snapshot_save(m, path, false);
+	int r = dm_snapshot_save(m, path, false, NULL, 0);
 	FUZZ_CHECK(r == 0, "a loaded model does not save: %s", strerror(-r));
 	return fuzz_read(path, ret_len);
 }

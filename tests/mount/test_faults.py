@@ -12,6 +12,7 @@ import re
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -551,3 +552,24 @@ def test_record_lists_only_what_stays_suspended(env):
         assert "+/devices/pci0000:00\n" not in f.read()
     env.power(None, "resume")
     assert not os.path.exists(env.record)
+
+
+def test_a_record_that_is_not_a_regular_file_is_refused(env):
+    """A fifo where the transition record is to be created (no reader: the
+    open blocked the suspend forever) is refused with the reason: the
+    suspend fails before its hook runs, the fifo is left, and the daemon
+    serves on."""
+    os.makedirs(os.path.dirname(env.record), exist_ok=True)
+    os.mkfifo(env.record)
+    try:
+        r = subprocess.run(["sh", "-c", 'printf suspend > "$1"', "sh",
+                            own(env.d.path("root", NIC), "power")],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0, r.stderr
+        assert f"{env.record}: not a regular file (a fifo)" in env.d.output()
+        assert env.order() == []
+        assert stat.S_ISFIFO(os.lstat(env.record).st_mode)
+        assert set(env.all_power().values()) == {"on"}
+    finally:
+        # a daemon blocked in the open (before the fix) is let go
+        os.close(os.open(env.record, os.O_RDONLY | os.O_NONBLOCK))

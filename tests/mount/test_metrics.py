@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 
 import pytest
@@ -257,6 +258,31 @@ def test_driverfsctl_metrics_prints_and_writes_a_file(d, tmp_path):
     r = subprocess.run([CTL, "-m", d.mnt, "metrics", "a", "b"], capture_output=True, text=True)
     assert r.returncode == 2
 
+
+
+def test_driverfsctl_metrics_refuses_what_is_not_a_regular_file(d, tmp_path):
+    """A fifo planted where the file is to be (no reader: the open blocked
+    forever), a character device (/dev/null) or a directory are refused
+    with the reason, at once, and left as they were; the file's directory
+    is left without a temporary."""
+    tmp_path = tmp_path / "textfile"
+    tmp_path.mkdir()
+    fifo = tmp_path / "driverfsd.prom"
+    os.mkfifo(fifo)
+    for target, kind in ((fifo, "a fifo"), ("/dev/null", "a character device"),
+                         (tmp_path, "a directory")):
+        r = subprocess.run([CTL, "-m", d.mnt, "metrics", str(target)], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 1 and r.stdout == "", r.stderr
+        assert f"{target}: not a regular file ({kind})" in r.stderr, r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["driverfsd.prom"]
+    # a link of the caller's to a fifo is refused as the fifo
+    os.symlink(fifo, tmp_path / "link.prom")
+    r = subprocess.run([CTL, "-m", d.mnt, "metrics", str(tmp_path / "link.prom")],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "not a regular file (a fifo)" in r.stderr, r.stderr
 
 def test_the_file_is_read_only_and_only_the_roots(d):
     st = os.stat(d.path("metrics"))

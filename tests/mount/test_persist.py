@@ -47,6 +47,15 @@ def start(tmp, k, conf, testbed=None):
     return d
 
 
+def persisting(tmp_path, state_file):
+    """A kernel and a daemon whose PersistFile= is @state_file; the config."""
+    conf = str(tmp_path / "driverfsd.conf")
+    with open(conf, "w") as f:
+        f.write(f"[Binding]\nPersistFile={state_file}\n")
+    k = Kernel(str(tmp_path))
+    return k, start(str(tmp_path), k, conf), conf
+
+
 def bindings(d):
     r = subprocess.run([CTL, "-m", d.mnt, "bindings"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -59,11 +68,7 @@ def wait_event(d, action):
 
 def test_a_persisted_binding_survives_a_restart_and_a_replug(tmp_path):
     state_file = str(tmp_path / "state" / "bindings")
-    conf = str(tmp_path / "driverfsd.conf")
-    with open(conf, "w") as f:
-        f.write(f"[Binding]\nPersistFile={state_file}\n")
-    k = Kernel(str(tmp_path))
-    d = start(str(tmp_path), k, conf)
+    k, d, conf = persisting(tmp_path, state_file)
     k.thread.start()
     try:
         assert bindings(d) == ""
@@ -127,13 +132,33 @@ def test_a_state_file_anyone_could_change_is_not_applied(tmp_path):
     state_file = state_dir / "bindings"
     state_file.write_text(f"pci {NIC} vfio-pci\nnot a line\n")
     os.chmod(str(state_file), 0o666)
-    conf = str(tmp_path / "driverfsd.conf")
-    with open(conf, "w") as f:
-        f.write(f"[Binding]\nPersistFile={state_file}\n")
-    k = Kernel(str(tmp_path))
-    d = start(str(tmp_path), k, conf)
+    k, d, conf = persisting(tmp_path, state_file)
     try:
         assert "writable by other" in d.output()
         assert state(d)[0] == "e1000e"
     finally:
+        d.stop()
+
+
+def test_a_state_file_that_is_not_a_regular_file_is_refused(tmp_path):
+    """A fifo where the state file is to be written (no reader: the open
+    blocked the binding forever) is refused with the reason and left a
+    fifo: the binding is done, not persisted, and the daemon serves on."""
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    state_file = state_dir / "bindings"
+    k, d, conf = persisting(tmp_path, state_file)
+    k.thread.start()
+    try:
+        os.mkfifo(state_file)
+        r = subprocess.run([CTL, "-m", d.mnt, "bind", "--persist", NIC, "vfio-pci"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0
+        assert "persisted: no (not a regular file (a fifo))" in r.stdout, r.stdout + r.stderr
+        assert (f"{state_file}: cannot record the binding of {NIC}: not a regular file (a fifo)"
+                in d.output())
+        assert os.path.exists(state_file) and not os.path.isfile(state_file)
+    finally:
+        k.stopped = True
+        k.thread.join()
         d.stop()

@@ -79,26 +79,33 @@ def test_members_in_any_order_load_the_same(saved):
         assert f.read() == expected
 
 
-def test_save_writes_into_what_is_not_a_regular_file(saved):
-    """--save to a fifo (like /dev/null or a terminal) writes into it and leaves
-    it a fifo; to a symlink, replaces the file it points to and keeps the link.
-    (Renaming a temporary file over the target replaced /dev/null with a
-    regular file once.)"""
-    import threading
+def test_save_refuses_what_is_not_a_regular_file(saved):
+    """--save and driverfsctl save to a fifo (no reader: the open blocked
+    forever), a character device (/dev/null) or a directory are refused
+    with the reason, at once, and leave it as it was; to a symlink of the
+    caller's, replace the file it points to and keep the link."""
     tmp, first = saved
     with open(first) as f:
         expected = f.read()
     fifo = os.path.join(tmp, "pipe")
     os.mkfifo(fifo)
-    got = []
-    reader = threading.Thread(target=lambda: got.append(open(fifo).read()), daemon=True)
-    reader.start()
-    r = subprocess.run([DAEMON, "--snapshot", first, "--save", fifo], capture_output=True,
-                       text=True, timeout=60)
-    reader.join(60)
-    assert r.returncode == 0, r.stderr
+    for target, kind in ((fifo, "a fifo"), ("/dev/null", "a character device"),
+                         (tmp, "a directory")):
+        r = subprocess.run([DAEMON, "--snapshot", first, "--save", target],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0
+        assert f"{target}: not a regular file ({kind})" in r.stderr, r.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    assert got == [expected]
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    d = Daemon(None, ["--snapshot", first])
+    try:
+        r = subprocess.run([CTL, "-m", d.mnt, "save", fifo], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 1, r.stderr
+        assert f"{fifo}: not a regular file (a fifo)" in r.stderr, r.stderr
+    finally:
+        d.stop()
+    os.unlink(fifo)
 
     target = os.path.join(tmp, "target.json")
     with open(target, "w") as f:
