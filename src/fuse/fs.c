@@ -100,6 +100,11 @@ void dm_fs_metrics(struct dm_metrics *w, void *data)
 		dm_metrics_sample(w, "driverfsd_fuse_requests_total",
 				  (double)atomic_load_explicit(&fs->requests[i], memory_order_relaxed),
 				  "operation", fs_op_names[i], NULL);
+	/* memory over days: the nodes the kernel holds are most of the
+	 * daemon's heap beside the model, and follow its caches, not time */
+	dm_metrics_family(w, "driverfsd_fuse_nodes", "gauge",
+			  "Inodes the kernel holds a lookup of (the daemon's node table).");
+	dm_metrics_sample(w, "driverfsd_fuse_nodes", (double)fs_table_count(fs->table), NULL);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -139,6 +139,15 @@ def test_memory_is_the_daemons(d):
     assert 0 < in_use < rss and free >= 0, (in_use, free, rss)
 
 
+def test_nodes_are_what_the_kernel_holds(d):
+    # the node table follows the kernel's lookups: a walk adds a node for
+    # each directory it went into, at least
+    before = value(metrics(d), "driverfsd_fuse_nodes")
+    dirs = sum(1 for _ in os.walk(d.path("root")))
+    after = value(metrics(d), "driverfsd_fuse_nodes")
+    assert after >= before + dirs - 1 and before >= 1, (before, dirs, after)
+
+
 def test_counters_follow_what_happens(d):
     before = metrics(d)
     # PM: a real suspend and resume of a hub's subtree, and a dry run
