@@ -3,8 +3,10 @@
 walking the mount, a hotplug storm (umockdev uevents removing and adding a
 PCI subtree), and PM transitions on the whole system's power file and on subtrees, all at once
 for a given time. Prints the operations done, the errors by kind, and the
-daemon's RSS at start and end, and each minute its RSS and its heap's bytes
-in use and free (the metrics file's driverfsd_heap_bytes); exits 1 when the daemon died, a sanitizer
+daemon's RSS at start and end, its heap in use at rest (after a walk with
+nothing else running) at start and end, and each minute its RSS, its heap's
+bytes in use and free (the metrics file's driverfsd_heap_bytes) and the nodes
+the kernel holds (driverfsd_fuse_nodes); exits 1 when the daemon died, a sanitizer
 reported something, or an error of an unexpected kind came.
 
   umockdev-wrapper /usr/bin/python3 bench/soak.py [SECONDS] [READERS]
@@ -67,14 +69,18 @@ def rss_kib(pid):
 
 
 def heap_kib(d):
-    """(in use, free) KiB of the daemon's heap, from its metrics file."""
+    """(in use, free) KiB of the daemon's heap, and the nodes the kernel
+    holds, from its metrics file."""
     out = {}
     with open(d.path("metrics")) as f:
         for line in f:
             m = re.match(r'driverfsd_heap_bytes\{state="(\w+)"\} (\S+)$', line)
             if m:
                 out[m.group(1)] = int(float(m.group(2))) // 1024
-    return out.get("in_use", -1), out.get("free", -1)
+            m = re.match(r'driverfsd_fuse_nodes (\S+)$', line)
+            if m:
+                out["nodes"] = int(float(m.group(1)))
+    return out.get("in_use", -1), out.get("free", -1), out.get("nodes", -1)
 
 
 def regular_files(top, counts):
@@ -178,6 +184,7 @@ def main():
         for _ in os.walk(d.path("root")):
             pass
         rss_start = rss_kib(d.proc.pid)
+        rest_start = heap_kib(d)
         stop = threading.Event()
         threads = [threading.Thread(target=reader, args=(d, stop, counts))
                    for _ in range(n_readers)]
@@ -207,6 +214,9 @@ def main():
             for _ in os.walk(d.path("root")):
                 pass
         rss_end = rss_kib(d.proc.pid) if alive else -1
+        # at rest, as at the start: no request in flight, no open copy, so
+        # what the heap holds then is what it keeps
+        rest_end = heap_kib(d) if alive else (-1, -1, -1)
         print(f"soak: {elapsed:.0f} s, {n_readers} readers, 1 hotplug storm, 2 PM writers")
         for kind, n in sorted(counts.ops.items()):
             print(f"  {kind:10s} {n:10d}  ({n / elapsed:.0f}/s)")
@@ -219,9 +229,11 @@ def main():
             failed |= name not in EXPECTED
         print(f"daemon: {'alive' if alive else 'DEAD, exit %s' % d.proc.returncode}; "
               f"RSS start {rss_start} KiB, peak {rss_peak} KiB, end {rss_end} KiB")
+        print(f"at rest (after a walk, nothing else running): heap in use {rest_start[0]} KiB "
+              f"at the start, {rest_end[0]} KiB at the end; nodes {rest_start[2]}, {rest_end[2]}")
         if samples:
-            print("by minute, KiB (RSS / heap in use / heap free): " +
-                  ", ".join(f"{t // 60}m {k}/{u}/{f}" for t, k, u, f in samples))
+            print("by minute, KiB (RSS / heap in use / heap free) and nodes: " +
+                  ", ".join(f"{t // 60}m {k}/{u}/{f} {n}" for t, k, u, f, n in samples))
         failed |= not alive
     finally:
         try:
