@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 
 import gi
 
@@ -190,7 +191,6 @@ class Daemon:
         came instead when none does in time. Lines no wait took are kept for
         later waits (events may come in any order). Event-driven: it blocks
         on the socket, never sleeps."""
-        import time
         backlog = self.__dict__.setdefault("status_backlog", [])
         for i, line in enumerate(backlog):
             if match(line):
@@ -292,14 +292,21 @@ def auto_unmount_helpers(mnt):
     return pids
 
 
-def unmount_watcher(daemon_pid):
-    """The pid of the daemon's unmount watcher (its child driverfsd-watch)."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
-        except OSError:
-            continue
-        if status.get("Name") == "driverfsd-watch" and status.get("PPid") == str(daemon_pid):
-            return int(pid)
-    return None
+def unmount_watcher(daemon_pid, wait=30):
+    """The pid of the daemon's unmount watcher (its child driverfsd-watch),
+    or None. The daemon may report READY before the forked watcher has
+    named itself (a loaded machine, a sanitizer build): it is looked for
+    until it has, for at most @wait seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+            except OSError:
+                continue
+            if status.get("Name") == "driverfsd-watch" and status.get("PPid") == str(daemon_pid):
+                return int(pid)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
