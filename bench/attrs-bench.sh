@@ -20,7 +20,10 @@
 # TRANSPORT=dev takes every FUSE request through /dev/fuse. Where the
 # kernel offers FUSE passthrough the kernel reads the mount's files itself
 # (no READ round trip: docs/design.md §6.4); PASSTHROUGH=0 gives the daemon
-# --no-passthrough, every read through it.
+# --no-passthrough, every read through it. DRIVERFSD_OPTS gives the daemon
+# more options (words split at spaces). AGAINST_OPTS="--handover" (what the
+# systemd unit runs) serves the same tree a second time with those options
+# beside the first, in its own column "other", read in the same rounds.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,16 +31,25 @@ build=${BUILD:-$here/build}
 rounds=${ROUNDS:-7}
 work=$(mktemp -d /tmp/driverfs-attrs.XXXXXX)
 mnt=$work/driverfs tmp=$work/tmpfs min=$work/minfs list=$work/files sys_list=$work/sys-files
+other=$work/other
 # shellcheck source=bench/bench-lib.sh
 . "$here/bench/bench-lib.sh"
-trap 'clean_up "$mnt" "$min" "$tmp"' EXIT
+trap 'clean_up "$mnt" "$other" "$min" "$tmp"' EXIT
 need_root "tmpfs, the machine's tree"
 set_transport
-mkdir -p "$mnt" "$tmp" "$min"
+mkdir -p "$mnt" "$tmp" "$min" "$other"
 
 own=()
 [ "${PASSTHROUGH:-1}" = 0 ] && own=(--no-passthrough)
-"$build/driverfsd" "${transport[@]}" "${own[@]}" "$mnt" 2>/dev/null
+read -r -a opts <<<"${DRIVERFSD_OPTS:-}"
+read -r -a against <<<"${AGAINST_OPTS:-}"
+# in the foreground (--handover goes with -f), in this script's background
+"$build/driverfsd" -f "${transport[@]}" "${own[@]}" "${opts[@]}" "$mnt" 2>/dev/null &
+wait_mount "$mnt" $!
+if [ ${#against[@]} -gt 0 ]; then
+	"$build/driverfsd" -f "${transport[@]}" "${against[@]}" "$other" 2>/dev/null &
+	wait_mount "$other" $!
+fi
 mount -t tmpfs -o size=1g driverfs-attrs "$tmp"
 # the passed-through files, their values copied, and their sysfs paths
 /usr/bin/python3 - "$mnt" "$tmp" "$list" "$sys_list" <<'EOF'
@@ -85,7 +97,9 @@ n=$(wc -l < "$list")
 
 declare -A res=()
 for _ in $(seq "$rounds"); do
-	for k in d:$mnt:$list m:$min:$list s:/sys:$sys_list; do
+	places="d:$mnt:$list m:$min:$list s:/sys:$sys_list"
+	[ ${#against[@]} -eq 0 ] || places+=" o:$other:$list"
+	for k in $places; do
 		IFS=: read -r w dir files <<<"$k"
 		"$build/walk" --files "$files" "$dir" >/dev/null # warm
 		line=$("$build/walk" --files "$files" "$dir")
@@ -95,7 +109,10 @@ for _ in $(seq "$rounds"); do
 	done
 done
 echo "attrs-bench $(date -u +%F) on $(nproc) cores: $n passed-through files, $rounds rounds; $(uptime)"
-printf "%-24s %10s %10s %10s %9s %9s\n" measure driverfs minfs sysfs d/minfs d/sysfs
+echo "driverfs: driverfsd -f ${transport[*]} ${own[*]} ${opts[*]}"
+[ ${#against[@]} -eq 0 ] || echo "other: driverfsd -f ${transport[*]} ${against[*]}"
+printf "%-24s %10s %10s %10s %9s %9s" measure driverfs minfs sysfs d/minfs d/sysfs
+[ ${#against[@]} -eq 0 ] && echo || printf " %10s %9s %9s\n" other o/minfs o/d
 for m in all p50 p99; do
 	d=$(med "${m}_d") mi=$(med "${m}_m") s=$(med "${m}_s")
 	case $m in
@@ -103,8 +120,14 @@ for m in all p50 p99; do
 	p50) label="one read p50 (us)" ;;
 	p99) label="one read p99 (us)" ;;
 	esac
-	printf "%-24s %10.4f %10.4f %10.4f %8.2fx %8.2fx\n" "$label" "$d" "$mi" "$s" \
+	printf "%-24s %10.4f %10.4f %10.4f %8.2fx %8.2fx" "$label" "$d" "$mi" "$s" \
 		"$(ratio "$d" "$mi")" "$(ratio "$d" "$s")"
+	if [ ${#against[@]} -eq 0 ]; then
+		echo
+	else
+		o=$(med "${m}_o")
+		printf " %10.4f %8.2fx %8.2fx\n" "$o" "$(ratio "$o" "$mi")" "$(ratio "$o" "$d")"
+	fi
 done
 # The daemon reads each value from sysfs, which the floor (a tmpfs copy)
 # does not: the kernel's show() of the attribute (PCI config-space reads
