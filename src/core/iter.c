@@ -107,7 +107,7 @@ static struct dm_driver *bus_driver_of(struct dm_device *dev)
 static int add_bus_driver(struct dm_device *dev, void *data)
 {
 	struct dm_class *c = data;
-	struct dm_driver *drv = bus_driver_of(dev);
+	struct dm_driver *drv = dm_device_is_dead(dev) ? NULL : bus_driver_of(dev);
 	if (!drv)
 		return 0;
 	for (size_t i = 0; i < c->n_bus_drivers; i++)

@@ -409,11 +409,11 @@ static int read_all(const char *path, char **ret, size_t *ret_len, char *why, si
 	if (fd < 0)
 		return fd;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		int r = S_ISREG(st.st_mode) ? -errno : -EINVAL;
-		snprintf(why, size, "%s", r == -EINVAL ? "not a regular file" : strerror(-r));
+	int err = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
+	if (err < 0) {
+		snprintf(why, size, "%s", err == -EINVAL ? "not a regular file" : strerror(-err));
 		close(fd);
-		return r;
+		return err;
 	}
 	FILE *f = fdopen(fd, "r");
 	if (!f) {

@@ -321,6 +321,8 @@ const char *dm_snapshot_to_string(json_object *doc)
 /* Writes @text and a newline to @f and closes it; false on any error. */
 int dm_snapshot_write_file(json_object *doc, const char *path, char *msg, size_t size)
 {
+	if (msg && size)
+		*msg = '\0';
 	const char *text = dm_snapshot_to_string(doc);
 	size_t len = text ? strlen(text) : 0;
 	char *buf = text ? malloc(len + 1) : NULL;
