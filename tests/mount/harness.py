@@ -7,6 +7,7 @@ stay alive as long as the daemon: dropping it deletes the testbed directory.
 Readiness is the daemon's sd_notify READY=1 on a socket of ours, not a sleep.
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -238,7 +239,6 @@ class Daemon:
         """Ends the daemon (SIGTERM, exit 0) and returns the figures of
         @pattern (a regular expression whose groups are numbers) in the
         stats its log ends with; fails saying it does not count @what."""
-        import re
         assert self.terminate() == 0
         m = re.search(pattern, self.output())
         assert m, f"the daemon counts {what}"

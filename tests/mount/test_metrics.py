@@ -268,7 +268,6 @@ def test_driverfsctl_metrics_prints_and_writes_a_file(d, tmp_path):
     assert r.returncode == 2
 
 
-
 def test_driverfsctl_metrics_refuses_what_is_not_a_regular_file(d, tmp_path):
     """A fifo planted where the file is to be (no reader: the open blocked
     forever), a character device (/dev/null) or a directory are refused
@@ -292,6 +291,7 @@ def test_driverfsctl_metrics_refuses_what_is_not_a_regular_file(d, tmp_path):
     r = subprocess.run([CTL, "-m", d.mnt, "metrics", str(tmp_path / "link.prom")],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "not a regular file (a fifo)" in r.stderr, r.stderr
+
 
 def test_the_file_is_read_only_and_only_the_roots(d):
     st = os.stat(d.path("metrics"))
