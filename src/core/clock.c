@@ -37,6 +37,28 @@ static long mono_nsec(void)
 	return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+#ifdef HAVE_TSC
+/* One reading of both clocks at the same moment: the TSC read between two
+ * CLOCK_MONOTONIC reads, the narrowest of a few tries kept, the monotonic
+ * time taken as the middle of its bracket. A thread preempted between two
+ * reads would otherwise move the factor by the preemption's length over the
+ * calibration's (a tenth of a millisecond is 5% of it). */
+static void read_both(long *mono, unsigned long long *tsc)
+{
+	long best = -1;
+	for (int i = 0; i < 8; i++) {
+		long a = mono_nsec();
+		unsigned long long c = __rdtsc();
+		long b = mono_nsec();
+		if (best < 0 || b - a < best) {
+			best = b - a;
+			*mono = a + (b - a) / 2;
+			*tsc = c;
+		}
+	}
+}
+#endif
+
 static void calibrate(void)
 {
 #ifdef HAVE_TSC
@@ -49,11 +71,12 @@ static void calibrate(void)
 	}
 	if (strcmp(src, "tsc\n") != 0)
 		return;
-	long t0 = mono_nsec(), t1;
-	unsigned long long c0 = __rdtsc();
-	while ((t1 = mono_nsec()) - t0 < CALIBRATE_NSEC)
-		;
-	unsigned long long c1 = __rdtsc();
+	long t0, t1;
+	unsigned long long c0, c1;
+	read_both(&t0, &c0);
+	do
+		read_both(&t1, &c1);
+	while (t1 - t0 < CALIBRATE_NSEC);
 	if (c1 <= c0)
 		return;
 	usec_per_tick = ((unsigned __int128)(t1 - t0) << 64) / ((c1 - c0) * 1000ULL);

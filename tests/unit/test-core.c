@@ -706,22 +706,32 @@ static void test_pm_cost_estimate(void **state)
 	dm_driver_unref(drv);
 }
 
-/* The hook clock agrees with CLOCK_MONOTONIC, and converts both ways. */
+/* The hook clock agrees with CLOCK_MONOTONIC, and converts both ways. The
+ * interval it measures lies inside the monotonic bracket around it, on every
+ * try; that it fills the bracket is asked of one try in five, as a preempted
+ * test thread widens the bracket without being wrong. */
 static void test_clock_agrees_with_monotonic(void **state)
 {
 	(void)state;
 	struct timespec a, b, pause = { 0, 30 * 1000000 };
+	bool close = false;
 	dm_clock_now(); /* calibrated by its first use, not in the bracket */
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	uint64_t t0 = dm_clock_now();
-	nanosleep(&pause, NULL);
-	uint64_t t1 = dm_clock_now();
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	long mono = (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
-	long ours = dm_clock_usec(t1 - t0);
-	assert_true(ours >= 30000);
-	assert_true(ours <= mono + 1); /* within the monotonic bracket */
-	assert_true(mono - ours < mono / 100 + 50);
+	for (int i = 0; i < 5; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		uint64_t t0 = dm_clock_now();
+		nanosleep(&pause, NULL);
+		uint64_t t1 = dm_clock_now();
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		long mono = (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
+		long ours = dm_clock_usec(t1 - t0);
+		assert_true(ours >= 30000 - 30000 / 1000);
+		/* give or take the factor's error: a few 10^-5 from calibrating
+		 * over 2 ms with reads narrower than a microsecond */
+		assert_true(ours <= mono + mono / 1000 + 1);
+		if (mono - ours < mono / 100 + 50)
+			close = true;
+	}
+	assert_true(close);
 	/* and back: the ticks of 1 ms last 1 ms */
 	long back = dm_clock_usec(dm_clock_ticks(1000));
 	assert_true(back >= 998 && back <= 1000);
