@@ -328,6 +328,7 @@ int daemon_mount(struct daemon *d)
 		log_err("cannot set up the filesystem (bad -o option?)");
 		return r;
 	}
+	dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
 	if (d->o->handover) {
 		dm_fs_set_handover(d->fs);
 		/* before anything looks at the mount point: a mount being
@@ -337,7 +338,6 @@ int daemon_mount(struct daemon *d)
 			return r < 0 ? r : 0;
 	} else {
 		dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
-		dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
 	}
 	r = prepare_mountpoint(d->mountpoint);
 	if (r < 0) {

@@ -36,7 +36,7 @@ static int open_attr_source(void *data)
 static int32_t open_backing(struct dm_fs *fs, fuse_ino_t ino, struct dm_device *dev,
 			    const struct dm_attribute *attr)
 {
-	if (!attr || !attr->open_source || !fs_passthrough_on(&fs->passthrough))
+	if (!attr || !attr->open_source || !fs_passthrough_any(&fs->passthrough))
 		return -1;
 	struct attr_source src = { .dev = dev, .attr = attr };
 	int32_t id;

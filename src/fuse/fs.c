@@ -282,6 +282,9 @@ int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 		fs_handover_mirror(fs->handover, &mirror);
 		fs_table_set_mirror(fs->table, &mirror);
 		fs_opens_set_epoch(&fs->opens, atomic_load(&fs->handover->h->epoch));
+		struct fs_backing_mirror backings;
+		fs_handover_backings(fs->handover, &backings);
+		fs_passthrough_set_mirror(&fs->passthrough, &backings);
 	}
 	if (fuse_session_mount(fs->se, mountpoint) != 0)
 		return -EIO;
@@ -307,7 +310,6 @@ void dm_fs_set_handover(struct dm_fs *fs)
 	fs->handover_wanted = true;
 	/* /dev/fuse only (handover.h) */
 	fs->no_io_uring = true;
-	fs->passthrough.wanted = false;
 }
 
 int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
@@ -323,7 +325,7 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 	if (r < 0)
 		return r;
 	char *point = strdup(mountpoint);
-	r = point ? dm_fs_io_attach(fs->se, fuse_fd, NULL, NULL, ho) : -ENOMEM;
+	r = point ? dm_fs_io_attach(fs->se, fuse_fd, NULL, &fs->passthrough, ho) : -ENOMEM;
 	if (r < 0) {
 		free(point);
 		fs_handover_free(ho);
@@ -346,6 +348,17 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 	 * it queued for this one */
 	if (r == 0 && ho->h->init_len)
 		r = dm_fs_io_replay_init(fs->se, ho);
+	/* the backings the files opened before read through, and whether
+	 * the connection passes through at all, as the INIT reply said */
+	int held = 0;
+	if (r == 0) {
+		fs_passthrough_set_fd(&fs->passthrough, fuse_fd);
+		struct fs_backing_mirror backings;
+		fs_handover_backings(ho, &backings);
+		r = held = fs_passthrough_adopt(&fs->passthrough, &backings);
+		if (r > 0)
+			r = 0;
+	}
 	if (r == 0) {
 		fs_handover_serve(ho);
 		fs_opens_set_epoch(&fs->opens, atomic_load(&ho->h->epoch));
@@ -354,8 +367,13 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 		int e = dm_fs_io_resend(fs->se);
 		if (e < 0)
 			log_warn("handover: the kernel sends no request again (%s)", strerror(-e));
-		log_info("handover: the last daemon %s", ho->was_left ? "left on purpose"
-								       : "died serving the mount");
+		log_info("handover: the last daemon %s; passthrough %s, %d backing files of open "
+			 "files taken over",
+			 ho->was_left ? "left on purpose" : "died serving the mount",
+			 fs_passthrough_on(&fs->passthrough) ? "on"
+			 : atomic_load(&ho->h->passthrough) ? "not wanted"
+							     : "not negotiated",
+			 held);
 	}
 	/* the descriptors are taken by now: not an error of the state's */
 	return r == -EINVAL || r == -ESTALE ? -EPROTO : r;
@@ -414,6 +432,9 @@ bool dm_fs_handover_kept(struct dm_fs *fs)
 void dm_fs_leave(struct dm_fs *fs)
 {
 	fs_handover_leave(fs->handover);
+	/* the backings too: open files still read through them, and the
+	 * next daemon shares them with new opens of their inodes */
+	fs_passthrough_leave(&fs->passthrough);
 	/* the mount stays for the next daemon */
 	fs->mounted = false;
 	free(fs->adopted_point);

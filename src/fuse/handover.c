@@ -4,6 +4,7 @@
 
 #include "inode.h"
 #include "notify.h"
+#include "passthrough.h"
 #include "view.h"
 
 #include "core/array.h"
@@ -22,7 +23,11 @@ _Static_assert(sizeof(struct fs_handover_header) <= HEADER_SIZE, "the header is 
  * numbers (some 2 * 10^5 devices walked whole). */
 #define NAMES_CAP (32u << 20)
 #define SLOTS_CAP (1u << 22)
-#define STATE_SIZE (HEADER_SIZE + NAMES_CAP + (size_t)SLOTS_CAP * sizeof(struct fs_mirror_slot))
+/* and backings for 2^16 inodes open at once with passthrough */
+#define BACKINGS_CAP (1u << 16)
+#define BACKINGS_OFF (HEADER_SIZE + NAMES_CAP + (size_t)SLOTS_CAP * sizeof(struct fs_mirror_slot))
+_Static_assert(BACKINGS_OFF % 8 == 0, "the backings are aligned");
+#define STATE_SIZE (BACKINGS_OFF + (size_t)BACKINGS_CAP * sizeof(struct fs_backing_slot))
 
 static int map(int fd, struct fs_handover **ret)
 {
@@ -55,6 +60,7 @@ int fs_handover_new(struct fs_handover **ret)
 	h->version = FS_HANDOVER_VERSION;
 	h->names_cap = NAMES_CAP;
 	h->slots_cap = SLOTS_CAP;
+	h->backings_cap = BACKINGS_CAP;
 	atomic_store(&h->names_used, 1);
 	atomic_store(&h->ok, 1);
 	atomic_store(&h->epoch, 1);
@@ -74,7 +80,8 @@ int fs_handover_adopt(int fd, struct fs_handover **ret)
 	struct fs_handover_header *h = ho->h;
 	if (memcmp(h->magic, FS_HANDOVER_MAGIC, sizeof(FS_HANDOVER_MAGIC)) != 0 ||
 	    h->version != FS_HANDOVER_VERSION || h->init_len > FS_HANDOVER_INIT_MAX ||
-	    h->names_cap != NAMES_CAP || h->slots_cap != SLOTS_CAP)
+	    h->names_cap != NAMES_CAP || h->slots_cap != SLOTS_CAP ||
+	    h->backings_cap != BACKINGS_CAP)
 		r = -EINVAL;
 	else if (!atomic_load(&h->ok))
 		r = -ESTALE;
@@ -108,6 +115,16 @@ void fs_handover_mirror(struct fs_handover *ho, struct fs_mirror *ret)
 		.names = base + HEADER_SIZE, .names_cap = NAMES_CAP,
 		.slots = (struct fs_mirror_slot *)(base + HEADER_SIZE + NAMES_CAP),
 		.slots_cap = SLOTS_CAP, .names_used = &h->names_used, .high = &h->high, .ok = &h->ok,
+	};
+}
+
+void fs_handover_backings(struct fs_handover *ho, struct fs_backing_mirror *ret)
+{
+	struct fs_handover_header *h = ho->h;
+	*ret = (struct fs_backing_mirror){
+		.slots = (struct fs_backing_slot *)((char *)h + BACKINGS_OFF),
+		.cap = BACKINGS_CAP,
+		.negotiated = &h->passthrough,
 	};
 }
 

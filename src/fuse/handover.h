@@ -15,10 +15,13 @@
  * that they are there after a SIGKILL too, made again by the next daemon
  * under the same numbers.
  *
+ * Passthrough's backing files are the connection's: the state mirrors
+ * them too (passthrough.h), with whether the INIT reply asked for
+ * passthrough, and the next daemon takes them over.
+ *
  * Over /dev/fuse only: a connection whose io_uring rings are ready never
  * goes back to /dev/fuse, and requests a dead process held in its ring
- * entries are not re-sent; passthrough's backing files belong to the
- * process that registered them. A handover session uses neither.
+ * entries are not re-sent. A handover session does not use io_uring.
  */
 #ifndef DM_FS_HANDOVER_H
 #define DM_FS_HANDOVER_H
@@ -30,7 +33,7 @@
 #include <string.h>
 
 #define FS_HANDOVER_MAGIC "driverfsd-state"
-#define FS_HANDOVER_VERSION 3
+#define FS_HANDOVER_VERSION 4
 /* The INIT request as the kernel sent it, header included (its
  * fuse_init_in is 64 bytes today). */
 #define FS_HANDOVER_INIT_MAX 256
@@ -54,6 +57,10 @@ struct fs_handover_header {
 	 * then one record per node number */
 	_Atomic uint32_t names_used, high, ok;
 	uint32_t names_cap, slots_cap;
+	/* passthrough (passthrough.h): negotiated at INIT; the backings'
+	 * mirror after the nodes' */
+	_Atomic uint32_t passthrough;
+	uint32_t backings_cap;
 };
 
 struct fs_handover {
@@ -82,10 +89,14 @@ static inline void fs_handover_saw_init(struct fs_handover *ho, const void *req,
 }
 
 struct dm_model;
+struct fs_backing_mirror;
 struct fs_mirror;
 struct fs_table;
 /* The node mirror in @ho's memfd, for fs_table_set_mirror(). */
 void fs_handover_mirror(struct fs_handover *ho, struct fs_mirror *ret);
+/* The backings' mirror in @ho's memfd, for fs_passthrough_set_mirror()
+ * and fs_passthrough_adopt(). */
+void fs_handover_backings(struct fs_handover *ho, struct fs_backing_mirror *ret);
 /* A planned exit, once the loop has ended: the state "left". */
 void fs_handover_leave(struct fs_handover *ho);
 /* The next daemon, before it serves: the mirrored nodes made again in @t,

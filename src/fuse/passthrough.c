@@ -34,10 +34,13 @@ struct pt_backing_map {
 #define PT_OPEN_BACKING_OFF (offsetof(struct fuse_open_out, open_flags) + sizeof(uint32_t))
 _Static_assert(sizeof(struct fuse_open_out) == 16, "fuse_open_out's size");
 
+#define NO_SLOT UINT32_MAX
+
 struct fs_backing {
 	uint64_t ino; /* the key */
 	int32_t id;
 	unsigned opens;
+	uint32_t slot; /* in the handover mirror, or NO_SLOT */
 };
 
 static int cmp_u64(const void *a, const void *b)
@@ -60,7 +63,8 @@ static int close_backing(void *value, void *data)
 	struct fs_backing *b = value;
 	struct fs_passthrough *pt = data;
 	uint32_t id = (uint32_t)b->id;
-	if (pt->fd >= 0)
+	/* left for the next daemon: registered still, and mirrored */
+	if (pt->fd >= 0 && !pt->leaving)
 		(void)ioctl(pt->fd, PT_IOC_BACKING_CLOSE, &id);
 	free(b);
 	return 0;
@@ -70,7 +74,121 @@ void fs_passthrough_done(struct fs_passthrough *pt)
 {
 	dm_hashmap_for_each(&pt->backings, close_backing, pt);
 	dm_hashmap_done(&pt->backings);
+	free(pt->free_slots);
 	pthread_mutex_destroy(&pt->lock);
+}
+
+void fs_passthrough_leave(struct fs_passthrough *pt)
+{
+	pthread_mutex_lock(&pt->lock);
+	pt->leaving = pt->mirror.slots != NULL;
+	pthread_mutex_unlock(&pt->lock);
+}
+
+/* ---- the handover mirror (lock held) ---- */
+
+static int mirror_add(struct fs_passthrough *pt, struct fs_backing *b)
+{
+	b->slot = NO_SLOT;
+	if (!pt->mirror.slots)
+		return 0;
+	uint32_t i;
+	if (pt->n_free)
+		i = pt->free_slots[--pt->n_free];
+	else if (pt->high < pt->mirror.cap)
+		i = pt->high++;
+	else
+		return -ENOSPC;
+	struct fs_backing_slot *s = &pt->mirror.slots[i];
+	s->id = b->id;
+	s->opens = b->opens;
+	atomic_store_explicit(&s->ino, b->ino, memory_order_release);
+	b->slot = i;
+	return 0;
+}
+
+static void mirror_count(struct fs_passthrough *pt, const struct fs_backing *b)
+{
+	if (b->slot != NO_SLOT)
+		pt->mirror.slots[b->slot].opens = b->opens;
+}
+
+static void mirror_remove(struct fs_passthrough *pt, const struct fs_backing *b)
+{
+	if (b->slot == NO_SLOT)
+		return;
+	atomic_store_explicit(&pt->mirror.slots[b->slot].ino, 0, memory_order_release);
+	/* room for every slot: allocated with the mirror */
+	pt->free_slots[pt->n_free++] = b->slot;
+}
+
+static int mirror_set(struct fs_passthrough *pt, const struct fs_backing_mirror *m)
+{
+	uint32_t *free_slots = calloc(m->cap ? m->cap : 1, sizeof(*free_slots));
+	if (!free_slots)
+		return -ENOMEM;
+	free(pt->free_slots);
+	pt->free_slots = free_slots;
+	pt->n_free = pt->high = 0;
+	pt->mirror = *m;
+	return 0;
+}
+
+void fs_passthrough_set_mirror(struct fs_passthrough *pt, const struct fs_backing_mirror *m)
+{
+	pthread_mutex_lock(&pt->lock);
+	/* without room to count free slots, no mirror: and no backing is
+	 * made (fs_passthrough_get() fails with -ENOSPC) */
+	if (mirror_set(pt, m) < 0) {
+		pt->mirror = *m;
+		pt->mirror.cap = 0;
+	}
+	pthread_mutex_unlock(&pt->lock);
+}
+
+int fs_passthrough_adopt(struct fs_passthrough *pt, const struct fs_backing_mirror *m)
+{
+	pthread_mutex_lock(&pt->lock);
+	int r = mirror_set(pt, m);
+	size_t taken = 0;
+	for (uint32_t i = 0; r == 0 && i < m->cap; i++) {
+		struct fs_backing_slot *s = &m->slots[i];
+		uint64_t ino = atomic_load_explicit(&s->ino, memory_order_acquire);
+		if (!ino)
+			continue;
+		pt->high = i + 1;
+		/* none open is none held: closed; a second slot of one inode
+		 * (not written so) is dropped */
+		bool dup = dm_hashmap_get(&pt->backings, &ino) != NULL;
+		if (s->opens == 0 || s->id < 0 || dup) {
+			uint32_t id = (uint32_t)s->id;
+			if (s->id >= 0 && !dup)
+				(void)ioctl(pt->fd, PT_IOC_BACKING_CLOSE, &id);
+			atomic_store(&s->ino, 0);
+			continue;
+		}
+		struct fs_backing *b = malloc(sizeof(*b));
+		if (!b) {
+			r = -ENOMEM;
+			break;
+		}
+		*b = (struct fs_backing){ .ino = ino, .id = s->id, .opens = s->opens, .slot = i };
+		if (dm_hashmap_put(&pt->backings, &b->ino, b) < 0) {
+			free(b);
+			r = -ENOMEM;
+			break;
+		}
+		taken++;
+	}
+	/* the slots below the highest taken and not taken are free */
+	for (uint32_t i = 0; r == 0 && i < pt->high; i++)
+		if (!atomic_load(&m->slots[i].ino))
+			pt->free_slots[pt->n_free++] = i;
+	atomic_store(&pt->held, taken);
+	if (pt->wanted && m->negotiated && atomic_load(m->negotiated))
+		atomic_store_explicit(&pt->on, true, memory_order_release);
+	pthread_mutex_unlock(&pt->lock);
+	return r < 0 ? r : (int)taken;
 }
 
 void fs_passthrough_set_fd(struct fs_passthrough *pt, int fd)
@@ -81,6 +199,11 @@ void fs_passthrough_set_fd(struct fs_passthrough *pt, int fd)
 bool fs_passthrough_on(struct fs_passthrough *pt)
 {
 	return atomic_load_explicit(&pt->on, memory_order_acquire);
+}
+
+bool fs_passthrough_any(struct fs_passthrough *pt)
+{
+	return fs_passthrough_on(pt) || atomic_load_explicit(&pt->held, memory_order_relaxed);
 }
 
 uint64_t fs_passthrough_opens(struct fs_passthrough *pt)
@@ -117,6 +240,8 @@ static void init_reply(struct fs_passthrough *pt, struct iovec *iov, int count)
 	uint32_t depth = 1;
 	memcpy((char *)init + PT_INIT_STACK_DEPTH_OFF, &depth, sizeof(depth));
 	atomic_store_explicit(&pt->on, true, memory_order_release);
+	if (pt->mirror.negotiated)
+		atomic_store(pt->mirror.negotiated, 1);
 	log_info("the kernel reads passed-through attributes itself (FUSE passthrough)");
 }
 
@@ -185,6 +310,7 @@ static bool backing_ref(struct fs_passthrough *pt, uint64_t ino, int32_t *ret_id
 	struct fs_backing *b = dm_hashmap_get(&pt->backings, &ino);
 	if (b) {
 		b->opens++;
+		mirror_count(pt, b);
 		*ret_id = b->id;
 	}
 	return b != NULL;
@@ -211,10 +337,17 @@ static int backing_new(struct fs_passthrough *pt, uint64_t ino, int (*open_sourc
 	if (!found) {
 		if (b)
 			*b = (struct fs_backing){ .ino = ino, .id = id, .opens = 1 };
-		if (!b || dm_hashmap_put(&pt->backings, &b->ino, b) < 0)
+		if (!b)
 			r = -ENOMEM;
-		else
+		else if ((r = mirror_add(pt, b)) == 0 &&
+			 dm_hashmap_put(&pt->backings, &b->ino, b) < 0) {
+			mirror_remove(pt, b);
+			r = -ENOMEM;
+		}
+		if (r == 0) {
 			*ret_id = id;
+			atomic_fetch_add_explicit(&pt->held, 1, memory_order_relaxed);
+		}
 	}
 	pthread_mutex_unlock(&pt->lock);
 	if (found || r < 0) {
@@ -227,12 +360,14 @@ static int backing_new(struct fs_passthrough *pt, uint64_t ino, int (*open_sourc
 int fs_passthrough_get(struct fs_passthrough *pt, uint64_t ino, int (*open_source)(void *),
 		       void *data, int32_t *ret_id)
 {
-	if (!fs_passthrough_on(pt) || pt->fd < 0)
+	if (!fs_passthrough_any(pt) || pt->fd < 0)
 		return -EOPNOTSUPP;
 	pthread_mutex_lock(&pt->lock);
 	bool found = backing_ref(pt, ino, ret_id);
 	pthread_mutex_unlock(&pt->lock);
-	int r = found ? 0 : backing_new(pt, ino, open_source, data, ret_id);
+	int r = found			   ? 0
+		: !fs_passthrough_on(pt) ? -EOPNOTSUPP
+					   : backing_new(pt, ino, open_source, data, ret_id);
 	if (r == 0)
 		atomic_fetch_add_explicit(&pt->opens, 1, memory_order_relaxed);
 	return r;
@@ -242,10 +377,15 @@ void fs_passthrough_put(struct fs_passthrough *pt, uint64_t ino)
 {
 	pthread_mutex_lock(&pt->lock);
 	struct fs_backing *b = dm_hashmap_get(&pt->backings, &ino);
-	if (b && --b->opens == 0)
+	if (b && --b->opens == 0) {
 		dm_hashmap_remove(&pt->backings, &ino);
-	else
+		mirror_remove(pt, b);
+		atomic_fetch_sub_explicit(&pt->held, 1, memory_order_relaxed);
+	} else {
+		if (b)
+			mirror_count(pt, b);
 		b = NULL;
+	}
 	pthread_mutex_unlock(&pt->lock);
 	if (b) {
 		backing_close(pt, b->id);

@@ -215,6 +215,106 @@ def test_a_killed_daemon_is_taken_over_too(env):
     holder.close()
 
 
+# Holds a file open and, for each line it is sent, reads it again from the
+# start (its errno's name on an error); "close" closes it.
+OPENER = r"""
+import errno, os, sys
+f = open(sys.argv[1])
+for line in sys.stdin:
+    if line.strip() == "close":
+        f.close()
+        print("closed", flush=True)
+        continue
+    try:
+        f.seek(0)
+        print(repr(f.read()), flush=True)
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+"""
+
+
+def opener(path):
+    p = subprocess.Popen(["python3", "-c", OPENER, path], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+
+    def ask(line="read"):
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+        return p.stdout.readline().strip()
+    return p, ask
+
+
+def kernel_has(symbol):
+    """Whether the running kernel has @symbol (fuse's, built in or loaded)."""
+    try:
+        with open("/proc/kallsyms") as f:
+            return any(line.split()[2:3] == [symbol] for line in f)
+    except OSError:
+        return False
+
+
+def closing_counts(output):
+    """The closing log line's count of files opened for passthrough."""
+    m = re.search(r"opened for passthrough: (\d+)", output)
+    return int(m.group(1)) if m else None
+
+
+@pytest.mark.parametrize("how", ["planned", "killed", "next-without-passthrough"])
+def test_passthrough_is_kept_across_a_restart(env, how):
+    """The unit's configuration passes reads through (issue 31): the next
+    daemon knows from the state that the connection negotiated it, takes
+    over the backing files of files open across the restart (the kernel
+    wants every open of such an inode to name the same one, any other open
+    fails with EIO), puts them back at those files' release, and opens new
+    files with passthrough of its own."""
+    tb, mnt, tmp, daemons = env
+    if not kernel_has("fuse_passthrough_open"):
+        pytest.skip("the kernel has no FUSE passthrough (Linux >= 6.9)")
+    d1 = Supervised(tb, mnt, tmp)
+    daemons.append(d1)
+    # a sysfs attribute of the device's own, passed through
+    path = os.path.join(device_dir(mnt), "urbnum")
+    with open(path) as f:
+        value = f.read()
+    # what the unit runs passes reads through (said once INIT is answered)
+    assert "FUSE passthrough" in d1.output(), d1.output()
+    p, ask = opener(path)
+    assert ask() == repr(value)
+    if how == "killed":
+        d1.proc.kill()
+        d1.proc.wait(30)
+    else:
+        d1.proc.send_signal(signal.SIGUSR2)
+        assert d1.proc.wait(30) == 75, d1.output()
+        assert closing_counts(d1.output()) >= 2, d1.output()
+    extra = ("--no-passthrough",) if how == "next-without-passthrough" else ()
+    d2 = Supervised(tb, mnt, tmp, d1.store, extra=extra)
+    daemons.append(d2)
+    out = d2.output()
+    want = "not wanted" if extra else "on"
+    assert re.search(rf"passthrough {want}, [1-9]\d* backing files of open files taken over",
+                     out), out
+    # the file open across the restart reads on; a new open of its inode
+    # shares its backing (EIO if the next daemon registered another)
+    assert ask() == repr(value)
+    with open(path) as f:
+        assert f.read() == value
+    # its release puts the backing back: the inode opens anew after
+    assert ask("close") == "closed"
+    p.stdin.close()
+    p.wait(30)
+    for _ in range(2):
+        with open(path) as f:
+            assert f.read() == value
+    d2.proc.send_signal(signal.SIGTERM)
+    assert d2.proc.wait(30) == 0, d2.output()
+    if extra:
+        assert closing_counts(d2.output()) is None, d2.output()
+    else:
+        # the new open sharing the old backing, and the two after it
+        assert closing_counts(d2.output()) >= 3, d2.output()
+
+
 def serving_a_reader(env):
     """A daemon serving a reader: the daemon, its mount's ID, the reader."""
     tb, mnt, tmp, daemons = env
