@@ -4,9 +4,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret)
 {
@@ -81,6 +83,23 @@ struct dm_model *dm_device_get_model(const struct dm_device *dev)
 const char *dm_device_get_devpath(const struct dm_device *dev)
 {
 	return dev->devpath;
+}
+
+uint64_t dm_device_identity(struct dm_device *dev)
+{
+	if (atomic_load_explicit(&dev->identity_known, memory_order_acquire))
+		return atomic_load_explicit(&dev->identity, memory_order_relaxed);
+	char path[PATH_MAX];
+	struct stat st;
+	uint64_t id = 0;
+	/* the devpath is set before the device is added, never changed */
+	if (dev->devpath && (size_t)snprintf(path, sizeof(path), "/sys%s", dev->devpath) <
+				    sizeof(path) &&
+	    stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		id = (uint64_t)st.st_ino;
+	atomic_store_explicit(&dev->identity, id, memory_order_relaxed);
+	atomic_store_explicit(&dev->identity_known, true, memory_order_release);
+	return id;
 }
 
 const char *dm_device_get_kernel_driver(const struct dm_device *dev)

@@ -175,6 +175,10 @@ struct dm_device {
 
 	void *bus_data;
 	void (*free_bus_data)(void *);
+	/* dm_device_identity(): its sysfs directory's inode number, once
+	 * asked (identity_known set after the value) */
+	_Atomic uint64_t identity;
+	atomic_bool identity_known;
 };
 
 /* A device link: @consumer depends on @supplier beyond the tree (link.c).

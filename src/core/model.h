@@ -320,6 +320,12 @@ int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret);
 /* Setters for a device not yet added (the kernel driver may also change
  * later, on hotplug's bind and unbind). */
 int dm_device_set_devpath(struct dm_device *dev, const char *devpath);
+/* Which kernel device @dev stands for, beyond its name: the inode number
+ * of its sysfs directory (a directory made again, a device unplugged and
+ * another plugged at its path, gets another: kernfs numbers its nodes
+ * with a generation), read once and kept. 0 when it has none (no devpath,
+ * or the directory cannot be read). Any thread; no lock held. */
+uint64_t dm_device_identity(struct dm_device *dev);
 int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver);
 /* The kernel's name when the tree's differs (a clash-renamed class device,
  * "bsg:0:0:0:0" for "0:0:0:0"): bus and class listings use it. */

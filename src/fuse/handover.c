@@ -195,7 +195,13 @@ int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_mo
 		if (fs_table_get(t, v[i].n.parent, &dir) == 0) {
 			dm_model_read_lock(m);
 			int f = fs_view_find_locked(m, &dir, v[i].name, &found, group);
-			if (f == 0 && found.kind == v[i].n.kind) {
+			/* the same kind of object under that name, and for a
+			 * device's node the same device, not one plugged at its
+			 * path meanwhile: a handle opened on the old one must not
+			 * act on it */
+			if (f == 0 && found.kind == v[i].n.kind &&
+			    (!v[i].n.ident || !found.dev ||
+			     dm_device_identity(found.dev) == v[i].n.ident)) {
 				int e = fs_table_restore(t, &v[i].n, v[i].name, &found);
 				if (e == -ENOMEM)
 					r = e;

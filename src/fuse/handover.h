@@ -33,7 +33,7 @@
 #include <string.h>
 
 #define FS_HANDOVER_MAGIC "driverfsd-state"
-#define FS_HANDOVER_VERSION 4
+#define FS_HANDOVER_VERSION 5
 /* The INIT request as the kernel sent it, header included (its
  * fuse_init_in is 64 bytes today). */
 #define FS_HANDOVER_INIT_MAX 256

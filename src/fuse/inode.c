@@ -449,6 +449,8 @@ static void mirror_put_locked(struct fs_table *t, uint32_t ino, bool keyed)
 	struct fs_mirror_slot *ms = &m->slots[ino];
 	atomic_store_explicit(&ms->kind, 0, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
+	/* read once per device (a stat of its sysfs directory), kept */
+	ms->ident = n->dev ? dm_device_identity(n->dev) : 0;
 	ms->gen = n->gen;
 	ms->parent = n->parent;
 	ms->depth = n->depth;
@@ -670,8 +672,8 @@ int fs_mirror_each(const struct fs_mirror *m,
 		size_t len = strnlen(name, used - ms->name_off);
 		if (len == 0 || len > DM_NAME_MAX || ms->name_off + len >= used)
 			return -EINVAL;
-		struct fs_saved_node n = { .ino = i, .gen = ms->gen, .parent = ms->parent,
-					   .depth = ms->depth, .kind = kind, .keyed = ms->keyed,
+		struct fs_saved_node n = { .ident = ms->ident, .ino = i, .gen = ms->gen,
+					   .parent = ms->parent, .depth = ms->depth, .kind = kind, .keyed = ms->keyed,
 					   .name_len = (uint16_t)len,
 					   .nlookup = atomic_load_explicit(&ms->nlookup,
 									   memory_order_relaxed) };

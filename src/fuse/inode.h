@@ -145,6 +145,9 @@ int fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
  * again under the same numbers and generations.
  */
 struct fs_mirror_slot {
+	/* the node's device's identity (dm_device_identity()), 0 for none:
+	 * a device swapped at the same path is not the node's */
+	uint64_t ident;
 	uint32_t gen, parent;
 	uint16_t depth;
 	_Atomic uint8_t kind; /* 0: no node; written last */
@@ -166,6 +169,7 @@ struct fs_mirror {
 };
 /* A node as read from a mirror. */
 struct fs_saved_node {
+	uint64_t ident;
 	uint32_t ino, gen, parent;
 	uint16_t depth;
 	uint8_t kind;

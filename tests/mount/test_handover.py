@@ -472,6 +472,76 @@ def test_what_changed_while_no_daemon_served_is_seen_after(env):
     assert os.path.isdir(parent)  # what is still there answers
 
 
+# Holds a file open for writing; each line "w VALUE" writes VALUE through
+# it and answers "ok" or its errno's name.
+WRITER = r"""
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+for line in sys.stdin:
+    try:
+        os.write(fd, (line.split(" ", 1)[1].strip() + "\n").encode())
+        print("ok", flush=True)
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+"""
+
+
+def testbed_blocks(paths):
+    """The records of the devices at @paths in the USB tree testbed, as
+    umockdev's add_from_string() takes them."""
+    with open(TESTBED) as f:
+        blocks = f.read().split("\n\n")
+    return "\n\n".join(b for b in blocks if b.split("\n", 1)[0][3:] in paths) + "\n\n"
+
+
+def test_an_old_handle_never_acts_on_a_device_plugged_at_its_path(env):
+    """After a handover nodes are found again by their parent and name, and
+    a device's by its identity too (issue 31): a device unplugged while no
+    daemon served, and another plugged at the same path, is not the one a
+    handle opened before the restart names. A write through that handle
+    fails (ESTALE) and never reaches the new device; the path, looked up
+    anew, is the new device's."""
+    from hotplug_util import remove_devices
+    tb, mnt, tmp, daemons = env
+    d1 = Supervised(tb, mnt, tmp)
+    daemons.append(d1)
+    host = "/devices/pci0000:00/0000:00:17.0/ata6/host5"
+    chost = host + "/scsi_host/host5"
+    dirs = {open(own(top, "devpath")).read().strip(): top
+            for top, _, files in os.walk(os.path.join(mnt, "root")) if has_devpath(files)}
+    attr = os.path.join(dirs[chost], "eh_deadline")
+    sys_attr = tb.get_sys_dir() + chost + "/eh_deadline"
+    p = subprocess.Popen(["python3", "-c", WRITER, attr], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+
+    def write(value):
+        p.stdin.write(f"w {value}\n")
+        p.stdin.flush()
+        return p.stdout.readline().strip()
+    assert write(5) == "ok"
+    assert open(sys_attr).read() == "5\n"
+    d1.proc.send_signal(signal.SIGUSR2)
+    assert d1.proc.wait(30) == 75, d1.output()
+    # meanwhile the device goes and another comes at its path
+    remove_devices(tb, [chost, host])
+    assert tb.add_from_string(testbed_blocks({host, chost}))
+    assert open(sys_attr).read() == "off\n"
+    d2 = Supervised(tb, mnt, tmp, d1.store)
+    daemons.append(d2)
+    assert re.search(r"made again, [1-9][0-9]* gone", d2.output()), d2.output()
+    got = write(7)
+    assert got in ("ESTALE", "ENODEV"), got
+    assert open(sys_attr).read() == "off\n"  # the new device untouched
+    p.stdin.close()
+    p.wait(30)
+    # the path is the new device's
+    with open(attr) as f:
+        assert f.read() == "off\n"
+    with open(attr, "w") as f:
+        f.write("9\n")
+    assert open(sys_attr).read() == "9\n"
+
+
 def test_a_soak_of_restarts_under_readers(env):
     """Restarts in a row under a reader: none fails or hangs, the mount is
     the same one throughout (DRIVERFS_SOAK restarts, 100 by default)."""
