@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <signal.h>
@@ -402,15 +403,42 @@ const void *dm_fs_handover_header(struct dm_fs *fs)
 /* SIGUSR2: leave the connection to the next daemon (handover.h). The
  * session of the process, for the handler. */
 static struct dm_fs *volatile leaving_fs;
+/* The thread running the session loop, once it runs, and libfuse's own
+ * handler of the signals that end it. */
+static pthread_t loop_thread;
+static volatile sig_atomic_t loop_running;
+static struct sigaction fuse_exit_action;
+static bool exit_wrapped;
+
+/*
+ * fuse_session_exit() only marks the session: the loop's thread notices
+ * when its wait is interrupted, a worker when its read of /dev/fuse is.
+ * Under umockdev a SIGUSR2 was left unnoticed, the daemon waiting for a
+ * request that never came (5 planned exits in 30, tests/mount's
+ * supervisor, every worker in its read and the loop's thread in its
+ * wait): the signal is passed on to the loop's thread (none in 40).
+ */
+static void wake_loop(int sig)
+{
+	if (loop_running && !pthread_equal(pthread_self(), loop_thread))
+		pthread_kill(loop_thread, sig);
+}
 
 static void on_sigusr2(int sig)
 {
-	(void)sig;
 	struct dm_fs *fs = leaving_fs;
 	if (!fs)
 		return;
 	fs->leaving = true;
 	fuse_session_exit(fs->se);
+	wake_loop(sig);
+}
+
+static void on_exit_signal(int sig)
+{
+	if (fuse_exit_action.sa_handler != SIG_DFL && fuse_exit_action.sa_handler != SIG_IGN)
+		fuse_exit_action.sa_handler(sig);
+	wake_loop(sig);
 }
 
 bool dm_fs_leaving(struct dm_fs *fs)
@@ -470,6 +498,15 @@ int dm_fs_set_signal_handlers(struct dm_fs *fs)
 {
 	if (fuse_set_signal_handlers(fs->se) != 0)
 		return -EIO;
+	/* libfuse's, which ends the session, then on to the loop's thread */
+	struct sigaction exit_action = { .sa_handler = on_exit_signal };
+	sigemptyset(&exit_action.sa_mask);
+	if (sigaction(SIGTERM, NULL, &fuse_exit_action) < 0 ||
+	    fuse_exit_action.sa_handler == SIG_DFL || fuse_exit_action.sa_handler == SIG_IGN ||
+	    (fuse_exit_action.sa_flags & SA_SIGINFO) || sigaction(SIGTERM, &exit_action, NULL) < 0 ||
+	    sigaction(SIGINT, &exit_action, NULL) < 0)
+		return -EIO;
+	exit_wrapped = true;
 	if (fs->handover) {
 		leaving_fs = fs;
 		struct sigaction sa = { .sa_handler = on_sigusr2 };
@@ -488,7 +525,10 @@ int dm_fs_loop(struct dm_fs *fs)
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, 16);
 	fuse_loop_cfg_set_idle_threads(cfg, 16);
+	loop_thread = pthread_self();
+	loop_running = 1;
 	int r = fuse_session_loop_mt(fs->se, cfg);
+	loop_running = 0;
 	fuse_loop_cfg_destroy(cfg);
 	/* the rings' threads call into the session and the tables */
 	dm_uring_stop(fs->uring);
@@ -507,6 +547,12 @@ void dm_fs_free(struct dm_fs *fs)
 	fs_notifier_done(&fs->notifier);
 	fs_listings_done(&fs->listings);
 	fs_opens_done(&fs->opens);
+	/* libfuse's handlers back, for it to remove */
+	if (exit_wrapped) {
+		sigaction(SIGTERM, &fuse_exit_action, NULL);
+		sigaction(SIGINT, &fuse_exit_action, NULL);
+		exit_wrapped = false;
+	}
 	fuse_remove_signal_handlers(fs->se);
 	/* the mirror keeps the nodes as they are, for a successor */
 	fs_table_set_mirror(fs->table, NULL);

@@ -486,7 +486,7 @@ for line in sys.stdin:
 """
 
 
-def testbed_blocks(paths):
+def records_of(paths):
     """The records of the devices at @paths in the USB tree testbed, as
     umockdev's add_from_string() takes them."""
     with open(TESTBED) as f:
@@ -524,7 +524,7 @@ def test_an_old_handle_never_acts_on_a_device_plugged_at_its_path(env):
     assert d1.proc.wait(30) == 75, d1.output()
     # meanwhile the device goes and another comes at its path
     remove_devices(tb, [chost, host])
-    assert tb.add_from_string(testbed_blocks({host, chost}))
+    assert tb.add_from_string(records_of({host, chost}))
     assert open(sys_attr).read() == "off\n"
     d2 = Supervised(tb, mnt, tmp, d1.store)
     daemons.append(d2)
