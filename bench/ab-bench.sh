@@ -15,6 +15,7 @@
 # and whether each is within 10% of the old build's. The load time (mount
 # ready) of each is measured once per round too, on a fresh mount.
 # TRANSPORT=dev takes every request through /dev/fuse (--no-io-uring).
+# DRIVERFSD_OPTS gives both builds' driverfsd more options (bench-lib.sh).
 set -euo pipefail
 
 [ "$#" -ge 2 ] || { echo "usage: ab-bench.sh OLD_BUILD NEW_BUILD [N ...]" >&2; exit 2; }
@@ -34,6 +35,7 @@ for b in "$old" "$new"; do
 	[ -x "$b/driverfsd" ] || { echo "ab-bench: no driverfsd in $b" >&2; exit 2; }
 done
 set_transport
+set_daemon_opts
 mkdir -p "$work/old" "$work/new"
 
 # mounts build $1's daemon at $work/$2 (in the background: it returns once
@@ -42,9 +44,9 @@ mount_one() {
 	local t0 t1
 	t0=$(date +%s.%N)
 	if [ "$snap" = live ]; then
-		"$1/driverfsd" "${transport[@]}" "$work/$2" 2>/dev/null
+		"$1/driverfsd" "${transport[@]}" "${dopts[@]}" "$work/$2" 2>/dev/null
 	else
-		"$1/driverfsd" --snapshot "$snap" "${transport[@]}" "$work/$2" 2>/dev/null
+		"$1/driverfsd" --snapshot "$snap" "${transport[@]}" "${dopts[@]}" "$work/$2" 2>/dev/null
 	fi
 	t1=$(date +%s.%N)
 	echo "$t1 - $t0" | bc -l
@@ -57,7 +59,7 @@ unmount_one() {
 	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
 }
 
-echo "ab-bench $(date -u +%F) on $(nproc) cores; old $old ($(git -C "$old/.." rev-parse --short HEAD 2>/dev/null || echo ?)), new $new ($(git -C "$new/.." rev-parse --short HEAD 2>/dev/null || echo ?)); $(uptime)"
+echo "ab-bench $(date -u +%F) on $(nproc) cores; old $old ($(git -C "$old/.." rev-parse --short HEAD 2>/dev/null || echo ?)), new $new ($(git -C "$new/.." rev-parse --short HEAD 2>/dev/null || echo ?))${dopts[*]:+; driverfsd ${dopts[*]}}; $(uptime)"
 printf "%-8s %-24s %10s %10s %8s %s\n" devices measure old new new/old "within 10%"
 for n in "${sizes[@]}"; do
 	snap=live

@@ -41,6 +41,21 @@ set_transport() {
 		echo Y >"$fuse_param"
 	fi
 }
+# DRIVERFSD_OPTS: more options for every driverfsd serving a snapshot
+# (words split at spaces), into the array dopts. Such a bench cannot take
+# --handover, which serves a live machine only: what it changes in
+# serving, requests through /dev/fuse, is TRANSPORT=dev; attrs-bench.sh
+# runs --handover itself (AGAINST_OPTS).
+set_daemon_opts() {
+	read -r -a dopts <<<"${DRIVERFSD_OPTS:-}"
+	case " ${DRIVERFSD_OPTS:-} " in
+	*" --handover "*)
+		echo "$(basename "$0"): --handover serves a live machine, not a snapshot:" \
+			"TRANSPORT=dev serves as it does (/dev/fuse); attrs-bench.sh runs it" >&2
+		exit 2
+		;;
+	esac
+}
 # Unmounts each mount given (FUSE or tmpfs), quietly, then removes $work.
 clean_up() {
 	local m

@@ -23,6 +23,7 @@
 # Both servers take requests over io_uring where the kernel offers it (the
 # script sets the fuse module's enable_uring=Y when it has the parameter);
 # TRANSPORT=dev takes them all through /dev/fuse (--no-io-uring).
+# DRIVERFSD_OPTS gives driverfsd more options (bench-lib.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +39,7 @@ mnt=$work/driverfs tmp=$work/tmpfs min=$work/minfs
 trap 'clean_up "$mnt" "$min" "$tmp"' EXIT
 need_root "drop_caches, tmpfs"
 set_transport
+set_daemon_opts
 mkdir -p "$mnt" "$tmp" "$min"
 # unmounts $1, waits for the server $2 to exit; prints the requests it logged ($3)
 stop() {
@@ -46,7 +48,7 @@ stop() {
 	sed -n 's/.*fuse requests: \([0-9]*\).*/\1/p' "$3" | tail -1
 }
 start_driverfs() {
-	"$build/driverfsd" -f --snapshot "$snap" "${transport[@]}" "$mnt" 2>"$work/driverfs.log" &
+	"$build/driverfsd" -f --snapshot "$snap" "${transport[@]}" "${dopts[@]}" "$mnt" 2>"$work/driverfs.log" &
 	dpid=$!
 	wait_mount "$mnt" "$dpid"
 }
@@ -72,7 +74,7 @@ if [ "${#transport[@]}" -gt 0 ] || [ "$(cat "$fuse_param" 2>/dev/null)" != Y ]; 
 else
 	via="io_uring"
 fi
-echo "fs-bench $(date -u +%F) on $(nproc) cores, FUSE requests over $via; $(uptime)"
+echo "fs-bench $(date -u +%F) on $(nproc) cores, FUSE requests over $via${dopts[*]:+, driverfsd ${dopts[*]}}; $(uptime)"
 # m/tmpfs is minfs against tmpfs: what FUSE itself costs, which no server
 # can win back; d/minfs is what driverfs adds to it
 printf "%-8s %-24s %10s %10s %10s %8s %8s %8s\n" devices measure driverfs tmpfs minfs d/tmpfs \
@@ -86,7 +88,7 @@ for n in "${sizes[@]}"; do
 		[ -f "$snap" ] || $py "$here/bench/gen-snapshot.py" "$n" "$snap"
 	fi
 	t0=$(date +%s.%N)
-	"$build/driverfsd" --snapshot "$snap" "${transport[@]}" "$mnt" 2>/dev/null
+	"$build/driverfsd" --snapshot "$snap" "${transport[@]}" "${dopts[@]}" "$mnt" 2>/dev/null
 	t1=$(date +%s.%N)
 	pid=$(daemon_pid)
 	rss_load=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
@@ -121,7 +123,7 @@ for n in "${sizes[@]}"; do
 		start_minfs
 		drop; res[cold_m]+="$(walk "$min" | field 5) "
 		res[req_m]+="$(stop "$min" "$mpid" "$work/minfs.log") "
-		"$build/driverfsd" --snapshot "$snap" "${transport[@]}" "$mnt" 2>/dev/null
+		"$build/driverfsd" --snapshot "$snap" "${transport[@]}" "${dopts[@]}" "$mnt" 2>/dev/null
 		pid=$(daemon_pid)
 		start_minfs
 	done
