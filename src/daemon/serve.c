@@ -132,6 +132,12 @@ static void store_fds(struct daemon *d)
  * SIGHUP's reload, the unmount watcher, the notifier, the helper, the
  * monitor, logind; then READY=1, and in the background the waiting
  * parent told. */
+/* the watchdog's look at requests that stopped moving */
+static void check_stalled(void *data)
+{
+	dm_fs_check_stalled(data);
+}
+
 static int start(struct daemon *d)
 {
 	struct dm_model *m = d->model;
@@ -171,6 +177,8 @@ static int start(struct daemon *d)
 	/* for systemd (Type=notify) and for tests waiting for the mount */
 	sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=serving %zu devices", (int)getpid(),
 		   dm_model_count_devices(m));
+	if (d->service)
+		dm_service_set_check(d->service, check_stalled, d->fs);
 	if (d->service && dm_service_start(d->service) < 0)
 		log_warn("no reload on SIGHUP and no watchdog: cannot start their threads");
 	if (d->ready_fd >= 0) {

@@ -28,6 +28,9 @@ struct dm_service {
 	pthread_mutex_t lock; /* quit, for the watchdog's wait */
 	pthread_cond_t cond;
 	bool quit;
+	/* dm_service_set_check(): called at each look, pings or not */
+	void (*check)(void *);
+	void *check_data;
 };
 
 /* The signal handler's only way to the service: a handler has no
@@ -69,13 +72,20 @@ static void service_reload(struct dm_service *s)
 static void *watchdog_thread(void *data)
 {
 	struct dm_service *s = data;
+	/* every half period, and at least every second for the check */
 	uint64_t half = s->watchdog_usec / 2;
+	if (s->check && (half == 0 || half > 1000000))
+		half = 1000000;
 	pthread_mutex_lock(&s->lock);
 	while (!s->quit) {
 		pthread_mutex_unlock(&s->lock);
-		dm_model_read_lock(s->model);
-		dm_model_unlock(s->model);
-		sd_notify(0, "WATCHDOG=1");
+		if (s->check)
+			s->check(s->check_data);
+		if (s->watchdog_usec) {
+			dm_model_read_lock(s->model);
+			dm_model_unlock(s->model);
+			sd_notify(0, "WATCHDOG=1");
+		}
 		pthread_mutex_lock(&s->lock);
 
 		struct timespec until;
@@ -154,14 +164,22 @@ int dm_service_start(struct dm_service *s)
 	if (r < 0)
 		return r;
 	s->running = true;
-	if (!s->watchdog_usec)
+	if (!s->watchdog_usec && !s->check)
 		return 0;
 	r = dm_thread_start(&s->watchdog, 0, watchdog_thread, s);
 	if (r < 0)
 		return r;
 	s->watchdog_running = true;
-	log_info("watchdog: pinging every %llu ms", (unsigned long long)(s->watchdog_usec / 2000));
+	if (s->watchdog_usec)
+		log_info("watchdog: pinging every %llu ms",
+			 (unsigned long long)(s->watchdog_usec / 2000));
 	return 0;
+}
+
+void dm_service_set_check(struct dm_service *s, void (*check)(void *), void *data)
+{
+	s->check = check;
+	s->check_data = data;
 }
 
 void dm_service_free(struct dm_service *s)

@@ -29,6 +29,10 @@ int dm_service_new(struct dm_model *m, dm_service_reload_fn reload, void *data,
 		   struct dm_service **ret);
 /* Starts the threads (after fork: call it once the daemon is ready). */
 int dm_service_start(struct dm_service *s);
+/* Before dm_service_start(): @check(@data) runs on the watchdog's thread at
+ * each of its looks (at least every second), with or without systemd's
+ * watchdog (the requests that stopped moving: dm_fs_check_stalled()). */
+void dm_service_set_check(struct dm_service *s, void (*check)(void *), void *data);
 /* Stops the threads, ignores SIGHUP from then on, frees. NULL is fine. */
 void dm_service_free(struct dm_service *s);
 

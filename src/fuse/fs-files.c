@@ -3,6 +3,7 @@
  * release (docs/design.md §6.4, §6.6). */
 #include "fs-private.h"
 
+#include "uring.h"
 #include "view.h"
 
 #include <errno.h>
@@ -95,8 +96,10 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			return;
 		}
 		const struct dm_attribute *a = info.attr;
+		struct fs_open_value *v = fs_open_value_get(&fs->opens, fi->fh);
 		if (a && a->show_alloc && !(a->flags & DM_ATTR_UNBOUNDED))
-			fs_open_value_get(&fs->opens, fi->fh)->attr = a;
+			v->attr = a;
+		v->sysfs = a && (a->flags & DM_ATTR_SYSFS);
 	}
 	/* writes go to the store whole, one value per write */
 	if (changing || !reading)
@@ -166,23 +169,14 @@ static void reply_part(fuse_req_t req, const struct dm_blob *b, size_t size, off
 			       b->len - (size_t)off < size ? b->len - (size_t)off : size);
 }
 
-void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		struct fuse_file_info *fi)
+/* A read of the open copy @v: taken anew at offset 0 (or the first
+ * read), then the part asked. */
+static void read_open_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
+			    off_t off, struct fs_open_value *v)
 {
-	struct dm_fs *fs = req_fs(req, FS_OP_READ);
-	struct fs_open_value *v = fs_open_value_get(&fs->opens, fi->fh & ~FH_BACKED);
 	struct dm_blob *b = NULL;
 	int r = 0;
-	if (!v) {
-		/* a static value: the kernel caches its pages */
-		r = show_file(fs, ino, NULL, &b);
-		if (r < 0)
-			fuse_reply_err(req, -r);
-		else
-			reply_part(req, b, size, off);
-		dm_blob_unref(b);
-		return;
-	}
+	int slot = fs_inflight_begin(&fs->inflight, FS_OP_READ, ino, fuse_req_ctx(req)->uid);
 	pthread_mutex_lock(&v->lock);
 	if (off == 0 || !v->value) {
 		r = show_file(fs, ino, v->attr, &b);
@@ -194,11 +188,81 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * freed) before this thread runs on. */
 	b = r == 0 ? dm_blob_ref(v->value) : NULL;
 	pthread_mutex_unlock(&v->lock);
+	fs_inflight_end(&fs->inflight, slot);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
 		reply_part(req, b, size, off);
 	dm_blob_unref(b);
+}
+
+/* A read the pool took (slowread.h): @it is freed here. */
+void fs_serve_slow(void *data, struct fs_slow_item *it)
+{
+	read_open_value(data, it->req, it->ino, it->size, it->off, it->v);
+	free(it);
+}
+
+/* A read of a sysfs value by a user other than root, which may take as
+ * long as the device: kept to the user's share of the workers
+ * (slowread.h). */
+static void read_sysfs_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
+			     off_t off, struct fs_open_value *v, uid_t uid)
+{
+	/* a later piece of a copy already taken costs nothing */
+	pthread_mutex_lock(&v->lock);
+	bool cheap = off != 0 && v->value;
+	pthread_mutex_unlock(&v->lock);
+	int qid = cheap ? -1 : dm_uring_current_queue();
+	if (cheap) {
+		read_open_value(fs, req, ino, size, off, v);
+	} else if (qid >= 0) {
+		/* over io_uring: the entry is held until the answer */
+		int r = fs_slow_ring_enter(&fs->slow, (unsigned)qid, uid);
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
+		read_open_value(fs, req, ino, size, off, v);
+		fs_slow_ring_leave(&fs->slow, (unsigned)qid, uid);
+	} else {
+		/* on /dev/fuse: the worker goes back, the pool answers */
+		struct fs_slow_item *it = malloc(sizeof(*it));
+		int r = it ? 0 : -ENOMEM;
+		if (it) {
+			*it = (struct fs_slow_item){
+				.req = req, .ino = ino, .size = size, .off = off, .v = v, .uid = uid,
+			};
+			r = fs_slow_submit(&fs->slow, it);
+		}
+		if (r < 0) {
+			free(it);
+			fuse_reply_err(req, -r);
+		}
+	}
+}
+
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	struct dm_fs *fs = req_fs(req, FS_OP_READ);
+	struct fs_open_value *v = fs_open_value_get(&fs->opens, fi->fh & ~FH_BACKED);
+	if (!v) {
+		/* a static value: the kernel caches its pages */
+		struct dm_blob *b = NULL;
+		int r = show_file(fs, ino, NULL, &b);
+		if (r < 0)
+			fuse_reply_err(req, -r);
+		else
+			reply_part(req, b, size, off);
+		dm_blob_unref(b);
+		return;
+	}
+	uid_t uid = fuse_req_ctx(req)->uid;
+	if (v->sysfs && uid != 0)
+		read_sysfs_value(fs, req, ino, size, off, v, uid);
+	else
+		read_open_value(fs, req, ino, size, off, v);
 }
 
 /* A write to a kernel driver's bind or unbind file: the device's name,
@@ -237,8 +301,12 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, 
 		r = -EISDIR;
 	else if (off != 0)
 		r = -EINVAL;
-	else
+	else {
+		int slot = fs_inflight_begin(&fs->inflight, FS_OP_WRITE, ino,
+					     fuse_req_ctx(req)->uid);
 		r = dm_device_store(n.t.dev, n.t.group, n.name, data, size);
+		fs_inflight_end(&fs->inflight, slot);
+	}
 	fs_ref_release(&n);
 	/* What the write changed elsewhere (a suspended subtree's power files)
 	 * is invalidated before the writer returns, so that its next read sees

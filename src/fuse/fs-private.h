@@ -16,6 +16,7 @@
 #include "notify.h"
 #include "open-value.h"
 #include "passthrough.h"
+#include "slowread.h"
 
 #include <fuse_lowlevel.h>
 #include <stdatomic.h>
@@ -64,6 +65,8 @@ struct dm_fs {
 	struct fs_opens opens; /* copies of open files' changing values */
 	struct fs_passthrough passthrough; /* files the kernel reads itself */
 	struct fs_notifier notifier;
+	struct fs_slow slow; /* sysfs reads of users other than root */
+	struct fs_inflight inflight; /* reads and writes being served */
 	/* handover (handover.h): the state shared with the next daemon, when
 	 * wanted; the mount point of a connection taken over (libfuse did not
 	 * mount it, so driverfsd unmounts it); whether the daemon leaves the
@@ -105,6 +108,7 @@ void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void fs_serve_slow(void *data, struct fs_slow_item *it);
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
 		 struct fuse_file_info *fi);
 

@@ -16,6 +16,7 @@
 #include "uring.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -106,6 +107,53 @@ void dm_fs_metrics(struct dm_metrics *w, void *data)
 	dm_metrics_family(w, "driverfsd_fuse_nodes", "gauge",
 			  "Inodes the kernel holds a lookup of (the daemon's node table).");
 	dm_metrics_sample(w, "driverfsd_fuse_nodes", (double)fs_table_count(fs->table), NULL);
+	pthread_mutex_lock(&fs->inflight.lock);
+	unsigned stalled = fs->inflight.stalled_now;
+	uint64_t stalled_total = fs->inflight.stalled_total;
+	pthread_mutex_unlock(&fs->inflight.lock);
+	dm_metrics_family(w, "driverfsd_fuse_requests_stalled", "gauge",
+			  "Reads and writes in flight longer than the stall bound at the "
+			  "watchdog's last look.");
+	dm_metrics_sample(w, "driverfsd_fuse_requests_stalled", (double)stalled, NULL);
+	dm_metrics_family(w, "driverfsd_fuse_requests_stalled_total", "counter",
+			  "Reads and writes found in flight longer than the stall bound.");
+	dm_metrics_sample(w, "driverfsd_fuse_requests_stalled_total", (double)stalled_total,
+			  NULL);
+	dm_metrics_family(w, "driverfsd_fuse_sysfs_reads_total", "counter",
+			  "sysfs reads of users other than root kept to their share: waiting "
+			  "in the pool (/dev/fuse), refused with EAGAIN (io_uring).");
+	dm_metrics_sample(w, "driverfsd_fuse_sysfs_reads_total",
+			  (double)atomic_load_explicit(&fs->slow.queued_total,
+						       memory_order_relaxed),
+			  "result", "queued", NULL);
+	dm_metrics_sample(w, "driverfsd_fuse_sysfs_reads_total",
+			  (double)atomic_load_explicit(&fs->slow.refused_total,
+						       memory_order_relaxed),
+			  "result", "refused", NULL);
+}
+
+/* One request that stopped moving, told once. */
+static void report_stalled(void *data, const struct fs_inflight_slot *sl)
+{
+	struct dm_fs *fs = data;
+	struct fs_ref n;
+	char where[PATH_MAX] = "?";
+	if (fs_table_get(fs->table, sl->ino, &n) == 0) {
+		const char *dev = n.t.dev ? dm_device_get_devpath(n.t.dev) : NULL;
+		snprintf(where, sizeof(where), "%s%s%s%s%s", dev ? dev : "", dev ? "/" : "",
+			 n.group, n.group[0] ? "/" : "", n.name);
+		fs_ref_release(&n);
+	}
+	log_warn("a %s request of uid %u on %s (inode %" PRIu64 ") has run %" PRIu64
+		 " s, and goes on",
+		 fs_op_names[sl->op], (unsigned)sl->uid, where, sl->ino,
+		 (fs_now_ns() - sl->start_ns) / 1000000000u);
+}
+
+unsigned dm_fs_check_stalled(struct dm_fs *fs)
+{
+	return fs_inflight_check(&fs->inflight, (uint64_t)FS_STALL_SEC * 1000000000u,
+				 report_stalled, fs);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -225,6 +273,8 @@ int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
 	clock_gettime(CLOCK_REALTIME, &fs->start);
 	fs_listings_init(&fs->listings);
 	fs_opens_init(&fs->opens);
+	fs_slow_init(&fs->slow, fs_serve_slow, fs);
+	fs_inflight_init(&fs->inflight);
 	fs_passthrough_init(&fs->passthrough, true);
 	/* ours, taken out of what FUSE is given (open-value.h) */
 	static const struct fuse_opt opts[] = {
@@ -268,6 +318,8 @@ out_table:
 	fs_table_free(fs->table);
 out_free:
 	fs_passthrough_done(&fs->passthrough);
+	fs_slow_done(&fs->slow);
+	pthread_mutex_destroy(&fs->inflight.lock);
 	fs_opens_done(&fs->opens);
 	fs_listings_done(&fs->listings);
 	free(fs);
@@ -294,6 +346,12 @@ int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 	/* else (no possible CPUs to read) the session reads /dev/fuse alone */
 	if (!fs->no_io_uring && dm_uring_new(fs->se, DM_URING_THREADS_PER_CPU, &fs->uring) < 0)
 		fs->uring = NULL;
+	unsigned queues, per_cpu;
+	dm_uring_shape(fs->uring, &queues, &per_cpu);
+	if (fs->uring && fs_slow_set_rings(&fs->slow, queues, per_cpu) < 0) {
+		dm_uring_free(fs->uring);
+		fs->uring = NULL;
+	}
 	/* without it, libfuse's own I/O: neither io_uring nor passthrough
 	 * (nor a handover, which needs the INIT request kept) */
 	if (dm_fs_io_attach(fs->se, fuse_session_fd(fs->se), fs->uring, &fs->passthrough,
@@ -532,6 +590,8 @@ int dm_fs_loop(struct dm_fs *fs)
 	fuse_loop_cfg_destroy(cfg);
 	/* the rings' threads call into the session and the tables */
 	dm_uring_stop(fs->uring);
+	/* and so do the reads the pool serves */
+	fs_slow_stop(&fs->slow);
 	return r < 0 ? r : 0;
 }
 
@@ -546,6 +606,8 @@ void dm_fs_free(struct dm_fs *fs)
 	fs_passthrough_done(&fs->passthrough);
 	fs_notifier_done(&fs->notifier);
 	fs_listings_done(&fs->listings);
+	fs_slow_done(&fs->slow);
+	pthread_mutex_destroy(&fs->inflight.lock);
 	fs_opens_done(&fs->opens);
 	/* libfuse's handlers back, for it to remove */
 	if (exit_wrapped) {

@@ -83,6 +83,11 @@ int dm_fs_format_stats(struct dm_fs *fs, char *buf, size_t size);
 /* the metrics file's source (a dm_metrics_fn, @data the fs): the requests
  * served per operation, every operation listed. */
 void dm_fs_metrics(struct dm_metrics *w, void *data);
+/* The watchdog's look at the reads and writes in flight: each that has
+ * run longer than the stall bound (slowread.h) is logged once; returns how
+ * many there are now (the metrics' driverfsd_fuse_requests_stalled). Any
+ * thread, any time. */
+unsigned dm_fs_check_stalled(struct dm_fs *fs);
 /* Installs SIGTERM/SIGINT/SIGHUP handlers that end the loop. */
 int dm_fs_set_signal_handlers(struct dm_fs *fs);
 

@@ -40,6 +40,9 @@ struct fs_open_value {
 	/* the attribute found at open when it is read whole (show_alloc): no
 	 * second look-up at each read (dm_device_show_attr_blob()) */
 	const struct dm_attribute *attr;
+	/* read from sysfs, which may take as long as the device
+	 * (slowread.h) */
+	bool sysfs;
 };
 
 struct uid_use {

@@ -732,6 +732,17 @@ ssize_t dm_uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count
 	return n;
 }
 
+void dm_uring_shape(const struct dm_uring *u, unsigned *ret_queues, unsigned *ret_per_cpu)
+{
+	*ret_queues = u ? u->n_cpus : 0;
+	*ret_per_cpu = u ? u->per_cpu : 0;
+}
+
+int dm_uring_current_queue(void)
+{
+	return current_entry ? (int)current_entry->qid : -1;
+}
+
 uint64_t dm_uring_served(const struct dm_uring *u)
 {
 	return u ? atomic_load_explicit(&u->served, memory_order_relaxed) : 0;

@@ -50,6 +50,11 @@ ssize_t dm_uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count
 uint64_t dm_uring_served(const struct dm_uring *u);
 /* Ring threads the rescuer made normal when starved of the CPU. */
 uint64_t dm_uring_rescued(const struct dm_uring *u);
+/* The ring's queues (one per possible CPU) and the entries of each. */
+void dm_uring_shape(const struct dm_uring *u, unsigned *ret_queues, unsigned *ret_per_cpu);
+/* The queue whose request the calling thread serves, or -1 when it serves
+ * none over io_uring (a /dev/fuse worker, any other thread). */
+int dm_uring_current_queue(void);
 /* Ends the ring threads (waiting for the requests they serve) once the
  * session loop has ended; the session must not be destroyed before. */
 void dm_uring_stop(struct dm_uring *u);
@@ -83,6 +88,19 @@ static inline uint64_t dm_uring_served(const struct dm_uring *u)
 {
 	(void)u;
 	return 0;
+}
+
+static inline void dm_uring_shape(const struct dm_uring *u, unsigned *ret_queues,
+				  unsigned *ret_per_cpu)
+{
+	(void)u;
+	*ret_queues = 0;
+	*ret_per_cpu = 0;
+}
+
+static inline int dm_uring_current_queue(void)
+{
+	return -1;
 }
 
 static inline uint64_t dm_uring_rescued(const struct dm_uring *u)
