@@ -63,3 +63,17 @@ int dm_read_value(int fd, size_t max, char **ret, size_t *ret_len)
 	/* a page and the byte after it: a value of a whole page is one read */
 	return read_from(fd, 4097 + 1, max, true, ret, ret_len);
 }
+
+ssize_t dm_pread_all(int fd, void *buf, size_t size, off_t off)
+{
+	size_t got = 0;
+	while (got < size) {
+		ssize_t n = pread(fd, (char *)buf + got, size - got, off + (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 && got == 0 ? -errno : (ssize_t)got;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}

@@ -4,6 +4,7 @@
 #define DM_READALL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Reads @fd to its end into a malloc()ed buffer (*ret, *ret_len bytes,
  * with room for one more byte after them), growing it from @first bytes;
@@ -16,5 +17,10 @@ int dm_read_all(int fd, size_t first, size_t max, char **ret, size_t *ret_len);
  * whole at its first read; a full one is read on to the end. One read for
  * most values instead of two. */
 int dm_read_value(int fd, size_t max, char **ret, size_t *ret_len);
+
+/* Up to @size bytes at @off of @fd into @buf, fewer only at its end (a
+ * binary sysfs attribute's part): the count, or the read's -errno when
+ * nothing was read. */
+ssize_t dm_pread_all(int fd, void *buf, size_t size, off_t off);
 
 #endif

@@ -93,6 +93,18 @@ typedef int (*dm_open_source_fn)(struct dm_device *dev, const struct dm_attribut
 typedef int (*dm_size_fn)(struct dm_device *dev, const struct dm_attribute *attr,
 			  size_t *ret_size);
 
+/*
+ * read_range() is for a binary value a device gives piece by piece, as
+ * sysfs reads a binary attribute (an EEPROM, an EDID, PCI config): the
+ * @size bytes at @off into @buf, read from the device now, nothing kept;
+ * the count read (0 past the end) or -errno. A reader asking for a few
+ * bytes then costs a few bytes of the device's time, not the whole value.
+ * Optional; where it is, a read of the open file uses it rather than
+ * show_alloc() (docs/design.md §6.7).
+ */
+typedef ssize_t (*dm_read_range_fn)(struct dm_device *dev, const struct dm_attribute *attr,
+				    char *buf, size_t size, off_t off);
+
 struct dm_attribute {
 	const char *name;
 	mode_t mode; /* 0444, 0644, 0200 ... */
@@ -102,6 +114,7 @@ struct dm_attribute {
 	dm_show_alloc_fn show_alloc;
 	dm_open_source_fn open_source;
 	dm_size_fn size;
+	dm_read_range_fn read_range;
 };
 
 /*

@@ -59,6 +59,8 @@ static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, ch
 static int sysfs_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
 		       size_t len);
 static int sysfs_open_source(struct dm_device *dev, const struct dm_attribute *attr);
+static ssize_t sysfs_read_range(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
+				size_t size, off_t off);
 
 /* What every passed-through attribute is made like (dm_attribute_intern()). */
 static const struct dm_attribute sysfs_kind = {
@@ -67,6 +69,29 @@ static const struct dm_attribute sysfs_kind = {
 	.store = sysfs_store,
 	.open_source = sysfs_open_source,
 };
+
+/* The same for the binary attributes a device gives piece by piece, at
+ * the time of its bus (an EEPROM over SMBus, an EDID over DDC), which
+ * sysfs reads by offset and size: each read the daemon makes reads what
+ * the reader asked for, no more (docs/design.md §6.7). */
+static const struct dm_attribute sysfs_binary_kind = {
+	.flags = DM_ATTR_LIVE | DM_ATTR_SYSFS,
+	.show_alloc = sysfs_show,
+	.store = sysfs_store,
+	.open_source = sysfs_open_source,
+	.read_range = sysfs_read_range,
+};
+
+bool dm_sysfs_attr_is_ranged(const char *name)
+{
+	static const char *const ranged[] = {
+		"config", "descriptors", "edid", "eeprom", "nvmem", "report_descriptor",
+	};
+	for (size_t i = 0; i < sizeof(ranged) / sizeof(ranged[0]); i++)
+		if (strcmp(name, ranged[i]) == 0)
+			return true;
+	return false;
+}
 
 /* ---- sysfs ---- */
 
@@ -214,8 +239,10 @@ static const struct dm_attribute *attr_of_stat(const char *path, const struct st
 	mode_t mode = st->st_mode & 0777;
 	if (p != DM_SYSFS_PASS)
 		mode &= ~(mode_t)0222;
-	/* a file neither root nor anyone may read or write is of no use */
-	return mode ? dm_attribute_intern(&sysfs_kind, rel, mode) : NULL;
+	if (!mode) /* a file neither root nor anyone may read or write is of no use */
+		return NULL;
+	return dm_attribute_intern(dm_sysfs_attr_is_ranged(name) ? &sysfs_binary_kind : &sysfs_kind,
+				   rel, mode);
 }
 
 /* The same, looked at first. */
@@ -304,6 +331,28 @@ static int sysfs_show(struct dm_device *dev, const struct dm_attribute *attr, ch
 		if (*ret_len > keep)
 			*ret_len = keep;
 	}
+	return r;
+}
+
+/* The part of a binary value a reader asked for, read from the sysfs
+ * file at its offset (sysfs reads a binary attribute so, and calls the
+ * device for that part only). PCI config is cut where sysfs_show() cuts
+ * it, its header type read (one byte) only when the part goes past 64. */
+static ssize_t sysfs_read_range(struct dm_device *dev, const struct dm_attribute *attr, char *buf,
+				size_t size, off_t off)
+{
+	int fd = open_attr(dev, attr);
+	if (fd < 0)
+		return fd;
+	if (dm_sysfs_attr_policy(attr->name) == DM_SYSFS_PCI_CONFIG) {
+		size_t keep = 64;
+		unsigned char type = 0;
+		if ((size_t)off + size > 64 && pread(fd, &type, 1, 0x0e) == 1 && (type & 0x7f) == 2)
+			keep = 128;
+		size = (size_t)off >= keep ? 0 : size < keep - (size_t)off ? size : keep - (size_t)off;
+	}
+	ssize_t r = dm_pread_all(fd, buf, size, off);
+	close(fd);
 	return r;
 }
 

@@ -14,6 +14,8 @@
 #ifndef DM_SYSFS_ATTRS_H
 #define DM_SYSFS_ATTRS_H
 
+#include <stdbool.h>
+
 #include "core/model.h"
 
 extern const struct dm_attribute_group dm_sysfs_attrs_group;
@@ -31,5 +33,9 @@ enum dm_sysfs_attr_policy {
 
 /* What the tree does with the sysfs attribute @name. */
 enum dm_sysfs_attr_policy dm_sysfs_attr_policy(const char *name);
+/* Whether the file @name is a binary attribute a device gives piece by
+ * piece (config, eeprom, edid, descriptors, report_descriptor, nvmem): read
+ * by offset and size, as sysfs reads it, each read only what it asks. */
+bool dm_sysfs_attr_is_ranged(const char *name);
 
 #endif

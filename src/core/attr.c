@@ -938,6 +938,20 @@ int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *a
 	return r < 0 ? r : dm_blob_new(buf, len, ret);
 }
 
+ssize_t dm_device_read_attr_range(struct dm_device *dev, const struct dm_attribute *attr,
+				  char *buf, size_t size, off_t off)
+{
+	if (!(attr->mode & 0444))
+		return -EACCES;
+	if (!attr->read_range)
+		return -EOPNOTSUPP;
+	if (dm_device_is_dead(dev))
+		return -ENODEV;
+	if (off < 0)
+		return -EINVAL;
+	return attr->read_range(dev, attr, buf, size, off);
+}
+
 int dm_device_open_attr_source(struct dm_device *dev, const struct dm_attribute *attr)
 {
 	if (!(attr->mode & 0444))

@@ -523,6 +523,11 @@ int dm_device_show_blob(struct dm_device *dev, const char *group, const char *na
  * device was removed, -EINVAL for any other. */
 int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *attr,
 			     struct dm_blob **ret);
+/* Reads @size bytes at @off of @attr's value into @buf through its
+ * read_range(): the count, -EOPNOTSUPP when it has none, -ENODEV when the
+ * device was removed. Call without the lock. */
+ssize_t dm_device_read_attr_range(struct dm_device *dev, const struct dm_attribute *attr,
+				  char *buf, size_t size, off_t off);
 /* A descriptor whose reads give the value of @attr (its open_source()),
  * for a reader the kernel serves directly; -EOPNOTSUPP when it has none,
  * -ENODEV when the device was removed. Call without the lock. */

@@ -100,6 +100,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (a && a->show_alloc && !(a->flags & DM_ATTR_UNBOUNDED))
 			v->attr = a;
 		v->sysfs = a && (a->flags & DM_ATTR_SYSFS);
+		v->ranged = a && a->read_range;
 	}
 	/* writes go to the store whole, one value per write */
 	if (changing || !reading)
@@ -169,14 +170,46 @@ static void reply_part(fuse_req_t req, const struct dm_blob *b, size_t size, off
 			       b->len - (size_t)off < size ? b->len - (size_t)off : size);
 }
 
+/* The most one read asks (FUSE's max_read is below). */
+#define READ_RANGE_MAX ((size_t)1 << 20)
+
+/* A binary value read by offset and size (read_range()): the part asked,
+ * from the device now, as sysfs reads it; nothing kept. */
+static void read_range(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       const struct dm_attribute *attr)
+{
+	struct fs_ref n;
+	if (fs_table_get(fs->table, ino, &n) < 0) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (size > READ_RANGE_MAX)
+		size = READ_RANGE_MAX;
+	char *buf = malloc(size ? size : 1);
+	ssize_t r = buf ? dm_device_read_attr_range(n.t.dev, attr, buf, size, off) : -ENOMEM;
+	fs_ref_release(&n);
+	if (r == -ENOENT)
+		r = -ENODEV; /* the attribute went away while open */
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_buf(req, buf, (size_t)r);
+	free(buf);
+}
+
 /* A read of the open copy @v: taken anew at offset 0 (or the first
- * read), then the part asked. */
+ * read), then the part asked; or the part read alone (ranged). */
 static void read_open_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
 			    off_t off, struct fs_open_value *v)
 {
 	struct dm_blob *b = NULL;
 	int r = 0;
 	int slot = fs_inflight_begin(&fs->inflight, FS_OP_READ, ino, fuse_req_ctx(req)->uid);
+	if (v->ranged && v->attr) {
+		read_range(fs, req, ino, size, off, v->attr);
+		fs_inflight_end(&fs->inflight, slot);
+		return;
+	}
 	pthread_mutex_lock(&v->lock);
 	if (off == 0 || !v->value) {
 		r = show_file(fs, ino, v->attr, &b);
@@ -211,7 +244,7 @@ static void read_sysfs_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, s
 {
 	/* a later piece of a copy already taken costs nothing */
 	pthread_mutex_lock(&v->lock);
-	bool cheap = off != 0 && v->value;
+	bool cheap = off != 0 && v->value && !v->ranged;
 	pthread_mutex_unlock(&v->lock);
 	int qid = cheap ? -1 : dm_uring_current_queue();
 	if (cheap) {

@@ -43,6 +43,8 @@ struct fs_open_value {
 	/* read from sysfs, which may take as long as the device
 	 * (slowread.h) */
 	bool sysfs;
+	/* read by offset and size each time, nothing kept (read_range()) */
+	bool ranged;
 };
 
 struct uid_use {

@@ -145,3 +145,38 @@ def test_root_is_answered_while_nobody_reads_a_slow_attribute(opts):
             d.stop()
         if tmp:
             tmp.cleanup()
+
+
+@pytest.mark.parametrize("opts", [["--no-passthrough", "--no-io-uring"], []],
+                         ids=["dev-fuse", "default"])
+def test_a_few_bytes_of_a_binary_attribute_cost_a_few_bytes(opts):
+    """A reader asking for 4 bytes of PCI config (a binary attribute, read
+    by offset and size as sysfs reads it) costs the device 4 bytes, not the
+    whole value; the bytes are sysfs's, and a whole read still gets the 64
+    bytes a reader without CAP_SYS_ADMIN gets."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="driverfs-slow-") as tmp:
+        sizes = os.path.join(tmp, "sizes")
+        d = Daemon(TESTBED, opts, extra_env={
+            "LD_PRELOAD": os.environ["DRIVERFS_SLOWREAD"],
+            "DRIVERFS_SLOW_READS": NIC.rsplit("/", 1)[1] + "/config",
+            "DRIVERFS_SLOW_SIZES": sizes})
+        try:
+            with open(os.path.join(d.testbed.get_root_dir(), "sys", "devices", NIC, "config"),
+                      "rb") as f:
+                sysfs = f.read()
+            config = d.path("root", NIC, "config")
+            if os.path.exists(sizes):
+                os.unlink(sizes)  # what the daemon read before: its scan's
+            fd = os.open(config, os.O_RDONLY)
+            try:
+                assert os.pread(fd, 4, 8) == sysfs[8:12]
+            finally:
+                os.close(fd)
+            with open(sizes) as f:
+                asked = [int(line) for line in f]
+            assert sum(asked) <= 4, f"the daemon asked the device for {asked} bytes"
+            with open(config, "rb") as f:
+                assert f.read() == sysfs[:64]
+        finally:
+            d.stop()
