@@ -15,7 +15,10 @@
 # and whether each is within 10% of the old build's. The load time (mount
 # ready) of each is measured once per round too, on a fresh mount.
 # TRANSPORT=dev takes every request through /dev/fuse (--no-io-uring).
-# DRIVERFSD_OPTS gives both builds' driverfsd more options (bench-lib.sh).
+# DRIVERFSD_OPTS gives both builds' driverfsd more options (bench-lib.sh);
+# OLD_OPTS and NEW_OPTS each side's own: `OLD_OPTS= NEW_OPTS=--handover
+# ab-bench.sh build build live` measures what the systemd unit serves
+# against the default.
 set -euo pipefail
 
 [ "$#" -ge 2 ] || { echo "usage: ab-bench.sh OLD_BUILD NEW_BUILD [N ...]" >&2; exit 2; }
@@ -38,15 +41,40 @@ set_transport
 set_daemon_opts
 mkdir -p "$work/old" "$work/new"
 
+# each side's own options besides DRIVERFSD_OPTS: OLD_OPTS="" NEW_OPTS=--handover
+# with the same build twice and the size "live" puts what the systemd unit
+# serves beside the default
+read -r -a old_opts <<<"${OLD_OPTS:-}"
+read -r -a new_opts <<<"${NEW_OPTS:-}"
+for v in old new; do
+	declare -n o=${v}_opts
+	case " ${o[*]} " in
+	*" --handover "*)
+		[ "${sizes[*]}" = live ] || {
+			echo "ab-bench: --handover serves a live machine: the size must be live" >&2
+			exit 2
+		}
+		;;
+	esac
+	unset -n o
+done
+
 # mounts build $1's daemon at $work/$2 (in the background: it returns once
 # the tree is served) and prints the seconds that took
 mount_one() {
 	local t0 t1
+	declare -n o=${2}_opts
 	t0=$(date +%s.%N)
-	if [ "$snap" = live ]; then
-		"$1/driverfsd" "${transport[@]}" "${dopts[@]}" "$work/$2" 2>/dev/null
+	if [ "$snap" != live ]; then
+		"$1/driverfsd" --snapshot "$snap" "${transport[@]}" "${dopts[@]}" "${o[@]}" \
+			"$work/$2" 2>/dev/null
+	elif [[ " ${o[*]} " = *" --handover "* ]]; then
+		# in the foreground only (as under systemd), served once its
+		# root answers
+		"$1/driverfsd" -f "${transport[@]}" "${dopts[@]}" "${o[@]}" "$work/$2" &>/dev/null &
+		until mountpoint -q "$work/$2" && [ -d "$work/$2/root" ]; do sleep 0.01; done
 	else
-		"$1/driverfsd" --snapshot "$snap" "${transport[@]}" "${dopts[@]}" "$work/$2" 2>/dev/null
+		"$1/driverfsd" "${transport[@]}" "${dopts[@]}" "${o[@]}" "$work/$2" 2>/dev/null
 	fi
 	t1=$(date +%s.%N)
 	echo "$t1 - $t0" | bc -l
@@ -59,7 +87,7 @@ unmount_one() {
 	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
 }
 
-echo "ab-bench $(date -u +%F) on $(nproc) cores; old $old ($(git -C "$old/.." rev-parse --short HEAD 2>/dev/null || echo ?)), new $new ($(git -C "$new/.." rev-parse --short HEAD 2>/dev/null || echo ?))${dopts[*]:+; driverfsd ${dopts[*]}}; $(uptime)"
+echo "ab-bench $(date -u +%F) on $(nproc) cores; old $old ($(git -C "$old/.." rev-parse --short HEAD 2>/dev/null || echo ?)), new $new ($(git -C "$new/.." rev-parse --short HEAD 2>/dev/null || echo ?))${dopts[*]:+; driverfsd ${dopts[*]}}${old_opts[*]:+; old ${old_opts[*]}}${new_opts[*]:+; new ${new_opts[*]}}; $(uptime)"
 printf "%-8s %-24s %10s %10s %8s %s\n" devices measure old new new/old "within 10%"
 for n in "${sizes[@]}"; do
 	snap=live
