@@ -158,6 +158,7 @@ int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver)
 		return -ENOMEM;
 	if (atomic_load(&dev->state) == DM_DEV_INIT) {
 		dev->kernel_driver = name;
+		dm_device_update_claim(dev);
 		return 0;
 	}
 	/* hotplug's bind/unbind: matching and probing read it under the
@@ -165,6 +166,7 @@ int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver)
 	pthread_mutex_lock(&dev->mutex);
 	dm_model_write_lock(dev->model);
 	dev->kernel_driver = name;
+	dm_device_update_claim(dev);
 	/* its kernel_driver file comes, goes or changes */
 	if (!dm_device_is_dead(dev))
 		dm_model_notify_changed_locked(dev->model, dev);

@@ -130,6 +130,7 @@ static bool bind_locked(struct dm_device *dev, struct dm_driver *drv)
 		return false;
 	dev->driver = dm_driver_ref(drv);
 	dev->claimed_under = dev->kernel_driver;
+	atomic_fetch_and(&dev->flags, (uint8_t)~DM_DEV_F_CLAIM_STALE); /* it holds */
 	dm_model_order_bound_locked(dev);
 	dm_list_append(&drv->devices, &dev->driver_node);
 	dm_model_notify_changed_locked(dev->model, dev);
@@ -227,6 +228,7 @@ static void release_mutex_held(struct dm_device *dev)
 	dm_model_write_lock(m);
 	dev->driver = NULL;
 	dev->claimed_under = NULL;
+	atomic_fetch_and(&dev->flags, (uint8_t)~DM_DEV_F_CLAIM_STALE);
 	dm_model_order_bound_locked(dev);
 	dev->driver_data = NULL;
 	dm_list_remove(&dev->driver_node);
@@ -258,6 +260,14 @@ static bool claim_holds(const struct dm_device *dev)
 {
 	const struct dm_driver *drv = dev->driver;
 	return !drv || drv->kind != DM_DRIVER_USER || same_name(dev->kernel_driver, dev->claimed_under);
+}
+
+void dm_device_update_claim(struct dm_device *dev)
+{
+	if (claim_holds(dev))
+		atomic_fetch_and(&dev->flags, (uint8_t)~DM_DEV_F_CLAIM_STALE);
+	else
+		atomic_fetch_or(&dev->flags, (uint8_t)DM_DEV_F_CLAIM_STALE);
 }
 
 /* Drops a claim that no longer holds and offers the device to the bus's
@@ -345,8 +355,10 @@ int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock)
 	pthread_mutex_lock(&dev->mutex);
 	/* A claim that no longer holds is dropped before its suspend writes
 	 * anything: a kernel driver the daemon was not told of (an event
-	 * still queued, or lost) owns the device now. */
-	if (which == DM_CALL_SUSPEND && !claim_holds(dev))
+	 * still queued, or lost) owns the device now. The flag says it from
+	 * the device's first line (claim_holds() reads two more). */
+	if (which == DM_CALL_SUSPEND &&
+	    (atomic_load_explicit(&dev->flags, memory_order_relaxed) & DM_DEV_F_CLAIM_STALE))
 		drop_claim_mutex_held(dev);
 	/* binding changes only under the device mutex: the driver stays */
 	struct dm_driver *drv = dev->driver, *released = NULL;

@@ -128,7 +128,7 @@ static void link_free_locked(struct dm_model *m, struct dm_link *l)
 {
 	if (l->object) {
 		l->object->object_of = NULL;
-		atomic_store(&l->object->is_link_object, false);
+		atomic_fetch_and(&l->object->flags, (uint8_t)~DM_DEV_F_LINK_OBJECT);
 		dm_model_notify_changed_locked(m, l->object);
 	}
 	dm_list_remove(&l->s_node);
@@ -159,7 +159,7 @@ void dm_device_drop_links_locked(struct dm_device *dev)
 	if (dev->object_of) {
 		dev->object_of->object = NULL;
 		dev->object_of = NULL;
-		atomic_store(&dev->is_link_object, false);
+		atomic_fetch_and(&dev->flags, (uint8_t)~DM_DEV_F_LINK_OBJECT);
 	}
 	while (!dm_list_empty(&dev->consumer_links))
 		link_free_locked(dev->model,
@@ -194,13 +194,13 @@ int dm_link_set_object(struct dm_device *supplier, struct dm_device *consumer,
 	if (r == 0 && l->object != object) {
 		if (l->object) {
 			l->object->object_of = NULL;
-			atomic_store(&l->object->is_link_object, false);
+			atomic_fetch_and(&l->object->flags, (uint8_t)~DM_DEV_F_LINK_OBJECT);
 		}
 		if (object->object_of)
 			object->object_of->object = NULL;
 		l->object = object;
 		object->object_of = l;
-		atomic_store(&object->is_link_object, true);
+		atomic_fetch_or(&object->flags, (uint8_t)DM_DEV_F_LINK_OBJECT);
 		dm_model_notify_changed_locked(m, object);
 	}
 	dm_model_unlock(m);
@@ -212,9 +212,10 @@ struct dm_link *dm_device_get_link_locked(const struct dm_device *dev)
 	return dev->object_of;
 }
 
-bool dm_device_is_link_object(const struct dm_device *dev)
+bool dm_device_pm_skips(const struct dm_device *dev, enum dm_power_state target)
 {
-	return atomic_load_explicit(&dev->is_link_object, memory_order_relaxed);
+	return atomic_load(&dev->state) == DM_DEV_DEAD || atomic_load(&dev->power) == target ||
+	       (atomic_load_explicit(&dev->flags, memory_order_relaxed) & DM_DEV_F_LINK_OBJECT);
 }
 
 struct dm_device *dm_link_get_supplier(const struct dm_link *l)

@@ -102,6 +102,17 @@ enum dm_device_state {
 	DM_DEV_DEAD,
 };
 
+/* struct dm_device's flags. LINK_OBJECT: it stands for a device link
+ * (link.c), walks skip it; written under the write lock, read without.
+ * CLAIM_STALE: a user driver bound it under another kernel binding than the
+ * kernel's now, so its claim no longer holds (driver.c's claim_holds(),
+ * kept here so that a suspend need not read the names); written and read
+ * under the device mutex. */
+enum {
+	DM_DEV_F_LINK_OBJECT = 1u << 0,
+	DM_DEV_F_CLAIM_STALE = 1u << 1,
+};
+
 struct dm_device {
 	/* What a PM walk touches for every device fills the first cache line
 	 * (devices are allocated on a line boundary): its states, the change
@@ -112,7 +123,7 @@ struct dm_device {
 	_Atomic uint8_t state; /* enum dm_device_state */
 	_Atomic uint8_t power; /* enum dm_power_state */
 	atomic_bool has_power_error; /* power_error != NULL */
-	atomic_bool is_link_object; /* stands for a device link (link.c): walks skip it */
+	_Atomic uint8_t flags; /* DM_DEV_F_*, each written by atomic or/and */
 	atomic_uint changes; /* counts changes of its files (dm_device_get_changes()) */
 	struct dm_driver *driver; /* holds a reference */
 	pthread_mutex_t mutex; /* serialises driver hooks */
@@ -195,6 +206,11 @@ struct dm_link {
 
 /* Drops every link of @dev (its removal); write lock held. */
 void dm_device_drop_links_locked(struct dm_device *dev);
+
+/* Sets DM_DEV_F_CLAIM_STALE as the claim of the driver bound to @dev now
+ * stands (driver.c); after each change of its driver or kernel_driver,
+ * under the device mutex. */
+void dm_device_update_claim(struct dm_device *dev);
 
 struct dm_bus {
 	struct dm_model *model;

@@ -255,8 +255,10 @@ int dm_link_set_object(struct dm_device *supplier, struct dm_device *consumer,
 		       struct dm_device *object);
 /* The link @dev stands for (dm_link_set_object()), or NULL; lock held. */
 struct dm_link *dm_device_get_link_locked(const struct dm_device *dev);
-/* Whether @dev stands for a link: no lock needed. */
-bool dm_device_is_link_object(const struct dm_device *dev);
+/* Whether a PM walk has nothing to do for @dev: it was removed, is in
+ * @target already, or stands for a link (a link is not suspended). One
+ * call reading the device's first line, no lock needed. */
+bool dm_device_pm_skips(const struct dm_device *dev, enum dm_power_state target);
 /* @dev as an end of a device link is named, as the kernel names its
  * supplier:/consumer: links and devlink devices: "<bus>:<sysname>" (its
  * class's name for a device of no bus). Lock held; 0 or -ENAMETOOLONG. */

@@ -342,7 +342,7 @@ static int heap_pop(int *h, size_t *n)
  * so the walk still goes along the list and the devices it reaches next can
  * be fetched ahead; an item readied behind the sweep (a link against the
  * list's order) goes on the stack, taken first. @n_ready counts both. */
-static void push_ready(struct walk *w, int i)
+static inline void push_ready(struct walk *w, int i)
 {
 	w->n_ready++;
 	if (!w->n_edges || (w->suspend ? i > w->cursor : i < w->cursor)) {
@@ -352,12 +352,10 @@ static void push_ready(struct walk *w, int i)
 	w->bits[(size_t)i / 64] |= 1ull << ((size_t)i % 64);
 }
 
-static int pop_ready(struct walk *w)
+/* The next ready item of the sweep: the next set bit from the cursor on,
+ * in the sweep's direction (walks with links only). */
+static int pop_sweep(struct walk *w)
 {
-	w->n_ready--;
-	if (w->n_stack)
-		return w->ready[--w->n_stack];
-	/* the next set bit from the cursor on, in the sweep's direction */
 	size_t k = (size_t)w->cursor / 64;
 	unsigned b = (unsigned)((size_t)w->cursor % 64);
 	uint64_t word = w->suspend ? w->bits[k] & (b == 63 ? ~0ull : (2ull << b) - 1)
@@ -369,6 +367,12 @@ static int pop_ready(struct walk *w)
 	w->bits[k] &= ~(1ull << ((unsigned)i % 64));
 	w->cursor = i;
 	return i;
+}
+
+static inline int pop_ready(struct walk *w)
+{
+	w->n_ready--;
+	return w->n_stack ? w->ready[--w->n_stack] : pop_sweep(w);
 }
 
 /* Marks item @i finished with result @r and readies what now can run. */
@@ -410,10 +414,7 @@ static bool item_skip(const struct walk *w, int i)
 {
 	/* nothing to do: already in the target state, removed meanwhile, or
 	 * a device link's own device (a link is not suspended) */
-	struct dm_device *dev = w->nodes[i].dev;
-	enum dm_power_state st = dm_device_get_power(dev);
-	return dm_device_is_dead(dev) || (w->suspend ? st == DM_POWER_SUSPENDED : st == DM_POWER_ON) ||
-	       dm_device_is_link_object(dev);
+	return dm_device_pm_skips(w->nodes[i].dev, w->suspend ? DM_POWER_SUSPENDED : DM_POWER_ON);
 }
 
 /* Whether item @i's hook is quick enough to run on the dispatcher, from

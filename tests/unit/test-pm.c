@@ -830,6 +830,34 @@ static void test_suspend_drops_a_claim_the_kernel_took(void **state)
 	claim_teardown(&f);
 }
 
+/* The kernel's binding moved away and back before a suspend (no event
+ * re-checked the claim between): the claim holds again, so both hooks run
+ * and nothing is released. The device keeps whether its claim holds beside
+ * what a walk reads; each change of kernel_driver must set it anew. */
+static void test_suspend_keeps_a_claim_given_back(void **state)
+{
+	(void)state;
+	struct claim_fixture f;
+	claim_setup(&f);
+	assert_int_equal(dm_device_set_kernel_driver(f.taken, "nvme"), 0);
+	assert_int_equal(dm_device_set_kernel_driver(f.taken, NULL), 0);
+
+	assert_int_equal(dm_pm_suspend(f.pm, NULL, DM_PM_SERIAL), 0);
+	assert_int_equal(claims.n_suspended, 2);
+	assert_int_equal(claims.n_removed, 0);
+	assert_ptr_equal(driver_of(&f, f.taken), f.user);
+	assert_int_equal(dm_pm_resume(f.pm, NULL, DM_PM_SERIAL), 0);
+
+	/* taken again: the next suspend drops it */
+	assert_int_equal(dm_device_set_kernel_driver(f.taken, "nvme"), 0);
+	assert_int_equal(dm_pm_suspend(f.pm, NULL, DM_PM_SERIAL), 0);
+	assert_int_equal(claims.n_suspended, 3);
+	assert_int_equal(claims.n_removed, 1);
+	assert_ptr_equal(driver_of(&f, f.taken), f.kernel);
+	assert_int_equal(dm_pm_resume(f.pm, NULL, DM_PM_SERIAL), 0);
+	claim_teardown(&f);
+}
+
 /* Hotplug's bind and unbind: the re-check releases at once, and gives the
  * device back to the user driver once the kernel lets it go. */
 static void test_recheck_follows_the_kernel_binding(void **state)
@@ -1058,6 +1086,7 @@ int main(void)
 		cmocka_unit_test(test_removed_during_the_walk),
 		cmocka_unit_test(test_transition_record),
 		cmocka_unit_test(test_suspend_drops_a_claim_the_kernel_took),
+		cmocka_unit_test(test_suspend_keeps_a_claim_given_back),
 		cmocka_unit_test(test_recheck_follows_the_kernel_binding),
 		cmocka_unit_test(test_suspend_eclaim_releases),
 		cmocka_unit_test(test_record_follows_no_symlink),
