@@ -287,7 +287,14 @@ int dm_snapshot_add_dir(json_object *owner, const char *name, json_object **ret_
 bool dm_snapshot_name_is_clean(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t len = s ? strlen(s) : 0;
+	if (!s)
+		return true;
+	/* printable ASCII, most names, byte by byte up to the first other */
+	while (*p >= 0x20 && *p < 0x7f)
+		p++;
+	if (!*p)
+		return true;
+	size_t len = strlen((const char *)p);
 	for (size_t i = 0; i < len;) {
 		size_t n = dm_utf8_seq(p + i, len - i);
 		/* U+0080..U+009F: 0xc2 0x80..0x9f */

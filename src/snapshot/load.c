@@ -219,6 +219,21 @@ static int own_values(json_object *o, json_object *values)
 					   "power_log" };
 	char key[DM_NAME_MAX + 1], longest[DM_NAME_MAX + 1];
 	json_object *v;
+	/* every name looked for below starts with "sysfs:" or DM_OWN_PREFIX:
+	 * a device with no such value (nearly all) has nothing to move, found
+	 * in one pass over its values instead of a lookup of each name */
+	bool prefixed = false;
+	json_object_object_foreach(values, name, val) {
+		(void)val;
+		if ((name[0] == 's' && strncmp(name, "sysfs:", 6) == 0) ||
+		    (name[0] == DM_OWN_PREFIX[0] &&
+		     strncmp(name, DM_OWN_PREFIX, sizeof(DM_OWN_PREFIX) - 1) == 0)) {
+			prefixed = true;
+			break;
+		}
+	}
+	if (!prefixed)
+		return 0;
 	for (size_t i = 0; i < sizeof(old) / sizeof(old[0]); i++) {
 		snprintf(key, sizeof(key), "sysfs:%s", old[i]);
 		if (json_object_object_get_ex(values, key, &v) &&
