@@ -605,20 +605,6 @@ static const struct dm_attribute *kernel_find_locked(struct dm_device *dev, cons
 	return for_each_group_locked(dev, find_in_group, &c) ? c.found : NULL;
 }
 
-/* driverfsd's own file @own of the device's own directory (a table
- * attribute, or one of its own static values), whatever name it is served
- * under; NULL when the device has none. */
-static const struct dm_attribute *own_find_locked(struct dm_device *dev, const char *own,
-						  const struct dm_value **ret_value)
-{
-	const struct dm_attribute *a = fixed_find_locked(dev, NULL, own, ret_value);
-	if (a && *ret_value && !is_own_value(own)) {
-		*ret_value = NULL;
-		return NULL; /* sysfs's value: the kernel's file */
-	}
-	return a;
-}
-
 /* The file @name of @group as the directory serves it: a table attribute
  * or a static value, else an attribute of a dynamic group; NULL when there
  * is none. */
@@ -637,7 +623,20 @@ static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const 
 	 * the name (one look in sysfs, not two) */
 	const char *own = dm_own_name_base(name);
 	const struct dm_value *v;
-	const struct dm_attribute *a = own_find_locked(dev, own, &v);
+	/* driverfsd's own file @own (a table attribute, or one of its own
+	 * static values), whatever name it is served under */
+	const struct dm_attribute *a = fixed_find_locked(dev, NULL, own, &v);
+	if (a && v && !is_own_value(own)) {
+		/* a static value holding sysfs's (most reads): the kernel's
+		 * file, no own one; under its plain name it is the file
+		 * kernel_find_locked() would look up again and find */
+		if (own == name) {
+			*ret_value = v;
+			return a;
+		}
+		a = NULL;
+		v = NULL;
+	}
 	if (a && own == name && !dm_device_kernel_has_locked(dev, name)) {
 		*ret_value = v;
 		return a;
@@ -863,15 +862,11 @@ static int attr_resolve(struct dm_device *dev, const char *group, const char *na
 	return r;
 }
 
-int dm_device_show(struct dm_device *dev, const char *group, const char *name, char *buf,
-		   size_t size)
+/* dm_device_show() of the attribute @a attr_resolve() found. */
+static int show_resolved(struct dm_device *dev, const struct dm_attribute *a, char *buf,
+			 size_t size)
 {
-	const struct dm_attribute *a;
-	if (size == 0)
-		return -ENOBUFS;
-	int r = attr_resolve(dev, group, name, &a, buf, size);
-	if (r < 0 || !a)
-		return r;
+	int r;
 	if (a->show_alloc && (a->mode & 0444)) {
 		/* a large value into a bounded buffer: its first bytes */
 		char *all;
@@ -899,6 +894,18 @@ int dm_device_show(struct dm_device *dev, const char *group, const char *name, c
 	return n;
 }
 
+int dm_device_show(struct dm_device *dev, const char *group, const char *name, char *buf,
+		   size_t size)
+{
+	const struct dm_attribute *a;
+	if (size == 0)
+		return -ENOBUFS;
+	int r = attr_resolve(dev, group, name, &a, buf, size);
+	if (r < 0 || !a)
+		return r;
+	return show_resolved(dev, a, buf, size);
+}
+
 int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *name, char **ret,
 			 size_t *ret_len)
 {
@@ -913,7 +920,7 @@ int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *n
 		return a->show_alloc(dev, a, ret, ret_len);
 	}
 	if (r >= 0 && a)
-		r = dm_device_show(dev, group, name, buf, DM_ATTR_MAX + 1);
+		r = show_resolved(dev, a, buf, DM_ATTR_MAX + 1);
 	if (r < 0) {
 		free(buf);
 		return r;
@@ -967,19 +974,28 @@ int dm_device_show_blob(struct dm_device *dev, const char *group, const char *na
 			struct dm_blob **ret)
 {
 	const struct dm_attribute *a;
-	int r = attr_resolve(dev, group, name, &a, NULL, 0);
+	/* the file found once (it was two or three times: every read and
+	 * stat of a static value or table attribute comes here): a static
+	 * value is copied out under the same lock, a table attribute shown
+	 * from what was found, a value read whole (a sysfs attribute passed
+	 * through) read whole */
+	char buf[DM_ATTR_MAX + 1];
+	int r = attr_resolve(dev, group, name, &a, buf, sizeof(buf));
 	if (r < 0)
 		return r;
 	if (a == &power_log_attr)
 		return dm_model_show_log(dev->model, ret);
-	/* the attribute found once: a value read whole (a sysfs attribute
-	 * passed through) needs no second look-up */
 	if (a && a->show_alloc && (a->mode & 0444))
 		return dm_device_show_attr_blob(dev, a, ret);
-	char *buf;
-	size_t len;
-	r = dm_device_show_alloc(dev, group, name, &buf, &len);
-	return r < 0 ? r : dm_blob_new(buf, len, ret);
+	if (a)
+		r = show_resolved(dev, a, buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	char *copy = malloc((size_t)r + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, buf, (size_t)r + 1);
+	return dm_blob_new(copy, (size_t)r, ret);
 }
 
 int dm_device_store(struct dm_device *dev, const char *group, const char *name, const char *buf,
