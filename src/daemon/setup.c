@@ -303,10 +303,11 @@ static int take_over(struct daemon *d)
 		return 0;
 	size_t nodes = 0, gone = 0;
 	int r = dm_fs_adopt(d->fs, fuse_fd, state_fd, d->mountpoint, &nodes, &gone);
-	if (r == -EINVAL || r == -ESTALE || r == -ECONNABORTED) {
+	if (r == -EINVAL || r == -ESTALE || r == -ECONNABORTED || r == -EOPNOTSUPP) {
 		log_warn("the mount's last daemon left nothing to take over (%s): mounting anew",
 			 r == -ESTALE		? "its state is incomplete"
 			 : r == -ECONNABORTED ? "its connection was aborted"
+			 : r == -EOPNOTSUPP   ? "its connection is on io_uring"
 					      : "its state is not one");
 		drop_stale(fuse_fd, state_fd);
 		return 0;
@@ -331,6 +332,7 @@ int daemon_mount(struct daemon *d)
 	dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
 	if (d->o->handover) {
 		dm_fs_set_handover(d->fs);
+		dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
 		/* before anything looks at the mount point: a mount being
 		 * handed over answers nothing until this daemon serves it */
 		r = take_over(d);

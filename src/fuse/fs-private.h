@@ -61,6 +61,9 @@ struct dm_fs {
 	bool no_opendir; /* the kernel skips opendir/releasedir (set at init) */
 	bool no_io_uring; /* dm_fs_set_io_uring() */
 	struct dm_uring *uring; /* FUSE over io_uring, if the kernel offers it */
+	/* a connection taken over on io_uring: its entries' payload size,
+	 * registered once serving (dm_fs_loop()) */
+	size_t uring_adopted;
 	struct fs_listings listings; /* listings being read, one per directory */
 	struct fs_opens opens; /* copies of open files' changing values */
 	struct fs_passthrough passthrough; /* files the kernel reads itself */

@@ -361,14 +361,17 @@ int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 		fs_handover_free(fs->handover);
 		fs->handover = NULL;
 	}
+	/* the next daemon's ring entries, if the kernel takes ours */
+	if (fs->handover && fs->uring)
+		dm_uring_publish(fs->uring, &fs->handover->h->uring_payload);
 	return 0;
 }
 
 void dm_fs_set_handover(struct dm_fs *fs)
 {
 	fs->handover_wanted = true;
-	/* /dev/fuse only (handover.h) */
-	fs->no_io_uring = true;
+	/* io_uring, if the daemon asks for it, goes on with the next daemon
+	 * (handover.h) */
 }
 
 int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
@@ -383,10 +386,35 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 	int r = fs_handover_adopt(state_fd, &ho);
 	if (r < 0)
 		return r;
+	/* Served over io_uring: the kernel sends this connection nothing
+	 * else, so it is served over io_uring here too, or not taken over
+	 * (its descriptors not yet taken: -EOPNOTSUPP, as for a state that
+	 * cannot be) */
+	size_t payload = (size_t)atomic_load(&ho->h->uring_payload);
+	if (payload) {
+		r = fs->no_io_uring ? -EOPNOTSUPP
+				    : dm_uring_new(fs->se, DM_URING_THREADS_PER_CPU, &fs->uring);
+		if (r == 0 && (r = dm_uring_prepare(fs->uring)) < 0) {
+			dm_uring_free(fs->uring);
+			fs->uring = NULL;
+		}
+		if (r < 0) {
+			log_warn("handover: the connection is served over io_uring, which this "
+				 "daemon cannot do (%s)",
+				 r == -EOPNOTSUPP && fs->no_io_uring ? "--no-io-uring" : strerror(-r));
+			ho->fd = -1; /* the caller's still */
+			fs_handover_free(ho);
+			return -EOPNOTSUPP;
+		}
+		fs->uring_adopted = payload;
+	}
 	char *point = strdup(mountpoint);
-	r = point ? dm_fs_io_attach(fs->se, fuse_fd, NULL, &fs->passthrough, ho) : -ENOMEM;
+	r = point ? dm_fs_io_attach(fs->se, fuse_fd, fs->uring, &fs->passthrough, ho) : -ENOMEM;
 	if (r < 0) {
 		free(point);
+		dm_uring_free(fs->uring);
+		fs->uring = NULL;
+		fs->uring_adopted = 0;
 		fs_handover_free(ho);
 		return r;
 	}
@@ -583,6 +611,18 @@ int dm_fs_loop(struct dm_fs *fs)
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, 16);
 	fuse_loop_cfg_set_idle_threads(cfg, 16);
+	if (fs->uring_adopted) {
+		dm_uring_publish(fs->uring, &fs->handover->h->uring_payload);
+		int e = dm_uring_go(fs->uring, fs->uring_adopted, fs->adopted_point);
+		if (e < 0) {
+			log_err("handover: the kernel refuses this daemon's io_uring entries (%s): "
+				"nothing can serve the connection",
+				strerror(-e));
+			fuse_loop_cfg_destroy(cfg);
+			dm_uring_stop(fs->uring);
+			return e;
+		}
+	}
 	loop_thread = pthread_self();
 	loop_running = 1;
 	int r = fuse_session_loop_mt(fs->se, cfg);

@@ -19,9 +19,13 @@
  * them too (passthrough.h), with whether the INIT reply asked for
  * passthrough, and the next daemon takes them over.
  *
- * Over /dev/fuse only: a connection whose io_uring rings are ready never
- * goes back to /dev/fuse, and requests a dead process held in its ring
- * entries are not re-sent. A handover session does not use io_uring.
+ * Over io_uring where the kernel offers it: a connection whose rings are
+ * ready never goes back to /dev/fuse (the kernel sends it only FORGETs and
+ * INTERRUPTs), so the next daemon registers ring entries of its own on the
+ * same connection, as large as uring_payload says, and serves over
+ * io_uring; one that cannot does not take the connection over. Requests a
+ * process held in its ring entries when it died are never sent again: a
+ * planned exit answers what its ring threads hold before their rings close.
  */
 #ifndef DM_FS_HANDOVER_H
 #define DM_FS_HANDOVER_H
@@ -33,7 +37,7 @@
 #include <string.h>
 
 #define FS_HANDOVER_MAGIC "driverfsd-state"
-#define FS_HANDOVER_VERSION 5
+#define FS_HANDOVER_VERSION 6
 /* The INIT request as the kernel sent it, header included (its
  * fuse_init_in is 64 bytes today). */
 #define FS_HANDOVER_INIT_MAX 256
@@ -61,6 +65,11 @@ struct fs_handover_header {
 	 * mirror after the nodes' */
 	_Atomic uint32_t passthrough;
 	uint32_t backings_cap;
+	/* Over io_uring: the payload size of the ring entries, once every one
+	 * is registered (what the INIT reply made the kernel require of them:
+	 * the next daemon's must be as large); 0 while requests go through
+	 * /dev/fuse. */
+	_Atomic uint64_t uring_payload;
 };
 
 struct fs_handover {

@@ -34,6 +34,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -119,6 +120,11 @@ struct dm_uring {
 	enum start_state start;
 	size_t n_setup; /* threads done setting up their ring */
 	bool setup_failed;
+	int setup_err;
+	/* the REGISTERs: taken, refused (the first refusal's errno) */
+	size_t n_registered, n_refused;
+	int refused_err;
+	_Atomic uint64_t *publish; /* dm_uring_publish() */
 	bool init_pending;
 	uint64_t init_unique;
 	size_t payload_size;
@@ -494,6 +500,32 @@ static bool wait_for_init(struct dm_uring *u)
 	return go;
 }
 
+/* The REGISTER submitted: the kernel answers it at once when it refuses it
+ * (a completion with the error), and says nothing when it took it (the
+ * completion comes with the entry's first request). The last thread whose
+ * entry is taken publishes the payload size (dm_uring_publish()). */
+static void registered(struct ring_thread *t)
+{
+	struct dm_uring *u = t->u;
+	int err = 0;
+	int r = io_uring_submit(&t->ring);
+	struct io_uring_cqe *cqe;
+	if (r < 0)
+		err = r;
+	else if (io_uring_peek_cqe(&t->ring, &cqe) == 0 && cqe->user_data == TAG_ENTRY &&
+		 cqe->res < 0)
+		err = cqe->res; /* left for ring_loop(), which says it */
+	pthread_mutex_lock(&u->lock);
+	if (err < 0) {
+		if (!u->n_refused++)
+			u->refused_err = err;
+	} else if (++u->n_registered == u->n_threads && u->publish) {
+		atomic_store(u->publish, (uint64_t)u->payload_size);
+	}
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+}
+
 static void *ring_main(void *arg)
 {
 	struct ring_thread *t = arg;
@@ -514,6 +546,7 @@ static void *ring_main(void *arg)
 	u->n_setup++;
 	if (r < 0 && !u->setup_failed) {
 		u->setup_failed = true;
+		u->setup_err = r;
 		log_info("no FUSE over io_uring (%s): requests go through /dev/fuse",
 			 strerror(-r));
 	}
@@ -522,7 +555,13 @@ static void *ring_main(void *arg)
 
 	if (r == 0 && wait_for_init(u)) {
 		ring_register(t);
+		registered(t);
 		ring_loop(t);
+		/* Closed at once: an entry stays the kernel's to give a request
+		 * to until its ring ends, and one given as the ring ends is
+		 * never answered (handover.h) */
+		io_uring_queue_exit(&t->ring);
+		t->ring_ready = false;
 	}
 	return NULL;
 }
@@ -672,6 +711,9 @@ void dm_uring_saw_init(struct dm_uring *u, uint64_t flags, uint64_t unique)
 	 * cancellation on: not while this one holds the lock or waits */
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	if (!(flags & URING_INIT_FLAG))
+		log_info("the kernel offers no FUSE over io_uring (Linux 6.14 or later with "
+			 "fuse.enable_uring=Y): requests go through /dev/fuse");
 	bool ok = (flags & URING_INIT_FLAG) && start_threads(u);
 	if (ok)
 		rescuer_start(u);
@@ -741,6 +783,81 @@ void dm_uring_shape(const struct dm_uring *u, unsigned *ret_queues, unsigned *re
 int dm_uring_current_queue(void)
 {
 	return current_entry ? (int)current_entry->qid : -1;
+}
+
+void dm_uring_publish(struct dm_uring *u, _Atomic uint64_t *payload_size)
+{
+	pthread_mutex_lock(&u->lock);
+	u->publish = payload_size;
+	pthread_mutex_unlock(&u->lock);
+}
+
+int dm_uring_prepare(struct dm_uring *u)
+{
+	if (start_threads(u))
+		return 0;
+	set_start(u, START_ABORT);
+	return u->setup_err < 0 ? u->setup_err : -EAGAIN;
+}
+
+struct kick {
+	unsigned cpu;
+	char *path;
+};
+
+static void *kick_main(void *arg)
+{
+	struct kick *k = arg;
+	pthread_setname_np(pthread_self(), "fuse-kick");
+	pin_to_cpu(k->cpu);
+	struct statfs sf;
+	if (statfs(k->path, &sf) < 0)
+		log_debug("waking the FUSE queue of CPU %u: %s", k->cpu, strerror(errno));
+	free(k->path);
+	free(k);
+	return NULL;
+}
+
+/* A request made on each CPU, by a thread pinned there: the entry the
+ * kernel hands it to fetches the requests queued on that CPU before it
+ * was registered (the kernel's fuse_uring_do_register() only makes the
+ * entry available; its commits fetch what is queued). Not waited for. */
+static void kick(struct dm_uring *u, const char *path)
+{
+	for (unsigned cpu = 0; cpu < u->n_cpus; cpu++) {
+		struct kick *k = malloc(sizeof(*k));
+		char *p = strdup(path);
+		pthread_t th;
+		if (k && p)
+			*k = (struct kick){ .cpu = cpu, .path = p };
+		if (!k || !p || dm_thread_start(&th, 0, kick_main, k) < 0) {
+			log_warn("cannot wake the FUSE queue of CPU %u: requests queued there "
+				 "wait for the next one made there", cpu);
+			free(k);
+			free(p);
+			continue;
+		}
+		pthread_detach(th);
+	}
+}
+
+int dm_uring_go(struct dm_uring *u, size_t payload_size, const char *path)
+{
+	u->fd = fuse_session_fd(u->se); /* given to the session after dm_uring_new() */
+	u->payload_size = payload_size;
+	set_start(u, START_GO);
+	rescuer_start(u);
+	pthread_mutex_lock(&u->lock);
+	while (u->n_registered + u->n_refused < u->n_threads)
+		pthread_cond_wait(&u->cond, &u->lock);
+	int r = u->n_refused ? u->refused_err : 0;
+	pthread_mutex_unlock(&u->lock);
+	if (r < 0)
+		return r;
+	log_info("serving FUSE requests over io_uring on the connection taken over: %u CPUs, "
+		 "%u threads each", u->n_cpus, u->per_cpu);
+	kick(u, path);
+	return 0;
 }
 
 uint64_t dm_uring_served(const struct dm_uring *u)

@@ -23,6 +23,7 @@
 #define DM_FUSE_URING_H
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -46,6 +47,20 @@ int dm_uring_new(struct fuse_session *se, unsigned per_cpu, struct dm_uring **re
  * entry, or written to @fd). */
 void dm_uring_saw_init(struct dm_uring *u, uint64_t flags, uint64_t unique);
 ssize_t dm_uring_writev(struct dm_uring *u, int fd, struct iovec *iov, int count);
+/* Where the payload size of the ring entries is stored once they are
+ * registered (0 stays there while requests go through /dev/fuse): what a
+ * successor's entries need on the same connection (handover.h). */
+void dm_uring_publish(struct dm_uring *u, _Atomic uint64_t *payload_size);
+/* A connection taken over whose last daemon served it over io_uring: the
+ * kernel sends it nothing else (handover.h). Before serving, the rings set
+ * up (-errno when one cannot be); then, serving, one entry per thread
+ * registered with payloads of @payload_size (what the connection's INIT
+ * made the kernel require), waiting for the kernel's answer to each (0, or
+ * the first refusal's -errno), and each CPU's queue woken by a request
+ * made there about @path (the mount point), since the kernel hands an
+ * entry registered no request queued before it. */
+int dm_uring_prepare(struct dm_uring *u);
+int dm_uring_go(struct dm_uring *u, size_t payload_size, const char *path);
 /* Requests served over io_uring so far. Any thread, any time. */
 uint64_t dm_uring_served(const struct dm_uring *u);
 /* Ring threads the rescuer made normal when starved of the CPU. */
@@ -68,6 +83,26 @@ static inline int dm_uring_new(struct fuse_session *se, unsigned per_cpu,
 	(void)se;
 	(void)per_cpu;
 	*ret = NULL;
+	return -EOPNOTSUPP;
+}
+
+static inline void dm_uring_publish(struct dm_uring *u, _Atomic uint64_t *payload_size)
+{
+	(void)u;
+	(void)payload_size;
+}
+
+static inline int dm_uring_prepare(struct dm_uring *u)
+{
+	(void)u;
+	return -EOPNOTSUPP;
+}
+
+static inline int dm_uring_go(struct dm_uring *u, size_t payload_size, const char *path)
+{
+	(void)u;
+	(void)payload_size;
+	(void)path;
 	return -EOPNOTSUPP;
 }
 
