@@ -39,6 +39,7 @@ struct options {
 	bool foreground;
 	bool debug;
 	bool no_io_uring;
+	bool handover_io_uring; /* --handover-io-uring */
 	bool no_passthrough;
 	bool handover; /* --handover */
 	const char *proc_root; /* --proc-root, or NULL */

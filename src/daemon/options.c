@@ -39,6 +39,9 @@ static void usage(FILE *f)
 		"                     SIGUSR2 leaves them to the next daemon; started with\n"
 		"                     them (LISTEN_FDS), it serves the same mount; requests\n"
 		"                     over /dev/fuse (no io_uring), as root\n"
+		"      --handover-io-uring  with --handover, serve over io_uring where the\n"
+		"                     kernel offers it (a request made as a daemon leaves\n"
+		"                     may fail with ECANCELED: see the man page)\n"
 		"      --proc-root DIR  read mounts, swaps, routes and processes' open files\n"
 		"                     under DIR instead of /proc, for the in-use checks of\n"
 		"                     binding requests (for tests)\n"
@@ -160,6 +163,7 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 		{ "no-io-uring", no_argument, NULL, 'U' },
 		{ "no-passthrough", no_argument, NULL, 'P' },
 		{ "handover", no_argument, NULL, 'O' },
+		{ "handover-io-uring", no_argument, NULL, 'I' },
 		{ "proc-root", required_argument, NULL, 'R' },
 		{ "modules-dir", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
@@ -210,6 +214,9 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'U':
 			o->no_io_uring = true;
+			break;
+		case 'I':
+			o->handover_io_uring = true;
 			break;
 		case 'P':
 			o->no_passthrough = true;

@@ -338,6 +338,12 @@ int daemon_mount(struct daemon *d)
 		r = take_over(d);
 		if (r != 0)
 			return r < 0 ? r : 0;
+		/* A connection taken over is served as its last daemon served
+		 * it (over io_uring unless --no-io-uring: then it is not taken
+		 * over); a new one over /dev/fuse unless asked, since a request
+		 * the kernel gives a leaving daemon's ring entry as it ends
+		 * fails with ECANCELED (docs/design.md §10.1) */
+		dm_fs_set_io_uring(d->fs, d->o->handover_io_uring && !d->o->no_io_uring);
 	} else {
 		dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
 	}

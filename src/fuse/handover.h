@@ -19,13 +19,16 @@
  * them too (passthrough.h), with whether the INIT reply asked for
  * passthrough, and the next daemon takes them over.
  *
- * Over io_uring where the kernel offers it: a connection whose rings are
- * ready never goes back to /dev/fuse (the kernel sends it only FORGETs and
- * INTERRUPTs), so the next daemon registers ring entries of its own on the
- * same connection, as large as uring_payload says, and serves over
- * io_uring; one that cannot does not take the connection over. Requests a
- * process held in its ring entries when it died are never sent again: a
- * planned exit answers what its ring threads hold before their rings close.
+ * Over /dev/fuse, or over io_uring when asked (--handover-io-uring) and
+ * the kernel offers it: a connection whose rings are ready never goes back
+ * to /dev/fuse (the kernel sends it only FORGETs and INTERRUPTs), so the
+ * next daemon registers ring entries of its own on the same connection,
+ * as large as uring_payload says, and serves over io_uring; one that
+ * cannot does not take the connection over. A planned exit answers what
+ * its ring threads hold, but a request the kernel gives an entry as its
+ * thread ends fails (ECANCELED), and one a killed process held in its
+ * entry is never sent again (its asker waits until the connection is
+ * aborted): hence only when asked.
  */
 #ifndef DM_FS_HANDOVER_H
 #define DM_FS_HANDOVER_H

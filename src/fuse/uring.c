@@ -134,6 +134,9 @@ struct dm_uring {
 	/* with idle_class: a normal thread that raises starved ring threads */
 	pthread_t rescuer;
 	bool rescuer_started;
+	/* kick(): joined before the ring threads stop */
+	pthread_t *kicks;
+	size_t n_kicks;
 	int rescuer_fd; /* an eventfd: dm_uring_stop() */
 	atomic_uint_fast64_t rescued;
 
@@ -556,12 +559,16 @@ static void *ring_main(void *arg)
 	if (r == 0 && wait_for_init(u)) {
 		ring_register(t);
 		registered(t);
+		/* Its ring is left open when it ends: the thread's exit
+		 * cancels its entry in the kernel, as the ring's submitter
+		 * (io_uring_cancel_generic()), and runs the work of a request
+		 * given to the entry since its last commit, which ends that
+		 * request with ECANCELED (Linux 6.18). A ring closed by the
+		 * thread instead is torn down by a kernel worker, which leaves
+		 * such a request in the entry for ever: its asker unkillable,
+		 * the connection never freed, even by an abort (design.md
+		 * §10.1). */
 		ring_loop(t);
-		/* Closed at once: an entry stays the kernel's to give a request
-		 * to until its ring ends, and one given as the ring ends is
-		 * never answered (handover.h) */
-		io_uring_queue_exit(&t->ring);
-		t->ring_ready = false;
 	}
 	return NULL;
 }
@@ -821,10 +828,13 @@ static void *kick_main(void *arg)
 /* A request made on each CPU, by a thread pinned there: the entry the
  * kernel hands it to fetches the requests queued on that CPU before it
  * was registered (the kernel's fuse_uring_do_register() only makes the
- * entry available; its commits fetch what is queued). Not waited for. */
+ * entry available; its commits fetch what is queued). Joined by
+ * dm_uring_stop() while the ring threads still serve: one left waiting
+ * would keep the process from ending. */
 static void kick(struct dm_uring *u, const char *path)
 {
-	for (unsigned cpu = 0; cpu < u->n_cpus; cpu++) {
+	u->kicks = calloc(u->n_cpus, sizeof(*u->kicks));
+	for (unsigned cpu = 0; u->kicks && cpu < u->n_cpus; cpu++) {
 		struct kick *k = malloc(sizeof(*k));
 		char *p = strdup(path);
 		pthread_t th;
@@ -837,7 +847,7 @@ static void kick(struct dm_uring *u, const char *path)
 			free(p);
 			continue;
 		}
-		pthread_detach(th);
+		u->kicks[u->n_kicks++] = th;
 	}
 }
 
@@ -875,9 +885,18 @@ void dm_uring_stop(struct dm_uring *u)
 	if (!u)
 		return;
 	set_start(u, START_ABORT); /* threads still waiting for INIT's reply */
+	for (size_t i = 0; i < u->n_kicks; i++)
+		pthread_join(u->kicks[i], NULL);
+	u->n_kicks = 0;
 	rescuer_stop(u);
 	for (size_t i = 0; i < u->n_threads; i++) {
 		struct ring_thread *t = &u->threads[i];
+		/* Normal first: until the thread has ended, the kernel may give
+		 * its entry a request it will never serve (ring_main()); as
+		 * SCHED_IDLE under load it could wait long for the CPU */
+		struct sched_param sp = { 0 };
+		if (u->idle_class)
+			(void)pthread_setschedparam(t->thread, SCHED_OTHER, &sp);
 		if (t->wake_fd >= 0 && eventfd_write(t->wake_fd, 1) < 0)
 			log_warn("cannot stop a FUSE ring thread: %s", strerror(errno));
 	}
@@ -900,6 +919,7 @@ void dm_uring_free(struct dm_uring *u)
 	if (!u)
 		return;
 	dm_uring_stop(u);
+	free(u->kicks);
 	free(u->threads);
 	pthread_cond_destroy(&u->cond);
 	pthread_mutex_destroy(&u->lock);
