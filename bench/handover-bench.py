@@ -11,9 +11,9 @@ For each size N a umockdev testbed of N platform devices (each bound to a
 driver, with a few attributes and a class device below it) is served (a
 snapshot would not do: --handover serves a live machine); the whole mount is
 walked once, so that the kernel holds a node per entry (what the next daemon
-makes again), and a reader in a process of its own reads a device's file
+takes over, each node made when first used), and a reader in a process of its own reads a device's file
 every 2 ms. ROUNDS restarts (default 10) of each kind follow, each daemon
-serving 0.5 s before the next restart. Printed per size: the nodes made again,
+serving 0.5 s before the next restart. Printed per size: the nodes taken over,
 the median and longest time from the signal to the next daemon's READY,
 the reader's longest read and its errors, and the ratio of the two kinds'
 medians. DRIVERFSD names the daemon (default build/driverfsd).

@@ -301,8 +301,8 @@ static int take_over(struct daemon *d)
 	handed_fds(&fuse_fd, &state_fd);
 	if (fuse_fd < 0)
 		return 0;
-	size_t nodes = 0, gone = 0;
-	int r = dm_fs_adopt(d->fs, fuse_fd, state_fd, d->mountpoint, &nodes, &gone);
+	size_t nodes = 0;
+	int r = dm_fs_adopt(d->fs, fuse_fd, state_fd, d->mountpoint, &nodes);
 	if (r == -EINVAL || r == -ESTALE || r == -ECONNABORTED || r == -EOPNOTSUPP) {
 		log_warn("the mount's last daemon left nothing to take over (%s): mounting anew",
 			 r == -ESTALE		? "its state is incomplete"
@@ -316,9 +316,9 @@ static int take_over(struct daemon *d)
 		log_err("cannot take over the mount at %s: %s", d->mountpoint, strerror(-r));
 		return r;
 	}
-	log_info("took over the mount at %s from the last daemon: %zu nodes the kernel holds "
-		 "made again, %zu gone",
-		 d->mountpoint, nodes, gone);
+	log_info("took over the mount at %s from the last daemon: %zu nodes the kernel holds, "
+		 "taken over on demand",
+		 d->mountpoint, nodes);
 	return 1;
 }
 

@@ -107,6 +107,11 @@ void dm_fs_metrics(struct dm_metrics *w, void *data)
 	dm_metrics_family(w, "driverfsd_fuse_nodes", "gauge",
 			  "Inodes the kernel holds a lookup of (the daemon's node table).");
 	dm_metrics_sample(w, "driverfsd_fuse_nodes", (double)fs_table_count(fs->table), NULL);
+	dm_metrics_family(w, "driverfsd_fuse_nodes_pending", "gauge",
+			  "Inodes taken over from the last daemon (--handover) and not "
+			  "made yet: each is made when first used, or freed when forgotten.");
+	dm_metrics_sample(w, "driverfsd_fuse_nodes_pending", (double)fs_table_pending(fs->table),
+			  NULL);
 	pthread_mutex_lock(&fs->inflight.lock);
 	unsigned stalled = fs->inflight.stalled_now;
 	uint64_t stalled_total = fs->inflight.stalled_total;
@@ -375,7 +380,7 @@ void dm_fs_set_handover(struct dm_fs *fs)
 }
 
 int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
-		size_t *ret_nodes, size_t *ret_gone)
+		size_t *ret_nodes)
 {
 	/* a connection aborted (by the last daemon's watcher, after waiting
 	 * for a successor in vain) answers nothing again */
@@ -426,11 +431,13 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 	fs_handover_mirror(ho, &mirror);
 	fs_table_set_mirror(fs->table, &mirror);
 	struct fs_stale *stale = NULL;
-	r = fs_handover_restore(ho, fs->table, fs->model, &stale, ret_nodes, ret_gone);
+	r = fs_handover_restore(ho, fs->table, fs->model, &stale, ret_nodes);
 	/* what the kernel cached of them came from the last daemon: dropped
-	 * once the notifier runs, while this one already serves */
+	 * once the notifier runs, while this one already serves (a node no
+	 * longer there answers -ESTALE, on which the VFS looks its path up
+	 * again and finds it gone) */
 	if (r == 0)
-		fs_notifier_queue_stale(&fs->notifier, stale, *ret_nodes + *ret_gone);
+		fs_notifier_queue_stale(&fs->notifier, stale, *ret_nodes);
 	/* no INIT kept: the last daemon never read it, the kernel still has
 	 * it queued for this one */
 	if (r == 0 && ho->h->init_len)

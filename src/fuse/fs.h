@@ -45,12 +45,12 @@ void dm_fs_set_passthrough(struct dm_fs *fs, bool on);
  * @mountpoint that the last daemon left with its state @state_fd (both
  * taken, also on failure but -EINVAL/-ESTALE from the state and
  * -ECONNABORTED from a connection aborted meanwhile, when the caller still
- * holds them: then mount anew). How many of the nodes the
- * kernel holds were made again, and left out, in *ret_nodes, *ret_gone.
+ * holds them: then mount anew). How many nodes the kernel holds were
+ * taken over (each made when first used) in *ret_nodes.
  */
 void dm_fs_set_handover(struct dm_fs *fs);
 int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
-		size_t *ret_nodes, size_t *ret_gone);
+		size_t *ret_nodes);
 /* The two descriptors a supervisor keeps for the next daemon; -ENOENT
  * without a handover. */
 int dm_fs_handover_fds(struct dm_fs *fs, int *ret_fuse, int *ret_state);

@@ -133,106 +133,36 @@ void fs_handover_leave(struct fs_handover *ho)
 	atomic_store(&ho->h->state, FS_HANDOVER_LEFT);
 }
 
-struct loaded {
-	struct fs_saved_node n;
-	char *name;
-};
-
-static int by_depth(const void *a, const void *b)
-{
-	const struct loaded *x = a, *y = b;
-	return x->n.depth != y->n.depth ? (x->n.depth < y->n.depth ? -1 : 1)
-	       : x->n.ino < y->n.ino   ? -1
-				       : x->n.ino > y->n.ino;
-}
-
-struct loading {
-	struct loaded *v;
+struct stale_list {
+	struct fs_stale *v;
 	size_t n, cap;
 };
 
-static int load_node(const struct fs_saved_node *n, const char *name, void *data)
+static int add_stale(uint64_t ino, uint64_t parent, enum fs_kind kind, void *data)
 {
-	struct loading *l = data;
-	if (!dm_array_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v), 256))
+	struct stale_list *l = data;
+	if (!dm_array_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v), 1024))
 		return -ENOMEM;
-	l->v[l->n].n = *n;
-	if (!(l->v[l->n].name = strndup(name, n->name_len)))
-		return -ENOMEM;
-	l->n++;
+	l->v[l->n++] = (struct fs_stale){ .ino = ino, .parent = parent,
+					  .dir = fs_kind_is_dir(kind) };
 	return 0;
 }
 
 int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_model *m,
-			struct fs_stale **ret_stale, size_t *ret_made, size_t *ret_gone)
+			struct fs_stale **ret_stale, size_t *ret_n)
 {
-	struct fs_mirror mirror;
-	fs_handover_mirror(ho, &mirror);
-	struct loading l = { 0 };
-	size_t made = 0, gone = 0;
-	int r = fs_mirror_each(&mirror, load_node, &l);
-	struct loaded *v = l.v;
-	size_t n = l.n;
-	/* read whole: emptied, for this daemon's table to fill again */
-	uint32_t high = atomic_load(mirror.high);
-	if (high > mirror.slots_cap)
-		high = (uint32_t)mirror.slots_cap;
-	memset(mirror.slots, 0, high * sizeof(*mirror.slots));
-	atomic_store(mirror.high, 0);
-	atomic_store(mirror.names_used, 1);
-	if (r == 0 && n) /* qsort() takes no NULL, even for nothing */
-		qsort(v, n, sizeof(*v), by_depth);
-	struct fs_stale *stale = NULL;
-	if (r == 0 && n && !(stale = calloc(n, sizeof(*stale))))
-		r = -ENOMEM;
-	/* parents first: each found again by its parent's node and its name,
-	 * in the model as it is now */
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		struct fs_ref dir;
-		struct fs_target found;
-		char group[FS_GROUP_MAX];
-		bool again = false;
-		if (fs_table_get(t, v[i].n.parent, &dir) == 0) {
-			dm_model_read_lock(m);
-			int f = fs_view_find_locked(m, &dir, v[i].name, &found, group);
-			/* the same kind of object under that name, and for a
-			 * device's node the same device, not one plugged at its
-			 * path meanwhile: a handle opened on the old one must not
-			 * act on it */
-			if (f == 0 && found.kind == v[i].n.kind &&
-			    (!v[i].n.ident || !found.dev ||
-			     dm_device_identity(found.dev) == v[i].n.ident)) {
-				int e = fs_table_restore(t, &v[i].n, v[i].name, &found);
-				if (e == -ENOMEM)
-					r = e;
-				again = e == 0;
-			}
-			dm_model_unlock(m);
-			fs_ref_release(&dir);
-		}
-		made += again;
-		gone += !again;
-		stale[i] = (struct fs_stale){ .ino = v[i].n.ino, .parent = v[i].n.parent,
-					      .dir = fs_kind_is_dir((enum fs_kind)v[i].n.kind) };
-		if (!again) { /* its name, for the kernel to drop */
-			stale[i].name = v[i].name;
-			v[i].name = NULL;
-		}
+	(void)ho; /* its mirror is the table's (fs_table_set_mirror()) */
+	struct stale_list l = { 0 };
+	/* plain memory: each node is made when first used, found then in
+	 * the model as it is */
+	int r = fs_table_adopt(t, m, fs_view_find_locked, add_stale, &l);
+	if (r < 0) {
+		free(l.v);
+		return r;
 	}
-	fs_table_restore_done(t);
-	for (size_t i = 0; i < n; i++)
-		free(v[i].name);
-	free(v);
-	if (r == 0) {
-		*ret_stale = stale;
-		*ret_made = made;
-		*ret_gone = gone;
-	} else if (stale) {
-		for (size_t i = 0; i < n; i++)
-			free(stale[i].name);
-		free(stale);
-	}
-	return r;
+	*ret_stale = l.v;
+	*ret_n = l.n;
+	return 0;
 }
 
 void fs_handover_serve(struct fs_handover *ho)

@@ -111,19 +111,16 @@ void fs_handover_mirror(struct fs_handover *ho, struct fs_mirror *ret);
 void fs_handover_backings(struct fs_handover *ho, struct fs_backing_mirror *ret);
 /* A planned exit, once the loop has ended: the state "left". */
 void fs_handover_leave(struct fs_handover *ho);
-/* The next daemon, before it serves: the mirrored nodes made again in @t,
- * each found by its parent's node and its name in @m as it is now, with
- * its lookup count; those no longer there are left out (the kernel's
- * requests for them get ESTALE). The mirror is read whole first, then
- * emptied: @t mirrors the nodes again as it makes them (call
- * fs_table_set_mirror() first). How many were made and left out in
- * *ret_made, *ret_gone; every one of them in *ret_stale (malloc()ed, NULL
- * for none), for the kernel's caches of them to be dropped
- * (fs_notifier_queue_stale()). 0, -EINVAL (a mirror that does not hold
- * together), -ENOMEM. */
+/* The next daemon, before it serves: the mirrored nodes taken over by
+ * @t (fs_table_adopt(); call fs_table_set_mirror() first), each made when
+ * first used, found then by its parent's node and its name in @m; the
+ * mirror is left as it is. Every one of them in *ret_stale (malloc()ed,
+ * NULL for none), *ret_n of them, for the kernel's caches of them to be
+ * dropped (fs_notifier_queue_stale()). 0, -EINVAL (a mirror that does not
+ * hold together), -ENOMEM. */
 struct fs_stale;
 int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_model *m,
-			struct fs_stale **ret_stale, size_t *ret_made, size_t *ret_gone);
+			struct fs_stale **ret_stale, size_t *ret_n);
 /* Serving: the epoch moved on (the last daemon's watcher, waiting for a
  * successor, sees it), the state "serving". */
 void fs_handover_serve(struct fs_handover *ho);

@@ -37,9 +37,13 @@ struct slot {
 	uint32_t dev_next; /* the next node of dev (0: none) */
 	uint32_t gen;
 	uint16_t depth; /* directories between the mount root and it */
-	uint8_t kind; /* enum fs_kind; 0 when the slot is free */
+	uint8_t kind; /* enum fs_kind; 0 when the slot is free or pending */
 	bool keyed; /* the current node for (parent, name), in the name index */
 };
+/* A slot of kind 0 with a name is a node taken over and not made yet
+ * (fs_table_adopt()): its name is the mirror's copy, its parent, depth,
+ * generation and keyed the mirror's, its count the mirror's own; a parent
+ * of 0 marks one no longer there, kept until the kernel forgets it. */
 _Static_assert(sizeof(struct slot) == 48, "a node stays 48 bytes");
 
 /* Slots come in pages of SLOTS_PER_PAGE that never move, so the table
@@ -63,7 +67,16 @@ struct fs_table {
 	struct dm_idset names; /* the shared names (struct name *), by content */
 	struct fs_mirror mirror; /* handover: the nodes as a successor reads them */
 	bool mirrored;
+	/* handover: the nodes taken over, made on demand */
+	struct dm_model *model;
+	fs_find_fn find;
+	size_t n_pending;
 };
+
+static bool is_pending(const struct slot *n)
+{
+	return !n->kind && n->name;
+}
 
 static struct slot *slot_at(const struct fs_table *t, uint64_t ino)
 {
@@ -319,13 +332,12 @@ static int key_add_locked(struct fs_table *t, uint32_t ino)
 	return 0;
 }
 
-static void key_remove_locked(struct fs_table *t, uint32_t ino)
+/* Takes @ino out of the name index, leaving the mirror as it is. */
+static void key_unlink_locked(struct fs_table *t, uint32_t ino)
 {
 	struct slot *s = slot_at(t, ino);
 	if (!s->keyed)
 		return;
-	if (t->mirrored && ino < t->mirror.slots_cap)
-		t->mirror.slots[ino].keyed = 0;
 	for (uint32_t *p = &t->buckets[bucket_of(t, s->parent, s->name)]; *p;
 	     p = &slot_at(t, *p)->name_next) {
 		if (*p == ino) {
@@ -336,6 +348,15 @@ static void key_remove_locked(struct fs_table *t, uint32_t ino)
 	s->name_next = 0;
 	s->keyed = false;
 	t->n_keyed--;
+}
+
+static void key_remove_locked(struct fs_table *t, uint32_t ino)
+{
+	if (!slot_at(t, ino)->keyed)
+		return;
+	if (t->mirrored && ino < t->mirror.slots_cap)
+		t->mirror.slots[ino].keyed = 0;
+	key_unlink_locked(t, ino);
 }
 
 /* Drops what a used node holds, leaving the slot zeroed but its generation. */
@@ -435,6 +456,17 @@ static void mirror_put_locked(struct fs_table *t, uint32_t ino, bool keyed)
 	}
 	struct slot *n = slot_at(t, ino);
 	struct name *nm = (struct name *)(n->name - offsetof(struct name, s));
+	struct fs_mirror_slot *ms = &m->slots[ino];
+	if (atomic_load_explicit(&ms->kind, memory_order_relaxed) == n->kind &&
+	    ms->gen == n->gen && ms->parent == n->parent) {
+		/* a node taken over, made now: the mirror has it, and its
+		 * name, already (a death meanwhile loses nothing) */
+		if (!nm->mirror_off)
+			nm->mirror_off = ms->name_off;
+		ms->keyed = keyed;
+		atomic_store_explicit(&ms->nlookup, n->nlookup, memory_order_relaxed);
+		return;
+	}
 	if (!nm->mirror_off) {
 		size_t len = strlen(nm->s) + 1;
 		uint32_t used = atomic_load_explicit(m->names_used, memory_order_relaxed);
@@ -446,7 +478,6 @@ static void mirror_put_locked(struct fs_table *t, uint32_t ino, bool keyed)
 		nm->mirror_off = used;
 		atomic_store_explicit(m->names_used, used + (uint32_t)len, memory_order_release);
 	}
-	struct fs_mirror_slot *ms = &m->slots[ino];
 	atomic_store_explicit(&ms->kind, 0, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	/* read once per device (a stat of its sysfs directory), kept */
@@ -536,6 +567,138 @@ static uint32_t find_locked(struct fs_table *t, uint64_t parent, const char *nam
 	return 0;
 }
 
+/* ---- nodes taken over (fs_table_adopt()), made on demand ---- */
+
+/* Whether @target is the object the pending node @ino was: of its kind,
+ * and for a device's node the same device (not one plugged at its path
+ * meanwhile: a handle opened on the old one must not act on it). */
+static bool pending_is_locked(struct fs_table *t, uint32_t ino, const struct fs_target *target)
+{
+	const struct fs_mirror_slot *ms = &t->mirror.slots[ino];
+	if (atomic_load_explicit(&ms->kind, memory_order_relaxed) != target->kind)
+		return false;
+	return !ms->ident || !target->dev || dm_device_identity(target->dev) == ms->ident;
+}
+
+/* Makes the pending node @ino, referring to @target, with the mirror's
+ * count and @more lookups. 0 or -ENOMEM (then still pending). */
+static int pending_make_locked(struct fs_table *t, uint32_t ino, const struct fs_target *target,
+			       uint32_t more)
+{
+	struct slot *s = slot_at(t, ino);
+	struct slot was = *s;
+	uint32_t count = atomic_load_explicit(&t->mirror.slots[ino].nlookup, memory_order_relaxed);
+	/* a count of 0, which no node the kernel holds has, counts as 1 */
+	if (!count)
+		count = 1;
+	count = count > UINT32_MAX - more ? UINT32_MAX : count + more;
+	key_unlink_locked(t, ino);
+	/* the name is the mirror's copy, which stays */
+	if (node_fill_locked(t, ino, was.parent, was.depth, was.name, target, count, was.gen,
+			     was.keyed) < 0) {
+		*s = was;
+		s->keyed = false;
+		s->name_next = 0;
+		/* room: there was, for one more */
+		if (was.keyed)
+			key_add_locked(t, ino);
+		return -ENOMEM;
+	}
+	t->n_pending--;
+	return 0;
+}
+
+/* The pending node @ino is not there any more: it stays, unnamed, its
+ * number reserved, until the kernel forgets it (freed then as any). */
+static void pending_lost_locked(struct fs_table *t, uint32_t ino)
+{
+	key_remove_locked(t, ino);
+	slot_at(t, ino)->parent = 0;
+}
+
+/* The kernel forgot the pending node @ino: its number is free. */
+static void pending_free_locked(struct fs_table *t, uint32_t ino)
+{
+	key_remove_locked(t, ino);
+	atomic_store_explicit(&t->mirror.slots[ino].kind, 0, memory_order_release);
+	struct slot *s = slot_at(t, ino);
+	*s = (struct slot){ .gen = s->gen };
+	slot_free_locked(t, ino);
+	t->n_pending--;
+}
+
+/* The pending node nearest the top on @ino's way up (its parent made), 0
+ * when @ino is made, -ESTALE when the way is broken: a number neither made
+ * nor pending, one lost, depths that do not go down (so no mirror,
+ * whatever it holds, makes a loop). */
+static int64_t pending_top_locked(struct fs_table *t, uint32_t ino)
+{
+	if (ino == 0 || ino >= t->n_slots)
+		return -ESTALE;
+	const struct slot *s = slot_at(t, ino);
+	if (s->kind)
+		return 0;
+	for (;;) {
+		if (!is_pending(s) || !s->parent || s->parent >= t->n_slots)
+			return -ESTALE;
+		const struct slot *p = slot_at(t, s->parent);
+		if (p->kind)
+			return ino;
+		if (p->depth >= s->depth)
+			return -ESTALE;
+		ino = s->parent;
+		s = p;
+	}
+}
+
+static void get_locked(struct fs_table *t, uint64_t ino, struct fs_ref *ret);
+
+/* Makes the node @ino if it is pending, its parents first, each found in
+ * the model. Takes the model's read lock, then the table's (dropped while
+ * the model is searched). 0, -ESTALE (@ino is not there), -ENOMEM. */
+static int pending_resolve(struct fs_table *t, uint32_t ino)
+{
+	int r = 0;
+	dm_model_read_lock(t->model);
+	for (;;) {
+		pthread_mutex_lock(&t->lock);
+		int64_t top = pending_top_locked(t, ino);
+		if (top <= 0) {
+			pthread_mutex_unlock(&t->lock);
+			r = (int)top;
+			break;
+		}
+		uint32_t x = (uint32_t)top;
+		const struct slot *s = slot_at(t, x);
+		struct fs_ref dir;
+		char name[DM_NAME_MAX + 1];
+		uint32_t gen = s->gen;
+		snprintf(name, sizeof(name), "%s", s->name);
+		get_locked(t, s->parent, &dir);
+		pthread_mutex_unlock(&t->lock);
+
+		struct fs_target found;
+		char group[FS_GROUP_MAX];
+		int f = t->find(t->model, &dir, name, &found, group);
+
+		pthread_mutex_lock(&t->lock);
+		s = slot_at(t, x);
+		/* unless forgotten meanwhile, or made by another thread */
+		if (is_pending(s) && s->gen == gen && s->parent == dir.ino) {
+			if (f == 0 && pending_is_locked(t, x, &found))
+				r = pending_make_locked(t, x, &found, 0);
+			else
+				pending_lost_locked(t, x);
+		}
+		pthread_mutex_unlock(&t->lock);
+		fs_ref_release(&dir);
+		if (r < 0)
+			break;
+	}
+	dm_model_unlock(t->model);
+	return r;
+}
+
 int fs_table_lookup(struct fs_table *t, uint64_t parent, unsigned depth, const char *name,
 		    const struct fs_target *target, uint64_t *ret_ino, uint64_t *ret_gen)
 {
@@ -543,7 +706,18 @@ int fs_table_lookup(struct fs_table *t, uint64_t parent, unsigned depth, const c
 		return -EOVERFLOW;
 	pthread_mutex_lock(&t->lock);
 	uint32_t ino = find_locked(t, parent, name);
-	if (ino) {
+	if (ino && is_pending(slot_at(t, ino))) {
+		/* the node the last daemon had for this name: made now, under
+		 * its number, when it is the same object; else it stays,
+		 * unnamed, until the kernel forgets it */
+		if (!pending_is_locked(t, ino, target)) {
+			pending_lost_locked(t, ino);
+			ino = 0;
+		} else if (pending_make_locked(t, ino, target, 1) < 0) {
+			pthread_mutex_unlock(&t->lock);
+			return -ENOMEM;
+		}
+	} else if (ino) {
 		struct slot *n = slot_at(t, ino);
 		if (same_target(n, target)) {
 			/* at UINT32_MAX the node stays for good: a leak of one
@@ -593,18 +767,26 @@ bool fs_table_forget(struct fs_table *t, uint64_t ino, uint64_t n)
 			t->n_used--;
 			freed = true;
 		}
+	} else if (ino >= 2 && ino < t->n_slots && is_pending(slot_at(t, ino))) {
+		/* not made yet: the mirror has its count */
+		_Atomic uint32_t *c = &t->mirror.slots[ino].nlookup;
+		uint32_t count = atomic_load_explicit(c, memory_order_relaxed);
+		if (count < UINT32_MAX) {
+			count = count > n ? (uint32_t)(count - n) : 0;
+			atomic_store_explicit(c, count, memory_order_relaxed);
+		}
+		if (count == 0) {
+			pending_free_locked(t, (uint32_t)ino);
+			freed = true;
+		}
 	}
 	pthread_mutex_unlock(&t->lock);
 	return freed;
 }
 
-int fs_table_get(struct fs_table *t, uint64_t ino, struct fs_ref *ret)
+/* Copies the made node @ino, taking references. */
+static void get_locked(struct fs_table *t, uint64_t ino, struct fs_ref *ret)
 {
-	pthread_mutex_lock(&t->lock);
-	if (ino == 0 || ino >= t->n_slots || !slot_at(t, ino)->kind) {
-		pthread_mutex_unlock(&t->lock);
-		return -ESTALE;
-	}
 	const struct slot *n = slot_at(t, ino);
 	*ret = (struct fs_ref){ .t = slot_target(n), .ino = ino, .gen = n->gen,
 				.parent = n->parent, .depth = n->depth };
@@ -614,8 +796,26 @@ int fs_table_get(struct fs_table *t, uint64_t ino, struct fs_ref *ret)
 		ret->t.group = ret->group;
 	}
 	fs_target_ref(&ret->t);
-	pthread_mutex_unlock(&t->lock);
-	return 0;
+}
+
+int fs_table_get(struct fs_table *t, uint64_t ino, struct fs_ref *ret)
+{
+	for (int tries = 0;; tries++) {
+		pthread_mutex_lock(&t->lock);
+		bool made = ino && ino < t->n_slots && slot_at(t, ino)->kind;
+		bool pending = !made && ino && ino < t->n_slots && is_pending(slot_at(t, ino));
+		if (made)
+			get_locked(t, ino, ret);
+		pthread_mutex_unlock(&t->lock);
+		if (made)
+			return 0;
+		if (!pending || tries)
+			return -ESTALE;
+		/* taken over from the last daemon: made now */
+		int r = pending_resolve(t, (uint32_t)ino);
+		if (r < 0)
+			return r;
+	}
 }
 
 void fs_ref_release(struct fs_ref *r)
@@ -640,6 +840,16 @@ void fs_table_set_mirror(struct fs_table *t, const struct fs_mirror *m)
 	pthread_mutex_lock(&t->lock);
 	t->mirrored = m != NULL;
 	if (!m) {
+		/* the nodes not made stay in the mirror, for a successor; the
+		 * table no longer knows them (their names are the mirror's) */
+		for (uint64_t i = 2; t->n_pending && i < t->n_slots; i++) {
+			struct slot *s = slot_at(t, i);
+			if (is_pending(s)) {
+				key_unlink_locked(t, (uint32_t)i);
+				*s = (struct slot){ .gen = s->gen };
+				t->n_pending--;
+			}
+		}
 		pthread_mutex_unlock(&t->lock);
 		return;
 	}
@@ -696,33 +906,81 @@ static int slots_reach_locked(struct fs_table *t, uint64_t ino)
 	return 0;
 }
 
-int fs_table_restore(struct fs_table *t, const struct fs_saved_node *sn, const char *name,
-		     const struct fs_target *target)
+int fs_table_adopt(struct fs_table *t, struct dm_model *model, fs_find_fn find,
+		   int (*each)(uint64_t ino, uint64_t parent, enum fs_kind kind, void *data),
+		   void *data)
 {
-	if (sn->ino < 2 || sn->ino == UINT32_MAX || sn->kind != target->kind)
-		return -EINVAL;
 	pthread_mutex_lock(&t->lock);
-	int r = slots_reach_locked(t, sn->ino);
-	if (r == 0 && slot_at(t, sn->ino)->kind)
-		r = -EEXIST;
+	const struct fs_mirror *m = &t->mirror;
+	if (!t->mirrored || t->n_slots != 2) {
+		pthread_mutex_unlock(&t->lock);
+		return -EINVAL;
+	}
+	uint32_t high = atomic_load_explicit(m->high, memory_order_acquire);
+	uint32_t used = atomic_load_explicit(m->names_used, memory_order_acquire);
+	int r = 0;
+	if (high > m->slots_cap || used > m->names_cap || high == UINT32_MAX)
+		r = -EINVAL;
+	else if (high > 2)
+		r = slots_reach_locked(t, high - 1);
+	size_t n = 0;
+	for (uint32_t i = 2; r == 0 && i < high; i++) {
+		const struct fs_mirror_slot *ms = &m->slots[i];
+		struct slot *s = slot_at(t, i);
+		/* a number used again comes with another generation */
+		s->gen = ms->gen;
+		uint8_t kind = atomic_load_explicit(&ms->kind, memory_order_acquire);
+		if (!kind)
+			continue;
+		/* whatever the memfd holds: a name inside what was written,
+		 * ending there, no longer than a name; a parent in the mirror */
+		if (ms->name_off == 0 || ms->name_off >= used || ms->parent == 0 ||
+		    ms->parent >= high || ms->parent == i || ms->depth == 0) {
+			r = -EINVAL;
+			break;
+		}
+		const char *name = m->names + ms->name_off;
+		size_t len = strnlen(name, used - ms->name_off);
+		if (len == 0 || len > DM_NAME_MAX || ms->name_off + len >= used) {
+			r = -EINVAL;
+			break;
+		}
+		s->name = name;
+		s->parent = ms->parent;
+		s->depth = ms->depth;
+		t->n_pending++;
+		n++;
+		if (ms->keyed && key_add_locked(t, i) < 0)
+			r = -ENOMEM;
+		else
+			r = each(i, ms->parent, (enum fs_kind)kind, data);
+	}
 	if (r < 0) {
+		/* nothing taken over: the caller does not serve */
+		for (uint64_t i = 2; i < t->n_slots; i++) {
+			struct slot *s = slot_at(t, i);
+			if (is_pending(s))
+				key_unlink_locked(t, (uint32_t)i);
+			*s = (struct slot){ 0 };
+		}
+		t->n_pending = 0;
 		pthread_mutex_unlock(&t->lock);
 		return r;
 	}
-	/* made as a lookup makes it, with the saved number's generation and
-	 * count */
-	r = node_fill_locked(t, sn->ino, sn->parent, sn->depth, name, target,
-			     sn->nlookup ? sn->nlookup : 1, sn->gen, sn->keyed);
+	/* the numbers of no node are free, the lowest first */
+	for (uint64_t i = t->n_slots; i-- > 2;)
+		if (!slot_at(t, i)->kind && !slot_at(t, i)->name)
+			slot_free_locked(t, (uint32_t)i);
+	t->model = model;
+	t->find = find;
 	pthread_mutex_unlock(&t->lock);
-	return r;
+	return (int)(n > INT32_MAX ? INT32_MAX : n);
 }
 
-void fs_table_restore_done(struct fs_table *t)
+size_t fs_table_pending(struct fs_table *t)
 {
 	pthread_mutex_lock(&t->lock);
-	t->free_head = 0;
-	for (uint64_t i = t->n_slots; i-- > 2;)
-		if (!slot_at(t, i)->kind)
-			slot_free_locked(t, (uint32_t)i);
+	size_t n = t->n_pending;
 	pthread_mutex_unlock(&t->lock);
+	return n;
 }

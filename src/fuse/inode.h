@@ -18,7 +18,9 @@
  * distinct string, not one per node (device "vendor" files share one).
  *
  * All functions take the table's own mutex; callers may hold the model's
- * read lock (the order is always model lock, then table).
+ * read lock (the order is always model lock, then table), but for
+ * fs_table_get(), which may take it (the lock is writer-first: a thread
+ * must never take it twice).
  */
 #ifndef DM_FS_INODE_H
 #define DM_FS_INODE_H
@@ -120,7 +122,9 @@ struct fs_ref {
 };
 
 /* Copies the node @ino (taking references; release with fs_ref_release()).
- * -ESTALE for a number not in use. */
+ * -ESTALE for a number not in use. A node taken over and not made yet
+ * (fs_table_adopt()) is made first, which takes the model's read lock:
+ * call without it. */
 int fs_table_get(struct fs_table *t, uint64_t ino, struct fs_ref *ret);
 void fs_ref_release(struct fs_ref *r);
 size_t fs_table_count(struct fs_table *t);
@@ -142,7 +146,8 @@ int fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
  * Handover (handover.h): the nodes the kernel holds, mirrored as they are
  * made and freed into memory shared with the next daemon of the same
  * connection (a memfd that outlives a killed daemon), which makes them
- * again under the same numbers and generations.
+ * again under the same numbers and generations, each when first used
+ * (fs_table_adopt()).
  */
 struct fs_mirror_slot {
 	/* the node's device's identity (dm_device_identity()), 0 for none:
@@ -187,13 +192,32 @@ void fs_table_set_mirror(struct fs_table *t, const struct fs_mirror *m);
 int fs_mirror_each(const struct fs_mirror *m,
 		   int (*fn)(const struct fs_saved_node *n, const char *name, void *data),
 		   void *data);
-/* Makes the node @n anew (its parent first), referring to @target, with
- * its number, generation and lookup count (a count of 0, which no node
- * the kernel holds has, counts as 1). -EEXIST when the number is taken,
- * -ENOMEM. */
-int fs_table_restore(struct fs_table *t, const struct fs_saved_node *n, const char *name,
-		     const struct fs_target *target);
-/* After the last fs_table_restore(): the numbers left unused are free. */
-void fs_table_restore_done(struct fs_table *t);
+/* How a node taken over is found again in the model: the object named
+ * @name in the directory @dir (fs_view_find_locked(); called with the
+ * model's read lock held). */
+typedef int (*fs_find_fn)(struct dm_model *m, const struct fs_ref *dir, const char *name,
+			  struct fs_target *ret, char group[FS_GROUP_MAX]);
+/*
+ * Takes over the nodes the mirror (fs_table_set_mirror(), first) holds,
+ * on demand: the table, new, reserves each mirrored number (never handed
+ * to another node while its slot has a kind) and indexes the current ones
+ * by (parent, name), reading only the mirror (no model lookup). The mirror
+ * is left as it is, right for a next daemon whatever this one does. A
+ * node is made when first used, with its number, generation and the
+ * mirror's lookup count (its parents first, each found by its parent and
+ * name in @m with @find, of the same kind and, for a device's, the same
+ * device: dm_device_identity()): by fs_table_get() of its number, or by
+ * fs_table_lookup() of its name; one no longer there stays, unnamed, its
+ * number reserved, until the kernel forgets it (its requests get
+ * -ESTALE). A FORGET of a node not made yet lowers the mirror's count and
+ * frees it at zero. @each is called on every node taken over (with the
+ * table's lock held). The number of nodes taken over, -EINVAL for a
+ * mirror that does not hold together, -ENOMEM, or @each's error.
+ */
+int fs_table_adopt(struct fs_table *t, struct dm_model *m, fs_find_fn find,
+		   int (*each)(uint64_t ino, uint64_t parent, enum fs_kind kind, void *data),
+		   void *data);
+/* The nodes taken over and not made yet. */
+size_t fs_table_pending(struct fs_table *t);
 
 #endif

@@ -233,26 +233,94 @@ static int keep(const struct fs_saved_node *n, const char *name, void *data)
 	return 0;
 }
 
+/* A lookup at @depth (the helper above puts every node at depth 1). */
+static void lookup_at(struct fs_table *t, uint64_t parent, unsigned depth, const char *name,
+		      const struct fs_target *target, uint64_t *ino, uint64_t *gen)
+{
+	assert_int_equal(fs_table_lookup(t, parent, depth, name, target, ino, gen), 0);
+	assert_true(*ino >= 2);
+}
+
+/* handover: a mirror of the test's own, and the model as the next
+ * daemon finds it: "a" and "b" are the fixture's devices, "gone" nothing */
+struct test_mirror {
+	struct fs_mirror_slot slots[64];
+	char names[1024];
+	_Atomic uint32_t used, high, ok;
+	struct fs_mirror m;
+};
+
+static void mirror_init(struct test_mirror *tm)
+{
+	memset(tm, 0, sizeof(*tm));
+	atomic_store(&tm->used, 1);
+	atomic_store(&tm->ok, 1);
+	tm->m = (struct fs_mirror){ .slots = tm->slots, .slots_cap = 64, .names = tm->names,
+				    .names_cap = sizeof(tm->names), .names_used = &tm->used,
+				    .high = &tm->high, .ok = &tm->ok };
+}
+
+static struct fixture *found_in;
+static int finds;
+
+static int find(struct dm_model *m, const struct fs_ref *dir, const char *name,
+		struct fs_target *ret, char group[FS_GROUP_MAX])
+{
+	(void)m;
+	(void)dir;
+	(void)group;
+	finds++;
+	if (strcmp(name, "a") == 0 || strcmp(name, "b") == 0) {
+		*ret = (struct fs_target){ .kind = FS_DEV,
+					   .dev = name[0] == 'a' ? found_in->a : found_in->b };
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int count_each(uint64_t ino, uint64_t parent, enum fs_kind kind, void *data)
+{
+	(void)ino;
+	(void)parent;
+	(void)kind;
+	(*(size_t *)data)++;
+	return 0;
+}
+
+/* A table that takes over @tm: how many nodes it took. */
+static struct fs_table *adopt(struct fixture *f, struct test_mirror *tm, size_t *ret_n)
+{
+	struct fs_table *t;
+	assert_int_equal(fs_table_new(&t), 0);
+	fs_table_set_mirror(t, &tm->m);
+	size_t seen = 0;
+	int n = fs_table_adopt(t, f->m, find, count_each, &seen);
+	assert_true(n >= 0);
+	assert_int_equal((size_t)n, seen);
+	*ret_n = seen;
+	found_in = f;
+	finds = 0;
+	return t;
+}
+
 /* handover: the nodes one table mirrors (made and freed as they go) are
- * made again by another under the same numbers, generations and lookup
- * counts, the numbers left unused free */
+ * taken over by another under the same numbers, generations and lookup
+ * counts, each made when first used (its parents first), the numbers left
+ * unused free */
 static void test_nodes_made_again_for_a_handover(void **state)
 {
 	struct fixture *f = *state;
-	static struct fs_mirror_slot slots[64];
-	static char names[1024];
-	static _Atomic uint32_t used = 1, high, ok = 1;
-	struct fs_mirror mirror = { .slots = slots, .slots_cap = 64, .names = names,
-				    .names_cap = sizeof(names), .names_used = &used,
-				    .high = &high, .ok = &ok };
+	static struct test_mirror tm;
+	mirror_init(&tm);
+	struct fs_mirror mirror = tm.m;
 	struct fs_target ta = { .kind = FS_DEV, .dev = f->a };
 	struct fs_target tb = { .kind = FS_DEV, .dev = f->b };
 	uint64_t a, b, c, gen_a, gen_b, gen_c;
 	lookup(f->t, 1, "a", &ta, &a, &gen_a);
 	fs_table_set_mirror(f->t, &mirror); /* the node already there too */
 	lookup(f->t, 1, "gone", &tb, &c, &gen_c);
-	lookup(f->t, a, "b", &tb, &b, &gen_b);
-	lookup(f->t, a, "b", &tb, &b, &gen_b); /* counted twice */
+	lookup_at(f->t, a, 2, "b", &tb, &b, &gen_b);
+	lookup_at(f->t, a, 2, "b", &tb, &b, &gen_b); /* counted twice */
 	assert_true(fs_table_forget(f->t, c, 1)); /* a free number between */
 	struct saved s = { .count = 0 };
 	assert_int_equal(fs_mirror_each(&mirror, keep, &s), 0);
@@ -261,40 +329,107 @@ static void test_nodes_made_again_for_a_handover(void **state)
 	assert_int_equal(s.n[0].nlookup, 1);
 	assert_int_equal(s.n[1].nlookup, 2);
 	/* a name that runs past what was written is refused */
-	uint32_t keep_used = used;
-	used = slots[b].name_off + 1;
+	uint32_t keep_used = atomic_load(&tm.used);
+	atomic_store(&tm.used, tm.slots[b].name_off + 1);
 	assert_int_equal(fs_mirror_each(&mirror, keep, &(struct saved){ .count = 0 }), -EINVAL);
-	used = keep_used;
+	struct fs_table *bad;
+	assert_int_equal(fs_table_new(&bad), 0);
+	fs_table_set_mirror(bad, &mirror);
+	size_t seen = 0;
+	assert_int_equal(fs_table_adopt(bad, f->m, find, count_each, &seen), -EINVAL);
+	fs_table_set_mirror(bad, NULL);
+	fs_table_free(bad);
+	atomic_store(&tm.used, keep_used);
+	fs_table_set_mirror(f->t, NULL); /* the last daemon is gone */
 
-	struct fs_table *t2;
-	assert_int_equal(fs_table_new(&t2), 0);
-	for (size_t i = 0; i < s.count; i++) {
-		const struct fs_target *target = strcmp(s.name[i], "a") == 0 ? &ta : &tb;
-		assert_int_equal(fs_table_restore(t2, &s.n[i], s.name[i], target), 0);
-		assert_int_equal(fs_table_restore(t2, &s.n[i], s.name[i], target), -EEXIST);
-	}
-	fs_table_restore_done(t2);
+	size_t n;
+	struct fs_table *t2 = adopt(f, &tm, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(fs_table_pending(t2), 2);
+	assert_int_equal(finds, 0); /* nothing looked up in the model yet */
+	/* the unused number is free, and comes with another generation */
 	struct fs_ref r;
+	assert_int_equal(fs_table_get(t2, c, &r), -ESTALE);
+	/* a number used: its parent made first, both found in the model */
 	assert_int_equal(fs_table_get(t2, b, &r), 0);
+	assert_int_equal(finds, 2);
+	assert_int_equal(fs_table_pending(t2), 0);
 	assert_int_equal(r.gen, gen_b);
 	assert_int_equal(r.parent, a);
 	assert_string_equal(r.name, "b");
 	assert_ptr_equal(r.t.dev, f->b);
 	fs_ref_release(&r);
+	/* their names are the mirror's, not written again */
+	assert_int_equal(atomic_load(&tm.used), keep_used);
 	/* found by name as a lookup finds it, the same node */
 	uint64_t again, gen;
-	lookup(t2, a, "b", &tb, &again, &gen);
+	lookup_at(t2, a, 2, "b", &tb, &again, &gen);
 	assert_int_equal(again, b);
 	assert_int_equal(gen, gen_b);
-	/* the unused number is free for a new node */
-	assert_int_equal(fs_table_get(t2, c, &r), -ESTALE);
-	uint64_t n;
 	lookup(t2, 1, "new", &ta, &n, &gen);
 	assert_int_equal(n, c);
+	assert_int_not_equal(gen, gen_c);
 	/* the old daemon's two lookups and this one: freed when the kernel
 	 * forgets all three, not before */
 	assert_false(fs_table_forget(t2, b, 2));
 	assert_true(fs_table_forget(t2, b, 1));
+	fs_table_set_mirror(t2, NULL);
+	fs_table_free(t2);
+}
+
+/* A lookup of a name whose node is taken over and not made gives that
+ * node; a forget of one not made frees it (the mirror too: the next daemon
+ * carries fewer); one no longer in the model keeps its number until the
+ * kernel forgets it, unnamed. */
+static void test_nodes_taken_over_on_demand(void **state)
+{
+	struct fixture *f = *state;
+	static struct test_mirror tm;
+	mirror_init(&tm);
+	struct fs_target ta = { .kind = FS_DEV, .dev = f->a };
+	struct fs_target tb = { .kind = FS_DEV, .dev = f->b };
+	uint64_t a, b, g, gen_a, gen_b, gen_g, ino, gen;
+	fs_table_set_mirror(f->t, &tm.m);
+	lookup(f->t, 1, "a", &ta, &a, &gen_a);
+	lookup_at(f->t, a, 2, "b", &tb, &b, &gen_b);
+	lookup(f->t, 1, "gone", &tb, &g, &gen_g);
+	fs_table_set_mirror(f->t, NULL);
+
+	size_t n;
+	struct fs_table *t2 = adopt(f, &tm, &n);
+	assert_int_equal(n, 3);
+	/* a lookup of "a" under the root: the same number, no model search */
+	lookup(t2, 1, "a", &ta, &ino, &gen);
+	assert_int_equal(ino, a);
+	assert_int_equal(gen, gen_a);
+	assert_int_equal(finds, 0);
+	/* the kernel forgets b, never used: freed, in the mirror too */
+	assert_true(fs_table_forget(t2, b, 1));
+	assert_int_equal(fs_table_get(t2, b, &(struct fs_ref){ 0 }), -ESTALE);
+	/* "gone" is not in the model: -ESTALE, its number kept */
+	struct fs_ref r;
+	assert_int_equal(fs_table_get(t2, g, &r), -ESTALE);
+	assert_int_equal(fs_table_get(t2, g, &r), -ESTALE);
+	assert_int_equal(finds, 1); /* looked for once */
+	lookup(t2, 1, "gone", &tb, &ino, &gen); /* the name, another object now */
+	assert_int_not_equal(ino, g);
+	lookup_at(t2, a, 2, "c", &tb, &ino, &gen);
+	assert_int_not_equal(ino, g);
+	/* a name taken over that now means another kind of object: a new
+	 * node, the old one unnamed */
+	assert_true(fs_table_forget(t2, g, 1));
+	fs_table_set_mirror(t2, NULL);
+
+	/* the next daemon carries a, the two new nodes, not b nor g */
+	size_t n3;
+	struct fs_table *t3 = adopt(f, &tm, &n3);
+	assert_int_equal(n3, 3);
+	assert_int_equal(fs_table_get(t3, g, &r), -ESTALE);
+	assert_int_equal(fs_table_get(t3, a, &r), 0);
+	assert_int_equal(r.gen, gen_a);
+	fs_ref_release(&r);
+	fs_table_set_mirror(t3, NULL);
+	fs_table_free(t3);
 	fs_table_free(t2);
 }
 
@@ -307,6 +442,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_driver_file_holds_its_driver, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nodes_made_again_for_a_handover, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_nodes_taken_over_on_demand, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
