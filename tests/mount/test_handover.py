@@ -69,6 +69,16 @@ def device_dir(mnt):
     raise AssertionError("no USB device in the mount")
 
 
+# The readers' answer for a call that fails: its errno's name.
+ATTEMPT = r"""
+import errno
+def attempt(fn):
+    try:
+        return fn()
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+"""
+
 # A reader in a process of its own, as readers are (a process of the test
 # that held files on the mount would flush them when it forks the next
 # daemon, and wait for the mount it is starting): it opens a static value
@@ -97,11 +107,6 @@ def loop():
         time.sleep(0.005)
 if not quiet:
     threading.Thread(target=loop, daemon=True).start()
-def attempt(fn):
-    try:
-        return fn()
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
 for line in sys.stdin:
     out = {"vendor": attempt(lambda: (vendor.seek(0), vendor.read())[1]),
            "power": attempt(lambda: (power.seek(0), power.read())[1]),
@@ -114,7 +119,8 @@ for line in sys.stdin:
 
 class Holder:
     def __init__(self, dev, quiet=False):
-        self.proc = subprocess.Popen(["python3", "-c", HOLDER, dev, *(["quiet"] if quiet else [])],
+        self.proc = subprocess.Popen(["python3", "-c", ATTEMPT + HOLDER, dev,
+                                      *(["quiet"] if quiet else [])],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def check(self, timeout=30):
@@ -544,6 +550,161 @@ def test_an_old_handle_never_acts_on_a_device_plugged_at_its_path(env):
     with open(attr, "w") as f:
         f.write("9\n")
     assert open(sys_attr).read() == "9\n"
+
+
+# A process of its own that holds, idle, an open file and a directory as
+# its working directory; each line it is sent makes it answer what they
+# give now: the file's value and inode number, the directory's listing and
+# inode number (errno names for errors).
+IDLE = r"""
+import errno, json, os, sys
+f = open(sys.argv[1])
+os.chdir(sys.argv[2])
+for line in sys.stdin:
+    print(json.dumps({"value": attempt(lambda: (f.seek(0), f.read())[1]),
+                      "ino": attempt(lambda: os.fstat(f.fileno()).st_ino),
+                      "listing": attempt(lambda: sorted(os.listdir("."))),
+                      "cwd_ino": attempt(lambda: os.stat(".").st_ino)}), flush=True)
+"""
+
+
+def idle(path, cwd):
+    import json
+    p = subprocess.Popen(["python3", "-c", ATTEMPT + IDLE, path, cwd], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+
+    def ask():
+        p.stdin.write("x\n")
+        p.stdin.flush()
+        return json.loads(p.stdout.readline())
+    return p, ask
+
+
+def taken_over(d):
+    """The nodes the kernel holds that the daemon @d took over."""
+    m = re.search(r"(\d+) nodes the kernel holds, taken over on demand", d.output())
+    assert m, d.output()
+    return int(m.group(1))
+
+
+def pending(mnt):
+    """The nodes taken over and not made yet (the metric)."""
+    with open(os.path.join(mnt, "metrics")) as f:
+        m = re.search(r"^driverfsd_fuse_nodes_pending (\S+)$", f.read(), re.M)
+    assert m
+    return float(m.group(1))
+
+
+def a_class_driver_link(mnt):
+    """A link of a class's drivers/ (its entry is kept by the kernel for no
+    time: each use of the path looks it up again)."""
+    for cls in sorted(os.listdir(os.path.join(mnt, "class"))):
+        top = os.path.join(mnt, "class", cls, "drivers")
+        for name in sorted(os.listdir(top)) if os.path.isdir(top) else ():
+            if os.path.islink(os.path.join(top, name)):
+                return os.path.join(top, name)
+    raise AssertionError("no class driver link in the mount")
+
+
+def test_nodes_the_kernel_holds_are_made_when_used(env):
+    """The next daemon makes a node the kernel holds only when a request
+    names it (issue 31): an open file and a working directory untouched
+    since the restart work as before, under the same inode numbers; a
+    lookup of a name whose node was taken over gives that node, the same
+    inode number, not a second node (a class's driver link, whose entry the
+    kernel keeps for no time, is looked up at each use)."""
+    tb, mnt, tmp, daemons = env
+    d1 = Supervised(tb, mnt, tmp)
+    daemons.append(d1)
+    dev = device_dir(mnt)
+    p, ask = idle(os.path.join(dev, "idVendor"), os.path.dirname(dev))
+    first = ask()
+    assert first["value"].endswith("\n") and isinstance(first["listing"], list), first
+    link = a_class_driver_link(mnt)
+    link_ino, target = os.lstat(link).st_ino, os.readlink(link)
+    d2 = handover(tb, mnt, tmp, daemons)
+    held = taken_over(d2)
+    assert held > 0
+    # once what the kernel cached is dropped (on the notifier's thread, as
+    # the daemon serves) the reader's requests reach the daemon, which
+    # makes their nodes then
+    deadline = time.monotonic() + 10
+    while True:
+        got = ask()
+        assert got == first, (got, first)
+        if pending(mnt) < held or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert pending(mnt) < held
+    assert os.lstat(link).st_ino == link_ino
+    assert os.readlink(link) == target
+    p.kill()
+    p.wait()
+
+
+def test_nodes_taken_over_and_forgotten_unused_are_freed(env):
+    """A node taken over that the kernel forgets before any request names
+    it (its caches dropped) is freed, in the state too: the next handover
+    carries fewer; what a reader still holds is kept and works."""
+    tb, mnt, tmp, daemons = env
+    daemons.append(Supervised(tb, mnt, tmp))
+    for top, dirs, files in os.walk(mnt):
+        for name in files:
+            os.lstat(os.path.join(top, name))
+    dev = device_dir(mnt)
+    p, ask = idle(os.path.join(dev, "idVendor"), dev)
+    first = ask()
+    d2 = handover(tb, mnt, tmp, daemons)
+    held = taken_over(d2)
+    assert held > 100
+    # the kernel's caches: unused dentries and inodes go, FORGET each
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2\n")
+    deadline = time.monotonic() + 30
+    while pending(mnt) > held / 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    d3 = handover(tb, mnt, tmp, daemons)
+    assert 0 < taken_over(d3) < held / 2, (taken_over(d3), held)
+    assert ask() == first
+    p.kill()
+    p.wait()
+
+
+def test_a_device_gone_while_no_daemon_served_is_gone_for_its_holders(env):
+    """A device unplugged while no daemon served: a file of it held open
+    and its directory held as a working directory fail (the node, made on
+    demand, is not found: ESTALE, or as sysfs says ENODEV); its path and
+    listings no longer have it."""
+    from hotplug_util import remove_devices
+    tb, mnt, tmp, daemons = env
+    daemons.append(Supervised(tb, mnt, tmp))
+    host = "/devices/pci0000:00/0000:00:17.0/ata6/host5"
+    dirs = {open(own(top, "devpath")).read().strip(): top
+            for top, _, files in os.walk(os.path.join(mnt, "root")) if has_devpath(files)}
+    host_dir, parent = dirs[host], os.path.dirname(dirs[host])
+    p, ask = idle(os.path.join(host_dir, "uevent"), host_dir)
+    first = ask()
+    assert isinstance(first["value"], str) and isinstance(first["listing"], list), first
+    last = daemons[-1]
+    last.proc.send_signal(signal.SIGUSR2)
+    assert last.proc.wait(30) == 75
+    remove_devices(tb, [host + "/scsi_host/host5", host])
+    daemons.append(Supervised(tb, mnt, tmp, last.store))
+    # what the kernel cached is dropped on the notifier's thread, as the
+    # daemon serves
+    deadline = time.monotonic() + 10
+    got = ask()
+    while isinstance(got["value"], str) and got["value"] == first["value"] \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+        got = ask()
+    assert got["value"] in ("ESTALE", "ENODEV", "ENOENT"), got
+    assert got["listing"] in ("ESTALE", "ENODEV", "ENOENT"), got
+    assert not os.path.exists(os.path.join(host_dir, "uevent"))
+    assert not os.path.exists(host_dir)
+    assert "host5" not in os.listdir(parent)
+    p.kill()
+    p.wait()
 
 
 def test_a_soak_of_restarts_under_readers(env):
