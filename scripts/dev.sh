@@ -32,7 +32,7 @@ TEST_PKGS="clang libclang-rt-dev libcmocka-dev umockdev usbutils gir1.2-umockdev
 
 # what the ThreadSanitizer build runs: the tests with threads of their own
 TSAN_TESTS="core pm runner exec mount-pm mount-hotplug mount-hotplug-stress mount-files
-	mount-transport mount-slow-reads"
+	mount-transport mount-slow-reads mount-handover"
 # the libFuzzer targets (tests/fuzz/README.md)
 FUZZ_TARGETS="config drivers-d snapshot store uevent"
 

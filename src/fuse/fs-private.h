@@ -77,7 +77,7 @@ struct dm_fs {
 	bool handover_wanted;
 	struct fs_handover *handover;
 	char *adopted_point;
-	bool leaving;
+	atomic_bool leaving; /* set by SIGUSR2's handler, on any thread */
 
 	/* requests served, counted without a lock: a relaxed atomic add
 	 * per request costs nothing beside the request itself */

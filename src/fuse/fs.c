@@ -522,7 +522,7 @@ static void on_sigusr2(int sig)
 	struct dm_fs *fs = leaving_fs;
 	if (!fs)
 		return;
-	fs->leaving = true;
+	atomic_store(&fs->leaving, true);
 	fuse_session_exit(fs->se);
 	wake_loop(sig);
 }
@@ -536,13 +536,13 @@ static void on_exit_signal(int sig)
 
 bool dm_fs_leaving(struct dm_fs *fs)
 {
-	return fs->leaving;
+	return atomic_load(&fs->leaving);
 }
 
 void dm_fs_set_leaving(struct dm_fs *fs)
 {
 	if (fs->handover)
-		fs->leaving = true;
+		atomic_store(&fs->leaving, true);
 }
 
 bool dm_fs_handover_kept(struct dm_fs *fs)
