@@ -930,30 +930,37 @@ int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *n
 	return 0;
 }
 
-int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *attr,
-			     struct dm_blob **ret)
+/* Whether @attr of @dev may be read through one of its own ways (@has: it
+ * has that way, else @missing): readable, that way there, the device not
+ * gone, in that order. */
+static int attr_readable(struct dm_device *dev, const struct dm_attribute *attr, bool has,
+			 int missing)
 {
 	if (!(attr->mode & 0444))
 		return -EACCES; /* as dm_device_show() answers it */
-	if (!attr->show_alloc || attr == &power_log_attr)
-		return -EINVAL;
-	if (dm_device_is_dead(dev))
-		return -ENODEV;
+	if (!has)
+		return missing;
+	return dm_device_is_dead(dev) ? -ENODEV : 0;
+}
+
+int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *attr,
+			     struct dm_blob **ret)
+{
+	int r = attr_readable(dev, attr, attr->show_alloc && attr != &power_log_attr, -EINVAL);
+	if (r < 0)
+		return r;
 	char *buf;
 	size_t len;
-	int r = attr->show_alloc(dev, attr, &buf, &len);
+	r = attr->show_alloc(dev, attr, &buf, &len);
 	return r < 0 ? r : dm_blob_new(buf, len, ret);
 }
 
 ssize_t dm_device_read_attr_range(struct dm_device *dev, const struct dm_attribute *attr,
 				  char *buf, size_t size, off_t off)
 {
-	if (!(attr->mode & 0444))
-		return -EACCES;
-	if (!attr->read_range)
-		return -EOPNOTSUPP;
-	if (dm_device_is_dead(dev))
-		return -ENODEV;
+	int r = attr_readable(dev, attr, attr->read_range != NULL, -EOPNOTSUPP);
+	if (r < 0)
+		return r;
 	if (off < 0)
 		return -EINVAL;
 	return attr->read_range(dev, attr, buf, size, off);
@@ -961,13 +968,8 @@ ssize_t dm_device_read_attr_range(struct dm_device *dev, const struct dm_attribu
 
 int dm_device_open_attr_source(struct dm_device *dev, const struct dm_attribute *attr)
 {
-	if (!(attr->mode & 0444))
-		return -EACCES;
-	if (!attr->open_source)
-		return -EOPNOTSUPP;
-	if (dm_device_is_dead(dev))
-		return -ENODEV;
-	return attr->open_source(dev, attr);
+	int r = attr_readable(dev, attr, attr->open_source != NULL, -EOPNOTSUPP);
+	return r < 0 ? r : attr->open_source(dev, attr);
 }
 
 int dm_device_show_blob(struct dm_device *dev, const char *group, const char *name,
