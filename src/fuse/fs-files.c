@@ -101,6 +101,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			v->attr = a;
 		v->sysfs = a && (a->flags & DM_ATTR_SYSFS);
 		v->ranged = a && a->read_range;
+		fs_open_value_put(v);
 	}
 	/* writes go to the store whole, one value per write */
 	if (changing || !reading)
@@ -217,8 +218,8 @@ static void read_open_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, si
 			r = fs_open_value_set(&fs->opens, v, b);
 	}
 	/* The reply goes out after the unlock, from a reference of its own:
-	 * once it is sent, the file may be closed and released (and @v
-	 * freed) before this thread runs on. */
+	 * once it is sent, the file may be closed and released, and the
+	 * copy replaced by nothing else. */
 	b = r == 0 ? dm_blob_ref(v->value) : NULL;
 	pthread_mutex_unlock(&v->lock);
 	fs_inflight_end(&fs->inflight, slot);
@@ -229,17 +230,23 @@ static void read_open_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, si
 	dm_blob_unref(b);
 }
 
-/* A read the pool took (slowread.h): @it is freed here. */
-void fs_serve_slow(void *data, struct fs_slow_item *it)
+/* A read the pool took (slowread.h), or refuses: @it and its reference
+ * to the open copy are dropped here. */
+void fs_serve_slow(void *data, struct fs_slow_item *it, int refuse)
 {
-	read_open_value(data, it->req, it->ino, it->size, it->off, it->v);
+	if (refuse)
+		fuse_reply_err(it->req, refuse);
+	else
+		read_open_value(data, it->req, it->ino, it->size, it->off, it->v);
+	fs_open_value_put(it->v);
 	free(it);
 }
 
 /* A read of a sysfs value by a user other than root, which may take as
  * long as the device: kept to the user's share of the workers
- * (slowread.h). */
-static void read_sysfs_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
+ * (slowread.h). True when the pool took it, and the caller's reference
+ * to @v with it. */
+static bool read_sysfs_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
 			     off_t off, struct fs_open_value *v, uid_t uid)
 {
 	/* a later piece of a copy already taken costs nothing */
@@ -254,7 +261,7 @@ static void read_sysfs_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, s
 		int r = fs_slow_ring_enter(&fs->slow, (unsigned)qid, uid);
 		if (r < 0) {
 			fuse_reply_err(req, -r);
-			return;
+			return false;
 		}
 		read_open_value(fs, req, ino, size, off, v);
 		fs_slow_ring_leave(&fs->slow, (unsigned)qid, uid);
@@ -271,8 +278,11 @@ static void read_sysfs_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, s
 		if (r < 0) {
 			free(it);
 			fuse_reply_err(req, -r);
+			return false;
 		}
+		return true;
 	}
+	return false;
 }
 
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -292,10 +302,13 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	uid_t uid = fuse_req_ctx(req)->uid;
-	if (v->sysfs && uid != 0)
-		read_sysfs_value(fs, req, ino, size, off, v, uid);
-	else
+	if (v->sysfs && uid != 0) {
+		if (read_sysfs_value(fs, req, ino, size, off, v, uid))
+			return;
+	} else {
 		read_open_value(fs, req, ino, size, off, v);
+	}
+	fs_open_value_put(v);
 }
 
 /* A write to a kernel driver's bind or unbind file: the device's name,

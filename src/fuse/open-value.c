@@ -65,6 +65,7 @@ int fs_open_value_new(struct fs_opens *o, uid_t uid, uint64_t *ret_fh)
 	if (!v)
 		return -ENOMEM;
 	pthread_mutex_init(&v->lock, NULL);
+	atomic_init(&v->refs, 1);
 	v->uid = uid;
 	size_t i = 0;
 	pthread_mutex_lock(&o->lock);
@@ -103,15 +104,15 @@ struct fs_open_value *fs_open_value_get(struct fs_opens *o, uint64_t fh)
 	struct fs_open_value *v = NULL;
 	pthread_mutex_lock(&o->lock);
 	size_t i = index_of(o, fh);
-	if (i)
-		v = o->v[i - 1];
+	if (i && (v = o->v[i - 1]))
+		atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&o->lock);
 	return v;
 }
 
-static void open_value_free(struct fs_open_value *v)
+void fs_open_value_put(struct fs_open_value *v)
 {
-	if (!v)
+	if (!v || atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	pthread_mutex_destroy(&v->lock);
 	dm_blob_unref(v->value);
@@ -125,6 +126,8 @@ int fs_open_value_set(struct fs_opens *o, struct fs_open_value *v, struct dm_blo
 	int r = uid_charge_locked(o, v->uid, b->len);
 	if (r < 0)
 		uid_charge_locked(o, v->uid, v->charged); /* what it had: fits again */
+	else
+		v->charged = b->len; /* read by the release, under o's lock */
 	pthread_mutex_unlock(&o->lock);
 	if (r < 0) {
 		dm_blob_unref(b);
@@ -132,7 +135,6 @@ int fs_open_value_set(struct fs_opens *o, struct fs_open_value *v, struct dm_blo
 	}
 	dm_blob_unref(v->value);
 	v->value = b;
-	v->charged = b->len;
 	return 0;
 }
 
@@ -148,7 +150,7 @@ void fs_open_value_release(struct fs_opens *o, uint64_t fh)
 	if (v)
 		uid_uncharge_locked(o, v->uid, FS_OPEN_COST + v->charged);
 	pthread_mutex_unlock(&o->lock);
-	open_value_free(v);
+	fs_open_value_put(v);
 }
 
 void fs_opens_init(struct fs_opens *o)
@@ -160,7 +162,7 @@ void fs_opens_init(struct fs_opens *o)
 void fs_opens_done(struct fs_opens *o)
 {
 	for (size_t i = 0; i < o->n; i++)
-		open_value_free(o->v[i]);
+		fs_open_value_put(o->v[i]);
 	free(o->v);
 	free(o->uses);
 	pthread_mutex_destroy(&o->lock);

@@ -25,6 +25,7 @@
 #include "core/model.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -34,6 +35,11 @@
 
 struct fs_open_value {
 	pthread_mutex_t lock; /* reads of one open file may come in parallel */
+	/* the table's (until the release) and one per read at work on it: a
+	 * read's end and the release of its file are ordered by the kernel,
+	 * which this process cannot see (a reply written to one descriptor,
+	 * the release read from another); the count orders them here */
+	atomic_uint refs;
 	struct dm_blob *value; /* NULL until taken */
 	uid_t uid; /* the opener's, charged for it */
 	size_t charged; /* the bytes charged for the value */
@@ -74,12 +80,15 @@ void fs_opens_done(struct fs_opens *o);
 /* A new open copy for @uid, still empty, its handle in *ret_fh. -EMFILE
  * when @uid has pinned its budget. */
 int fs_open_value_new(struct fs_opens *o, uid_t uid, uint64_t *ret_fh);
-/* The copy of the open file @fh, or NULL. It stays until its release. */
+/* The copy of the open file @fh, a reference the caller puts, or NULL. */
 struct fs_open_value *fs_open_value_get(struct fs_opens *o, uint64_t fh);
+void fs_open_value_put(struct fs_open_value *v);
 /* Puts @b (a reference, given) in @v for the reads that follow, charged to
  * its opener in place of the copy it had. Call with @v's lock held.
  * -ENOMEM past the opener's budget (the old copy stays). */
 int fs_open_value_set(struct fs_opens *o, struct fs_open_value *v, struct dm_blob *b);
+/* The file @fh is closed: its handle names nothing from now on, and its
+ * copy goes with the last read at work on it. */
 void fs_open_value_release(struct fs_opens *o, uint64_t fh);
 
 #endif

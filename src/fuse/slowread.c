@@ -74,12 +74,7 @@ static void *pool_main(void *data)
 		uid_t uid = it->uid;
 		pthread_mutex_unlock(&s->lock);
 		/* a reader that gave up while its read waited is not read for */
-		if (fuse_req_interrupted(it->req)) {
-			fuse_reply_err(it->req, EINTR);
-			free(it);
-		} else {
-			s->serve(s->data, it);
-		}
+		s->serve(s->data, it, fuse_req_interrupted(it->req) ? EINTR : 0);
 		pthread_mutex_lock(&s->lock);
 		struct fs_slow_user *u = user_of(s, uid, false);
 		if (u) {
@@ -93,7 +88,8 @@ static void *pool_main(void *data)
 	return NULL;
 }
 
-void fs_slow_init(struct fs_slow *s, void (*serve)(void *, struct fs_slow_item *), void *data)
+void fs_slow_init(struct fs_slow *s, void (*serve)(void *, struct fs_slow_item *, int),
+		  void *data)
 {
 	*s = (struct fs_slow){ .serve = serve, .data = data };
 	s->tail = &s->head;
@@ -206,8 +202,7 @@ void fs_slow_stop(struct fs_slow *s)
 		pthread_join(s->threads[i], NULL);
 	while (left) {
 		struct fs_slow_item *next = left->next;
-		fuse_reply_err(left->req, EINTR);
-		free(left);
+		s->serve(s->data, left, EINTR);
 		left = next;
 	}
 }

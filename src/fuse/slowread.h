@@ -78,8 +78,9 @@ struct fs_slow {
 	pthread_t threads[FS_SLOW_THREADS];
 	unsigned n_threads;
 	bool stop;
-	/* serves an item (the pool's threads call it), then frees it */
-	void (*serve)(void *data, struct fs_slow_item *it);
+	/* serves an item (the pool's threads call it), or answers it
+	 * @refuse (an errno) without reading, then frees it */
+	void (*serve)(void *data, struct fs_slow_item *it, int refuse);
 	void *data;
 	struct fs_slow_ring *rings;
 	unsigned n_rings, ring_share, ring_share_uid;
@@ -87,7 +88,8 @@ struct fs_slow {
 	atomic_uint_fast64_t queued_total, refused_total;
 };
 
-void fs_slow_init(struct fs_slow *s, void (*serve)(void *, struct fs_slow_item *), void *data);
+void fs_slow_init(struct fs_slow *s, void (*serve)(void *, struct fs_slow_item *, int),
+		  void *data);
 /* Over io_uring: @n_queues queues of @per_cpu entries each. */
 int fs_slow_set_rings(struct fs_slow *s, unsigned n_queues, unsigned per_cpu);
 /* Queues a read of @uid (the item, allocated by the caller, is the pool's
