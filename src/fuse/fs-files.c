@@ -88,20 +88,19 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool reading = (fi->flags & O_ACCMODE) == O_RDONLY;
 	bool changing = info.flags & (DM_ATTR_LIVE | DM_ATTR_ANNOUNCED);
 	if (changing && (fi->flags & O_ACCMODE) != O_WRONLY && !(backing >= 0 && reading)) {
-		r = fs_open_value_new(&fs->opens, fuse_req_ctx(req)->uid, &fi->fh);
+		const struct dm_attribute *a = info.attr;
+		struct fs_open_how how = {
+			.attr = a && a->show_alloc && !(a->flags & DM_ATTR_UNBOUNDED) ? a : NULL,
+			.sysfs = a && (a->flags & DM_ATTR_SYSFS),
+			.ranged = a && a->read_range,
+		};
+		r = fs_open_value_new(&fs->opens, fuse_req_ctx(req)->uid, &how, &fi->fh);
 		if (r < 0) {
 			if (backing >= 0)
 				fs_passthrough_put(&fs->passthrough, ino);
 			fuse_reply_err(req, -r);
 			return;
 		}
-		const struct dm_attribute *a = info.attr;
-		struct fs_open_value *v = fs_open_value_get(&fs->opens, fi->fh);
-		if (a && a->show_alloc && !(a->flags & DM_ATTR_UNBOUNDED))
-			v->attr = a;
-		v->sysfs = a && (a->flags & DM_ATTR_SYSFS);
-		v->ranged = a && a->read_range;
-		fs_open_value_put(v);
 	}
 	/* writes go to the store whole, one value per write */
 	if (changing || !reading)
@@ -206,14 +205,14 @@ static void read_open_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, si
 	struct dm_blob *b = NULL;
 	int r = 0;
 	int slot = fs_inflight_begin(&fs->inflight, FS_OP_READ, ino, fuse_req_ctx(req)->uid);
-	if (v->ranged && v->attr) {
-		read_range(fs, req, ino, size, off, v->attr);
+	if (v->how.ranged && v->how.attr) {
+		read_range(fs, req, ino, size, off, v->how.attr);
 		fs_inflight_end(&fs->inflight, slot);
 		return;
 	}
 	pthread_mutex_lock(&v->lock);
 	if (off == 0 || !v->value) {
-		r = show_file(fs, ino, v->attr, &b);
+		r = show_file(fs, ino, v->how.attr, &b);
 		if (r == 0)
 			r = fs_open_value_set(&fs->opens, v, b);
 	}
@@ -251,7 +250,7 @@ static bool read_sysfs_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, s
 {
 	/* a later piece of a copy already taken costs nothing */
 	pthread_mutex_lock(&v->lock);
-	bool cheap = off != 0 && v->value && !v->ranged;
+	bool cheap = off != 0 && v->value && !v->how.ranged;
 	pthread_mutex_unlock(&v->lock);
 	int qid = cheap ? -1 : dm_uring_current_queue();
 	if (cheap) {
@@ -302,7 +301,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	uid_t uid = fuse_req_ctx(req)->uid;
-	if (v->sysfs && uid != 0) {
+	if (v->how.sysfs && uid != 0) {
 		if (read_sysfs_value(fs, req, ino, size, off, v, uid))
 			return;
 	} else {

@@ -59,7 +59,8 @@ void fs_opens_set_epoch(struct fs_opens *o, uint64_t epoch)
 	pthread_mutex_unlock(&o->lock);
 }
 
-int fs_open_value_new(struct fs_opens *o, uid_t uid, uint64_t *ret_fh)
+int fs_open_value_new(struct fs_opens *o, uid_t uid, const struct fs_open_how *how,
+		      uint64_t *ret_fh)
 {
 	struct fs_open_value *v = calloc(1, sizeof(*v));
 	if (!v)
@@ -67,6 +68,7 @@ int fs_open_value_new(struct fs_opens *o, uid_t uid, uint64_t *ret_fh)
 	pthread_mutex_init(&v->lock, NULL);
 	atomic_init(&v->refs, 1);
 	v->uid = uid;
+	v->how = *how;
 	size_t i = 0;
 	pthread_mutex_lock(&o->lock);
 	int r = uid_charge_locked(o, uid, FS_OPEN_COST);

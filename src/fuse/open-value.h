@@ -33,6 +33,20 @@
 #define FS_OPEN_COST 512
 #define FS_DEFAULT_UID_BUDGET ((size_t)64 << 20)
 
+/* How an open file's value is read, fixed at its open (set before the
+ * copy is published: a read on another thread may come as soon as the
+ * open is answered). */
+struct fs_open_how {
+	/* the attribute found at open when it is read whole (show_alloc): no
+	 * second look-up at each read (dm_device_show_attr_blob()) */
+	const struct dm_attribute *attr;
+	/* read from sysfs, which may take as long as the device
+	 * (slowread.h) */
+	bool sysfs;
+	/* read by offset and size each time, nothing kept (read_range()) */
+	bool ranged;
+};
+
 struct fs_open_value {
 	pthread_mutex_t lock; /* reads of one open file may come in parallel */
 	/* the table's (until the release) and one per read at work on it: a
@@ -43,14 +57,7 @@ struct fs_open_value {
 	struct dm_blob *value; /* NULL until taken */
 	uid_t uid; /* the opener's, charged for it */
 	size_t charged; /* the bytes charged for the value */
-	/* the attribute found at open when it is read whole (show_alloc): no
-	 * second look-up at each read (dm_device_show_attr_blob()) */
-	const struct dm_attribute *attr;
-	/* read from sysfs, which may take as long as the device
-	 * (slowread.h) */
-	bool sysfs;
-	/* read by offset and size each time, nothing kept (read_range()) */
-	bool ranged;
+	struct fs_open_how how;
 };
 
 struct uid_use {
@@ -77,9 +84,10 @@ void fs_opens_set_epoch(struct fs_opens *o, uint64_t epoch);
 /* Frees what is left open (the session is over). */
 void fs_opens_done(struct fs_opens *o);
 
-/* A new open copy for @uid, still empty, its handle in *ret_fh. -EMFILE
- * when @uid has pinned its budget. */
-int fs_open_value_new(struct fs_opens *o, uid_t uid, uint64_t *ret_fh);
+/* A new open copy for @uid, still empty, read as @how says, its handle in
+ * *ret_fh. -EMFILE when @uid has pinned its budget. */
+int fs_open_value_new(struct fs_opens *o, uid_t uid, const struct fs_open_how *how,
+		      uint64_t *ret_fh);
 /* The copy of the open file @fh, a reference the caller puts, or NULL. */
 struct fs_open_value *fs_open_value_get(struct fs_opens *o, uint64_t fh);
 void fs_open_value_put(struct fs_open_value *v);

@@ -14,6 +14,8 @@
 
 #include "fuse/open-value.h"
 
+static const struct fs_open_how how = { .sysfs = true };
+
 static struct dm_blob *blob_of(size_t len)
 {
 	struct dm_blob *b = NULL;
@@ -34,9 +36,10 @@ static void test_a_read_keeps_its_copy_past_the_release(void **state)
 	struct fs_opens o;
 	fs_opens_init(&o);
 	uint64_t fh = 0;
-	assert_int_equal(fs_open_value_new(&o, 1000, &fh), 0);
+	assert_int_equal(fs_open_value_new(&o, 1000, &how, &fh), 0);
 	struct fs_open_value *v = fs_open_value_get(&o, fh);
 	assert_non_null(v);
+	assert_true(v->how.sysfs); /* as the open said, from the start */
 	fs_open_value_release(&o, fh);
 	assert_null(fs_open_value_get(&o, fh)); /* the handle names nothing now */
 	pthread_mutex_lock(&v->lock);
@@ -57,10 +60,10 @@ static void test_a_users_budget_comes_back(void **state)
 	o.uid_budget = 2 * FS_OPEN_COST + 64;
 	for (int i = 0; i < 100; i++) {
 		uint64_t a = 0, b = 0, c = 0;
-		assert_int_equal(fs_open_value_new(&o, 1000, &a), 0);
-		assert_int_equal(fs_open_value_new(&o, 1000, &b), 0);
-		assert_int_equal(fs_open_value_new(&o, 1000, &c), -EMFILE);
-		assert_int_equal(fs_open_value_new(&o, 0, &c), 0); /* root is not counted */
+		assert_int_equal(fs_open_value_new(&o, 1000, &how, &a), 0);
+		assert_int_equal(fs_open_value_new(&o, 1000, &how, &b), 0);
+		assert_int_equal(fs_open_value_new(&o, 1000, &how, &c), -EMFILE);
+		assert_int_equal(fs_open_value_new(&o, 0, &how, &c), 0); /* root is not counted */
 		struct fs_open_value *v = fs_open_value_get(&o, a);
 		pthread_mutex_lock(&v->lock);
 		assert_int_equal(fs_open_value_set(&o, v, blob_of(64)), 0);
@@ -85,7 +88,7 @@ static void test_a_handle_of_another_epoch_names_nothing(void **state)
 	fs_opens_init(&o);
 	fs_opens_set_epoch(&o, 7);
 	uint64_t fh = 0;
-	assert_int_equal(fs_open_value_new(&o, 0, &fh), 0);
+	assert_int_equal(fs_open_value_new(&o, 0, &how, &fh), 0);
 	assert_int_equal(fh >> 32, 7);
 	struct fs_open_value *v = fs_open_value_get(&o, fh);
 	assert_non_null(v);
