@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Shared by the vm tier's guest tests (sourced by busybox sh): TAP output,
+# driverfsd mounted at /devices, and waiting for a condition.
+
+n=0
+failed=0
+
+ok() { # ok STATUS DESCRIPTION (a DESCRIPTION with "# TODO why" is a known failure)
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		case $2 in
+		*"# TODO"*) ;;
+		*) failed=$((failed + 1)) ;;
+		esac
+	fi
+}
+
+check() { # check DESCRIPTION COMMAND...: ok when COMMAND succeeds
+	d=$1
+	shift
+	"$@"
+	ok $? "$d"
+}
+
+diag() { sed 's/^/# /'; }
+
+# until COMMAND...: retries COMMAND while it fails, for what follows the
+# kernel's uevents into the tree (bounded: 600 tries, 0.1 s apart, so that
+# a slow TCG guest is never the failure; a miss fails the check after it)
+until_ok() {
+	i=0
+	while ! "$@"; do
+		i=$((i + 1))
+		[ $i -ge 600 ] && return 1
+		sleep 0.1
+	done
+}
+
+mounted_or_gone() {
+	grep -q ' /devices fuse' /proc/mounts || ! kill -0 "$daemon" 2>/dev/null
+}
+
+# driverfsd at /devices, following the kernel's uevents (no udevd here)
+mount_driverfs() {
+	/usr/sbin/driverfsd -f --kernel-uevents /devices > /run/driverfsd.log 2>&1 &
+	daemon=$!
+	until_ok mounted_or_gone && grep -q ' /devices fuse' /proc/mounts
+}
+
+finish() {
+	if [ $failed -ne 0 ] && [ -s /run/driverfsd.log ]; then
+		echo "driverfsd's log:" | diag
+		tail -n 50 /run/driverfsd.log | diag
+	fi
+	[ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null
+	umount /devices 2>/dev/null
+	echo "1..$n"
+	[ $failed -eq 0 ]
+}
