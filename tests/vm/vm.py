@@ -394,8 +394,9 @@ def accel(work, gdir):
 
 
 def boot(work, gdir, name, script, interactive=False):
-    """Boots the guest with @script (a file of tests/vm/guest) as its test
-    program; returns (qemu's exit status, the run directory)."""
+    """Boots the guest with @script (busybox sh, beside tests/vm/guest's
+    files in /test) as its test program; returns (qemu's exit status, the
+    run directory)."""
     run = os.path.join(work, "runs", name)
     shutil.rmtree(run, ignore_errors=True)
     os.makedirs(run)
@@ -404,6 +405,7 @@ def boot(work, gdir, name, script, interactive=False):
         if f.endswith(".sh"):
             c.copy("/test/" + f, os.path.join(GUEST_SRC, f))
     if script:
+        c.copy("/test/" + os.path.basename(script), script)
         c.file("/test/run", ("#!/bin/sh\nexec /bin/sh /test/%s\n" % os.path.basename(script)).encode(),
                0o755)
     initrd = os.path.join(run, "initrd")
