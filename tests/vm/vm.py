@@ -435,6 +435,7 @@ def boot(work, gdir, name, script, interactive=False):
             p.wait()
             rc = None
     log("guest ran %.1f s, qemu exit %s" % (time.monotonic() - t0, rc))
+    os.unlink(initrd)  # the guest's copy with this test (22 MB), made again by each boot
     return rc, run
 
 
