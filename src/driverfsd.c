@@ -12,7 +12,7 @@
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	struct daemon d = { .o = &o, .ready_fd = -1 };
+	struct daemon d = { .o = &o, .ready_fd = -1, .handed_fuse = -1, .handed_state = -1 };
 	int r;
 
 	/* glibc gives each thread that allocates an arena of its own, up to

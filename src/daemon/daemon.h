@@ -56,6 +56,9 @@ struct daemon {
 	const struct dm_source_ops *sources[4]; /* the enabled sources, NULL-terminated */
 	const struct dm_source_ops *fillers[3]; /* those the monitor completes records with */
 	int ready_fd; /* background mode: where the child reports serving; else -1 */
+	/* --handover: the connection and state the last daemon left
+	 * (LISTEN_FDS), taken at start-up, until taken over; else -1 */
+	int handed_fuse, handed_state;
 	struct dm_model *model;
 	struct dm_pm *pm; /* NULL with --snapshot */
 	struct dm_driver *pci_pm, *vfio;

@@ -234,23 +234,6 @@ static int enumerate(struct daemon *d)
 	return set_up_binding(d);
 }
 
-int daemon_set_up_model(struct daemon *d)
-{
-	int r = dm_model_new(&d->model);
-	if (r < 0)
-		return daemon_fail(r);
-	return d->o->snapshot ? load_snapshot(d) : enumerate(d);
-}
-
-int daemon_save(struct daemon *d)
-{
-	char why[64];
-	int r = dm_snapshot_save(d->model, d->o->save, d->o->sanitize, why, sizeof(why));
-	if (r < 0)
-		log_err("%s: %s", d->o->save, *why ? why : strerror(-r));
-	return r;
-}
-
 /* The connection and state the last daemon left (LISTEN_FDS, named "fuse"
  * and "state"), into *fuse_fd, *state_fd; -1 each when none. Any other
  * descriptor passed is closed. */
@@ -282,6 +265,30 @@ static void handed_fds(int *fuse_fd, int *state_fd)
 	}
 }
 
+int daemon_set_up_model(struct daemon *d)
+{
+	/* a connection handed over: its last daemon's watcher waits for
+	 * this one while it enumerates, however long that takes */
+	if (d->o->handover && !d->o->snapshot) {
+		handed_fds(&d->handed_fuse, &d->handed_state);
+		if (d->handed_state >= 0 && dm_fs_handover_announce(d->handed_state) < 0)
+			log_debug("the state handed over is not one this daemon takes over");
+	}
+	int r = dm_model_new(&d->model);
+	if (r < 0)
+		return daemon_fail(r);
+	return d->o->snapshot ? load_snapshot(d) : enumerate(d);
+}
+
+int daemon_save(struct daemon *d)
+{
+	char why[64];
+	int r = dm_snapshot_save(d->model, d->o->save, d->o->sanitize, why, sizeof(why));
+	if (r < 0)
+		log_err("%s: %s", d->o->save, *why ? why : strerror(-r));
+	return r;
+}
+
 /* A connection that cannot be taken over: nobody serves it, its mount is
  * or will be detached by its watcher; the supervisor's copies go too, so
  * that it ends (its readers get ENOTCONN rather than waiting). */
@@ -297,8 +304,8 @@ static void drop_stale(int fuse_fd, int state_fd)
  * 0 when there was nothing to take (mount anew), or -errno. */
 static int take_over(struct daemon *d)
 {
-	int fuse_fd, state_fd;
-	handed_fds(&fuse_fd, &state_fd);
+	int fuse_fd = d->handed_fuse, state_fd = d->handed_state;
+	d->handed_fuse = d->handed_state = -1; /* taken from here on */
 	if (fuse_fd < 0)
 		return 0;
 	size_t nodes = 0;

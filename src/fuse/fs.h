@@ -39,8 +39,8 @@ void dm_fs_set_io_uring(struct dm_fs *fs, bool on);
 void dm_fs_set_passthrough(struct dm_fs *fs, bool on);
 /*
  * Handover (handover.h; docs/design.md §10.1). dm_fs_set_handover(), before
- * the mount: the connection is to outlive this daemon (/dev/fuse only: no
- * io_uring, no passthrough), its state kept in a memfd. dm_fs_adopt(), in
+ * the mount: the connection is to outlive this daemon (requests over
+ * /dev/fuse unless io_uring is asked for), its state kept in a memfd. dm_fs_adopt(), in
  * place of dm_fs_mount(): serve the connection @fuse_fd of the mount at
  * @mountpoint that the last daemon left with its state @state_fd (both
  * taken, also on failure but -EINVAL/-ESTALE from the state and
@@ -51,6 +51,9 @@ void dm_fs_set_passthrough(struct dm_fs *fs, bool on);
 void dm_fs_set_handover(struct dm_fs *fs);
 int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
 		size_t *ret_nodes);
+/* --handover, a next daemon as it starts: the last daemon's watcher waits
+ * for it while it lives (handover.h, fs_handover_announce()). */
+int dm_fs_handover_announce(int state_fd);
 /* The two descriptors a supervisor keeps for the next daemon; -ENOENT
  * without a handover. */
 int dm_fs_handover_fds(struct dm_fs *fs, int *ret_fuse, int *ret_state);

@@ -68,6 +68,25 @@ int fs_handover_new(struct fs_handover **ret)
 	return 0;
 }
 
+int fs_handover_announce(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != (off_t)STATE_SIZE)
+		return -EINVAL;
+	struct fs_handover_header *h =
+		mmap(NULL, HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED)
+		return -errno;
+	int r = memcmp(h->magic, FS_HANDOVER_MAGIC, sizeof(FS_HANDOVER_MAGIC)) == 0 &&
+				h->version == FS_HANDOVER_VERSION
+			? 0
+			: -EINVAL;
+	if (r == 0)
+		atomic_store(&h->coming, (int32_t)getpid());
+	munmap(h, HEADER_SIZE);
+	return r;
+}
+
 int fs_handover_adopt(int fd, struct fs_handover **ret)
 {
 	struct stat st;
@@ -167,6 +186,7 @@ int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_mo
 
 void fs_handover_serve(struct fs_handover *ho)
 {
+	atomic_store(&ho->h->coming, 0);
 	atomic_fetch_add(&ho->h->epoch, 1);
 	atomic_store(&ho->h->state, FS_HANDOVER_SERVING);
 }

@@ -40,7 +40,7 @@
 #include <string.h>
 
 #define FS_HANDOVER_MAGIC "driverfsd-state"
-#define FS_HANDOVER_VERSION 6
+#define FS_HANDOVER_VERSION 7
 /* The INIT request as the kernel sent it, header included (its
  * fuse_init_in is 64 bytes today). */
 #define FS_HANDOVER_INIT_MAX 256
@@ -73,6 +73,9 @@ struct fs_handover_header {
 	 * the next daemon's must be as large); 0 while requests go through
 	 * /dev/fuse. */
 	_Atomic uint64_t uring_payload;
+	/* a next daemon started and enumerating, not yet serving: its pid
+	 * (fs_handover_announce()), for the watcher to wait while it lives */
+	_Atomic int32_t coming;
 };
 
 struct fs_handover {
@@ -82,6 +85,12 @@ struct fs_handover {
 	bool was_left; /* adopted: the last daemon left on purpose (else it died) */
 };
 
+/* A next daemon, as soon as it starts (before it enumerates, which may
+ * take longer than a watcher waits on a large machine): its pid into the
+ * state in @fd (which stays the caller's), so that the last daemon's
+ * watcher waits while it lives. -EINVAL when @fd holds no state of this
+ * version. */
+int fs_handover_announce(int fd);
 /* A new state for a connection just mounted: epoch 1, serving. */
 int fs_handover_new(struct fs_handover **ret);
 /* The state the last daemon left in @fd (taken over: closed by free),

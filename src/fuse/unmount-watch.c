@@ -46,6 +46,8 @@
 
 /* How long a mount left to a successor waits for one (handover.h) */
 #define HANDOVER_WAIT_MS 30000
+/* ... and while a next daemon that announced itself lives: 10 minutes */
+#define HANDOVER_COMING_MAX_MS 600000
 
 /* one mount as mountinfo(5) describes it: what the watcher compares */
 struct mount_line {
@@ -236,7 +238,8 @@ static unsigned long fd_mount_id(int fd)
 }
 
 /* After the daemon's end: whether a successor took the connection over, or
- * does within HANDOVER_WAIT_MS, the daemon having given it to a supervisor
+ * does within HANDOVER_WAIT_MS (HANDOVER_COMING_MAX_MS while a next daemon
+ * that announced itself lives), the daemon having given it to a supervisor
  * (it left on purpose, or was killed: the nodes are mirrored either way).
  * The header is the memfd's, shared with every daemon of the connection;
  * @epoch the one the daemon served. */
@@ -250,7 +253,11 @@ static enum succession taken_over(const struct fs_handover_header *h, uint64_t e
 			return TAKEN_OVER; /* a successor serves */
 		if (!atomic_load(&h->stored))
 			return NOT_KEPT;
-		if (waited >= HANDOVER_WAIT_MS)
+		/* a next daemon that started and still enumerates (a large
+		 * machine under a slow sysfs) is waited for while it lives */
+		pid_t coming = atomic_load(&h->coming);
+		bool alive = coming > 0 && (kill(coming, 0) == 0 || errno == EPERM);
+		if (waited >= (alive ? HANDOVER_COMING_MAX_MS : HANDOVER_WAIT_MS))
 			return NONE_CAME;
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);

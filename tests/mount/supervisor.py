@@ -18,14 +18,16 @@ class Supervised:
     descriptors they carry (kept by name, FDNAME=), the next one started
     with them as LISTEN_FDS."""
 
-    def __init__(self, testbed, mnt, tmp, store=None, extra=()):
-        """@testbed None: the daemon serves what @extra says (--snapshot)."""
+    def __init__(self, testbed, mnt, tmp, store=None, extra=(), env=None):
+        """@testbed None: the daemon serves what @extra says (--snapshot);
+        @env: more of the daemon's environment."""
         self.mnt, self.store, self.lines = mnt, dict(store or {}), []
         path = os.path.join(tmp, f"notify-{time.monotonic_ns()}")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(path)
-        env = (umockdev_env(testbed, {"NOTIFY_SOCKET": path}) if testbed is not None
-               else dict(os.environ, NOTIFY_SOCKET=path))
+        more = dict(env or {}, NOTIFY_SOCKET=path)
+        env = (umockdev_env(testbed, more) if testbed is not None
+               else dict(os.environ, **more))
         args = [DAEMON, "-f", "--handover", "--transition-record",
                 os.path.join(tmp, "transition"), *extra, mnt]
         pass_fds = ()

@@ -403,6 +403,43 @@ def handover(tb, mnt, tmp, daemons):
     return nxt
 
 
+def test_a_next_daemon_slower_than_the_bound_is_waited_for(env):
+    """The last daemon's watcher waits 30 s for a successor, then aborts the
+    connection; a successor that started but enumerates longer (a large
+    machine: 50 s at 10^5 devices under umockdev) announces itself first
+    (its pid in the state) and is waited for while it lives: the mount is
+    taken over, and the reader waiting meanwhile is answered, not given
+    ECONNABORTED. The successor's enumeration is held here by a preload
+    (tests/helpers/slowread.c) until the bound has passed."""
+    tb, mnt, tmp, daemons = env
+    d1, before, holder = serving_a_reader(env)
+    first = holder.check()
+    d1.proc.send_signal(signal.SIGUSR2)
+    assert d1.proc.wait(30) == 75, d1.output()
+    go, stop = os.path.join(tmp, "slow-go"), os.path.join(tmp, "slow-stop")
+    open(go, "w").close()
+    # the USB bus's uevent: read by the enumeration, held until stop exists
+    timer = threading.Timer(40, lambda: open(stop, "w").close())
+    timer.start()
+    try:
+        d2 = Supervised(tb, mnt, tmp, d1.store, env={
+            "LD_PRELOAD": os.environ["DRIVERFS_SLOWREAD"],
+            "DRIVERFS_SLOW_READS": "usb1/uevent",
+            "DRIVERFS_SLOW_GO": go, "DRIVERFS_SLOW_STOP": stop})
+    finally:
+        timer.cancel()
+    daemons.append(d2)
+    assert os.path.exists(stop), "the next daemon was not held past the bound"
+    assert "took over the mount" in d2.output(), d2.output()
+    assert mount_id(mnt) == before
+    got = holder.check()
+    for key in ("vendor", "power", "listing", "cwd"):
+        assert got[key] == first[key], (key, got[key], first[key])
+    assert got["errors"] == [], got
+    assert got["longest"] > 30, got  # it waited, rather than failing
+    holder.close()
+
+
 def test_devices_plugged_while_no_daemon_serves_are_there_after(env):
     from hotplug_util import KBD, blocks, devpath, under
     tb, mnt, tmp, daemons = env
