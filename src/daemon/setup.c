@@ -271,7 +271,7 @@ int daemon_set_up_model(struct daemon *d)
 	 * this one while it enumerates, however long that takes */
 	if (d->o->handover && !d->o->snapshot) {
 		handed_fds(&d->handed_fuse, &d->handed_state);
-		if (d->handed_state >= 0 && dm_fs_handover_announce(d->handed_state) < 0)
+		if (d->handed_state >= 0 && dm_fs_handover_announce(d->handed_state, true) < 0)
 			log_debug("the state handed over is not one this daemon takes over");
 	}
 	int r = dm_model_new(&d->model);
@@ -290,10 +290,12 @@ int daemon_save(struct daemon *d)
 }
 
 /* A connection that cannot be taken over: nobody serves it, its mount is
- * or will be detached by its watcher; the supervisor's copies go too, so
- * that it ends (its readers get ENOTCONN rather than waiting). */
+ * or will be detached by its watcher (no longer waiting for this daemon);
+ * the supervisor's copies go too, so that it ends (its readers get
+ * ENOTCONN rather than waiting). */
 static void drop_stale(int fuse_fd, int state_fd)
 {
+	dm_fs_handover_announce(state_fd, false);
 	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=fuse");
 	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=state");
 	close(fuse_fd);

@@ -379,9 +379,9 @@ void dm_fs_set_handover(struct dm_fs *fs)
 	 * (handover.h) */
 }
 
-int dm_fs_handover_announce(int state_fd)
+int dm_fs_handover_announce(int state_fd, bool coming)
 {
-	return fs_handover_announce(state_fd);
+	return fs_handover_announce(state_fd, coming);
 }
 
 int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,

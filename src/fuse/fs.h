@@ -52,8 +52,9 @@ void dm_fs_set_handover(struct dm_fs *fs);
 int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
 		size_t *ret_nodes);
 /* --handover, a next daemon as it starts: the last daemon's watcher waits
- * for it while it lives (handover.h, fs_handover_announce()). */
-int dm_fs_handover_announce(int state_fd);
+ * for it while it lives; !@coming, when it does not take the connection
+ * over after all (handover.h, fs_handover_announce()). */
+int dm_fs_handover_announce(int state_fd, bool coming);
 /* The two descriptors a supervisor keeps for the next daemon; -ENOENT
  * without a handover. */
 int dm_fs_handover_fds(struct dm_fs *fs, int *ret_fuse, int *ret_state);

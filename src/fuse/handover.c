@@ -68,7 +68,7 @@ int fs_handover_new(struct fs_handover **ret)
 	return 0;
 }
 
-int fs_handover_announce(int fd)
+int fs_handover_announce(int fd, bool coming)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != (off_t)STATE_SIZE)
@@ -81,8 +81,11 @@ int fs_handover_announce(int fd)
 				h->version == FS_HANDOVER_VERSION
 			? 0
 			: -EINVAL;
-	if (r == 0)
-		atomic_store(&h->coming, (int32_t)getpid());
+	int32_t self = (int32_t)getpid(), none = 0;
+	if (r == 0 && coming)
+		atomic_store(&h->coming, self);
+	else if (r == 0) /* withdrawn: only this daemon's own announcement */
+		atomic_compare_exchange_strong(&h->coming, &self, none);
 	munmap(h, HEADER_SIZE);
 	return r;
 }

@@ -88,9 +88,10 @@ struct fs_handover {
 /* A next daemon, as soon as it starts (before it enumerates, which may
  * take longer than a watcher waits on a large machine): its pid into the
  * state in @fd (which stays the caller's), so that the last daemon's
- * watcher waits while it lives. -EINVAL when @fd holds no state of this
- * version. */
-int fs_handover_announce(int fd);
+ * watcher waits while it lives; !@coming: it will not take the connection
+ * over after all (its announcement withdrawn, the watcher's bound back to
+ * HANDOVER_WAIT_MS). -EINVAL when @fd holds no state of this version. */
+int fs_handover_announce(int fd, bool coming);
 /* A new state for a connection just mounted: epoch 1, serving. */
 int fs_handover_new(struct fs_handover **ret);
 /* The state the last daemon left in @fd (taken over: closed by free),

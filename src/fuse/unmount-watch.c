@@ -237,21 +237,27 @@ static unsigned long fd_mount_id(int fd)
 	return number(p, buf + n, &id) ? id : 0;
 }
 
+struct control;
+static bool control_gone(const struct control *c);
+
 /* After the daemon's end: whether a successor took the connection over, or
  * does within HANDOVER_WAIT_MS (HANDOVER_COMING_MAX_MS while a next daemon
  * that announced itself lives), the daemon having given it to a supervisor
  * (it left on purpose, or was killed: the nodes are mirrored either way).
  * The header is the memfd's, shared with every daemon of the connection;
- * @epoch the one the daemon served. */
+ * @epoch the one the daemon served; @c its control files, to stop waiting
+ * once it is gone (its mount released meanwhile: nothing left to wait
+ * for, and its number may come to name another connection). */
 enum succession { NOT_KEPT, TAKEN_OVER, NONE_CAME };
-static enum succession taken_over(const struct fs_handover_header *h, uint64_t epoch)
+static enum succession taken_over(const struct fs_handover_header *h, uint64_t epoch,
+				  const struct control *c)
 {
 	if (!h)
 		return NOT_KEPT;
 	for (int waited = 0;; waited += 50) {
 		if (atomic_load(&h->epoch) != epoch)
 			return TAKEN_OVER; /* a successor serves */
-		if (!atomic_load(&h->stored))
+		if (!atomic_load(&h->stored) || control_gone(c))
 			return NOT_KEPT;
 		/* a next daemon that started and still enumerates (a large
 		 * machine under a slow sysfs) is waited for while it lives */
@@ -355,7 +361,7 @@ static _Noreturn void watch(int fd, struct search *s, const struct fs_handover_h
 	while ((n = read(fd, &c, 1)) != 0)
 		if (n < 0 && errno != EINTR)
 			break;
-	enum succession w = taken_over(h, epoch);
+	enum succession w = taken_over(h, epoch, &ctl);
 	if (w == TAKEN_OVER || control_gone(&ctl))
 		_exit(0);
 	if (w == NONE_CAME)

@@ -29,9 +29,36 @@ gi.require_version("UMockdev", "1.0")
 from gi.repository import UMockdev  # noqa: E402
 
 
-def mount_id(mnt):
+def watcher_of(pid):
+    """The pid of the daemon @pid's unmount watcher, its child."""
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                stat = f.read()
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            continue
+        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
+        if name == "driverfsd-watch" and int(rest.split()[1]) == pid:
+            return int(p)
+    raise AssertionError(f"no unmount watcher of {pid}")
+
+
+def watcher_lives(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def mount_ids(mnt):
+    """The IDs of the mounts at @mnt, the topmost last."""
     with open("/proc/self/mountinfo") as f:
-        ids = [line.split()[0] for line in f if line.split()[4] == mnt]
+        return [line.split()[0] for line in f if line.split()[4] == mnt]
+
+
+def mount_id(mnt):
+    ids = mount_ids(mnt)
     return ids[-1] if ids else None
 
 
@@ -340,6 +367,7 @@ def test_a_state_that_cannot_be_taken_over_ends_the_old_connection(env):
     rather than waiting, and mounts anew."""
     tb, mnt, tmp, daemons = env
     d1, before, holder = serving_a_reader(env)
+    watcher = watcher_of(d1.proc.pid)
     # the node mirror said to have overflowed
     import mmap
     m = mmap.mmap(d1.store["state"], 4096)
@@ -359,6 +387,14 @@ def test_a_state_that_cannot_be_taken_over_ends_the_old_connection(env):
     got = holder.check()
     assert got["power"] in ("ENOTCONN", "ECONNABORTED", "ENODEV"), got
     holder.close()
+    # the old mount's watcher ends after its bound: the next daemon
+    # announced itself as it started, and withdrew when it did not take
+    # the mount over (a watcher waiting for it while it lives would stay
+    # 10 minutes)
+    deadline = time.monotonic() + 90
+    while watcher_lives(watcher) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not watcher_lives(watcher)
 
 
 def test_a_mount_nobody_takes_over_ends_after_the_bound(env):
