@@ -41,6 +41,9 @@ ROUNDS = int(os.environ.get("ROUNDS", "10"))
 # how long each daemon serves before the next restart: a read that waits
 # for one restart, not for a row of them
 SERVE = 0.5
+# how long a daemon may take to start: 50 s at 10^5 devices on a quiet
+# machine, which a busy one can double
+READY = 600
 
 # reads PATH every 2 ms, says "ready" after the first read, and when its
 # stdin closes prints the longest read (s), the reads and the errors by name
@@ -118,7 +121,7 @@ def reader_result(p):
 def handover_rounds(tb, tmp):
     mnt = os.path.join(tmp, "handover")
     os.mkdir(mnt)
-    d = Supervised(tb, mnt, tmp)
+    d = Supervised(tb, mnt, tmp, ready=READY)
     entries = walk(mnt)
     r = reader(a_file(mnt))
     pauses, made = [], ""
@@ -127,7 +130,7 @@ def handover_rounds(tb, tmp):
         d.proc.send_signal(signal.SIGUSR2)
         if d.proc.wait(60) != 75:
             raise SystemExit("handover-bench: the daemon did not leave:\n" + d.output())
-        nxt = Supervised(tb, mnt, tmp, d.store)
+        nxt = Supervised(tb, mnt, tmp, d.store, ready=READY)
         pauses.append(time.monotonic() - t0)
         d.close()
         d = nxt
@@ -147,14 +150,14 @@ def handover_rounds(tb, tmp):
 def plain_rounds(tb, tmp):
     mnt = os.path.join(tmp, "plain")
     os.mkdir(mnt)
-    d = Daemon(None, testbed=tb, mnt=mnt)
+    d = Daemon(None, testbed=tb, mnt=mnt, ready=READY)
     walk(mnt)
     r = reader(a_file(mnt))
     pauses = []
     for _ in range(ROUNDS):
         t0 = time.monotonic()
         d.stop()
-        d = Daemon(None, testbed=tb, mnt=mnt)
+        d = Daemon(None, testbed=tb, mnt=mnt, ready=READY)
         pauses.append(time.monotonic() - t0)
         time.sleep(SERVE)
     result = reader_result(r)

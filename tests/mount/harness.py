@@ -138,15 +138,16 @@ class Daemon:
     """driverfsd serving a testbed at a fresh mount point."""
 
     def __init__(self, testbed_file, extra_args=(), mnt=None, extra_env=None, prepare=None,
-                 testbed=None, wrapper=()):
+                 testbed=None, wrapper=(), ready=60):
         """testbed_file None serves the live machine; mnt, a mount point to
         reuse (another daemon's, once it is gone); extra_env, variables added
         to the daemon's environment; prepare, called with the testbed's root
         directory before the daemon starts (to break it); testbed, a
         UMockdev.Testbed to serve instead of a file (another daemon's, kept
         alive by the caller); wrapper, a command line the daemon's is run
-        by (setpriv ...). The transition record is the test's own
-        (tmp/transition) unless extra_args name one."""
+        by (setpriv ...); ready, how long it may take to start (s). The
+        transition record is the test's own (tmp/transition) unless
+        extra_args name one."""
         self.testbed = None
         if testbed is not None:
             self.testbed = testbed
@@ -175,16 +176,17 @@ class Daemon:
         self.proc = subprocess.Popen([*wrapper, DAEMON, "-f", *extra_args, self.mnt], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         try:
-            self._wait_ready()
+            self._wait_ready(ready)
         except Exception:
             self.stop()
             raise
 
-    def _wait_ready(self):
+    def _wait_ready(self, ready):
         try:
-            self.wait_status(lambda line: line == "READY=1", timeout=60)
+            self.wait_status(lambda line: line == "READY=1", timeout=ready)
         except AssertionError:
-            raise RuntimeError("driverfsd did not report READY within 60 s:\n" + self.output())
+            raise RuntimeError(f"driverfsd did not report READY within {ready} s:\n" +
+                               self.output())
 
     def wait_status(self, match, timeout=30):
         """The first line of the daemon's sd_notify datagrams for which

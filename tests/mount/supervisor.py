@@ -18,9 +18,10 @@ class Supervised:
     descriptors they carry (kept by name, FDNAME=), the next one started
     with them as LISTEN_FDS."""
 
-    def __init__(self, testbed, mnt, tmp, store=None, extra=(), env=None):
+    def __init__(self, testbed, mnt, tmp, store=None, extra=(), env=None, ready=60):
         """@testbed None: the daemon serves what @extra says (--snapshot);
-        @env: more of the daemon's environment."""
+        @env: more of the daemon's environment; @ready: how long to wait
+        for its READY=1 (s)."""
         self.mnt, self.store, self.lines = mnt, dict(store or {}), []
         path = os.path.join(tmp, f"notify-{time.monotonic_ns()}")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -52,7 +53,7 @@ class Supervised:
                                      pass_fds=pass_fds, preexec_fn=preexec)
         for fd in high:
             os.close(fd)
-        self.wait_for("READY=1")
+        self.wait_for("READY=1", ready)
 
     def wait_for(self, line, timeout=60):
         deadline = time.monotonic() + timeout
