@@ -15,19 +15,36 @@
 #include <string.h>
 #include <unistd.h>
 
+/* What a report says of a request that failed. The write's errno alone
+ * cannot tell: a step's errno is the kernel's (a probe's own EINVAL), the
+ * same number as the daemon's for a driver the bus does not have. */
+enum outcome {
+	OUTCOME_OTHER,
+	OUTCOME_NO_DRIVER, /* refused: the bus has no driver of that name */
+	OUTCOME_STEP_FAILED, /* a step failed (the kernel's errno), rolled back */
+};
+
 /* Copies the report in the device's binding file @path to standard output,
- * escaped (its lines quote process names and mount points). */
-static void print_status(const char *path)
+ * escaped (its lines quote process names and mount points); what it says
+ * of the request. */
+static enum outcome print_status(const char *path)
 {
-	char buf[4096];
+	static char buf[65536];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;
+		return OUTCOME_OTHER;
+	size_t len = 0;
 	ssize_t n;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		ctl_put_text(buf, (size_t)n, CTL_TEXT_LINES);
+	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
 	close(fd);
+	buf[len] = '\0';
+	ctl_put_text(buf, len, CTL_TEXT_LINES);
 	fflush(stdout);
+	/* the report's own lines (binding.c), each at a line's start */
+	return strstr(buf, "\nfailed: ")		     ? OUTCOME_STEP_FAILED
+	       : strstr(buf, "\nrefused: the bus has no driver ") ? OUTCOME_NO_DRIVER
+								  : OUTCOME_OTHER;
 }
 
 /* @verb's arguments: DEV, DRIVER (bind only, unless --default), --force,
@@ -84,18 +101,21 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 	ssize_t n = write(fd, req, strlen(req));
 	int err = n < 0 ? errno : 0;
 	close(fd);
-	/* a bad request changes nothing, the report included */
-	if (err != EINVAL)
-		print_status(file);
+	/* every request this command writes is one: its report says what
+	 * became of it, whatever the errno */
+	enum outcome out = print_status(file);
 	if (err) {
 		char what[PATH_MAX + 600];
 		snprintf(what, sizeof(what), "%s %s", verb, dev);
 		return ctl_fail(what,
-				err == EBUSY ? "refused: the device is in use (see above; --force "
+				out == OUTCOME_STEP_FAILED
+					? "a step failed with the kernel's error, and what was done "
+					  "was undone (see above)"
+				: err == EBUSY ? "refused: the device is in use (see above; --force "
 					       "proceeds)"
 				: err == EINPROGRESS ? "pending, or another request for the device "
 						       "runs (see above)"
-				: err == EINVAL && driver
+				: out == OUTCOME_NO_DRIVER
 					? "no kernel driver of that name on its bus (is its module loaded?)"
 					: NULL,
 				err);

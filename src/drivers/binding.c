@@ -100,6 +100,9 @@ struct txn {
 	char old_override[256]; /* "" when none */
 	/* what was done, for the rollback */
 	bool override_set, unbound;
+	/* refused for its own value (a driver the bus does not have), where a
+	 * step's errno, EINVAL too, is the kernel's */
+	bool invalid;
 	char text[REPORT_MAX];
 	size_t len;
 };
@@ -439,6 +442,7 @@ static int run(struct txn *t)
 	/* check */
 	if (target && !driver_exists(t, target)) {
 		say(t, "refused: the bus has no driver %s (is its module loaded?)\n", target);
+		t->invalid = true;
 		return -EINVAL;
 	}
 	/* USB: a deauthorized interface (or device) is probed by no driver,
@@ -535,7 +539,7 @@ static int run(struct txn *t)
 	return 0;
 }
 
-static int bind_one(struct dm_device *dev, const struct dm_bind_request *req);
+static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bool *ret_invalid);
 
 /* Whether driver_override in @devdir names a driver. */
 static bool has_override(const char *devdir)
@@ -634,7 +638,7 @@ static int group_companions(struct dm_device *dev, struct member **ret)
  * by its own transaction, then the device; a failure puts back every
  * member moved, last first (a companion's override cleared and the kernel's
  * driver probed, or its old driver named when it had an override). */
-static int bind_group(struct dm_device *dev, const struct dm_bind_request *req)
+static int bind_group(struct dm_device *dev, const struct dm_bind_request *req, bool *ret_invalid)
 {
 	struct member *v;
 	int n = group_companions(dev, &v);
@@ -648,7 +652,7 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req)
 		sub.group = false;
 		sub.persist = false;
 		sub.companions_moved = true;
-		r = bind_one(v[i].dev, &sub);
+		r = bind_one(v[i].dev, &sub, ret_invalid);
 		v[i].moved = r == 0 && !req->dry_run;
 		int w = snprintf(preface + len, sizeof(preface) - len,
 				 "group: %s (%s) to %s: %s%s\n", dm_device_get_sysname(v[i].dev),
@@ -662,7 +666,7 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req)
 	own.companions_moved = n > 0;
 	own.preface = preface;
 	if (r == 0)
-		r = bind_one(dev, &own);
+		r = bind_one(dev, &own, ret_invalid);
 	if (r < 0) {
 		for (int i = n - 1; i >= 0; i--) {
 			if (!v[i].moved)
@@ -673,7 +677,7 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req)
 				 v[i].before.driver[0] ? v[i].before.driver : "no driver",
 				 b < 0 ? strerror(-b) : "ok");
 		}
-		if (r == -EINVAL)
+		if (r == -EINVAL && !*ret_invalid)
 			r = -EIO; /* a member's failure, not the request's value */
 	}
 	for (int i = 0; i < n; i++)
@@ -692,16 +696,20 @@ static atomic_uint_fast64_t results[N_RES];
 
 int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req)
 {
+	/* the request's own value refused (no such driver), where a step's
+	 * EINVAL is the kernel's: a failure, its report naming the step */
+	bool invalid = false;
 	int r = req->group && req->action == DM_BIND_TO && req->driver &&
 				is_vfio_driver(req->driver)
-			? bind_group(dev, req)
-			: bind_one(dev, req);
+			? bind_group(dev, req, &invalid)
+			: bind_one(dev, req, &invalid);
 	if (!req->dry_run)
 		atomic_fetch_add_explicit(&results[r == 0		 ? RES_OK
 						   : r == -EBUSY	 ? RES_REFUSED
 						   : r == -EINPROGRESS ? RES_PENDING
-						   : r == -EINVAL || r == -EOPNOTSUPP ? RES_INVALID
-										      : RES_FAILED],
+						   : (r == -EINVAL && invalid) || r == -EOPNOTSUPP
+							   ? RES_INVALID
+							   : RES_FAILED],
 					  1, memory_order_relaxed);
 	return r;
 }
@@ -719,8 +727,9 @@ void dm_binding_metrics(struct dm_metrics *w, void *data)
 				  "result", result_names[i], NULL);
 }
 
-static int bind_one(struct dm_device *dev, const struct dm_bind_request *req)
+static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bool *ret_invalid)
 {
+	*ret_invalid = false;
 	const char *devpath = dm_device_get_devpath(dev);
 	const char *name = dm_device_get_sysname(dev);
 	struct dm_model *m = dm_device_get_model(dev);
@@ -730,8 +739,10 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req)
 	dm_model_unlock(m);
 	if (!devpath || !busname || !name)
 		return -EOPNOTSUPP;
-	if (req->action == DM_BIND_TO && (!req->driver || !is_driver_name(req->driver)))
+	if (req->action == DM_BIND_TO && (!req->driver || !is_driver_name(req->driver))) {
+		*ret_invalid = true;
 		return -EINVAL;
+	}
 
 	struct txn *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -786,14 +797,16 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req)
 	else if (!req->dry_run)
 		log_info("binding %s: %s", name, t->len ? "done" : "");
 
+	*ret_invalid = r == -EINVAL && t->invalid;
 	pthread_mutex_lock(&reports_lock);
-	/* a bad value (no such driver) is its EINVAL alone: it changes
-	 * nothing, the last report included */
-	if (r != -EINVAL)
-		memcpy(rep->text, t->text, t->len + 1);
+	/* Every request is reported, one naming a driver the bus does not
+	 * have too: its EINVAL and a step's (the kernel's, the probe's own)
+	 * are told apart by the report alone, the write's errno being the
+	 * same (a request that is not one, a bad name, leaves it: above) */
+	memcpy(rep->text, t->text, t->len + 1);
 	/* for the why: what a request left bound (the default is the
 	 * kernel's own choice, not the request's) */
-	if (!req->dry_run && r != -EINVAL) {
+	if (!req->dry_run && !*ret_invalid) {
 		rep->done = r == 0 && req->action != DM_BIND_DEFAULT;
 		rep->failed = r < 0;
 		current_driver(t, rep->left, sizeof(rep->left));

@@ -397,6 +397,13 @@ static void check_open_nodes(struct out *o, const struct things *nodes)
 		snprintf(path, sizeof(path), "%s/%ld/comm", proc_root, pid);
 		if (dm_run_read(path, comm, sizeof(comm)) < 0)
 			snprintf(comm, sizeof(comm), "?");
+		/* a process names itself, newlines included: quoted as it is
+		 * (driverfsctl escapes what reaches a terminal), but never a
+		 * line of the report of its own (a "failed: ..." a reader would
+		 * take for the daemon's) */
+		for (char *c = comm; *c; c++)
+			if (*c == '\n')
+				*c = '?';
 		for (size_t i = 0; held && i < nodes->n; i++)
 			if (held[i])
 				reason(o, "%s is open in process %ld (%s)", nodes->v[i].node, pid, comm);

@@ -221,11 +221,17 @@ def test_a_dry_run_writes_nothing_and_says_the_plan(env):
 
 
 def test_a_driver_the_bus_does_not_have_is_refused(env):
+    """EINVAL, nothing changes, and the report says why: the same errno as
+    a probe's own refusal (below), told apart by the report alone."""
     d, _ = env
     begin, before = state(d), status(d)
-    # a bad value: EINVAL, and nothing changes, the last report included
     assert request(d, "no-such-driver") == errno.EINVAL
-    assert status(d) == before
+    s = status(d)
+    assert s != before
+    assert s.endswith("request: bind to no-such-driver\n"
+                      "refused: the bus has no driver no-such-driver (is its module loaded?)\n"), s
+    # the why is the binding's, which the request left alone
+    assert s.split("last request:")[0] == before.split("last request:")[0], (s, before)
     assert state(d) == begin
 
 
@@ -256,6 +262,9 @@ def test_driverfsctl_bind_refuses_dot_and_dotdot(env, name):
     ("driver_override", f"{NIC}/driver_override", errno.EPERM),
     ("unbind", "drivers/e1000e/unbind", errno.EBUSY),
     ("probe", "drivers/vfio-pci/bind", errno.ENOMEM),
+    # the probe's own EINVAL (vfio-pci's for a header type it does not
+    # take): a failure of the kernel's, not a request for no driver
+    ("probe", "drivers/vfio-pci/bind", errno.EINVAL),
     ("verify", "drivers/vfio-pci/bind", 0),
 ])
 def test_a_failure_at_each_step_leaves_the_device_as_it_began(env, step, suffix, err):
@@ -269,7 +278,8 @@ def test_a_failure_at_each_step_leaves_the_device_as_it_began(env, step, suffix,
     assert got == (err or errno.ENODEV)
     s = status(d)
     assert s.startswith("bound to e1000e by the kernel\nlast request:\n"), s
-    assert f"failed: {step}: " in s, s
+    name = errno.errorcode[err or errno.ENODEV]
+    assert f"failed: {step}: {os.strerror(err or errno.ENODEV)} ({name})\n" in s, s
     assert state(d) == begin, s
     if step != "driver_override":
         assert "rollback: driver_override restored to (none): ok" in s, s
@@ -399,6 +409,39 @@ def test_unbind_and_bind_by_driverfsctl(env):
                        text=True)
     assert r.returncode != 0
     assert "no kernel driver of that name on its bus" in r.stderr
+    assert "refused: the bus has no driver no-such-driver" in r.stdout, r.stdout
+
+
+def test_driverfsctl_tells_a_probe_s_einval_from_no_such_driver(env):
+    """The probe refuses with EINVAL, the errno the daemon answers a
+    driver the bus does not have with: driverfsctl says what the report
+    says (the step, the kernel's errno, the rollback), and the metrics count
+    a failure, not an invalid request."""
+    d, k = env
+    begin = state(d)
+
+    def count(result):
+        with open(d.path("metrics")) as f:
+            for line in f:
+                if line.startswith(f'driverfsd_binding_requests_total{{result="{result}"}} '):
+                    return float(line.split()[-1])
+        raise AssertionError(result)
+    failed, invalid = count("failed"), count("invalid")
+    k.refuse([("drivers/vfio-pci/bind", errno.EINVAL)])
+    try:
+        r = subprocess.run([CTL, "-m", d.mnt, "bind", NIC, "vfio-pci"], capture_output=True,
+                           text=True)
+    finally:
+        k.refuse([])
+    assert r.returncode == 1
+    assert "failed: probe: Invalid argument (EINVAL)" in r.stdout, r.stdout
+    assert "rollback: bind to e1000e again: ok" in r.stdout, r.stdout
+    assert "no kernel driver of that name" not in r.stderr, r.stderr
+    assert "a step failed with the kernel's error" in r.stderr, r.stderr
+    assert count("failed") == failed + 1 and count("invalid") == invalid
+    wait_event(d, "unbind")
+    wait_event(d, "bind")
+    assert state(d) == begin
 
 
 def test_a_step_the_kernel_does_not_answer_in_time_is_pending(env):

@@ -173,6 +173,30 @@ def test_driverfsctl_bind_shows_process_names_and_mount_points_escaped(tmp_path)
         d.stop()
 
 
+def test_a_process_name_makes_no_line_of_the_report(tmp_path):
+    """A process may name itself with a newline: its name is no line of
+    the report of its own (driverfsctl tells a failed step by its line)."""
+    proc = proc_root(str(tmp_path), opened=[(4242, "x", "/dev/sda")])
+    with open(os.path.join(proc, "4242", "comm"), "wb") as f:
+        f.write(b"q\nfailed: probe\n")
+    k = Kernel(str(tmp_path))
+    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_stub,
+               extra_env=k.env("ahci=0000:00:17.0"))
+    k.serve(d)
+    try:
+        out = subprocess.run([CTL, "-m", d.mnt, "bind", "--dry-run", SATA, "pci-stub"],
+                             capture_output=True, text=True)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "in use: /dev/sda is open in process 4242 (q?failed: probe)\n" in out.stdout, \
+            out.stdout
+        assert "\nfailed: " not in out.stdout, out.stdout
+        assert "a step failed" not in out.stderr, out.stderr
+    finally:
+        k.stopped = True
+        k.thread.join()
+        d.stop()
+
+
 def test_a_bad_protect_list_is_a_config_error(tmp_path):
     conf = os.path.join(str(tmp_path), "bad.conf")
     write(conf, "[Binding]\nProtect=nvme ../x\n")

@@ -73,6 +73,11 @@ ok $? "the tree shows pcieport"
 grep -q -e EINVAL -e 'Invalid argument' /tmp/out
 ok $? "the errno is the probe's own, EINVAL"
 ! grep -q 'no kernel driver of that name' /tmp/out
-ok $? "the refusal is the probe's, not a bad driver name # TODO issue 33: driverfsctl reads the probe's EINVAL as a bad name"
+ok $? "the refusal is the probe's, not a bad driver name"
+grep -q '^failed: probe: Invalid argument (EINVAL)$' /tmp/out &&
+	grep -q '^rollback: bind to pcieport again: ok$' /tmp/out
+ok $? "the report names the step, the kernel's errno and the rollback"
+grep -q '^failed: probe: Invalid argument (EINVAL)$' "$M/$RP/binding"
+ok $? "and so does its binding file"
 
 finish
