@@ -8,6 +8,7 @@ controller: a partition mounted, one used as swap and held by an LVM volume
 process; on the server testbed a NIC whose interface carries routes. Mounts,
 swaps, routes and processes come from a proc root the test writes
 (driverfsd --proc-root); the kernel is played by tests/helpers/kbind.c."""
+import contextlib
 import errno
 import os
 import subprocess
@@ -90,17 +91,29 @@ def driver_of(d, place):
     return os.path.basename(os.readlink(link)) if os.path.lexists(link) else None
 
 
+
+@contextlib.contextmanager
+def served(tmp_path, proc):
+    """The USB testbed served with @proc as /proc, its kernel played by
+    test_binding's Kernel (ahci bound to the SATA controller)."""
+    k = Kernel(str(tmp_path))
+    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_stub,
+               extra_env=k.env("ahci=0000:00:17.0"))
+    k.serve(d)
+    try:
+        yield d
+    finally:
+        k.stopped = True
+        k.thread.join()
+        d.stop()
+
 def test_a_disk_in_use_is_refused_with_every_reason_and_force_proceeds(tmp_path):
     proc = proc_root(str(tmp_path),
                      mounts="29 1 254:0 / / rw,relatime - ext4 /dev/mapper/vg-root rw\n"
                             "30 29 8:1 / /boot rw,relatime - ext4 /dev/sda1 rw\n",
                      swaps="/dev/sda2                               partition\t999420\t0\t-2\n",
                      opened=[(4242, "qemu-system-x86", "/dev/sda")])
-    k = Kernel(str(tmp_path))
-    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_stub,
-               extra_env=k.env("ahci=0000:00:17.0"))
-    k.serve(d)
-    try:
+    with served(tmp_path, proc) as d:
         assert request(d, SATA_PLACE, "pci-stub") == errno.EBUSY
         r = report(d, SATA_PLACE)
         for reason in ("in use: sda1 is mounted at /boot",
@@ -135,10 +148,6 @@ def test_a_disk_in_use_is_refused_with_every_reason_and_force_proceeds(tmp_path)
         # model until the kernel removes it), forced again
         assert request(d, SATA_PLACE, "default force") == 0
         assert driver_of(d, SATA_PLACE) == "ahci"
-    finally:
-        k.stopped = True
-        k.thread.join()
-        d.stop()
 
 
 def test_driverfsctl_bind_shows_process_names_and_mount_points_escaped(tmp_path):
@@ -152,11 +161,7 @@ def test_driverfsctl_bind_shows_process_names_and_mount_points_escaped(tmp_path)
                      opened=[(4242, "x", "/dev/sda")])
     with open(os.path.join(proc, "4242", "comm"), "wb") as f:
         f.write(b"q\x1b[2J\x01\xc2\x9b\x9b\xff\n")
-    k = Kernel(str(tmp_path))
-    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_stub,
-               extra_env=k.env("ahci=0000:00:17.0"))
-    k.serve(d)
-    try:
+    with served(tmp_path, proc) as d:
         out = subprocess.run([CTL, "-m", d.mnt, "bind", "--dry-run", SATA, "pci-stub"],
                              capture_output=True)
         assert out.returncode == 1, out.stdout + out.stderr
@@ -167,10 +172,6 @@ def test_driverfsctl_bind_shows_process_names_and_mount_points_escaped(tmp_path)
         assert "in use: /dev/sda is open in process 4242 " \
             "(q\\x1b[2J\\x01\\xc2\\x9b\\x9b\\xff)\n" in text, text
         assert driver_of(d, SATA_PLACE) == "ahci"
-    finally:
-        k.stopped = True
-        k.thread.join()
-        d.stop()
 
 
 def test_a_process_name_makes_no_line_of_the_report(tmp_path):
@@ -179,11 +180,7 @@ def test_a_process_name_makes_no_line_of_the_report(tmp_path):
     proc = proc_root(str(tmp_path), opened=[(4242, "x", "/dev/sda")])
     with open(os.path.join(proc, "4242", "comm"), "wb") as f:
         f.write(b"q\nfailed: probe\n")
-    k = Kernel(str(tmp_path))
-    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_stub,
-               extra_env=k.env("ahci=0000:00:17.0"))
-    k.serve(d)
-    try:
+    with served(tmp_path, proc) as d:
         out = subprocess.run([CTL, "-m", d.mnt, "bind", "--dry-run", SATA, "pci-stub"],
                              capture_output=True, text=True)
         assert out.returncode == 1, out.stdout + out.stderr
@@ -191,10 +188,6 @@ def test_a_process_name_makes_no_line_of_the_report(tmp_path):
             out.stdout
         assert "\nfailed: " not in out.stdout, out.stdout
         assert "a step failed" not in out.stderr, out.stderr
-    finally:
-        k.stopped = True
-        k.thread.join()
-        d.stop()
 
 
 def test_a_bad_protect_list_is_a_config_error(tmp_path):
