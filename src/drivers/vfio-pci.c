@@ -19,12 +19,29 @@ struct vfio_pci {
 
 /* ---- the kernel's VFIO, through the group interface ---- */
 
-struct kernel_handle {
-	int container, group, device;
-};
-
-static int iommu_group(const char *slot)
+static int sys_open(const char *path, int flags, void *ctx)
 {
+	(void)ctx;
+	int fd = open(path, flags);
+	return fd < 0 ? -errno : fd;
+}
+
+static int sys_ioctl(int fd, unsigned long req, unsigned long arg, void *ctx)
+{
+	(void)ctx;
+	int r = ioctl(fd, req, arg);
+	return r < 0 ? -errno : r;
+}
+
+static void sys_close(int fd, void *ctx)
+{
+	(void)ctx;
+	close(fd);
+}
+
+static int sys_iommu_group(const char *slot, void *ctx)
+{
+	(void)ctx;
 	char path[256], target[256];
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/iommu_group", slot);
 	ssize_t n = readlink(path, target, sizeof(target) - 1);
@@ -34,58 +51,90 @@ static int iommu_group(const char *slot)
 	const char *base = strrchr(target, '/');
 	char *end;
 	long g = strtol(base ? base + 1 : target, &end, 10);
-	return *end || g < 0 ? -EINVAL : (int)g;
+	return *end || g < 0 || g > 1000000 ? -EINVAL : (int)g;
+}
+
+static const struct dm_vfio_sys real_sys = {
+	.open = sys_open, .ioctl = sys_ioctl, .close = sys_close, .iommu_group = sys_iommu_group,
+};
+
+struct kernel_handle {
+	const struct dm_vfio_sys *sys;
+	int container, group, device;
+};
+
+/* Which type1 IOMMU backend the container offers: 0 when none is
+ * registered (the module vfio_iommu_type1 not loaded: vfio names it as a
+ * softdep, which modprobe honours and insmod or busybox's modprobe do not;
+ * VFIO_SET_IOMMU then answers ENODEV, read as "no such device"). */
+static unsigned long type1_backend(const struct dm_vfio_sys *sys, int container)
+{
+	if (sys->ioctl(container, VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU, sys->ctx) > 0)
+		return VFIO_TYPE1v2_IOMMU;
+	if (sys->ioctl(container, VFIO_CHECK_EXTENSION, VFIO_TYPE1_IOMMU, sys->ctx) > 0)
+		return VFIO_TYPE1_IOMMU;
+	return 0;
 }
 
 static int kernel_open(const char *slot, void **ret, void *ctx)
 {
-	(void)ctx;
+	const struct dm_vfio_sys *sys = ctx ? ctx : &real_sys;
 	struct kernel_handle *h = malloc(sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	*h = (struct kernel_handle){ -1, -1, -1 };
+	*h = (struct kernel_handle){ sys, -1, -1, -1 };
 	struct vfio_group_status status = { .argsz = sizeof(status) };
 	char path[64];
-	int r = iommu_group(slot);
+	unsigned long backend;
+	int r = sys->iommu_group(slot, sys->ctx);
 	if (r < 0)
 		goto out_free;
 	snprintf(path, sizeof(path), "/dev/vfio/%d", r);
-	h->group = open(path, O_RDWR | O_CLOEXEC);
+	h->group = sys->open(path, O_RDWR | O_CLOEXEC, sys->ctx);
 	if (h->group < 0) {
-		r = -errno; /* EBUSY: another process (a VM) holds the group */
+		r = h->group; /* EBUSY: another process (a VM) holds the group */
 		goto out_free;
 	}
-	if (ioctl(h->group, VFIO_GROUP_GET_STATUS, &status) < 0) {
-		r = -errno;
+	r = sys->ioctl(h->group, VFIO_GROUP_GET_STATUS, (unsigned long)&status, sys->ctx);
+	if (r < 0)
 		goto out_group;
-	}
 	if (!(status.flags & VFIO_GROUP_FLAGS_VIABLE)) {
 		r = -EBUSY; /* some device of the group is bound elsewhere */
 		goto out_group;
 	}
-	h->container = open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC);
+	h->container = sys->open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC, sys->ctx);
 	if (h->container < 0) {
-		r = -errno;
+		r = h->container;
 		goto out_group;
 	}
-	if (ioctl(h->group, VFIO_GROUP_SET_CONTAINER, &h->container) < 0 ||
-	    (ioctl(h->container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU) < 0 &&
-	     ioctl(h->container, VFIO_SET_IOMMU, VFIO_TYPE1_IOMMU) < 0)) {
-		r = -errno;
+	r = sys->ioctl(h->group, VFIO_GROUP_SET_CONTAINER, (unsigned long)&h->container, sys->ctx);
+	if (r < 0)
+		goto out_container;
+	backend = type1_backend(sys, h->container);
+	if (!backend) {
+		log_warn("%s: vfio-pci: VFIO has no IOMMU backend for its group (the kernel module "
+			 "vfio_iommu_type1 is not loaded): no low-power entry",
+			 slot);
+		r = -ENOPKG;
 		goto out_container;
 	}
-	h->device = ioctl(h->group, VFIO_GROUP_GET_DEVICE_FD, slot);
+	r = sys->ioctl(h->container, VFIO_SET_IOMMU, backend, sys->ctx);
+	if (r < 0) {
+		log_warn("%s: vfio-pci: VFIO_SET_IOMMU: %s", slot, strerror(-r));
+		goto out_container;
+	}
+	h->device = sys->ioctl(h->group, VFIO_GROUP_GET_DEVICE_FD, (unsigned long)slot, sys->ctx);
 	if (h->device < 0) {
-		r = -errno;
+		r = h->device;
 		goto out_container;
 	}
 	*ret = h;
 	return 0;
 
 out_container:
-	close(h->container);
+	sys->close(h->container, sys->ctx);
 out_group:
-	close(h->group);
+	sys->close(h->group, sys->ctx);
 out_free:
 	free(h);
 	return r;
@@ -99,22 +148,25 @@ static int kernel_set_feature(void *handle, uint32_t feature, void *ctx)
 		.argsz = sizeof(f),
 		.flags = VFIO_DEVICE_FEATURE_SET | feature,
 	};
-	return ioctl(h->device, VFIO_DEVICE_FEATURE, &f) < 0 ? -errno : 0;
+	int r = h->sys->ioctl(h->device, VFIO_DEVICE_FEATURE, (unsigned long)&f, h->sys->ctx);
+	return r < 0 ? r : 0;
 }
 
 static void kernel_close(void *handle, void *ctx)
 {
 	(void)ctx;
 	struct kernel_handle *h = handle;
-	close(h->device);
-	close(h->container);
-	close(h->group);
+	h->sys->close(h->device, h->sys->ctx);
+	h->sys->close(h->container, h->sys->ctx);
+	h->sys->close(h->group, h->sys->ctx);
 	free(h);
 }
 
 static int kernel_bound_to_vfio(const char *slot, void *ctx)
 {
-	(void)ctx;
+	const struct dm_vfio_sys *sys = ctx;
+	if (sys && sys->bound_to_vfio)
+		return sys->bound_to_vfio(slot, sys->ctx);
 	char path[256], target[256];
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", slot);
 	ssize_t n = readlink(path, target, sizeof(target) - 1);

@@ -33,7 +33,20 @@ struct dm_vfio_ops {
 	int (*bound_to_vfio)(const char *slot, void *ctx);
 };
 
+/* The kernel's VFIO. Its @ctx is NULL, or a struct dm_vfio_sys through
+ * which it makes its system calls (a test's stand-in for the kernel at the
+ * ioctl level). Without an IOMMU backend for the group (vfio_iommu_type1
+ * not loaded) suspend fails with ENOPKG, and says why in the log. */
 extern const struct dm_vfio_ops dm_vfio_kernel_ops;
+
+struct dm_vfio_sys {
+	int (*open)(const char *path, int flags, void *ctx); /* an fd or -errno */
+	int (*ioctl)(int fd, unsigned long request, unsigned long arg, void *ctx); /* >= 0 or -errno */
+	void (*close)(int fd, void *ctx);
+	int (*iommu_group)(const char *slot, void *ctx); /* the group's number or -errno */
+	int (*bound_to_vfio)(const char *slot, void *ctx); /* as the ops' */
+	void *ctx;
+};
 
 /* Registers the driver on @m's "pci" bus with @ops (and @ctx for them). */
 int dm_vfio_pci_register(struct dm_model *m, const struct dm_vfio_ops *ops, void *ctx,

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/vfio.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,12 +91,13 @@ struct setup {
 	struct dm_device *gpu, *nic;
 };
 
-static void build(struct setup *s, struct fake *f)
+/* a GPU on vfio-pci and a NIC on e1000e, the driver on @ops and @ctx */
+static void build_with(struct setup *s, const struct dm_vfio_ops *ops, void *ctx)
 {
 	struct dm_bus *bus;
 	assert_int_equal(dm_model_new(&s->m), 0);
 	assert_int_equal(dm_pm_new(s->m, &s->pm), 0);
-	assert_int_equal(dm_vfio_pci_register(s->m, &fake_ops, f, &s->drv), 0);
+	assert_int_equal(dm_vfio_pci_register(s->m, ops, ctx, &s->drv), 0);
 	assert_int_equal(dm_bus_get(s->m, "pci", NULL, &bus), 0);
 	const char *names[] = { "0000:03:00.0", "0000:04:00.0" };
 	const char *kdrv[] = { "vfio-pci", "e1000e" };
@@ -106,6 +108,11 @@ static void build(struct setup *s, struct fake *f)
 		dm_device_set_kernel_driver(*devs[i], kdrv[i]);
 		assert_int_equal(dm_device_add(*devs[i], NULL), 0);
 	}
+}
+
+static void build(struct setup *s, struct fake *f)
+{
+	build_with(s, &fake_ops, f);
 }
 
 static void teardown_setup(struct setup *s)
@@ -231,6 +238,153 @@ static void test_driver_link_moved_ends_the_claim(void **state)
 	teardown_setup(&s);
 }
 
+/* ---- the kernel's VFIO at the ioctl level (dm_vfio_kernel_ops) ----
+ * As Linux 6.1 answers (seen in the vm tier's guest, tests/vm/guest/
+ * test_vfio.sh): a group another process has open is EBUSY at open; the
+ * container offers a type1 backend only once vfio_iommu_type1 is loaded,
+ * and VFIO_SET_IOMMU without one is ENODEV; the device fd only after
+ * VFIO_SET_IOMMU. */
+enum { GROUP_FD = 10, CONTAINER_FD = 11, DEVICE_FD = 12 };
+
+struct kfake {
+	bool type1_loaded;
+	bool group_held; /* another process has the group open */
+	bool iommu_set;
+	int open_fds;
+	int entries, exits;
+	char log[32][64];
+	size_t n;
+};
+
+static int k_open(const char *path, int flags, void *ctx)
+{
+	(void)flags;
+	struct kfake *k = ctx;
+	if (strcmp(path, "/dev/vfio/vfio") == 0) {
+		k->open_fds++;
+		return CONTAINER_FD;
+	}
+	assert_string_equal(path, "/dev/vfio/6");
+	if (k->group_held)
+		return -EBUSY;
+	k->open_fds++;
+	return GROUP_FD;
+}
+
+static int k_ioctl(int fd, unsigned long req, unsigned long arg, void *ctx)
+{
+	struct kfake *k = ctx;
+	if (k->n < 32)
+		snprintf(k->log[k->n++], 64, "%d %lx", fd, req);
+	switch (req) {
+	case VFIO_GROUP_GET_STATUS:
+		((struct vfio_group_status *)arg)->flags = VFIO_GROUP_FLAGS_VIABLE;
+		return 0;
+	case VFIO_GROUP_SET_CONTAINER:
+		return 0;
+	case VFIO_CHECK_EXTENSION:
+		return k->type1_loaded && (arg == VFIO_TYPE1v2_IOMMU || arg == VFIO_TYPE1_IOMMU);
+	case VFIO_SET_IOMMU:
+		if (!k->type1_loaded)
+			return -ENODEV; /* no backend registered answers it */
+		k->iommu_set = true;
+		return 0;
+	case VFIO_GROUP_GET_DEVICE_FD:
+		assert_string_equal((const char *)arg, "0000:03:00.0");
+		if (!k->iommu_set)
+			return -EINVAL;
+		k->open_fds++;
+		return DEVICE_FD;
+	case VFIO_DEVICE_FEATURE: {
+		struct vfio_device_feature *f = (void *)arg;
+		assert_int_equal(fd, DEVICE_FD);
+		if ((f->flags & VFIO_DEVICE_FEATURE_MASK) == VFIO_DEVICE_FEATURE_LOW_POWER_ENTRY)
+			k->entries++;
+		else
+			k->exits++;
+		return 0;
+	}
+	}
+	return -ENOTTY;
+}
+
+static void k_close(int fd, void *ctx)
+{
+	struct kfake *k = ctx;
+	if (fd == CONTAINER_FD)
+		k->iommu_set = false;
+	k->open_fds--;
+}
+
+static int k_group(const char *slot, void *ctx)
+{
+	(void)slot;
+	(void)ctx;
+	return 6;
+}
+
+static int k_bound(const char *slot, void *ctx)
+{
+	(void)slot;
+	(void)ctx;
+	return 1;
+}
+
+#define KSYS(k) { .open = k_open, .ioctl = k_ioctl, .close = k_close, .iommu_group = k_group, \
+		  .bound_to_vfio = k_bound, .ctx = (k) }
+
+static void test_kernel_low_power_walk(void **state)
+{
+	(void)state;
+	struct kfake k = { .type1_loaded = true };
+	struct dm_vfio_sys sys = KSYS(&k);
+	struct setup s;
+	build_with(&s, &dm_vfio_kernel_ops, &sys);
+	assert_int_equal(dm_pm_suspend(s.pm, s.gpu, 0), 0);
+	assert_int_equal(k.entries, 1);
+	assert_int_equal(k.open_fds, 3); /* group, container, device kept */
+	assert_int_equal(dm_pm_resume(s.pm, s.gpu, 0), 0);
+	assert_int_equal(k.exits, 1);
+	assert_int_equal(k.open_fds, 0);
+	teardown_setup(&s);
+}
+
+/* The guest's first ENODEV: vfio loaded without its softdep
+ * vfio_iommu_type1, VFIO_SET_IOMMU answers ENODEV. Said as what it is
+ * (ENOPKG, the module missing), everything closed, the device on. */
+static void test_kernel_without_iommu_backend(void **state)
+{
+	(void)state;
+	struct kfake k = { .type1_loaded = false };
+	struct dm_vfio_sys sys = KSYS(&k);
+	struct setup s;
+	build_with(&s, &dm_vfio_kernel_ops, &sys);
+	assert_true(dm_pm_suspend(s.pm, s.gpu, 0) < 0);
+	assert_int_equal(k.open_fds, 0);
+	assert_int_equal(k.entries, 0);
+	assert_int_equal(dm_device_get_power(s.gpu), DM_POWER_ON);
+	char err[256];
+	assert_true(dm_device_get_power_error(s.gpu, err, sizeof(err)) >= 0);
+	assert_non_null(strstr(err, "ENOPKG"));
+	teardown_setup(&s);
+}
+
+/* QEMU or DPDK has the group: open says EBUSY at once, the device is its
+ * holder's (suspend and resume succeed, touching nothing). */
+static void test_kernel_group_held(void **state)
+{
+	(void)state;
+	struct kfake k = { .type1_loaded = true, .group_held = true };
+	struct dm_vfio_sys sys = KSYS(&k);
+	struct setup s;
+	build_with(&s, &dm_vfio_kernel_ops, &sys);
+	assert_int_equal(dm_pm_suspend(s.pm, s.gpu, 0), 0);
+	assert_int_equal(dm_pm_resume(s.pm, s.gpu, 0), 0);
+	assert_int_equal(k.n, 0);
+	assert_int_equal(k.open_fds, 0);
+	teardown_setup(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +394,9 @@ int main(void)
 		cmocka_unit_test(test_unbind_while_suspended_closes),
 		cmocka_unit_test(test_kernel_driver_changed_ends_the_claim),
 		cmocka_unit_test(test_driver_link_moved_ends_the_claim),
+		cmocka_unit_test(test_kernel_low_power_walk),
+		cmocka_unit_test(test_kernel_without_iommu_backend),
+		cmocka_unit_test(test_kernel_group_held),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
