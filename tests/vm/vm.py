@@ -16,6 +16,7 @@ tests/vm/guest/init. Everything is written under the work directory (the
 meson build dir's tests/vm); nothing of the host's devices is touched.
 
 Environment: DRIVERFSD, DRIVERFSCTL (the programs copied in),
+DRIVERFS_VFIO_HOLD (tests/helpers/vfio-hold, static: copied in when set),
 DRIVERFS_VM_ACCEL (kvm or tcg; default: kvm when /dev/kvm runs a guest),
 DRIVERFS_VM_KERNEL_DEB (a linux-image .deb to use instead of fetching),
 DRIVERFS_VM_TIMEOUT (seconds a boot may take, default 240)."""
@@ -286,6 +287,10 @@ def guest_inputs():
         if not p or not os.access(p, os.X_OK):
             raise SystemExit("vm.py: %s must name the built program" % var)
         files[gpath] = p
+    # the stand-in for QEMU/DPDK holding a VFIO group (static, optional)
+    hold = os.environ.get("DRIVERFS_VFIO_HOLD")
+    if hold and os.access(hold, os.X_OK):
+        files["/usr/bin/vfio-hold"] = hold
     for gpath, p in PROGRAMS.items():
         if os.access(p, os.X_OK):
             files[gpath] = p

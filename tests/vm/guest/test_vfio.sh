@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# driverfsd's vfio-pci driver against the real VFIO (issue 32; docs/design.md
+# on the vfio driver and PM, where tests/unit/test-vfio.c stands in for the
+# kernel): the e1000e NIC bound to vfio-pci, suspended and resumed through
+# its power file (VFIO_DEVICE_FEATURE_LOW_POWER_ENTRY/EXIT on a device
+# vfio-pci had already runtime-suspended, idle and unopened); the kernel
+# without its IOMMU backend (vfio_iommu_type1 unloaded: VFIO_SET_IOMMU says
+# ENODEV, which power_error once showed as "No such device"); and a
+# process that holds the group (tests/helpers/vfio-hold, for QEMU or DPDK):
+# driverfsd leaves the device to it, and is refused while it holds it
+# itself, at once, never a hang.
+. /test/lib.sh
+
+check "driverfsd --kernel-uevents mounted at /devices" mount_driverfs
+M=/devices/bus/pci/devices
+S=/sys/bus/pci/devices
+
+NIC=
+for d in "$S"/*; do
+	[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x8086:0x10d3 ] && NIC=${d##*/}
+done
+group=$(basename "$(readlink "$S/$NIC/iommu_group")")
+rs() { cat "$S/$NIC/power/runtime_status"; }
+mnt_power() { cat "$M/$NIC/power"; }
+perr() { cat "$M/$NIC/power_error"; }
+# the daemon's open files of the group
+daemon_holds() { ls -l "/proc/$daemon/fd" 2>/dev/null | grep -q "/dev/vfio/$group\$"; }
+state() { echo "runtime_status $(rs), power_state $(cat "$S/$NIC/power_state"), mount: power $(mnt_power), power_error '$(perr)'" | diag; }
+# a write to the power file, bounded (a hang fails the test, not the tier)
+power() { timeout 30 sh -c "echo $1 > $M/$NIC/power"; }
+
+driverfsctl -m /devices bind "$NIC" vfio-pci > /tmp/out 2>&1
+ok $? "driverfsctl bind $NIC vfio-pci succeeds"
+until_ok [ -e "/devices/bus/pci/drivers/vfio-pci/$NIC" ]
+ok $? "driverfsd's vfio-pci driver has it"
+[ "$(cat /devices/bus/pci/drivers/vfio-pci/kind)" = user ]
+ok $? "that driver is driverfsd's own (kind user)"
+
+# vfio-pci puts a device nobody has open into D3hot by runtime PM
+until_ok [ "$(rs)" = suspended ]
+ok $? "the kernel already runtime-suspended the idle device: $(rs)"
+state
+
+power suspend
+ok $? "suspend through its power file succeeds"
+state
+[ -z "$(perr)" ]
+ok $? "power_error is empty"
+[ "$(mnt_power)" = suspended ] && [ "$(rs)" = suspended ]
+ok $? "suspended: the mount's power and the kernel's runtime_status ($(rs))"
+daemon_holds
+ok $? "driverfsd holds /dev/vfio/$group while the device is in low power"
+grep "$NIC\$" /devices/power_log | diag
+
+# while driverfsd holds it, another user is refused at once
+timeout 30 vfio-hold "$NIC" > /tmp/hold 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "failed: /dev/vfio/$group: .*busy" /tmp/hold
+ok $? "another process is refused the group while driverfsd holds it (exit $rc: $(cat /tmp/hold))"
+
+power resume
+ok $? "resume through its power file succeeds"
+state
+[ -z "$(perr)" ] && [ "$(mnt_power)" = on ]
+ok $? "resumed: power on, power_error empty"
+! daemon_holds
+ok $? "driverfsd let the group go"
+# and the device is its next user's: opening it wakes it
+# (its own file: the background job's redirection happens in the job)
+rm -f /tmp/holder
+vfio-hold "$NIC" > /tmp/holder 2>&1 &
+holder=$!
+until_ok grep -q -e held -e failed /tmp/holder
+grep -q held /tmp/holder
+ok $? "the group is free for another process ($(cat /tmp/holder))"
+[ "$(rs)" = active ]
+ok $? "opened by it, the device is active: runtime_status $(rs)"
+
+# a process (QEMU, DPDK) holds the group: the device is its holder's
+power suspend
+ok $? "suspend while another process holds the group returns (no hang)"
+state
+[ -z "$(perr)" ] && ! daemon_holds && [ "$(rs)" = active ]
+ok $? "left to its holder: nothing opened, the device untouched (runtime_status $(rs))"
+grep -q "$NIC: its VFIO group is held by another process" /run/driverfsd.log
+ok $? "driverfsd's log says the group is held by another process"
+kill -0 "$holder"
+ok $? "the holder still has it"
+power resume
+ok $? "resume while held returns"
+kill "$holder"
+wait "$holder" 2>/dev/null
+until_ok [ "$(rs)" = suspended ]
+ok $? "the holder gone, vfio-pci idles the device again: $(rs)"
+
+# the kernel without VFIO's IOMMU backend: VFIO_SET_IOMMU answers ENODEV
+rmmod vfio_iommu_type1
+ok $? "vfio_iommu_type1 unloaded"
+power suspend
+rc=$?
+[ $rc -ne 0 ]
+ok $? "suspend without an IOMMU backend fails (exit $rc)"
+state
+case $(perr) in *ENOPKG*) true ;; *) false ;; esac
+ok $? "power_error says the module is missing (ENOPKG), not 'No such device': $(perr)"
+grep -q "$NIC: vfio-pci: VFIO has no IOMMU backend.*vfio_iommu_type1" /run/driverfsd.log
+ok $? "driverfsd's log names vfio_iommu_type1"
+! daemon_holds && [ "$(mnt_power)" = on ]
+ok $? "nothing held, the device on"
+modprobe vfio_iommu_type1
+power suspend && [ -z "$(perr)" ] && daemon_holds
+ok $? "with the module back, suspend succeeds"
+power resume && [ -z "$(perr)" ] && ! daemon_holds
+ok $? "and resume"
+
+finish
