@@ -24,6 +24,7 @@ import argparse
 import fcntl
 import glob
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -31,7 +32,9 @@ import signal
 import stat
 import subprocess
 import sys
+import socket
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,7 +61,9 @@ def machine(accel, run):
     PCIe root ports (hot-pluggable slots): the NIC (e1000e) on rp1, an NVMe
     controller in an NVMe subsystem with one namespace on rp2, an xHCI with
     a USB keyboard and a USB stick on rp3, rp4 empty for device_add; the
-    console on ttyS0, the test's results on ttyS1, QMP on a socket."""
+    console on ttyS0, the test's results on ttyS1, QMP on a socket, and
+    the test's requests for QMP commands on ttyS2 (a socket served by
+    Requests)."""
     return [
         "-machine", "q35,kernel-irqchip=split", "-accel", accel, *CPU, "-m", "768",
         "-nodefaults", "-display", "none", "-no-reboot",
@@ -78,6 +83,7 @@ def machine(accel, run):
         "-blockdev", "driver=null-co,node-name=stick0,size=16777216,read-zeroes=on",
         "-device", "usb-storage,bus=xhci.0,drive=stick0",
         "-qmp", "unix:%s,server=on,wait=off" % os.path.join(run, "qmp.sock"),
+        "-chardev", "socket,id=req,path=%s,server=on,wait=off" % os.path.join(run, "req.sock"),
     ]
 
 
@@ -351,6 +357,176 @@ def build(work):
         return gdir
 
 
+# ---- the guest's requests for QMP commands -------------------------------
+
+class Qmp:
+    """A QMP client on QEMU's socket: commands in turn, events kept."""
+
+    def __init__(self, path, timeout):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.timeout = timeout
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b""
+        self.events = []
+        self._message()  # the greeting
+        self.command("qmp_capabilities")
+
+    def _message(self):
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("QMP closed")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return json.loads(line)
+
+    def command(self, execute, arguments=None):
+        """QEMU's answer: ("ok", return value) or ("error", its description)."""
+        msg = {"execute": execute}
+        if arguments:
+            msg["arguments"] = arguments
+        self.sock.sendall(json.dumps(msg).encode() + b"\n")
+        while True:
+            m = self._message()
+            if "event" in m:
+                self.events.append(m)
+            elif "return" in m:
+                return "ok", m["return"]
+            elif "error" in m:
+                return "error", m["error"].get("desc", "?")
+
+    def wait_event(self, name, device, deadline):
+        """Whether event @name for @device came (or comes before @deadline)."""
+        while True:
+            for e in self.events:
+                if e["event"] == name and e.get("data", {}).get("device") == device:
+                    self.events.remove(e)
+                    return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.sock.settimeout(left)
+            try:
+                m = self._message()
+            except socket.timeout:
+                return False
+            finally:
+                self.sock.settimeout(self.timeout)
+            if "event" in m:
+                self.events.append(m)
+
+
+def parse_request(line):
+    """A request line: "COMMAND [ARGS]", ARGS a JSON object or QEMU's
+    "key=value,..." (device_add's first bare word its driver, device_del's
+    its id). Returns (command, arguments)."""
+    cmd, _, rest = line.strip().partition(" ")
+    rest = rest.strip()
+    if not re.match(r"[a-z][a-z0-9_-]*$", cmd):
+        raise ValueError("not a QMP command: %r" % cmd)
+    if rest.startswith("{"):
+        args = json.loads(rest)
+        if not isinstance(args, dict):
+            raise ValueError("arguments are not an object")
+        return cmd, args
+    args = {}
+    for i, item in enumerate(p for p in rest.split(",") if p):
+        k, eq, v = item.partition("=")
+        if not eq:
+            if i != 0 or cmd not in ("device_add", "device_del"):
+                raise ValueError("%r is not key=value" % item)
+            k, v = ("driver" if cmd == "device_add" else "id"), item
+        args[k] = v
+    return cmd, args
+
+
+class Requests:
+    """The guest's third serial port (ttyS2), a socket here: each line the
+    guest writes is a QMP command (parse_request), run on QEMU's QMP
+    socket; the answer goes back as one line, "ok [JSON]" or "error
+    DESCRIPTION". device_del answers once QEMU has deleted the device (its
+    DEVICE_DELETED event: the guest's pciehp took the slot down), or
+    "error timeout" after 60 s. Every request and answer is logged to
+    RUN/requests. The thread ends when QEMU closes the socket (it exited)."""
+
+    TIMEOUT = 60
+
+    def __init__(self, run, proc):
+        self.run, self.proc = run, proc
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def join(self):
+        self.thread.join(timeout=5)
+
+    def _connect(self, name):
+        path = os.path.join(self.run, name)
+        while self.proc.poll() is None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(path)
+                return s
+            except OSError:
+                s.close()
+                time.sleep(0.1)
+        return None
+
+    def _serve(self):
+        logf = open(os.path.join(self.run, "requests"), "w", buffering=1)
+        try:
+            s = self._connect("req.sock")
+            if s is None:
+                return
+            qmp = None
+            buf = b""
+            while True:
+                try:
+                    chunk = s.recv(4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, _, buf = buf.partition(b"\n")
+                    line = line.decode(errors="replace").strip("\r\0 ")
+                    if not line:
+                        continue
+                    logf.write("> " + line + "\n")
+                    try:
+                        if qmp is None:
+                            qmp = Qmp(os.path.join(self.run, "qmp.sock"), self.TIMEOUT)
+                        answer = self._request(qmp, line)
+                    except ValueError as e:
+                        answer = "error " + str(e)
+                    except OSError as e:  # timeouts, QEMU gone: a new connection next time
+                        answer = "error " + (str(e) or type(e).__name__)
+                        if qmp is not None:
+                            qmp.sock.close()
+                            qmp = None
+                    answer = answer.replace("\n", " ")
+                    logf.write("< " + answer + "\n")
+                    try:
+                        s.sendall(answer.encode() + b"\n")
+                    except OSError:
+                        return
+                if len(buf) > 65536:  # a line that never ends: dropped
+                    buf = b""
+        finally:
+            logf.close()
+
+    def _request(self, qmp, line):
+        cmd, args = parse_request(line)
+        status, value = qmp.command(cmd, args)
+        if status != "ok":
+            return "error " + str(value)
+        if cmd == "device_del" and "id" in args:
+            if not qmp.wait_event("DEVICE_DELETED", args["id"], time.monotonic() + self.TIMEOUT):
+                return "error timeout: no DEVICE_DELETED for " + args["id"]
+        return "ok" if value in ({}, None) else "ok " + json.dumps(value)
+
+
 # ---- booting -------------------------------------------------------------
 
 def kvm_works(work, gdir):
@@ -423,22 +599,28 @@ def boot(work, gdir, name, script, interactive=False):
            "-initrd", initrd]
     if interactive:
         cmd += ["-append", CMDLINE + " driverfs.shell=1", "-serial", "mon:stdio",
-                "-serial", "file:" + os.path.join(run, "results")]
+                "-serial", "file:" + os.path.join(run, "results"), "-serial", "chardev:req"]
         log("QMP: " + os.path.join(run, "qmp.sock") + "; Ctrl-A X quits")
-        return subprocess.call(cmd), run
+        p = subprocess.Popen(cmd)
+        req = Requests(run, p)
+        rc = p.wait()
+        req.join()
+        return rc, run
     cmd += ["-append", CMDLINE, "-serial", "file:" + os.path.join(run, "console"),
-            "-serial", "file:" + os.path.join(run, "results")]
+            "-serial", "file:" + os.path.join(run, "results"), "-serial", "chardev:req"]
     with open(os.path.join(run, "cmdline"), "w") as f:
         f.write(" ".join(cmd) + "\n")
     t0 = time.monotonic()
     with open(os.path.join(run, "qemu.log"), "w") as qlog:
         p = subprocess.Popen(cmd, stdout=qlog, stderr=subprocess.STDOUT, start_new_session=True)
+        req = Requests(run, p)
         try:
             rc = p.wait(timeout=float(os.environ.get("DRIVERFS_VM_TIMEOUT", "240")))
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             rc = None
+        req.join()
     log("guest ran %.1f s, qemu exit %s" % (time.monotonic() - t0, rc))
     os.unlink(initrd)  # the guest's copy with this test (22 MB), made again by each boot
     return rc, run

@@ -39,13 +39,21 @@ until_ok() {
 	done
 }
 
+# the e1000e NIC's PCI function (8086:10d3, nic0 on rp1), as sysfs names it
+find_nic() {
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x8086:0x10d3 ] && echo "${d##*/}"
+	done
+}
+
 mounted_or_gone() {
 	grep -q ' /devices fuse' /proc/mounts || ! kill -0 "$daemon" 2>/dev/null
 }
 
-# driverfsd at /devices, following the kernel's uevents (no udevd here)
+# driverfsd at /devices, following the kernel's uevents (no udevd here);
+# arguments are more options (-c FILE)
 mount_driverfs() {
-	/usr/sbin/driverfsd -f --kernel-uevents /devices > /run/driverfsd.log 2>&1 &
+	/usr/sbin/driverfsd -f --kernel-uevents "$@" /devices > /run/driverfsd.log 2>&1 &
 	daemon=$!
 	until_ok mounted_or_gone && grep -q ' /devices fuse' /proc/mounts
 }
@@ -59,4 +67,25 @@ finish() {
 	umount /devices 2>/dev/null
 	echo "1..$n"
 	[ $failed -eq 0 ]
+}
+
+# qmp COMMAND [ARGS]: asks the host (vm.py's Requests, on ttyS2) to run a
+# QMP command: "device_del nic0", "device_add e1000e,id=nic0,bus=rp1,...",
+# or ARGS as a JSON object. Prints the answer ("ok [JSON]" or "error
+# WHY"); succeeds on ok. device_del answers once QEMU has deleted the
+# device (the guest took the slot down). No answer within 120 s: an error.
+qmp() {
+	if [ -z "${qmp_open:-}" ]; then
+		exec 9<> /dev/ttyS2 || return 1
+		stty -F /dev/ttyS2 raw -echo
+		qmp_open=1
+	fi
+	echo "$*" >&9
+	qmp_answer=
+	read -r -t 120 qmp_answer <&9 || qmp_answer="error no answer from the host"
+	echo "$qmp_answer"
+	case $qmp_answer in
+	ok | "ok "*) return 0 ;;
+	*) return 1 ;;
+	esac
 }

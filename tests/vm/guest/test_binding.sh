@@ -14,10 +14,7 @@ S=/sys/bus/pci/devices
 sys_driver() { basename "$(readlink "$S/$1/driver")" 2>/dev/null; }
 mnt_driver_is() { [ "$(cat "$M/$1/kernel_driver" 2>/dev/null)" = "$2" ]; }
 
-NIC=
-for d in "$S"/*; do
-	[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x8086:0x10d3 ] && NIC=${d##*/}
-done
+NIC=$(find_nic)
 [ -n "$NIC" ] && [ "$(sys_driver "$NIC")" = e1000e ]
 ok $? "the NIC ($NIC) is e1000e's"
 group=$(basename "$(readlink "$S/$NIC/iommu_group")")
