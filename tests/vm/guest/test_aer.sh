@@ -5,7 +5,11 @@
 # made with printf), the root port's AER service handles them, and the
 # NIC's aer_dev_correctable (and its root port's aer_rootport_total_err_cor)
 # move in sysfs; the mount's files read as sysfs's, byte for byte, before
-# and after.
+# and after. Then an uncorrectable non-fatal one (a Completion Timeout):
+# the kernel recovers the NIC through e1000e's error handlers (its change
+# uevents, ERROR_EVENT=BEGIN_RECOVERY and SUCCESSFUL_RECOVERY, reach
+# driverfsd), aer_dev_nonfatal moves, and the tree still has the NIC on
+# e1000e, its uevent file as sysfs's.
 . /test/lib.sh
 
 check "driverfsd --kernel-uevents mounted at /devices" mount_driverfs
@@ -38,7 +42,7 @@ counter() { # counter FILE NAME: NAME's count in an AER counters file
 FILES="$NIC/aer_dev_correctable $NIC/aer_dev_nonfatal $NIC/aer_dev_fatal $RP/aer_rootport_total_err_cor $RP/aer_rootport_total_err_nonfatal $RP/aer_rootport_total_err_fatal"
 ls "$M/$NIC" | grep -q '^aer_dev_correctable$'
 ok $? "the mount lists the NIC's aer_dev_correctable"
-check "the mount's AER files read as sysfs's before" same $FILES
+check "the mount's AER files and uevent read as sysfs's before" same $FILES "$NIC/uevent"
 cor0=$(counter "$S/$NIC/aer_dev_correctable" TOTAL_ERR_COR)
 rx0=$(counter "$S/$NIC/aer_dev_correctable" RxErr)
 tlp0=$(counter "$S/$NIC/aer_dev_correctable" BadTLP)
@@ -51,21 +55,21 @@ exec 4< "$M/$NIC/aer_dev_correctable"
 # dev, fn, a pad byte, then u32 uncor_status, cor_status, header_log0..3,
 # domain, little-endian
 oct() { printf '\\%03o' "$1"; }
-inject_cor() { # inject_cor BDF COR_STATUS_BYTE0
+inject() { # inject BDF UNCOR_STATUS_BYTE1 COR_STATUS_BYTE0
 	bdf=$1
 	bus=$((0x$(echo "$bdf" | cut -d: -f2)))
 	slot=$((0x$(echo "$bdf" | cut -d: -f3 | cut -d. -f1)))
 	fn=$(echo "$bdf" | cut -d. -f2)
 	dom=$((0x$(echo "$bdf" | cut -d: -f1)))
-	fmt="$(oct $bus)$(oct $slot)$(oct $fn)\\000\\000\\000\\000\\000$(oct "$2")\\000\\000\\000"
+	fmt="$(oct $bus)$(oct $slot)$(oct $fn)\\000\\000$(oct "$2")\\000\\000$(oct "$3")\\000\\000\\000"
 	fmt="$fmt\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000"
 	fmt="$fmt$(oct $((dom & 255)))$(oct $((dom >> 8 & 255)))\\000\\000"
 	printf "$fmt" > /tmp/inj
 	[ "$(wc -c < /tmp/inj)" -eq 32 ] || return 1
 	dd if=/tmp/inj of=/dev/aer_inject bs=32 count=1 2> /tmp/dd.err || { diag < /tmp/dd.err; return 1; }
 }
-check "aer_inject takes a correctable Receiver Error (RxErr) for $NIC" inject_cor "$NIC" 1
-check "and a Bad TLP" inject_cor "$NIC" 64
+check "aer_inject takes a correctable Receiver Error (RxErr) for $NIC" inject "$NIC" 0 1
+check "and a Bad TLP" inject "$NIC" 0 64
 
 moved() { [ "$(counter "$S/$NIC/aer_dev_correctable" TOTAL_ERR_COR)" -eq $((cor0 + 2)) ]; }
 check "the kernel counted them: TOTAL_ERR_COR $cor0 -> $((cor0 + 2))" until_ok moved
@@ -82,5 +86,22 @@ cat <&4 > /tmp/held
 ok $? "a file opened before the errors and read after reads the new counts"
 exec 4<&-
 diag < "$M/$NIC/aer_dev_correctable"
+
+# uncorrectable, non-fatal (the default severity of bit 14, CmpltTO)
+nf0=$(counter "$S/$NIC/aer_dev_nonfatal" TOTAL_ERR_NONFATAL)
+check "aer_inject takes an uncorrectable non-fatal Completion Timeout" inject "$NIC" 64 0
+nf_moved() { [ "$(counter "$S/$NIC/aer_dev_nonfatal" TOTAL_ERR_NONFATAL)" -eq $((nf0 + 1)) ]; }
+check "the kernel counted it: TOTAL_ERR_NONFATAL $nf0 -> $((nf0 + 1))" until_ok nf_moved
+recovered() { dmesg | grep -q "$RP: AER: device recovery"; }
+until_ok recovered
+dmesg | grep -e "$RP: AER" -e "$NIC" | tail -n 6 | diag
+dmesg | grep -q "$RP: AER: device recovery successful" &&
+	[ "$(basename "$(readlink "$S/$NIC/driver")")" = e1000e ] && [ -d "$S/$NIC/net" ]
+ok $? "the kernel recovered the NIC: still e1000e's, with its interface"
+check "the mount's AER files and uevent read as sysfs's after the recovery" same $FILES "$NIC/uevent"
+[ "$(cat "$M/$NIC/kernel_driver")" = e1000e ]
+ok $? "the tree has it on e1000e still"
+kill -0 "$daemon"
+ok $? "driverfsd still runs"
 
 finish
