@@ -58,7 +58,11 @@ DATA = ["/usr/share/misc/pci.ids"]
 def machine(accel, run):
     """The machine, in one place: q35 with an Intel IOMMU (interrupt
     remapping on, so that VFIO needs no unsafe-interrupts switch), four
-    PCIe root ports (hot-pluggable slots): the NIC (e1000e) on rp1, an NVMe
+    PCIe root ports (hot-pluggable slots, native PCIe hotplug: the kernel's
+    pciehp, device_del pressing the attention button, about 5 s to the
+    slot's power-off; q35's default since QEMU 6.1, ACPI hotplug through
+    acpiphp, is turned off as on the real machines whose firmware hands
+    PCIe hotplug to the OS): the NIC (e1000e) on rp1, an NVMe
     controller in an NVMe subsystem with one namespace on rp2, an xHCI with
     a USB keyboard and a USB stick on rp3, rp4 empty for device_add; the
     console on ttyS0, the test's results on ttyS1, QMP on a socket, and
@@ -67,6 +71,7 @@ def machine(accel, run):
     return [
         "-machine", "q35,kernel-irqchip=split", "-accel", accel, *CPU, "-m", "768",
         "-nodefaults", "-display", "none", "-no-reboot",
+        "-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off",
         "-device", "intel-iommu,intremap=on",
         "-device", "pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1,addr=0x10",
         "-device", "pcie-root-port,id=rp2,bus=pcie.0,chassis=2,slot=2,addr=0x11",
@@ -446,7 +451,7 @@ class Requests:
     guest writes is a QMP command (parse_request), run on QEMU's QMP
     socket; the answer goes back as one line, "ok [JSON]" or "error
     DESCRIPTION". device_del answers once QEMU has deleted the device (its
-    DEVICE_DELETED event: the guest's pciehp took the slot down), or
+    DEVICE_DELETED event: the guest's pciehp powered the slot off), or
     "error timeout" after 60 s. Every request and answer is logged to
     RUN/requests. The thread ends when QEMU closes the socket (it exited)."""
 
