@@ -12,39 +12,34 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* What a report says of a request that failed. The write's errno alone
- * cannot tell: a step's errno is the kernel's (a probe's own EINVAL), the
- * same number as the daemon's for a driver the bus does not have. */
-enum outcome {
-	OUTCOME_OTHER,
-	OUTCOME_NO_DRIVER, /* refused: the bus has no driver of that name */
-	OUTCOME_STEP_FAILED, /* a step failed (the kernel's errno), rolled back */
-};
-
-/* Copies the report in the device's binding file @path to standard output,
- * escaped (its lines quote process names and mount points); what it says
- * of the request. */
-static enum outcome print_status(const char *path)
+/* The device's binding file @path, the why and the report of its last
+ * request, into @buf (NUL-terminated); its length, or -errno. */
+static ssize_t read_status(const char *path, char *buf, size_t size)
 {
-	static char buf[65536];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return OUTCOME_OTHER;
+		return -errno;
 	size_t len = 0;
-	ssize_t n;
-	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+	ssize_t n = 0;
+	while (len < size - 1 && (n = read(fd, buf + len, size - 1 - len)) > 0)
 		len += (size_t)n;
+	int err = n < 0 ? errno : 0;
 	close(fd);
 	buf[len] = '\0';
-	ctl_put_text(buf, len, CTL_TEXT_LINES);
-	fflush(stdout);
-	/* the report's own lines (binding.c), each at a line's start */
-	return strstr(buf, "\nfailed: ")		     ? OUTCOME_STEP_FAILED
-	       : strstr(buf, "\nrefused: the bus has no driver ") ? OUTCOME_NO_DRIVER
-								  : OUTCOME_OTHER;
+	return err ? -err : (ssize_t)len;
+}
+
+/* The number of the report in a binding file's text @s ("last request
+ * (#N):"), 0 for none. */
+static unsigned long report_number(const char *s)
+{
+	static const char head[] = "\nlast request (#";
+	const char *p = strstr(s, head);
+	return p ? strtoul(p + sizeof(head) - 1, NULL, 10) : 0;
 }
 
 /* @verb's arguments: DEV, DRIVER (bind only, unless --default), --force,
@@ -97,25 +92,37 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 	if (fd < 0)
 		return ctl_fail(file, errno == ENOENT ? "not a device of a bus with drivers" : NULL,
 				errno);
+	/* The write's errno alone cannot say what became of the request: a
+	 * step's is the kernel's (a probe refuses with EINVAL), the same
+	 * number as the daemon's for a driver the bus does not have, which
+	 * changes nothing, the report included. A report of its own, its
+	 * number moved on, says the request ran. */
+	static char before[65536], after[65536];
+	unsigned long seq = read_status(file, before, sizeof(before)) >= 0 ? report_number(before)
+									  : 0;
 	/* one whole request per write, as the file takes it */
 	ssize_t n = write(fd, req, strlen(req));
 	int err = n < 0 ? errno : 0;
 	close(fd);
-	/* every request this command writes is one: its report says what
-	 * became of it, whatever the errno */
-	enum outcome out = print_status(file);
+	ssize_t len = read_status(file, after, sizeof(after));
+	bool ran = len >= 0 && report_number(after) != seq;
+	if (ran || err != EINVAL) {
+		ctl_put_text(after, len > 0 ? (size_t)len : 0, CTL_TEXT_LINES);
+		fflush(stdout);
+	}
 	if (err) {
 		char what[PATH_MAX + 600];
 		snprintf(what, sizeof(what), "%s %s", verb, dev);
 		return ctl_fail(what,
-				out == OUTCOME_STEP_FAILED
+				ran && strstr(after, "\nfailed: ")
 					? "a step failed with the kernel's error, and what was done "
 					  "was undone (see above)"
 				: err == EBUSY ? "refused: the device is in use (see above; --force "
 					       "proceeds)"
 				: err == EINPROGRESS ? "pending, or another request for the device "
 						       "runs (see above)"
-				: out == OUTCOME_NO_DRIVER
+				: ran ? "refused (see above)"
+				: err == EINVAL && driver
 					? "no kernel driver of that name on its bus (is its module loaded?)"
 					: NULL,
 				err);

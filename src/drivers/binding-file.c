@@ -100,14 +100,18 @@ static int status_show(struct dm_device *dev, const struct dm_attribute *attr, c
 	if (!buf)
 		return -ENOMEM;
 	int n = why(dev, buf, size);
-	char *report = buf + n + 1;
+	char *report = buf + n + 64;
+	unsigned long seq;
 	/* room left for the heading */
-	int m = dm_binding_status(dev, report, size - (size_t)n - 16);
+	int m = dm_binding_status(dev, report, size - (size_t)n - 64, &seq);
 	if (m > 0) {
-		static const char head[] = "last request:\n";
-		memmove(buf + n + sizeof(head) - 1, report, (size_t)m);
-		memcpy(buf + n, head, sizeof(head) - 1);
-		n += (int)sizeof(head) - 1 + m;
+		/* numbered: a reader (driverfsctl) tells its own request's
+		 * report from the one before */
+		char head[64];
+		int h = snprintf(head, sizeof(head), "last request (#%lu):\n", seq);
+		memmove(buf + n + h, report, (size_t)m);
+		memcpy(buf + n, head, (size_t)h);
+		n += h + m;
 	}
 	*ret = buf;
 	*ret_len = (size_t)n;

@@ -41,6 +41,9 @@ struct report {
 	 * the driver it left bound ("" none), for the why */
 	bool done, failed;
 	char left[64];
+	/* the reports kept so far: a reader tells a new one by it (a request
+	 * that was not one, or named no driver of the bus, keeps none) */
+	unsigned long seq;
 	char text[REPORT_MAX];
 };
 
@@ -68,15 +71,18 @@ static struct report *report_get_locked(const char *devpath)
 	return r;
 }
 
-int dm_binding_status(struct dm_device *dev, char *buf, size_t size)
+int dm_binding_status(struct dm_device *dev, char *buf, size_t size, unsigned long *ret_seq)
 {
 	const char *devpath = dm_device_get_devpath(dev);
 	buf[0] = '\0';
+	*ret_seq = 0;
 	if (!devpath || size == 0)
 		return 0;
 	pthread_mutex_lock(&reports_lock);
 	struct report *r = reports_ready ? dm_hashmap_get(&reports, devpath) : NULL;
 	int n = r ? snprintf(buf, size, "%s", r->text) : 0;
+	if (r)
+		*ret_seq = r->seq;
 	pthread_mutex_unlock(&reports_lock);
 	return n < 0 ? 0 : (size_t)n >= size ? (int)size - 1 : n;
 }
@@ -799,11 +805,14 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 
 	*ret_invalid = r == -EINVAL && t->invalid;
 	pthread_mutex_lock(&reports_lock);
-	/* Every request is reported, one naming a driver the bus does not
-	 * have too: its EINVAL and a step's (the kernel's, the probe's own)
-	 * are told apart by the report alone, the write's errno being the
-	 * same (a request that is not one, a bad name, leaves it: above) */
-	memcpy(rep->text, t->text, t->len + 1);
+	/* A request for a driver the bus does not have is bad input: its
+	 * EINVAL alone, nothing changed, the last report included. A step's
+	 * EINVAL (the kernel's, a probe's own) is the same number: the new
+	 * report, its number moved on, is what tells them apart. */
+	if (!*ret_invalid) {
+		memcpy(rep->text, t->text, t->len + 1);
+		rep->seq++;
+	}
 	/* for the why: what a request left bound (the default is the
 	 * kernel's own choice, not the request's) */
 	if (!req->dry_run && !*ret_invalid) {

@@ -95,8 +95,10 @@ int dm_binding_set_protected(const char *names);
 int dm_bind_parse(char *buf, struct dm_bind_request *req);
 
 /* The report of @dev's last request into @buf (NUL-terminated), "" when
- * there was none; returns its length. */
-int dm_binding_status(struct dm_device *dev, char *buf, size_t size);
+ * there was none; returns its length. Its number in *ret_seq: the reports
+ * @dev had so far (0: none), which a request that changed nothing (bad
+ * input: no such driver) does not move. */
+int dm_binding_status(struct dm_device *dev, char *buf, size_t size, unsigned long *ret_seq);
 
 /* The device file binding (0644): root writes a request, anyone reads the
  * report of the last one; on every device of a bus with drivers. */
