@@ -132,10 +132,12 @@ static void store_fds(struct daemon *d)
  * SIGHUP's reload, the unmount watcher, the notifier, the helper, the
  * monitor, logind; then READY=1, and in the background the waiting
  * parent told. */
-/* the watchdog's look at requests that stopped moving */
+/* the watchdog's look at requests that stopped moving, and at a loop
+ * that missed the signal that ended it */
 static void check_stalled(void *data)
 {
 	dm_fs_check_stalled(data);
+	dm_fs_kick_loop(data);
 }
 
 static int start(struct daemon *d)

@@ -539,6 +539,20 @@ static void on_exit_signal(int sig)
 	wake_loop(sig);
 }
 
+/*
+ * And still: libfuse's loop (3.14) looks at the session, then waits on a
+ * semaphore only its workers post; a signal handled on the loop's thread
+ * between the two is lost, and the loop waits for a request that may
+ * never come (a SIGTERM left unnoticed 30 s, test_hotplug_escape in CI,
+ * under umockdev). The watchdog kicks it each second until it ends: the
+ * signal that ended the session again, whose handlers only end it again.
+ */
+void dm_fs_kick_loop(struct dm_fs *fs)
+{
+	if (loop_running && fuse_session_exited(fs->se))
+		pthread_kill(loop_thread, atomic_load(&fs->leaving) ? SIGUSR2 : SIGTERM);
+}
+
 bool dm_fs_leaving(struct dm_fs *fs)
 {
 	return atomic_load(&fs->leaving);

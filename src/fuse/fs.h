@@ -92,6 +92,10 @@ void dm_fs_metrics(struct dm_metrics *w, void *data);
  * many there are now (the metrics' driverfsd_fuse_requests_stalled). Any
  * thread, any time. */
 unsigned dm_fs_check_stalled(struct dm_fs *fs);
+/* The watchdog, each second: a loop whose session has ended but which
+ * still waits (a signal lost between its look and its wait) is sent the
+ * signal again. Call only while the loop's handlers are installed. */
+void dm_fs_kick_loop(struct dm_fs *fs);
 /* Installs SIGTERM/SIGINT/SIGHUP handlers that end the loop. */
 int dm_fs_set_signal_handlers(struct dm_fs *fs);
 
