@@ -543,9 +543,11 @@ static void on_exit_signal(int sig)
  * And still: libfuse's loop (3.14) looks at the session, then waits on a
  * semaphore only its workers post; a signal handled on the loop's thread
  * between the two is lost, and the loop waits for a request that may
- * never come (a SIGTERM left unnoticed 30 s, test_hotplug_escape in CI,
- * under umockdev). The watchdog kicks it each second until it ends: the
- * signal that ended the session again, whose handlers only end it again.
+ * never come (found by reading libfuse while a daemon that did not end on
+ * SIGTERM was looked into; that one was blocked in sd_notify on a test's
+ * full socket instead). The watchdog kicks it each second until it ends:
+ * the signal that ended the session again, whose handlers only end it
+ * again.
  */
 void dm_fs_kick_loop(struct dm_fs *fs)
 {
