@@ -504,7 +504,9 @@ static struct dm_fs *volatile leaving_fs;
 /* The thread running the session loop, once it runs, and libfuse's own
  * handler of the signals that end it. */
 static pthread_t loop_thread;
-static volatile sig_atomic_t loop_running;
+/* read by signal handlers and the watchdog: lock-free, so safe in both;
+ * loop_thread is written before it is set */
+static atomic_int loop_running;
 static struct sigaction fuse_exit_action;
 static bool exit_wrapped;
 
@@ -518,7 +520,8 @@ static bool exit_wrapped;
  */
 static void wake_loop(int sig)
 {
-	if (loop_running && !pthread_equal(pthread_self(), loop_thread))
+	if (atomic_load_explicit(&loop_running, memory_order_acquire) &&
+	    !pthread_equal(pthread_self(), loop_thread))
 		pthread_kill(loop_thread, sig);
 }
 
@@ -551,7 +554,8 @@ static void on_exit_signal(int sig)
  */
 void dm_fs_kick_loop(struct dm_fs *fs)
 {
-	if (loop_running && fuse_session_exited(fs->se))
+	if (atomic_load_explicit(&loop_running, memory_order_acquire) &&
+	    fuse_session_exited(fs->se))
 		pthread_kill(loop_thread, atomic_load(&fs->leaving) ? SIGUSR2 : SIGTERM);
 }
 
@@ -652,9 +656,9 @@ int dm_fs_loop(struct dm_fs *fs)
 		}
 	}
 	loop_thread = pthread_self();
-	loop_running = 1;
+	atomic_store_explicit(&loop_running, 1, memory_order_release);
 	int r = fuse_session_loop_mt(fs->se, cfg);
-	loop_running = 0;
+	atomic_store_explicit(&loop_running, 0, memory_order_release);
 	fuse_loop_cfg_destroy(cfg);
 	/* the rings' threads call into the session and the tables */
 	dm_uring_stop(fs->uring);
