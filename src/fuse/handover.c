@@ -68,19 +68,29 @@ int fs_handover_new(struct fs_handover **ret)
 	return 0;
 }
 
-int fs_handover_announce(int fd, bool coming)
+/* Whether @fd is a memfd of a state's size, and @h a state of this
+ * version: what announcing and adopting both check first. */
+static bool state_fd_sized(int fd)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != (off_t)STATE_SIZE)
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == (off_t)STATE_SIZE;
+}
+
+static bool state_this_version(const struct fs_handover_header *h)
+{
+	return memcmp(h->magic, FS_HANDOVER_MAGIC, sizeof(FS_HANDOVER_MAGIC)) == 0 &&
+	       h->version == FS_HANDOVER_VERSION;
+}
+
+int fs_handover_announce(int fd, bool coming)
+{
+	if (!state_fd_sized(fd))
 		return -EINVAL;
 	struct fs_handover_header *h =
 		mmap(NULL, HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (h == MAP_FAILED)
 		return -errno;
-	int r = memcmp(h->magic, FS_HANDOVER_MAGIC, sizeof(FS_HANDOVER_MAGIC)) == 0 &&
-				h->version == FS_HANDOVER_VERSION
-			? 0
-			: -EINVAL;
+	int r = state_this_version(h) ? 0 : -EINVAL;
 	int32_t self = (int32_t)getpid(), none = 0;
 	if (r == 0 && coming)
 		atomic_store(&h->coming, self);
@@ -92,16 +102,14 @@ int fs_handover_announce(int fd, bool coming)
 
 int fs_handover_adopt(int fd, struct fs_handover **ret)
 {
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != (off_t)STATE_SIZE)
+	if (!state_fd_sized(fd))
 		return -EINVAL;
 	struct fs_handover *ho;
 	int r = map(fd, &ho);
 	if (r < 0)
 		return r;
 	struct fs_handover_header *h = ho->h;
-	if (memcmp(h->magic, FS_HANDOVER_MAGIC, sizeof(FS_HANDOVER_MAGIC)) != 0 ||
-	    h->version != FS_HANDOVER_VERSION || h->init_len > FS_HANDOVER_INIT_MAX ||
+	if (!state_this_version(h) || h->init_len > FS_HANDOVER_INIT_MAX ||
 	    h->names_cap != NAMES_CAP || h->slots_cap != SLOTS_CAP ||
 	    h->backings_cap != BACKINGS_CAP)
 		r = -EINVAL;
