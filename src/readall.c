@@ -3,8 +3,10 @@
 #include "readall.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* dm_read_all(), which @short_is_end stops at a first read that comes
@@ -76,4 +78,17 @@ ssize_t dm_pread_all(int fd, void *buf, size_t size, off_t off)
 		got += (size_t)n;
 	}
 	return (ssize_t)got;
+}
+
+int dm_open_value_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EOPNOTSUPP;
+	}
+	return fd;
 }

@@ -23,4 +23,10 @@ int dm_read_value(int fd, size_t max, char **ret, size_t *ret_len);
  * nothing was read. */
 ssize_t dm_pread_all(int fd, void *buf, size_t size, off_t off);
 
+/* Opens the sysfs attribute (or regular file) @path to be read, following
+ * no link at its end and never blocking (O_NONBLOCK stays on): the
+ * descriptor, the open's -errno, or -EOPNOTSUPP when it is not a regular
+ * file (closed then). */
+int dm_open_value_file(const char *path);
+
 #endif

@@ -364,15 +364,9 @@ static int sysfs_open_source(struct dm_device *dev, const struct dm_attribute *a
 {
 	if (dm_sysfs_attr_policy(attr->name) == DM_SYSFS_PCI_CONFIG)
 		return -EOPNOTSUPP;
-	int fd = open_attr(dev, attr);
-	if (fd < 0)
-		return fd;
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EOPNOTSUPP;
-	}
-	return fd;
+	char path[PATH_MAX];
+	int r = sysfs_path(dev, dm_attribute_path(attr), path, sizeof(path));
+	return r < 0 ? r : dm_open_value_file(path);
 }
 
 /* One value per write, to the kernel, which checks it: its answer is the
