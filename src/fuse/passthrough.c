@@ -254,11 +254,8 @@ void fs_passthrough_patch_reply(struct fs_passthrough *pt, struct iovec *iov, in
 {
 	const struct fuse_out_header *out = iov[0].iov_base;
 	if (reply_backing >= 0) {
-		if (count == 2 && out->error == 0 && iov[1].iov_len == sizeof(struct fuse_open_out)) {
-			struct fuse_open_out *o = iov[1].iov_base;
-			o->open_flags |= PT_OPEN_FLAG;
-			memcpy((char *)o + PT_OPEN_BACKING_OFF, &reply_backing, sizeof(int32_t));
-		}
+		if (count == 2 && out->error == 0 && iov[1].iov_len == sizeof(struct fuse_open_out))
+			fs_passthrough_mark_open(iov[1].iov_base, reply_backing);
 		return;
 	}
 	if (!pt->wanted || !atomic_load_explicit(&pt->init_pending, memory_order_acquire))
@@ -271,6 +268,12 @@ void fs_passthrough_patch_reply(struct fs_passthrough *pt, struct iovec *iov, in
 	pthread_mutex_unlock(&pt->lock);
 	if (init && offered)
 		init_reply(pt, iov, count);
+}
+
+void fs_passthrough_mark_open(struct fuse_open_out *o, int32_t id)
+{
+	o->open_flags |= PT_OPEN_FLAG;
+	memcpy((char *)o + PT_OPEN_BACKING_OFF, &id, sizeof(int32_t));
 }
 
 int fs_passthrough_reply_open(fuse_req_t req, const struct fuse_file_info *fi, int32_t id)

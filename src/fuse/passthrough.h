@@ -119,6 +119,12 @@ int fs_passthrough_get(struct fs_passthrough *pt, uint64_t ino, int (*open_sourc
 		       void *data, int32_t *ret_id);
 void fs_passthrough_put(struct fs_passthrough *pt, uint64_t ino);
 
+/* A file handle (an open copy's slot, open-value.h) with this bit: the
+ * file has a backing the kernel reads, to be put back at its release. */
+#define FS_FH_BACKED ((uint64_t)1 << 63)
+/* An open reply's body marked: the kernel reads the file from backing @id. */
+struct fuse_open_out;
+void fs_passthrough_mark_open(struct fuse_open_out *o, int32_t id);
 /* fuse_reply_open() of a file the kernel reads from backing @id. */
 int fs_passthrough_reply_open(fuse_req_t req, const struct fuse_file_info *fi, int32_t id);
 
