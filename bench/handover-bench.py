@@ -11,12 +11,14 @@ For each size N a umockdev testbed of N platform devices (each bound to a
 driver, with a few attributes and a class device below it) is served (a
 snapshot would not do: --handover serves a live machine); the whole mount is
 walked once, so that the kernel holds a node per entry (what the next daemon
-takes over, each node made when first used), and a reader in a process of its own reads a device's file
-every 2 ms. ROUNDS restarts (default 10) of each kind follow, each daemon
+takes over, each node made when first used), and two readers in processes of
+their own read a device's file every 2 ms: one a value passed through from
+sysfs (a class device's "value"), one a value the daemon keeps ("modalias"). ROUNDS restarts (default 10) of each kind follow, each daemon
 serving 0.5 s before the next restart. Printed per size: the nodes taken over,
-the median and longest time from the signal to the next daemon's READY,
-the reader's longest read and its errors, and the ratio of the two kinds'
-medians. DRIVERFSD names the daemon (default build/driverfsd).
+the median and longest time from the signal to the next daemon's READY
+(its enumeration: it answers from the state before, early.h), the
+reader's longest read and its errors, the requests answered before a next
+daemon had its model, and the ratio of the two kinds' medians. DRIVERFSD names the daemon (default build/driverfsd).
 """
 import os
 import signal
@@ -97,11 +99,14 @@ def walk(mnt):
     return entries
 
 
-def a_file(mnt):
+def a_file(mnt, name):
+    """A device's file @name: "modalias", a value the daemon keeps (the
+    next one answers it once it has its model), or "value", one it passes
+    through from sysfs (answered from the state before)."""
     for top, dirs, files in os.walk(os.path.join(mnt, "root")):
-        if "modalias" in files:
-            return os.path.join(top, "modalias")
-    raise SystemExit("handover-bench: no device file to read")
+        if name in files:
+            return os.path.join(top, name)
+    raise SystemExit(f"handover-bench: no device file {name} to read")
 
 
 def reader(path):
@@ -123,8 +128,8 @@ def handover_rounds(tb, tmp):
     os.mkdir(mnt)
     d = Supervised(tb, mnt, tmp, ready=READY)
     entries = walk(mnt)
-    r = reader(a_file(mnt))
-    pauses, made = [], ""
+    r = [reader(a_file(mnt, name)) for name in ("value", "modalias")]
+    pauses, made, early = [], "", 0
     for _ in range(ROUNDS):
         t0 = time.monotonic()
         d.proc.send_signal(signal.SIGUSR2)
@@ -137,14 +142,16 @@ def handover_rounds(tb, tmp):
         for line in d.output().splitlines():
             if "took over the mount" in line:
                 made = line.split(": ", 2)[-1]
+            if "before the model," in line:
+                early += int(line.split("before the model, ")[1].split()[0])
         time.sleep(SERVE)
-    result = reader_result(r)
+    result = [reader_result(p) for p in r]
     d.proc.send_signal(signal.SIGTERM)
     d.proc.wait(60)
     d.close()
     for fd in d.store.values():
         os.close(fd)
-    return entries, made, pauses, result
+    return entries, made, early, pauses, result
 
 
 def plain_rounds(tb, tmp):
@@ -152,7 +159,7 @@ def plain_rounds(tb, tmp):
     os.mkdir(mnt)
     d = Daemon(None, testbed=tb, mnt=mnt, ready=READY)
     walk(mnt)
-    r = reader(a_file(mnt))
+    r = [reader(a_file(mnt, name)) for name in ("value", "modalias")]
     pauses = []
     for _ in range(ROUNDS):
         t0 = time.monotonic()
@@ -160,7 +167,7 @@ def plain_rounds(tb, tmp):
         d = Daemon(None, testbed=tb, mnt=mnt, ready=READY)
         pauses.append(time.monotonic() - t0)
         time.sleep(SERVE)
-    result = reader_result(r)
+    result = [reader_result(p) for p in r]
     d.stop()
     return pauses, result
 
@@ -176,14 +183,19 @@ def main():
         with tempfile.TemporaryDirectory(prefix="driverfs-hbench-") as tmp:
             os.chmod(tmp, 0o755)
             tb = testbed(n)
-            entries, made, hp, (hl, hreads, herr) = handover_rounds(tb, tmp)
-            pp, (pl, preads, perr) = plain_rounds(tb, tmp)
+            entries, made, early, hp, hr = handover_rounds(tb, tmp)
+            pp, pr = plain_rounds(tb, tmp)
             hm, pm = statistics.median(hp), statistics.median(pp)
             print(f"\nN={n}: {entries} entries walked; {made}")
             print(f"  handover  signal->READY median {hm:.3f} s, longest {max(hp):.3f} s; "
-                  f"reader: longest read {hl:.3f} s, {hreads} reads, errors {herr}")
-            print(f"  plain     signal->READY median {pm:.3f} s, longest {max(pp):.3f} s; "
-                  f"reader: longest read {pl:.3f} s, {preads} reads, errors {perr}")
+                  f"{early} requests answered before the next daemon's model")
+            for kind, (l, reads, err) in zip(("sysfs value", "kept value"), hr):
+                print(f"    reader of a {kind}: longest read {l:.3f} s, {reads} reads, "
+                      f"errors {err}")
+            print(f"  plain     signal->READY median {pm:.3f} s, longest {max(pp):.3f} s")
+            for kind, (l, reads, err) in zip(("sysfs value", "kept value"), pr):
+                print(f"    reader of a {kind}: longest read {l:.3f} s, {reads} reads, "
+                      f"errors {err}")
             print(f"  handover/plain pause {hm / pm:.2f}")
 
 

@@ -59,6 +59,7 @@ struct daemon {
 	/* --handover: the connection and state the last daemon left
 	 * (LISTEN_FDS), taken at start-up, until taken over; else -1 */
 	int handed_fuse, handed_state;
+	bool taken_over; /* that connection is the fs's (dm_fs_adopt()) */
 	struct dm_model *model;
 	struct dm_pm *pm; /* NULL with --snapshot */
 	struct dm_driver *pci_pm, *vfio;

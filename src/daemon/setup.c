@@ -265,30 +265,6 @@ static void handed_fds(int *fuse_fd, int *state_fd)
 	}
 }
 
-int daemon_set_up_model(struct daemon *d)
-{
-	/* a connection handed over: its last daemon's watcher waits for
-	 * this one while it enumerates, however long that takes */
-	if (d->o->handover && !d->o->snapshot) {
-		handed_fds(&d->handed_fuse, &d->handed_state);
-		if (d->handed_state >= 0 && dm_fs_handover_announce(d->handed_state, true) < 0)
-			log_debug("the state handed over is not one this daemon takes over");
-	}
-	int r = dm_model_new(&d->model);
-	if (r < 0)
-		return daemon_fail(r);
-	return d->o->snapshot ? load_snapshot(d) : enumerate(d);
-}
-
-int daemon_save(struct daemon *d)
-{
-	char why[64];
-	int r = dm_snapshot_save(d->model, d->o->save, d->o->sanitize, why, sizeof(why));
-	if (r < 0)
-		log_err("%s: %s", d->o->save, *why ? why : strerror(-r));
-	return r;
-}
-
 /* A connection that cannot be taken over: nobody serves it, its mount is
  * or will be detached by its watcher (no longer waiting for this daemon);
  * the supervisor's copies go too, so that it ends (its readers get
@@ -302,16 +278,33 @@ static void drop_stale(int fuse_fd, int state_fd)
 	close(state_fd);
 }
 
-/* --handover with a connection handed over: serve it. 1 when taken over,
- * 0 when there was nothing to take (mount anew), or -errno. */
+/* The filesystem, its options set; io_uring as for a mount of its own. */
+static int new_fs(struct daemon *d)
+{
+	int r = dm_fs_new(d->model, &d->o->fuse_args, &d->fs);
+	if (r < 0) {
+		log_err("cannot set up the filesystem (bad -o option?)");
+		return r;
+	}
+	dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
+	dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
+	if (d->o->handover)
+		dm_fs_set_handover(d->fs);
+	return 0;
+}
+
+/* --handover with a connection handed over: taken, before the model is
+ * filled, and answered from the state meanwhile (docs/design.md §10.1).
+ * 0 also when there was nothing to take (mount anew), or -errno. */
 static int take_over(struct daemon *d)
 {
 	int fuse_fd = d->handed_fuse, state_fd = d->handed_state;
 	d->handed_fuse = d->handed_state = -1; /* taken from here on */
 	if (fuse_fd < 0)
 		return 0;
-	size_t nodes = 0;
-	int r = dm_fs_adopt(d->fs, fuse_fd, state_fd, d->mountpoint, &nodes);
+	int r = new_fs(d);
+	if (r == 0)
+		r = dm_fs_adopt(d->fs, fuse_fd, state_fd);
 	if (r == -EINVAL || r == -ESTALE || r == -ECONNABORTED || r == -EOPNOTSUPP) {
 		log_warn("the mount's last daemon left nothing to take over (%s): mounting anew",
 			 r == -ESTALE		? "its state is incomplete"
@@ -325,37 +318,64 @@ static int take_over(struct daemon *d)
 		log_err("cannot take over the mount at %s: %s", d->mountpoint, strerror(-r));
 		return r;
 	}
-	log_info("took over the mount at %s from the last daemon: %zu nodes the kernel holds, "
-		 "taken over on demand",
-		 d->mountpoint, nodes);
-	return 1;
+	d->taken_over = true;
+	return 0;
+}
+
+int daemon_set_up_model(struct daemon *d)
+{
+	/* a connection handed over: its last daemon's watcher waits for
+	 * this one while it enumerates, however long that takes */
+	if (d->o->handover && !d->o->snapshot) {
+		handed_fds(&d->handed_fuse, &d->handed_state);
+		if (d->handed_state >= 0 && dm_fs_handover_announce(d->handed_state, true) < 0)
+			log_debug("the state handed over is not one this daemon takes over");
+	}
+	int r = dm_model_new(&d->model);
+	if (r < 0)
+		return daemon_fail(r);
+	if (d->o->snapshot)
+		return load_snapshot(d);
+	/* its readers answered while the machine is enumerated */
+	if (!d->o->save && (r = take_over(d)) < 0)
+		return r;
+	return enumerate(d);
+}
+
+int daemon_save(struct daemon *d)
+{
+	char why[64];
+	int r = dm_snapshot_save(d->model, d->o->save, d->o->sanitize, why, sizeof(why));
+	if (r < 0)
+		log_err("%s: %s", d->o->save, *why ? why : strerror(-r));
+	return r;
 }
 
 int daemon_mount(struct daemon *d)
 {
-	int r = dm_fs_new(d->model, &d->o->fuse_args, &d->fs);
-	if (r < 0) {
-		log_err("cannot set up the filesystem (bad -o option?)");
+	int r;
+	if (d->taken_over) {
+		size_t nodes = 0;
+		r = dm_fs_adopt_serve(d->fs, d->mountpoint, &nodes);
+		if (r < 0) {
+			log_err("cannot take over the mount at %s: %s", d->mountpoint,
+				strerror(-r));
+			return r;
+		}
+		log_info("took over the mount at %s from the last daemon: %zu nodes the kernel "
+			 "holds, taken over on demand",
+			 d->mountpoint, nodes);
+		return 0;
+	}
+	if (!d->fs && (r = new_fs(d)) < 0)
 		return r;
-	}
-	dm_fs_set_passthrough(d->fs, !d->o->no_passthrough);
-	if (d->o->handover) {
-		dm_fs_set_handover(d->fs);
-		dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
-		/* before anything looks at the mount point: a mount being
-		 * handed over answers nothing until this daemon serves it */
-		r = take_over(d);
-		if (r != 0)
-			return r < 0 ? r : 0;
-		/* A connection taken over is served as its last daemon served
-		 * it (over io_uring unless --no-io-uring: then it is not taken
-		 * over); a new one over /dev/fuse unless asked, since a request
-		 * the kernel gives a leaving daemon's ring entry as it ends
-		 * fails with ECANCELED (docs/design.md §10.1) */
+	/* A new connection over /dev/fuse under --handover unless asked, since
+	 * a request the kernel gives a leaving daemon's ring entry as it ends
+	 * fails with ECANCELED (docs/design.md §10.1); one taken over is
+	 * served as its last daemon served it (over io_uring unless
+	 * --no-io-uring: then it is not taken over) */
+	if (d->o->handover)
 		dm_fs_set_io_uring(d->fs, d->o->handover_io_uring && !d->o->no_io_uring);
-	} else {
-		dm_fs_set_io_uring(d->fs, !d->o->no_io_uring);
-	}
 	r = prepare_mountpoint(d->mountpoint);
 	if (r < 0) {
 		log_err("mount point %s: %s", d->mountpoint, strerror(-r));

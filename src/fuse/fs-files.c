@@ -11,10 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* fh: a slot of the open copies (open-value.h), with this bit when the
- * file has a backing the kernel reads (passthrough.h). */
-#define FH_BACKED ((uint64_t)1 << 63)
-
 struct attr_source {
 	struct dm_device *dev;
 	const struct dm_attribute *attr;
@@ -80,6 +76,11 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	int32_t backing = r == 0 && n.t.kind == FS_ATTR ? open_backing(fs, ino, n.t.dev, info.attr)
 							: -1;
+	/* where it comes from, for a next daemon to open it before it has a
+	 * model (early.h) */
+	if (backing >= 0 && fs->handover)
+		fs_table_mirror_source(fs->table, ino, dm_device_get_devpath(n.t.dev),
+				       dm_attribute_path(info.attr), info.mode);
 	fs_ref_release(&n);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
@@ -108,11 +109,11 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	else
 		fi->keep_cache = 1;
 	if (backing >= 0)
-		fi->fh |= FH_BACKED;
+		fi->fh |= FS_FH_BACKED;
 	r = backing >= 0 ? fs_passthrough_reply_open(req, fi, backing) : fuse_reply_open(req, fi);
 	if (r == -ENOENT) {
 		/* interrupted: no release will come */
-		fs_open_value_release(&fs->opens, fi->fh & ~FH_BACKED);
+		fs_open_value_release(&fs->opens, fi->fh & ~FS_FH_BACKED);
 		if (backing >= 0)
 			fs_passthrough_put(&fs->passthrough, ino);
 	}
@@ -121,8 +122,8 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_RELEASE);
-	fs_open_value_release(&fs->opens, fi->fh & ~FH_BACKED);
-	if (fi->fh & FH_BACKED)
+	fs_open_value_release(&fs->opens, fi->fh & ~FS_FH_BACKED);
+	if (fi->fh & FS_FH_BACKED)
 		fs_passthrough_put(&fs->passthrough, ino);
 	fuse_reply_err(req, 0);
 }
@@ -288,7 +289,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_READ);
-	struct fs_open_value *v = fs_open_value_get(&fs->opens, fi->fh & ~FH_BACKED);
+	struct fs_open_value *v = fs_open_value_get(&fs->opens, fi->fh & ~FS_FH_BACKED);
 	if (!v) {
 		/* a static value: the kernel caches its pages */
 		struct dm_blob *b = NULL;

@@ -77,6 +77,11 @@ struct dm_fs {
 	bool handover_wanted;
 	struct fs_handover *handover;
 	char *adopted_point;
+	/* a connection taken over: answered before the model (early.h) from
+	 * the mirror; the backings the last daemon left */
+	struct fs_early *early;
+	struct fs_mirror early_mirror;
+	int adopted_backings;
 	atomic_bool leaving; /* set by SIGUSR2's handler, on any thread */
 
 	/* requests served, counted without a lock: a relaxed atomic add

@@ -10,14 +10,16 @@
  */
 #include "fs-private.h"
 
+#include "early.h"
 #include "handover.h"
 #include "io.h"
 #include "log.h"
 #include "uring.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <linux/fuse.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -269,6 +271,29 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.statfs = op_statfs,
 };
 
+/* Whether the request @opcode is one fs_ops leaves to libfuse, which
+ * answers it ENOSYS (the kernel then stops sending most of them): so
+ * answered before the model too (early.h). Read from fs_ops itself. */
+static bool op_unhandled(uint32_t opcode)
+{
+	switch (opcode) {
+	case FUSE_IOCTL: /* isatty() of every stdio open */
+		return !fs_ops.ioctl;
+	case FUSE_POLL:
+		return !fs_ops.poll;
+	case FUSE_FLUSH:
+		return !fs_ops.flush;
+	case FUSE_GETXATTR:
+		return !fs_ops.getxattr;
+	case FUSE_LISTXATTR:
+		return !fs_ops.listxattr;
+	case FUSE_ACCESS:
+		return !fs_ops.access;
+	default:
+		return false;
+	}
+}
+
 int dm_fs_new(struct dm_model *m, struct fuse_args *args, struct dm_fs **ret)
 {
 	struct dm_fs *fs = calloc(1, sizeof(*fs));
@@ -384,8 +409,7 @@ int dm_fs_handover_announce(int state_fd, bool coming)
 	return fs_handover_announce(state_fd, coming);
 }
 
-int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
-		size_t *ret_nodes)
+int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd)
 {
 	/* a connection aborted (by the last daemon's watcher, after waiting
 	 * for a successor in vain) answers nothing again */
@@ -418,10 +442,8 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 		}
 		fs->uring_adopted = payload;
 	}
-	char *point = strdup(mountpoint);
-	r = point ? dm_fs_io_attach(fs->se, fuse_fd, fs->uring, &fs->passthrough, ho) : -ENOMEM;
+	r = dm_fs_io_attach(fs->se, fuse_fd, fs->uring, &fs->passthrough, ho);
 	if (r < 0) {
-		free(point);
 		dm_uring_free(fs->uring);
 		fs->uring = NULL;
 		fs->uring_adopted = 0;
@@ -430,13 +452,48 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 	}
 	/* from here the session holds fuse_fd (fuse_session_destroy() closes it) */
 	fs->handover = ho;
-	fs->adopted_point = point;
 	fs->handover_wanted = true;
+	/* the backings the files opened before read through, and whether
+	 * the connection passes through at all, as the INIT reply said */
+	fs_passthrough_set_fd(&fs->passthrough, fuse_fd);
+	struct fs_backing_mirror backings;
+	fs_handover_backings(ho, &backings);
+	r = fs->adopted_backings = fs_passthrough_adopt(&fs->passthrough, &backings);
+	if (r < 0)
+		return r;
+	/* Before the model: the opens the mirror answers are answered, the
+	 * rest kept for the session (early.h). Over /dev/fuse, with an INIT
+	 * to give the session first (without one, the kernel has it queued,
+	 * and the session must read it before anything). */
+	fs_handover_mirror(ho, &fs->early_mirror);
+	if (!fs->uring && ho->h->init_len &&
+	    (r = fs_early_start(fuse_fd, &fs->early_mirror, &fs->passthrough, &fs->start,
+				 op_unhandled, &fs->early)) < 0)
+		log_warn("handover: nothing is answered before the model (%s)", strerror(-r));
+	if (fs->early)
+		dm_fs_io_read_first(fs->se, fs_early_pop, fs->early);
+	/* a request the last daemon read as it was leaving, and never
+	 * answered, comes again rather than waiting for ever */
+	int e = dm_fs_io_resend(fs->se);
+	if (e < 0)
+		log_warn("handover: the kernel sends no request again (%s)", strerror(-e));
+	return 0;
+}
+
+int dm_fs_adopt_serve(struct dm_fs *fs, const char *mountpoint, size_t *ret_nodes)
+{
+	struct fs_handover *ho = fs->handover;
+	uint64_t answered = 0, kept = 0;
+	if (fs->early)
+		fs_early_stop(fs->early, &answered, &kept);
+	fs->adopted_point = strdup(mountpoint);
+	if (!fs->adopted_point)
+		return -ENOMEM;
 	struct fs_mirror mirror;
 	fs_handover_mirror(ho, &mirror);
 	fs_table_set_mirror(fs->table, &mirror);
 	struct fs_stale *stale = NULL;
-	r = fs_handover_restore(ho, fs->table, fs->model, &stale, ret_nodes);
+	int r = fs_handover_restore(ho, fs->table, fs->model, &stale, ret_nodes);
 	/* what the kernel cached of them came from the last daemon: dropped
 	 * once the notifier runs, while this one already serves (a node no
 	 * longer there answers -ESTALE, on which the VFS looks its path up
@@ -447,32 +504,17 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpo
 	 * it queued for this one */
 	if (r == 0 && ho->h->init_len)
 		r = dm_fs_io_replay_init(fs->se, ho);
-	/* the backings the files opened before read through, and whether
-	 * the connection passes through at all, as the INIT reply said */
-	int held = 0;
-	if (r == 0) {
-		fs_passthrough_set_fd(&fs->passthrough, fuse_fd);
-		struct fs_backing_mirror backings;
-		fs_handover_backings(ho, &backings);
-		r = held = fs_passthrough_adopt(&fs->passthrough, &backings);
-		if (r > 0)
-			r = 0;
-	}
 	if (r == 0) {
 		fs_handover_serve(ho);
 		fs_opens_set_epoch(&fs->opens, atomic_load(&ho->h->epoch));
-		/* a request the last daemon read as it was leaving, and never
-		 * answered, comes again rather than waiting for ever */
-		int e = dm_fs_io_resend(fs->se);
-		if (e < 0)
-			log_warn("handover: the kernel sends no request again (%s)", strerror(-e));
 		log_info("handover: the last daemon %s; passthrough %s, %d backing files of open "
-			 "files taken over",
+			 "files taken over; before the model, %" PRIu64 " requests answered from the "
+			 "state and %" PRIu64 " kept for it",
 			 ho->was_left ? "left on purpose" : "died serving the mount",
 			 fs_passthrough_on(&fs->passthrough) ? "on"
 			 : atomic_load(&ho->h->passthrough) ? "not wanted"
 							     : "not negotiated",
-			 held);
+			 fs->adopted_backings, answered, kept);
 	}
 	/* the descriptors are taken by now: not an error of the state's */
 	return r == -EINVAL || r == -ESTALE ? -EPROTO : r;
@@ -672,6 +714,8 @@ void dm_fs_free(struct dm_fs *fs)
 	if (!fs)
 		return;
 	fs_notifier_stop(&fs->notifier);
+	/* before the session's I/O, which reads what it kept */
+	fs_early_free(fs->early);
 	/* after the notifier, whose invalidations go through its writev */
 	dm_fs_io_detach(fs->se);
 	dm_uring_free(fs->uring);

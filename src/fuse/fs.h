@@ -41,16 +41,20 @@ void dm_fs_set_passthrough(struct dm_fs *fs, bool on);
  * Handover (handover.h; docs/design.md §10.1). dm_fs_set_handover(), before
  * the mount: the connection is to outlive this daemon (requests over
  * /dev/fuse unless io_uring is asked for), its state kept in a memfd. dm_fs_adopt(), in
- * place of dm_fs_mount(): serve the connection @fuse_fd of the mount at
- * @mountpoint that the last daemon left with its state @state_fd (both
- * taken, also on failure but -EINVAL/-ESTALE from the state and
- * -ECONNABORTED from a connection aborted meanwhile, when the caller still
- * holds them: then mount anew). How many nodes the kernel holds were
- * taken over (each made when first used) in *ret_nodes.
+ * place of dm_fs_mount(), as soon as the daemon starts (before its model
+ * is filled): take the connection @fuse_fd that the last daemon left with
+ * its state @state_fd (both taken, also on failure but -EINVAL/-ESTALE
+ * from the state, -ECONNABORTED from a connection aborted meanwhile and
+ * -EOPNOTSUPP for one on io_uring this daemon cannot serve, when the
+ * caller still holds them: then mount anew), answering what the state
+ * alone lets it answer (early.h) while the model is filled.
+ * dm_fs_adopt_serve(), once the model is there: the mount at @mountpoint
+ * served from it; how many nodes the kernel holds were taken over (each
+ * made when first used) in *ret_nodes.
  */
 void dm_fs_set_handover(struct dm_fs *fs);
-int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd, const char *mountpoint,
-		size_t *ret_nodes);
+int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd);
+int dm_fs_adopt_serve(struct dm_fs *fs, const char *mountpoint, size_t *ret_nodes);
 /* --handover, a next daemon as it starts: the last daemon's watcher waits
  * for it while it lives; !@coming, when it does not take the connection
  * over after all (handover.h, fs_handover_announce()). */

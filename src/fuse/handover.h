@@ -40,7 +40,7 @@
 #include <string.h>
 
 #define FS_HANDOVER_MAGIC "driverfsd-state"
-#define FS_HANDOVER_VERSION 7
+#define FS_HANDOVER_VERSION 8
 /* The INIT request as the kernel sent it, header included (its
  * fuse_init_in is 64 bytes today). */
 #define FS_HANDOVER_INIT_MAX 256

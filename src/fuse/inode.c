@@ -6,11 +6,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 /* A name or group shared by every node that has it, counted. */
 struct name {
@@ -480,6 +482,7 @@ static void mirror_put_locked(struct fs_table *t, uint32_t ino, bool keyed)
 	}
 	atomic_store_explicit(&ms->kind, 0, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&ms->source, 0, memory_order_relaxed);
 	/* read once per device (a stat of its sysfs directory), kept */
 	ms->ident = n->dev ? dm_device_identity(n->dev) : 0;
 	ms->gen = n->gen;
@@ -983,4 +986,167 @@ size_t fs_table_pending(struct fs_table *t)
 	size_t n = t->n_pending;
 	pthread_mutex_unlock(&t->lock);
 	return n;
+}
+
+/* ---- where a file's value comes from, for a next daemon (early.h) ---- */
+
+/* The deepest a mirrored file is below its device's node. */
+#define SOURCE_DEPTH_MAX 8
+
+/* Whether @rel ends with @name, as its last component or all of it: the
+ * length before it (and its '/'), or -1. */
+static ssize_t rel_ends_with(const char *rel, size_t end, const char *name)
+{
+	size_t len = strlen(name);
+	if (len > end || memcmp(rel + end - len, name, len) != 0)
+		return -1;
+	if (len == end)
+		return 0;
+	return rel[end - len - 1] == '/' ? (ssize_t)(end - len - 1) : -1;
+}
+
+static void mirror_source_locked(struct fs_table *t, uint64_t ino, const char *devpath,
+				 const char *rel, unsigned mode)
+{
+	struct fs_mirror *m = &t->mirror;
+	if (ino < 2 || ino >= t->n_slots || !atomic_load_explicit(m->ok, memory_order_relaxed) ||
+	    atomic_load_explicit(&m->slots[ino].source, memory_order_relaxed))
+		return;
+	const struct slot *n = slot_at(t, ino);
+	if (n->kind != FS_ATTR || !n->dev)
+		return;
+	/* @rel, read from its end, is the names from the file up to its
+	 * device's node, through attribute directories */
+	uint32_t at = (uint32_t)ino;
+	ssize_t end = (ssize_t)strlen(rel);
+	for (int depth = 0; end > 0; depth++) {
+		const struct slot *s = slot_at(t, at);
+		if (depth == SOURCE_DEPTH_MAX || !s->name || s->dev != n->dev ||
+		    (depth > 0 && s->kind != FS_GROUP))
+			return;
+		end = rel_ends_with(rel, (size_t)end, s->name);
+		if (end < 0 || s->parent < 2 || s->parent >= t->n_slots)
+			return;
+		at = s->parent;
+	}
+	const struct slot *d = slot_at(t, at);
+	if (end != 0 || d->kind != FS_DEV || d->dev != n->dev || at >= m->slots_cap)
+		return;
+	struct fs_mirror_slot *dm = &m->slots[at];
+	if (atomic_load_explicit(&dm->kind, memory_order_relaxed) != FS_DEV || dm->gen != d->gen)
+		return;
+	if (!atomic_load_explicit(&dm->source, memory_order_relaxed)) {
+		/* the devpath, once per device's node: the names are append-only,
+		 * one that does not fit is only not mirrored */
+		size_t len = strlen(devpath) + 1;
+		uint32_t used = atomic_load_explicit(m->names_used, memory_order_relaxed);
+		if (devpath[0] != '/' || len > PATH_MAX || used + len > m->names_cap)
+			return;
+		memcpy(m->names + used, devpath, len);
+		atomic_store_explicit(m->names_used, used + (uint32_t)len, memory_order_release);
+		atomic_store_explicit(&dm->source, used, memory_order_release);
+	}
+	atomic_store_explicit(&m->slots[ino].source, 1 | (mode & 0777) << 1, memory_order_release);
+}
+
+void fs_table_mirror_source(struct fs_table *t, uint64_t ino, const char *devpath,
+			    const char *rel, unsigned mode)
+{
+	/* once per node: the mirror is set before serving and dropped after */
+	if (!t->mirrored || ino >= t->mirror.slots_cap || !devpath || !rel ||
+	    atomic_load_explicit(&t->mirror.slots[ino].source, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&t->lock);
+	if (t->mirrored)
+		mirror_source_locked(t, ino, devpath, rel, mode);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* The NUL-terminated string at @off of the names, of at most @max bytes,
+ * or NULL when it is not inside what was written. */
+static const char *mirror_string(const struct fs_mirror *m, uint32_t used, uint32_t off,
+				 size_t max, size_t *ret_len)
+{
+	if (off == 0 || off >= used)
+		return NULL;
+	size_t len = strnlen(m->names + off, used - off);
+	if (len == 0 || len > max || off + len >= used)
+		return NULL;
+	*ret_len = len;
+	return m->names + off;
+}
+
+/* A devpath a file may be opened under: "/a/b", no empty, "." or ".."
+ * component. */
+static bool devpath_is_plain(const char *p, size_t len)
+{
+	if (p[0] != '/')
+		return false;
+	for (size_t i = 0; i < len;) {
+		size_t j = i + 1;
+		while (j < len && p[j] != '/')
+			j++;
+		size_t c = j - i - 1;
+		if (c == 0 || (c == 1 && p[i + 1] == '.') ||
+		    (c == 2 && p[i + 1] == '.' && p[i + 2] == '.'))
+			return false;
+		i = j;
+	}
+	return true;
+}
+
+int fs_mirror_source(const struct fs_mirror *m, uint64_t ino, char *buf, size_t size,
+		     size_t *ret_dir_len, uint64_t *ret_ident, unsigned *ret_mode)
+{
+	uint32_t high = atomic_load_explicit(m->high, memory_order_acquire);
+	uint32_t used = atomic_load_explicit(m->names_used, memory_order_acquire);
+	if (high > m->slots_cap || used > m->names_cap || ino < 2 || ino >= high)
+		return -ENOENT;
+	const struct fs_mirror_slot *f = &m->slots[ino];
+	uint32_t source = atomic_load_explicit(&f->source, memory_order_acquire);
+	if (atomic_load_explicit(&f->kind, memory_order_acquire) != FS_ATTR || !(source & 1) ||
+	    source >> 10 || !f->ident)
+		return -ENOENT;
+	/* the names from the file up to its device's node */
+	const char *names[SOURCE_DEPTH_MAX];
+	size_t lens[SOURCE_DEPTH_MAX];
+	int k = 0;
+	uint32_t at = (uint32_t)ino;
+	const struct fs_mirror_slot *s = f;
+	uint8_t kind = FS_ATTR;
+	while (kind != FS_DEV) {
+		if (k == SOURCE_DEPTH_MAX || (k > 0 && kind != FS_GROUP) || s->ident != f->ident)
+			return -ENOENT;
+		names[k] = mirror_string(m, used, s->name_off, DM_NAME_MAX, &lens[k]);
+		if (!names[k] || memchr(names[k], '/', lens[k]) || strcmp(names[k], ".") == 0 ||
+		    strcmp(names[k], "..") == 0)
+			return -ENOENT;
+		k++;
+		at = s->parent;
+		if (at < 2 || at >= high)
+			return -ENOENT;
+		s = &m->slots[at];
+		kind = atomic_load_explicit(&s->kind, memory_order_acquire);
+	}
+	size_t dlen;
+	const char *devpath = mirror_string(
+		m, used, atomic_load_explicit(&s->source, memory_order_acquire), PATH_MAX, &dlen);
+	if (!devpath || s->ident != f->ident || !devpath_is_plain(devpath, dlen))
+		return -ENOENT;
+	int n = snprintf(buf, size, "/sys%.*s", (int)dlen, devpath);
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	*ret_dir_len = (size_t)n;
+	size_t len = (size_t)n;
+	while (k-- > 0) {
+		if (len + 1 + lens[k] >= size)
+			return -ENAMETOOLONG;
+		buf[len++] = '/';
+		memcpy(buf + len, names[k], lens[k]);
+		len += lens[k];
+	}
+	buf[len] = '\0';
+	*ret_ident = f->ident;
+	*ret_mode = source >> 1;
+	return 0;
 }

@@ -163,7 +163,16 @@ struct fs_mirror_slot {
 	 * FORGET the last daemon never read leaves it above: a node kept
 	 * that could have gone, never one freed that the kernel holds) */
 	_Atomic uint32_t nlookup;
+	/* where its value comes from (fs_table_mirror_source()), for a next
+	 * daemon to open it before it has a model: on FS_DEV, the offset of
+	 * its devpath in the names (0: none yet); on FS_ATTR, bit 0 when it
+	 * is read through a backing from the sysfs file at its path below its
+	 * device's node, its mode's permission bits above it; else 0. Written
+	 * before it is set; cleared with the node. */
+	_Atomic uint32_t source;
 };
+/* shared with every daemon of a connection, whatever its build */
+_Static_assert(sizeof(struct fs_mirror_slot) == 32, "a mirrored node is 32 bytes");
 struct fs_mirror {
 	struct fs_mirror_slot *slots; /* by node number */
 	size_t slots_cap;
@@ -219,5 +228,19 @@ int fs_table_adopt(struct fs_table *t, struct dm_model *m, fs_find_fn find,
 		   void *data);
 /* The nodes taken over and not made yet. */
 size_t fs_table_pending(struct fs_table *t);
+/* The node @ino is a sysfs attribute opened for passthrough from
+ * "/sys@devpath/@rel": mirrored (its device's devpath once, on the
+ * device's node) when @rel is its path below its device's node, so that a
+ * next daemon answers its opens before it has a model (early.h). */
+void fs_table_mirror_source(struct fs_table *t, uint64_t ino, const char *devpath,
+			    const char *rel, unsigned mode);
+/* The sysfs file the mirrored node @ino is read from (mirrored so):
+ * "/sys<devpath>/<rel>" into @buf, the length of its "/sys<devpath>" into
+ * *ret_dir_len, its device's identity into *ret_ident, its permission
+ * bits (as the daemon serves them) into *ret_mode. Reads only @m,
+ * checking whatever it holds (offsets, names, a devpath with no "." or
+ * ".." in it). -ENOENT when @ino has none, -ENAMETOOLONG. */
+int fs_mirror_source(const struct fs_mirror *m, uint64_t ino, char *buf, size_t size,
+		     size_t *ret_dir_len, uint64_t *ret_ident, unsigned *ret_mode);
 
 #endif

@@ -25,6 +25,9 @@ struct session_io {
 	struct dm_uring *uring;
 	struct fs_passthrough *pt;
 	struct fs_handover *ho;
+	/* requests to be read first (dm_fs_io_read_first()) */
+	ssize_t (*first)(void *data, void *buf, size_t size);
+	void *first_data;
 	_Atomic bool replaying; /* the replayed INIT's reply is dropped */
 };
 
@@ -46,8 +49,14 @@ static struct session_io *session_of(int fd)
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	(void)userdata;
-	ssize_t n = read(fd, buf, len);
 	struct session_io *s = session_of(fd);
+	ssize_t n = 0;
+	/* what was read before the session served, first (early.h) */
+	if (s && s->first)
+		while ((n = s->first(s->first_data, buf, len)) < 0)
+			;
+	if (n <= 0)
+		n = read(fd, buf, len);
 	const struct fuse_in_header *in = buf;
 	if (!s || n < (ssize_t)(sizeof(*in) + sizeof(struct fuse_init_in)) ||
 	    in->opcode != FUSE_INIT)
@@ -128,6 +137,16 @@ void dm_fs_io_detach(struct fuse_session *se)
 		atomic_compare_exchange_strong(&sessions[i], &mine, NULL);
 	}
 	free(s);
+}
+
+void dm_fs_io_read_first(struct fuse_session *se,
+			 ssize_t (*first)(void *data, void *buf, size_t size), void *data)
+{
+	struct session_io *s = session_of(fuse_session_fd(se));
+	if (s) {
+		s->first = first;
+		s->first_data = data;
+	}
 }
 
 int dm_fs_io_replay_init(struct fuse_session *se, struct fs_handover *ho)

@@ -12,6 +12,9 @@
 #ifndef DM_FS_IO_H
 #define DM_FS_IO_H
 
+#include <stddef.h>
+#include <sys/types.h>
+
 struct dm_uring;
 struct fs_handover;
 struct fs_passthrough;
@@ -28,6 +31,12 @@ int dm_fs_io_attach(struct fuse_session *se, int fd, struct dm_uring *uring,
  * answers nothing before one); its reply is dropped. Before the loop. 0,
  * -EINVAL (no INIT kept), -EPROTO (libfuse did not answer it). */
 int dm_fs_io_replay_init(struct fuse_session *se, struct fs_handover *ho);
+/* A handed-over session: the requests read before it served (early.h)
+ * are read first, as if the kernel sent them then: @first copies the next
+ * into @buf and gives its length, 0 when none is left, or a negative
+ * errno for one dropped. Before the loop; @data outlives the I/O. */
+void dm_fs_io_read_first(struct fuse_session *se,
+			 ssize_t (*first)(void *data, void *buf, size_t size), void *data);
 /* Asks the kernel to send again every request it sent and has no answer
  * for (FUSE_NOTIFY_RESEND, Linux 6.9): those a last daemon read and never
  * answered. 0, or -EINVAL where the kernel does not know it. */

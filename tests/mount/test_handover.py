@@ -476,6 +476,75 @@ def test_a_next_daemon_slower_than_the_bound_is_waited_for(env):
     holder.close()
 
 
+# Opens and reads a file in a process of its own: its text, or the errno's
+# name.
+READ_ONCE = ATTEMPT + r"""
+import sys
+print(attempt(lambda: open(sys.argv[1]).read()), end="", flush=True)
+"""
+
+
+def test_reads_are_answered_before_the_next_daemon_has_its_model(env):
+    """The next daemon answers from the state as soon as it holds the
+    connection, while it enumerates (issue 31 item 3): a value the last
+    daemon read through passthrough is opened and read, fresh from sysfs,
+    with the enumeration still held; a request the state cannot answer (a
+    listing) is kept and answered once the model is there; the daemon logs
+    the opens it answered early."""
+    tb, mnt, tmp, daemons = env
+    if not kernel_has("fuse_passthrough_open"):
+        pytest.skip("the kernel has no FUSE passthrough (Linux >= 6.9)")
+    d1, before, holder = serving_a_reader(env)
+    dev = device_dir(mnt)
+    # a sysfs attribute of the device's own, passed through
+    value = os.path.join(dev, "urbnum")
+    with open(value) as f:
+        old = f.read()
+    with open(own(dev, "devpath")) as f:
+        syspath = "/sys" + f.read().strip()
+    d1.proc.send_signal(signal.SIGUSR2)
+    assert d1.proc.wait(30) == 75, d1.output()
+    # meanwhile the value changes: read from sysfs, not from the mirror
+    tb.set_attribute(syspath, "urbnum", "4242\n")
+    go, stop = os.path.join(tmp, "slow-go"), os.path.join(tmp, "slow-stop")
+    open(go, "w").close()
+    started = []
+    starter = threading.Thread(target=lambda: started.append(Supervised(
+        tb, mnt, tmp, d1.store, env={
+            "LD_PRELOAD": os.environ["DRIVERFS_SLOWREAD"],
+            "DRIVERFS_SLOW_READS": "usb1/uevent",
+            "DRIVERFS_SLOW_GO": go, "DRIVERFS_SLOW_STOP": stop}, ready=200)), daemon=True)
+    # the enumeration held until this test lets it go, 120 s at most
+    timer = threading.Timer(120, lambda: open(stop, "w").close())
+    timer.start()
+    try:
+        starter.start()
+        got = subprocess.run(["python3", "-c", READ_ONCE, value], capture_output=True,
+                             text=True, timeout=150).stdout
+        held = not os.path.exists(stop)
+        lister = subprocess.Popen(["python3", "-c", ATTEMPT + "import os, sys\n"
+                                   "print(attempt(lambda: sorted(os.listdir(sys.argv[1]))))",
+                                   dev], stdout=subprocess.PIPE, text=True)
+    finally:
+        open(stop, "w").close()
+        timer.cancel()
+    starter.join(60)
+    assert started, "the next daemon did not serve"
+    d2 = started[0]
+    daemons.append(d2)
+    assert got != old and got == "4242\n", (got, old)
+    assert held, "the open waited for the enumeration"
+    m = re.search(r"before the model, (\d+) requests answered", d2.output())
+    assert m and int(m.group(1)) >= 1, d2.output()
+    listing = lister.communicate(timeout=30)[0]
+    assert "urbnum" in listing and "idVendor" in listing, listing
+    assert mount_id(mnt) == before
+    got = holder.check()
+    assert got["errors"] == [], got
+    assert got["vendor"] == open(os.path.join(dev, "idVendor")).read()
+    holder.close()
+
+
 def test_devices_plugged_while_no_daemon_serves_are_there_after(env):
     from hotplug_util import KBD, blocks, devpath, under
     tb, mnt, tmp, daemons = env

@@ -377,6 +377,78 @@ static void test_nodes_made_again_for_a_handover(void **state)
 	fs_table_free(t2);
 }
 
+/* handover: a file read through a backing is mirrored with where it comes
+ * from (its path below its device's node, the device's devpath once), and
+ * read back from the mirror alone as the next daemon's early thread does;
+ * a path that is not the nodes' names, a mirror whose names were tampered
+ * with, and a node made again are not taken for a source. */
+static void test_file_sources_are_mirrored(void **state)
+{
+	struct fixture *f = *state;
+	static struct test_mirror tm;
+	mirror_init(&tm);
+	/* at a directory this machine has: the device's identity */
+	struct dm_device *v = NULL;
+	assert_int_equal(dm_device_new(f->m, "virtual", &v), 0);
+	assert_int_equal(dm_device_set_devpath(v, "/devices/virtual"), 0);
+	assert_int_equal(dm_device_add(v, NULL), 0);
+	uint64_t ident = dm_device_identity(v);
+	assert_true(ident != 0);
+	struct fs_target dir = { .kind = FS_DEV, .dev = v };
+	struct fs_target group = { .kind = FS_GROUP, .dev = v, .group = "power" };
+	struct fs_target file = { .kind = FS_ATTR, .dev = v };
+	struct fs_target gfile = { .kind = FS_ATTR, .dev = v, .group = "power" };
+	uint64_t d, g, x, y, z, gen;
+	fs_table_set_mirror(f->t, &tm.m);
+	lookup(f->t, 1, "a", &dir, &d, &gen);
+	lookup_at(f->t, d, 2, "uevent", &file, &x, &gen);
+	lookup_at(f->t, d, 2, "power", &group, &g, &gen);
+	lookup_at(f->t, g, 3, "control", &gfile, &y, &gen);
+	lookup_at(f->t, d, 2, "other", &file, &z, &gen);
+	fs_table_mirror_source(f->t, x, "/devices/virtual", "uevent", 0444);
+	fs_table_mirror_source(f->t, y, "/devices/virtual", "power/control", 0644);
+	/* not its path below the device: not mirrored */
+	fs_table_mirror_source(f->t, z, "/devices/virtual", "power/other", 0444);
+	uint32_t used = atomic_load(&tm.used);
+	fs_table_mirror_source(f->t, x, "/devices/virtual", "uevent", 0444); /* once */
+	assert_int_equal(atomic_load(&tm.used), used);
+
+	char path[256];
+	size_t dir_len;
+	uint64_t id;
+	unsigned mode;
+	assert_int_equal(fs_mirror_source(&tm.m, x, path, sizeof(path), &dir_len, &id, &mode), 0);
+	assert_string_equal(path, "/sys/devices/virtual/uevent");
+	assert_int_equal(dir_len, strlen("/sys/devices/virtual"));
+	assert_int_equal(id, ident);
+	assert_int_equal(mode, 0444);
+	assert_int_equal(fs_mirror_source(&tm.m, y, path, sizeof(path), &dir_len, &id, &mode), 0);
+	assert_string_equal(path, "/sys/devices/virtual/power/control");
+	assert_int_equal(mode, 0644);
+	assert_int_equal(fs_mirror_source(&tm.m, z, path, sizeof(path), &dir_len, &id, &mode),
+			 -ENOENT);
+	assert_int_equal(fs_mirror_source(&tm.m, d, path, sizeof(path), &dir_len, &id, &mode),
+			 -ENOENT);
+	assert_int_equal(fs_mirror_source(&tm.m, x, path, 10, &dir_len, &id, &mode),
+			 -ENAMETOOLONG);
+	/* a devpath with ".." in it, as a hostile state might hold: refused */
+	char *dp = tm.names + atomic_load(&tm.slots[d].source);
+	memcpy(dp, "/devices/../tual", 16);
+	assert_int_equal(fs_mirror_source(&tm.m, x, path, sizeof(path), &dir_len, &id, &mode),
+			 -ENOENT);
+	memcpy(dp, "/devices/../tual", 16);
+	/* the file forgotten and its number made again: no source */
+	assert_true(fs_table_forget(f->t, x, 1));
+	lookup_at(f->t, d, 2, "again", &file, &z, &gen);
+	assert_int_equal(z, x);
+	assert_int_equal(fs_mirror_source(&tm.m, x, path, sizeof(path), &dir_len, &id, &mode),
+			 -ENOENT);
+	fs_table_set_mirror(f->t, NULL);
+	fs_table_free(f->t); /* its references first */
+	assert_int_equal(fs_table_new(&f->t), 0);
+	dm_device_unref(v);
+}
+
 /* A lookup of a name whose node is taken over and not made gives that
  * node; a forget of one not made frees it (the mirror too: the next daemon
  * carries fewer); one no longer in the model keeps its number until the
@@ -443,6 +515,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_nodes_made_again_for_a_handover, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_nodes_taken_over_on_demand, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_sources_are_mirrored, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
