@@ -697,6 +697,20 @@ int dm_fs_loop(struct dm_fs *fs)
 			return e;
 		}
 	}
+	/* The loop's thread takes the signals that end the loop (wake_loop()):
+	 * never blocked here, whatever mask it was left with. umockdev's
+	 * preload (tests, benches) keeps the mask it restores after each call
+	 * it wraps in one global, so a thread could come out of a sysfs open
+	 * with another thread's, every signal blocked (the main thread's read
+	 * of the DMI name beside a next daemon's early thread: SIGUSR2 never
+	 * taken, the daemon never left). */
+	sigset_t ends;
+	sigemptyset(&ends);
+	sigaddset(&ends, SIGTERM);
+	sigaddset(&ends, SIGINT);
+	sigaddset(&ends, SIGHUP);
+	sigaddset(&ends, SIGUSR2);
+	pthread_sigmask(SIG_UNBLOCK, &ends, NULL);
 	loop_thread = pthread_self();
 	atomic_store_explicit(&loop_running, 1, memory_order_release);
 	int r = fuse_session_loop_mt(fs->se, cfg);
