@@ -107,12 +107,12 @@ static const char *state_name(int state)
 	}
 }
 
-int dm_modules_candidates(const char *modalias, char *buf, size_t size)
+/* What modprobe @key would load (a modalias, or a module's name or alias:
+ * libkmod makes dashes underscores), each module given to @fn, in libkmod's
+ * order, until it returns false: 0, -ENOENT when the modules directory has
+ * no index to look in, or libkmod's -errno. Under the one lock. */
+static int lookup(const char *key, bool (*fn)(struct kmod_module *mod, void *data), void *data)
 {
-	if (size)
-		buf[0] = '\0';
-	if (!is_modalias(modalias))
-		return -EINVAL;
 	pthread_mutex_lock(&lock);
 	struct kmod_ctx *c = context_locked();
 	if (!c) {
@@ -120,26 +120,101 @@ int dm_modules_candidates(const char *modalias, char *buf, size_t size)
 		return -ENOENT;
 	}
 	struct kmod_list *list = NULL, *l;
-	int r = kmod_module_new_from_lookup(c, modalias, &list);
-	int n = 0;
-	size_t len = 0;
+	int r = kmod_module_new_from_lookup(c, key, &list);
 	if (r >= 0) {
+		bool more = true;
 		kmod_list_foreach(l, list) {
 			struct kmod_module *mod = kmod_module_get_module(l);
-			int w = snprintf(buf + len, size - len, "%s%s (%s)", n ? ", " : "",
-					 kmod_module_get_name(mod),
-					 state_name(kmod_module_get_initstate(mod)));
+			if (more && mod)
+				more = fn(mod, data);
 			kmod_module_unref(mod);
-			if (w < 0 || (size_t)w >= size - len)
-				break; /* what fits */
-			len += (size_t)w;
-			n++;
 		}
 		kmod_module_unref_list(list);
 	}
 	pthread_mutex_unlock(&lock);
 	atomic_fetch_add_explicit(&lookups, 1, memory_order_relaxed);
-	return r < 0 ? r : n;
+	return r < 0 ? r : 0;
+}
+
+struct listing {
+	char *buf;
+	size_t size, len;
+	int n;
+};
+
+/* "NAME (state)" appended, while it fits. */
+static bool list_one(struct kmod_module *mod, void *data)
+{
+	struct listing *s = data;
+	int w = snprintf(s->buf + s->len, s->size - s->len, "%s%s (%s)", s->n ? ", " : "",
+			 kmod_module_get_name(mod), state_name(kmod_module_get_initstate(mod)));
+	if (w < 0 || (size_t)w >= s->size - s->len) {
+		s->buf[s->len] = '\0'; /* what fits */
+		return false;
+	}
+	s->len += (size_t)w;
+	s->n++;
+	return true;
+}
+
+int dm_modules_candidates(const char *modalias, char *buf, size_t size)
+{
+	if (size)
+		buf[0] = '\0';
+	if (!is_modalias(modalias))
+		return -EINVAL;
+	struct listing s = { .buf = buf, .size = size };
+	int r = size ? lookup(modalias, list_one, &s) : 0;
+	return r < 0 ? r : s.n;
+}
+
+/* A kernel driver's (or module's) name: letters, digits, '-', '_', '.',
+ * bounded; never an alias pattern nor a path. */
+static bool is_driver_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 64 || s[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_' || s[i] == '.'))
+			return false;
+	return true;
+}
+
+struct first {
+	char *buf;
+	size_t size;
+	enum dm_module_state state;
+	bool found;
+};
+
+/* The first module's name and state; no other. */
+static bool first_one(struct kmod_module *mod, void *data)
+{
+	struct first *f = data;
+	int st = kmod_module_get_initstate(mod);
+	f->state = st == KMOD_MODULE_BUILTIN ? DM_MODULE_BUILTIN
+		   : st == KMOD_MODULE_LIVE || st == KMOD_MODULE_COMING || st == KMOD_MODULE_GOING
+			   ? DM_MODULE_LOADED
+			   : DM_MODULE_NOT_LOADED;
+	snprintf(f->buf, f->size, "%s", kmod_module_get_name(mod));
+	f->found = true;
+	return false;
+}
+
+int dm_modules_of_driver(const char *driver, char *buf, size_t size,
+			 enum dm_module_state *ret_state)
+{
+	if (size)
+		buf[0] = '\0';
+	*ret_state = DM_MODULE_NOT_LOADED;
+	if (!is_driver_name(driver) || size == 0)
+		return -EINVAL;
+	struct first f = { .buf = buf, .size = size };
+	int r = lookup(driver, first_one, &f);
+	*ret_state = f.state;
+	return r < 0 ? r : f.found;
 }
 
 /* ---- answers kept (modules.h) ---- */

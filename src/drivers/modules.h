@@ -24,6 +24,25 @@ void dm_modules_set_dir(const char *dir);
  */
 int dm_modules_candidates(const char *modalias, char *buf, size_t size);
 
+/* What libkmod knows of a module for a kernel driver's name @driver. */
+enum dm_module_state {
+	DM_MODULE_NOT_LOADED,
+	DM_MODULE_LOADED, /* loaded, loading or unloading */
+	DM_MODULE_BUILTIN,
+};
+
+/*
+ * The module modprobe would load for the kernel driver @driver (its name
+ * looked up as a module's name, dashes and underscores alike, or as an
+ * alias, as modprobe @driver does; no modprobe.d), its name into @buf and
+ * its state into *ret_state: 1, 0 when no module is known by that name,
+ * -ENOENT when the modules directory has no index to look in, -EINVAL for
+ * a name that is not a driver's (plain: letters, digits, - _ .), -ENOMEM.
+ * The first of several (an alias some modules share).
+ */
+int dm_modules_of_driver(const char *driver, char *buf, size_t size,
+			 enum dm_module_state *ret_state);
+
 /*
  * The same, kept: the answer for @modalias is looked up once and given
  * again while @gen (the model's generation: a module that binds a device
