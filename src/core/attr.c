@@ -943,6 +943,18 @@ static int attr_readable(struct dm_device *dev, const struct dm_attribute *attr,
 	return dm_device_is_dead(dev) ? -ENODEV : 0;
 }
 
+static _Thread_local uid_t reader = DM_READER_UNKNOWN;
+
+uid_t dm_attr_reader(void)
+{
+	return reader;
+}
+
+void dm_attr_set_reader(uid_t uid)
+{
+	reader = uid;
+}
+
 int dm_device_show_attr_blob(struct dm_device *dev, const struct dm_attribute *attr,
 			     struct dm_blob **ret)
 {

@@ -42,6 +42,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct dm_bus_type {
 	const char *name; /* NULL: the bus instance's own name */
@@ -519,6 +520,18 @@ int dm_device_show_alloc(struct dm_device *dev, const char *group, const char *n
  * dm_model_show_log()), any other a copy of its own. */
 int dm_device_show_blob(struct dm_device *dev, const char *group, const char *name,
 			struct dm_blob **ret);
+/*
+ * The user a show() on this thread runs for: the uid that opened the file
+ * read (the FUSE layer sets it around each read of an open file's value,
+ * dm_attr_set_reader()), or DM_READER_UNKNOWN (the daemon's own reads, and
+ * a value the kernel caches for every reader). An attribute that gives some
+ * of its text to root alone asks it: the opener's, as the kernel checks a
+ * file's credentials at open, so that a descriptor handed to a privileged
+ * reader (a setuid program's stdin) never reads root's text for its opener.
+ */
+#define DM_READER_UNKNOWN ((uid_t)-1)
+uid_t dm_attr_reader(void);
+void dm_attr_set_reader(uid_t uid);
 /* The same for the attribute @attr of @dev a dm_device_stat_file_locked()
  * gave, without looking it up again (a file opened once and read): for an
  * attribute read whole (show_alloc), a copy of its own; -ENODEV when the

@@ -213,7 +213,10 @@ static void read_open_value(struct dm_fs *fs, fuse_req_t req, fuse_ino_t ino, si
 	}
 	pthread_mutex_lock(&v->lock);
 	if (off == 0 || !v->value) {
+		/* for the one who opened it (model.h, dm_attr_reader()) */
+		dm_attr_set_reader(v->uid);
 		r = show_file(fs, ino, v->how.attr, &b);
+		dm_attr_set_reader(DM_READER_UNKNOWN);
 		if (r == 0)
 			r = fs_open_value_set(&fs->opens, v, b);
 	}
