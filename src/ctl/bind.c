@@ -113,8 +113,20 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 	if (err) {
 		char what[PATH_MAX + 600];
 		snprintf(what, sizeof(what), "%s %s", verb, dev);
+		/* a dry run's plan names every reason the request would be
+		 * refused (above); the errno is the real request's, the first */
+		const char *dry = !ran || !dry_run ? NULL
+				  : err == EINVAL && driver
+					  ? "no kernel driver of that name on its bus (is its module "
+					    "loaded?); the plan above names every reason the request "
+					    "would be refused"
+				  : err == EBUSY ? "refused: the device is in use (see above; --force "
+						   "proceeds)"
+						 : "the plan above names every reason the request "
+						   "would be refused";
 		return ctl_fail(what,
-				ran && strstr(after, "\nfailed: ")
+				dry ? dry
+				: ran && strstr(after, "\nfailed: ")
 					? "a step failed with the kernel's error, and what was done "
 					  "was undone (see above)"
 				: err == EBUSY ? "refused: the device is in use (see above; --force "

@@ -103,7 +103,10 @@ static int status_show(struct dm_device *dev, const struct dm_attribute *attr, c
 	char *report = buf + n + 64;
 	unsigned long seq;
 	/* room left for the heading */
-	int m = dm_binding_status(dev, report, size - (size_t)n - 64, &seq);
+	/* who uses the device (other users' processes, the daemon's mount
+	 * points) for root's eyes alone: a file root opened */
+	int m = dm_binding_status(dev, dm_attr_reader() == 0, report, size - (size_t)n - 64,
+				  &seq);
 	if (m > 0) {
 		/* numbered: a reader (driverfsctl) tells its own request's
 		 * report from the one before */

@@ -6,6 +6,7 @@
 #include "core/array.h"
 #include "core/hashmap.h"
 #include "inuse.h"
+#include "modules.h"
 #include "persist.h"
 #include "log.h"
 #include "runner.h"
@@ -45,6 +46,9 @@ struct report {
 	 * that was not one, or named no driver of the bus, keeps none) */
 	unsigned long seq;
 	char text[REPORT_MAX];
+	/* the same without what root alone reads (other users' processes,
+	 * the daemon's mount points: dm_inuse_check()) */
+	char pub[REPORT_MAX];
 };
 
 static pthread_mutex_t reports_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -71,7 +75,8 @@ static struct report *report_get_locked(const char *devpath)
 	return r;
 }
 
-int dm_binding_status(struct dm_device *dev, char *buf, size_t size, unsigned long *ret_seq)
+int dm_binding_status(struct dm_device *dev, bool details, char *buf, size_t size,
+		      unsigned long *ret_seq)
 {
 	const char *devpath = dm_device_get_devpath(dev);
 	buf[0] = '\0';
@@ -80,7 +85,7 @@ int dm_binding_status(struct dm_device *dev, char *buf, size_t size, unsigned lo
 		return 0;
 	pthread_mutex_lock(&reports_lock);
 	struct report *r = reports_ready ? dm_hashmap_get(&reports, devpath) : NULL;
-	int n = r ? snprintf(buf, size, "%s", r->text) : 0;
+	int n = r ? snprintf(buf, size, "%s", details ? r->text : r->pub) : 0;
 	if (r)
 		*ret_seq = r->seq;
 	pthread_mutex_unlock(&reports_lock);
@@ -109,21 +114,59 @@ struct txn {
 	/* refused for its own value (a driver the bus does not have), where a
 	 * step's errno, EINVAL too, is the kernel's */
 	bool invalid;
+	/* the refusals a dry run found, for its last line; each the errno
+	 * the real request would return at it, the first one's returned */
+	int refusal;
+	char refused[256];
 	char text[REPORT_MAX];
 	size_t len;
+	/* the report as others than root read it (dm_binding_status()) */
+	char pub[REPORT_MAX];
+	size_t pub_len;
 };
 
+/* @s appended to the report @buf (@len long), cut where it is full. */
+static void append(char *buf, size_t size, size_t *len, const char *s)
+{
+	size_t n = strlen(s);
+	if (*len + n > size - 1)
+		n = size - 1 - *len;
+	memcpy(buf + *len, s, n);
+	*len += n;
+	buf[*len] = '\0';
+}
+
+/* A line (or lines) of the report, the same for every reader. */
 static void say(struct txn *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(struct txn *t, const char *fmt, ...)
 {
-	if (t->len >= sizeof(t->text) - 1)
-		return;
+	char line[REPORT_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(t->text + t->len, sizeof(t->text) - t->len, fmt, ap);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (n > 0)
-		t->len = t->len + (size_t)n < sizeof(t->text) ? t->len + (size_t)n : sizeof(t->text) - 1;
+	if (n <= 0)
+		return;
+	append(t->text, sizeof(t->text), &t->len, line);
+	append(t->pub, sizeof(t->pub), &t->pub_len, line);
+}
+
+/* Lines root reads as @full and others as @pub. */
+static void say_private(struct txn *t, const char *full, const char *pub)
+{
+	append(t->text, sizeof(t->text), &t->len, full);
+	append(t->pub, sizeof(t->pub), &t->pub_len, pub);
+}
+
+/* A dry run found a reason to refuse (@what, for its last line), with
+ * the errno @r the real request returns at it. */
+static void dry_refusal(struct txn *t, int r, const char *what)
+{
+	if (!t->refusal)
+		t->refusal = r;
+	size_t len = strlen(t->refused);
+	append(t->refused, sizeof(t->refused), &len, len ? ", " : "");
+	append(t->refused, sizeof(t->refused), &len, what);
 }
 
 /* The driver the device at @devdir is bound to now, into @buf ("" when
@@ -307,7 +350,7 @@ static int link_vetoes(struct txn *t)
  * -EBUSY. */
 static int vetoes(struct txn *t)
 {
-	char reasons[REPORT_MAX] = "";
+	char reasons[REPORT_MAX] = "", pub[REPORT_MAX] = "";
 	int n = 0;
 	if (is_protected(t->name)) {
 		say(t, "in use: %s is protected (driverfsd.conf, Protect=)\n", t->name);
@@ -319,13 +362,13 @@ static int vetoes(struct txn *t)
 		n++;
 	}
 	n += link_vetoes(t);
-	int r = dm_inuse_check(t->dev, reasons, sizeof(reasons));
+	int r = dm_inuse_check(t->dev, reasons, sizeof(reasons), pub, sizeof(pub));
 	if (r < 0) {
 		say(t, "in use: cannot tell (%s)\n", strerror(-r));
 		return -EBUSY;
 	}
 	n += r;
-	say(t, "%s", reasons);
+	say_private(t, reasons, pub);
 	return n > 0 ? -EBUSY : 0;
 }
 
@@ -412,6 +455,23 @@ static void plan(struct txn *t, const char *target, bool set_override, bool unbi
 	say(t, "plan: verify the driver link\n");
 }
 
+/* A dry run's refusal for a driver the bus does not have: the module
+ * modprobe would load for that name, if libkmod knows one (modules.h). */
+static void module_hint(struct txn *t, const char *driver)
+{
+	char module[128];
+	enum dm_module_state state;
+	int r = dm_modules_of_driver(driver, module, sizeof(module), &state);
+	if (r == 0)
+		say(t, "no kernel module of that name or alias (libkmod)\n");
+	else if (r > 0 && state == DM_MODULE_NOT_LOADED)
+		say(t, "module %s can be loaded: modprobe %s\n", module, driver);
+	else if (r > 0)
+		say(t, "module %s is %s, but the bus has no driver %s\n", module,
+		    state == DM_MODULE_BUILTIN ? "built in" : "loaded", driver);
+	/* else no indexes to look in (or no memory): nothing to say */
+}
+
 static int run(struct txn *t)
 {
 	const struct dm_bind_request *req = t->req;
@@ -445,11 +505,17 @@ static int run(struct txn *t)
 		break;
 	}
 
-	/* check */
+	/* check: a real request stops at the first refusal, a dry run (the
+	 * plan read before the real thing) goes on and names every one */
 	if (target && !driver_exists(t, target)) {
 		say(t, "refused: the bus has no driver %s (is its module loaded?)\n", target);
 		t->invalid = true;
-		return -EINVAL;
+		if (!req->dry_run)
+			return -EINVAL;
+		module_hint(t, target);
+		char what[128];
+		snprintf(what, sizeof(what), "the bus has no driver %s", target);
+		dry_refusal(t, -EINVAL, what);
 	}
 	/* USB: a deauthorized interface (or device) is probed by no driver,
 	 * and a libusb program cannot claim it either */
@@ -457,11 +523,15 @@ static int run(struct txn *t)
 		say(t, "refused: the device is deauthorized (its authorized is 0): no driver "
 		       "can probe it, nor can a program claim it through usbfs; write 1 to "
 		       "its authorized first\n");
-		return -ENODEV;
+		if (!req->dry_run)
+			return -ENODEV;
+		dry_refusal(t, -ENODEV, "the device is deauthorized");
 	}
+	/* (a dry run refused above shows the plan of the whole request) */
+	bool refused = t->refusal != 0;
 	/* without driver_override (USB), the kernel's default is the driver
 	 * its probe picks: the one bound now, or, unbound, a probe */
-	if (req->action == DM_BIND_DEFAULT && !t->has_override && t->old_driver[0]) {
+	if (!refused && req->action == DM_BIND_DEFAULT && !t->has_override && t->old_driver[0]) {
 		say(t, "done: bound to %s (this bus has no driver_override: the driver bound "
 		       "is the kernel's choice)\n",
 		    t->old_driver);
@@ -471,24 +541,26 @@ static int run(struct txn *t)
 			    (target ? strcmp(t->old_override, target) != 0
 				    : req->action == DM_BIND_DEFAULT && t->old_override[0]);
 	bool unbind = t->old_driver[0] && (!target || strcmp(t->old_driver, target) != 0);
-	if (target && !unbind && t->old_driver[0] && !set_override) {
+	if (!refused && target && !unbind && t->old_driver[0] && !set_override) {
 		say(t, "done: already bound to %s\n", target);
 		return 0;
 	}
-	if (req->action == DM_BIND_DEFAULT && t->old_driver[0] && !t->old_override[0]) {
+	if (!refused && req->action == DM_BIND_DEFAULT && t->old_driver[0] && !t->old_override[0]) {
 		say(t, "done: already bound to the kernel's default, %s\n", t->old_driver);
 		return 0;
 	}
-	if (req->action == DM_BIND_NONE && !t->old_driver[0]) {
+	if (!refused && req->action == DM_BIND_NONE && !t->old_driver[0]) {
 		say(t, "done: no driver is bound\n");
 		return 0;
 	}
 	int veto = unbind ? vetoes(t) : 0;
 	if (target && is_vfio_driver(target) && !req->companions_moved) {
 		int g = iommu_group_check(t);
-		if (g == -EOPNOTSUPP)
+		if (g == -EOPNOTSUPP && !req->dry_run)
 			return g;
-		if (g < 0)
+		if (g == -EOPNOTSUPP)
+			dry_refusal(t, g, "the device has no IOMMU group");
+		else if (g < 0)
 			veto = g;
 	}
 	if (veto < 0 && !req->force && !req->dry_run) {
@@ -501,6 +573,11 @@ static int run(struct txn *t)
 			 target ? target : req->action == DM_BIND_DEFAULT ? "the default" : "an unbind");
 	}
 	plan(t, target, set_override, unbind);
+	if (req->dry_run && t->refusal) {
+		say(t, "dry run: nothing written; refused: %s%s\n", t->refused,
+		    veto < 0 && !req->force ? ", in use (force passes in use alone)" : "");
+		return t->refusal;
+	}
 	if (req->dry_run) {
 		say(t, "dry run: nothing written%s\n",
 		    veto < 0 && !req->force ? "; refused: in use (force proceeds)" : "");
@@ -653,16 +730,23 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req, 
 	char preface[1024] = "";
 	size_t len = 0;
 	int r = 0;
-	for (int i = 0; i < n && r == 0; i++) {
+	/* a dry run plans every member, and the device, whatever one's answer
+	 * (the first refusal returned) */
+	for (int i = 0; i < n && (r == 0 || req->dry_run); i++) {
 		struct dm_bind_request sub = *req;
 		sub.group = false;
 		sub.persist = false;
 		sub.companions_moved = true;
-		r = bind_one(v[i].dev, &sub, ret_invalid);
-		v[i].moved = r == 0 && !req->dry_run;
+		bool invalid;
+		int m = bind_one(v[i].dev, &sub, &invalid);
+		if (r == 0) {
+			r = m;
+			*ret_invalid = invalid;
+		}
+		v[i].moved = m == 0 && !req->dry_run;
 		int w = snprintf(preface + len, sizeof(preface) - len,
 				 "group: %s (%s) to %s: %s%s\n", dm_device_get_sysname(v[i].dev),
-				 v[i].before.driver, req->driver, r == 0 ? "done" : strerror(-r),
+				 v[i].before.driver, req->driver, m == 0 ? "done" : strerror(-m),
 				 req->dry_run ? " (dry run)" : "");
 		if (w > 0 && (size_t)w < sizeof(preface) - len)
 			len += (size_t)w;
@@ -671,8 +755,12 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req, 
 	own.group = false;
 	own.companions_moved = n > 0;
 	own.preface = preface;
-	if (r == 0)
+	if (r == 0) {
 		r = bind_one(dev, &own, ret_invalid);
+	} else if (req->dry_run) {
+		bool invalid;
+		(void)bind_one(dev, &own, &invalid);
+	}
 	if (r < 0) {
 		for (int i = n - 1; i >= 0; i--) {
 			if (!v[i].moved)
@@ -808,9 +896,11 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 	/* A request for a driver the bus does not have is bad input: its
 	 * EINVAL alone, nothing changed, the last report included. A step's
 	 * EINVAL (the kernel's, a probe's own) is the same number: the new
-	 * report, its number moved on, is what tells them apart. */
-	if (!*ret_invalid) {
+	 * report, its number moved on, is what tells them apart. A dry run's
+	 * report is its plan, every refusal in it: kept. */
+	if (!*ret_invalid || req->dry_run) {
 		memcpy(rep->text, t->text, t->len + 1);
+		memcpy(rep->pub, t->pub, t->pub_len + 1);
 		rep->seq++;
 	}
 	/* for the why: what a request left bound (the default is the

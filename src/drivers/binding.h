@@ -54,7 +54,8 @@ enum dm_bind_step {
 /*
  * Runs @req on @dev. 0 when done (or, dry, when it would be tried);
  * -EBUSY when vetoed (the reasons in the report), -EINVAL for a driver the
- * bus does not have, -EOPNOTSUPP for a device of no bus with drivers,
+ * bus does not have (a dry run goes on past each refusal, its report naming
+ * every one, and returns the first's errno, as the real request would), -EOPNOTSUPP for a device of no bus with drivers,
  * -EINPROGRESS when another request for @dev runs or a step is pending,
  * else the -errno of the failed step (everything undone). The report is
  * kept for dm_binding_status().
@@ -97,11 +98,16 @@ int dm_bind_parse(char *buf, struct dm_bind_request *req);
 /* The report of @dev's last request into @buf (NUL-terminated), "" when
  * there was none; returns its length. Its number in *ret_seq: the reports
  * @dev had so far (0: none), which a request that changed nothing (bad
- * input: no such driver) does not move. */
-int dm_binding_status(struct dm_device *dev, char *buf, size_t size, unsigned long *ret_seq);
+ * input: no such driver; a dry run's is kept) does not move. With
+ * @details (root's view) the in-use reasons name the processes (pid and
+ * command) and mount points; without, they say "details for root only". */
+int dm_binding_status(struct dm_device *dev, bool details, char *buf, size_t size,
+		      unsigned long *ret_seq);
 
 /* The device file binding (0644): root writes a request, anyone reads the
- * report of the last one; on every device of a bus with drivers. */
+ * report of the last one, the in-use details in it to a reader whose file
+ * root opened alone (dm_attr_reader()); on every device of a bus with
+ * drivers. */
 extern const struct dm_attribute_group dm_binding_group;
 
 #endif

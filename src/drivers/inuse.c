@@ -203,32 +203,60 @@ static void add_nvme_namespaces(struct things *blocks, const struct things *ctrl
 
 /* ---- the reasons ---- */
 
-struct out {
+/* The reasons' text: root's, and what others read. */
+struct text {
 	char *buf;
 	size_t size, len;
+};
+
+struct out {
+	struct text full, pub;
 	int n;
 };
 
-static void reason(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reason(struct out *o, const char *fmt, ...)
+/* "in use: @line\n" appended to @t, cut where it is full; not again when
+ * @once and @t has that line already. */
+static void put_line(struct text *t, const char *line, bool once)
 {
-	o->n++;
-	if (o->len + 1 >= o->size)
+	if (!t->buf || t->size == 0 || t->len + 1 >= t->size)
 		return;
-	int w = snprintf(o->buf + o->len, o->size - o->len, "in use: ");
-	if (w > 0)
-		o->len = o->len + (size_t)w < o->size ? o->len + (size_t)w : o->size - 1;
+	char whole[PATH_MAX * 2 + 16];
+	int w = snprintf(whole, sizeof(whole), "in use: %s\n", line);
+	if (w <= 0)
+		return;
+	if (once) {
+		/* a line of its own: at the start or after a newline */
+		for (const char *p = strstr(t->buf, whole); p; p = strstr(p + 1, whole))
+			if (p == t->buf || p[-1] == '\n')
+				return;
+	}
+	size_t n = strlen(whole);
+	if (t->len + n > t->size - 1)
+		n = t->size - 1 - t->len;
+	memcpy(t->buf + t->len, whole, n);
+	t->len += n;
+	t->buf[t->len] = '\0';
+}
+
+/* A reason, the same for every reader (@pub NULL), or as @pub for others
+ * than root (each such line once). */
+static void reason_as(struct out *o, const char *pub, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reason_as(struct out *o, const char *pub, const char *fmt, ...)
+{
+	char line[PATH_MAX * 2];
+	o->n++;
 	va_list ap;
 	va_start(ap, fmt);
-	w = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
+	int w = vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (w > 0)
-		o->len = o->len + (size_t)w < o->size ? o->len + (size_t)w : o->size - 1;
-	if (o->len + 1 < o->size) {
-		o->buf[o->len++] = '\n';
-		o->buf[o->len] = '\0';
-	}
+	if (w < 0)
+		return;
+	put_line(&o->full, line, false);
+	put_line(&o->pub, pub ? pub : line, pub != NULL);
 }
+
+#define reason(o, ...) reason_as(o, NULL, __VA_ARGS__)
 
 /* What a holder holds, for a reason's words. */
 static void describe(const struct thing *b, char *buf, size_t size)
@@ -243,8 +271,14 @@ static void describe(const struct thing *b, char *buf, size_t size)
 		return;
 	}
 	snprintf(path, sizeof(path), "/sys/class/block/%s/dm/name", b->name);
-	if (dm_run_read(path, dm, sizeof(dm)) >= 0)
+	if (dm_run_read(path, dm, sizeof(dm)) >= 0) {
+		/* a volume's name is its creator's, newlines allowed: never
+		 * a line of the report of its own (escaped by driverfsctl) */
+		for (char *c = dm; *c; c++)
+			if (*c == '\n')
+				*c = '?';
 		snprintf(buf, size, "%s (%s, holding %s)", b->name, dm, b->via);
+	}
 	else
 		snprintf(buf, size, "%s (holding %s)", b->name, b->via);
 }
@@ -263,9 +297,13 @@ static void check_mounts(struct out *o, const struct things *blocks)
 		for (size_t i = 0; i < blocks->n; i++) {
 			if (!blocks->v[i].devt[0] || strcmp(blocks->v[i].devt, devt) != 0)
 				continue;
-			char what[3 * NAME_LEN + 32];
+			char what[3 * NAME_LEN + 32], pub[4 * NAME_LEN + 64];
 			describe(&blocks->v[i], what, sizeof(what));
-			reason(o, "%s is mounted at %s", what, mnt);
+			/* the daemon's mount points (its namespace's, /proc's
+			 * own for others may differ): root's alone */
+			snprintf(pub, sizeof(pub), "%s is mounted (where: details for root only)",
+				 what);
+			reason_as(o, pub, "%s is mounted at %s", what, mnt);
 		}
 	}
 	fclose(f);
@@ -405,14 +443,22 @@ static void check_open_nodes(struct out *o, const struct things *nodes)
 			if (*c == '\n')
 				*c = '?';
 		for (size_t i = 0; held && i < nodes->n; i++)
-			if (held[i])
-				reason(o, "%s is open in process %ld (%s)", nodes->v[i].node, pid, comm);
+			if (held[i]) {
+				/* other users' processes, which /proc hides
+				 * from them: root's alone, nor how many */
+				char pub[PATH_MAX + 64];
+				snprintf(pub, sizeof(pub),
+					 "%.4000s is open in a process (which: details for root only)",
+					 nodes->v[i].node);
+				reason_as(o, pub, "%s is open in process %ld (%s)", nodes->v[i].node,
+					  pid, comm);
+			}
 		free(held);
 	}
 	closedir(procs);
 }
 
-int dm_inuse_check(struct dm_device *dev, char *buf, size_t size)
+int dm_inuse_check(struct dm_device *dev, char *buf, size_t size, char *pub, size_t pub_size)
 {
 	struct dm_model *m = dm_device_get_model(dev);
 	struct subtree s = { 0 };
@@ -460,7 +506,10 @@ int dm_inuse_check(struct dm_device *dev, char *buf, size_t size)
 			snprintf(x->node, sizeof(x->node), "%s", blocks.v[i].node);
 	}
 
-	struct out o = { .buf = buf, .size = size, .len = strlen(buf) };
+	struct out o = {
+		.full = { .buf = buf, .size = size, .len = strlen(buf) },
+		.pub = { .buf = pub, .size = pub_size, .len = pub ? strlen(pub) : 0 },
+	};
 	if (!failed) {
 		check_mounts(&o, &blocks);
 		check_swaps(&o, &blocks);

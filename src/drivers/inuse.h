@@ -28,10 +28,14 @@ void dm_inuse_set_proc_root(const char *dir);
 
 /*
  * Appends to @buf (of @size bytes, holding a NUL-terminated text) one line
- * per reason @dev's subtree is in use, each prefixed "in use: ". Returns
- * the number of reasons, or -errno when the subtree cannot be read. Call
- * without the model lock.
+ * per reason @dev's subtree is in use, each prefixed "in use: ", and the
+ * same reasons as a user other than root may read them to @pub (of
+ * @pub_size bytes, likewise): a mount's point and the processes holding a
+ * node (pid and command, which /proc hides from other users) left out,
+ * "(where: details for root only)", one line for a node however many hold
+ * it. Returns the number of reasons, or -errno when the subtree cannot be
+ * read. Call without the model lock.
  */
-int dm_inuse_check(struct dm_device *dev, char *buf, size_t size);
+int dm_inuse_check(struct dm_device *dev, char *buf, size_t size, char *pub, size_t pub_size);
 
 #endif

@@ -11,11 +11,14 @@ swaps, routes and processes come from a proc root the test writes
 import contextlib
 import errno
 import os
+import re
 import subprocess
 
 from harness import Daemon
 from test_binding import Kernel
 from test_binding import request as binding_request
+from test_modules import modules_dir
+from test_security import as_nobody
 
 HERE = os.path.dirname(__file__)
 USB_TESTBED = os.path.join(HERE, "..", "testbeds", "usb-tree.umockdev")
@@ -93,11 +96,11 @@ def driver_of(d, place):
 
 
 @contextlib.contextmanager
-def served(tmp_path, proc):
+def served(tmp_path, proc, args=()):
     """The USB testbed served with @proc as /proc, its kernel played by
     test_binding's Kernel (ahci bound to the SATA controller)."""
     k = Kernel(str(tmp_path))
-    d = Daemon(USB_TESTBED, ["--proc-root", proc], prepare=add_lvm_and_stub,
+    d = Daemon(USB_TESTBED, ["--proc-root", proc, *args], prepare=add_lvm_and_stub,
                extra_env=k.env("ahci=0000:00:17.0"))
     k.serve(d)
     try:
@@ -188,6 +191,104 @@ def test_a_process_name_makes_no_line_of_the_report(tmp_path):
             out.stdout
         assert "\nfailed: " not in out.stdout, out.stdout
         assert "a step failed" not in out.stderr, out.stderr
+
+
+def report_number(text):
+    m = re.search(r"last request \(#(\d+)\):", text)
+    return int(m.group(1)) if m else 0
+
+
+def test_a_dry_run_names_every_reason_it_would_be_refused(tmp_path):
+    """Issue 33 item 2: the plan a dry run shows names every reason, not the
+    first: vfio-pci not loaded (and the module libkmod knows can be, in a
+    modules directory made as test_modules makes it), the disk in use, no
+    IOMMU group. A real request still stops at the first (bad input: no
+    such driver, nothing changed, its report included)."""
+    _, moddir = modules_dir(str(tmp_path), {"vfio_pci": [], "nvme": []}, {})
+    proc = proc_root(str(tmp_path),
+                     mounts="30 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n",
+                     opened=[(4242, "qemu-system-x86", "/dev/sda")])
+    with served(tmp_path, proc, ["--modules-dir", moddir]) as d:
+        out = subprocess.run([CTL, "-m", d.mnt, "bind", "--dry-run", SATA, "vfio-pci"],
+                             capture_output=True, text=True)
+        assert out.returncode == 1, out.stdout + out.stderr
+        for reason in ("refused: the bus has no driver vfio-pci (is its module loaded?)\n",
+                       "module vfio_pci can be loaded: modprobe vfio-pci\n",
+                       "in use: sda1 is mounted at /\n",
+                       "in use: /dev/sda is open in process 4242 (qemu-system-x86)\n",
+                       "refused: the device has no IOMMU group",
+                       "plan: unbind from ahci\n"):
+            assert reason in out.stdout, (reason, out.stdout)
+        assert out.stdout.endswith("dry run: nothing written; refused: the bus has no driver "
+                                   "vfio-pci, the device has no IOMMU group, in use "
+                                   "(force passes in use alone)\n"), out.stdout
+        assert "no kernel driver of that name on its bus" in out.stderr, out.stderr
+        assert driver_of(d, SATA_PLACE) == "ahci"
+        # the binding file says the same; the write's errno is the real
+        # request's (no such driver comes first)
+        before = report(d, SATA_PLACE)
+        assert request(d, SATA_PLACE, "vfio-pci dry-run") == errno.EINVAL
+        after = report(d, SATA_PLACE)
+        assert report_number(after) == report_number(before) + 1, after
+        assert "in use: sda1 is mounted at /\n" in after, after
+        # a driver no module is known by
+        assert request(d, SATA_PLACE, "no-such-driver dry-run") == errno.EINVAL
+        r = report(d, SATA_PLACE)
+        assert "refused: the bus has no driver no-such-driver" in r, r
+        assert "no kernel module of that name or alias (libkmod)\n" in r, r
+        assert "in use: sda1 is mounted at /\n" in r, r
+        # a module that is loaded, and still no driver of the name
+        write(os.path.join(d.testbed.get_root_dir(), "sys/module/nvme/initstate"), "live\n")
+        assert request(d, SATA_PLACE, "nvme dry-run") == errno.EINVAL
+        r = report(d, SATA_PLACE)
+        assert "module nvme is loaded, but the bus has no driver nvme\n" in r, r
+        # the real request: refused at the first reason, changing nothing
+        before = report(d, SATA_PLACE)
+        assert request(d, SATA_PLACE, "vfio-pci") == errno.EINVAL
+        assert report(d, SATA_PLACE) == before
+        out = subprocess.run([CTL, "-m", d.mnt, "bind", SATA, "vfio-pci"],
+                             capture_output=True, text=True)
+        assert out.returncode == 1 and out.stdout == "", out.stdout
+        assert "no kernel driver of that name on its bus" in out.stderr, out.stderr
+        assert driver_of(d, SATA_PLACE) == "ahci"
+
+
+def test_only_root_reads_who_uses_a_device(tmp_path):
+    """Issue 33 item 3: the in-use reasons name other users' processes (pid,
+    command) and the daemon's mount points; the binding file, which anyone
+    reads, gives them to a reader root opened it for alone, others reading
+    that the device is in use. Even after a dry run."""
+    proc = proc_root(str(tmp_path),
+                     mounts="29 1 254:0 / /secret-root rw,relatime - ext4 /dev/mapper/vg-root rw\n"
+                            "30 29 8:1 / /secret-boot rw,relatime - ext4 /dev/sda1 rw\n",
+                     swaps="/dev/sda2                               partition\t999420\t0\t-2\n",
+                     opened=[(4242, "secret-comm", "/dev/sda"), (4343, "other-comm", "/dev/sda")])
+    with served(tmp_path, proc) as d:
+        assert request(d, SATA_PLACE, "pci-stub dry-run") == errno.EBUSY
+        place = d.path("root", SATA_PLACE, "binding")
+        full = report(d, SATA_PLACE)
+        theirs = as_nobody(lambda p: open(p).read(), place)
+        for secret in ("4242", "4343", "secret-comm", "other-comm", "/secret-root",
+                       "/secret-boot"):
+            assert secret in full, (secret, full)
+            assert secret not in theirs, (secret, theirs)
+        for line in ("in use: sda1 is mounted (where: details for root only)\n",
+                     "in use: dm-0 (vg-root, holding sda2) is mounted "
+                     "(where: details for root only)\n",
+                     "in use: /dev/sda is open in a process (which: details for root only)\n",
+                     "in use: sda2 is used as swap\n",
+                     "dry run: nothing written; refused: in use (force proceeds)\n"):
+            assert line in theirs, (line, theirs)
+        # one line for the two processes: not even how many
+        assert theirs.count("is open in a process") == 1, theirs
+        # the rest is the same text
+        assert theirs.splitlines()[0] == full.splitlines()[0]
+        assert report_number(theirs) == report_number(full)
+        # a refused real request too
+        assert request(d, SATA_PLACE, "pci-stub") == errno.EBUSY
+        theirs = as_nobody(lambda p: open(p).read(), place)
+        assert "secret" not in theirs and "4242" not in theirs, theirs
+        assert "secret-comm" in report(d, SATA_PLACE)
 
 
 def test_a_bad_protect_list_is_a_config_error(tmp_path):

@@ -37,8 +37,12 @@ PLACES = {
 BUILTIN = {"xhci_pci": "kernel/drivers/usb/host/xhci-pci.ko"}
 
 
-def modules_dir(tmp):
-    """BASE/lib/modules/RELEASE with the modules and depmod's indexes."""
+def modules_dir(tmp, modules=None, builtin=None):
+    """BASE/lib/modules/RELEASE with the modules and depmod's indexes: @modules
+    (MODULES unless given; name: aliases), @builtin of them built in
+    (BUILTIN unless given; name: path)."""
+    modules = MODULES if modules is None else modules
+    builtin = BUILTIN if builtin is None else builtin
     cc = shutil.which(os.environ.get("CC", "cc"))
     if not cc or not shutil.which("depmod"):
         pytest.skip("needs a C compiler and depmod (kmod)")
@@ -47,14 +51,14 @@ def modules_dir(tmp):
     os.makedirs(kernel)
     top = os.path.join(base, "lib/modules", RELEASE)
     with open(os.path.join(top, "modules.builtin"), "w") as f:
-        f.write("".join(path + "\n" for path in BUILTIN.values()))
+        f.write("".join(path + "\n" for path in builtin.values()))
     with open(os.path.join(top, "modules.builtin.modinfo"), "wb") as f:
-        for name in BUILTIN:
-            for alias in MODULES[name]:
+        for name in builtin:
+            for alias in modules[name]:
                 f.write(f"{name}.alias={alias}\0".encode())
             f.write(f"{name}.license=GPL\0".encode())
-    for name, aliases in MODULES.items():
-        if name in BUILTIN:
+    for name, aliases in modules.items():
+        if name in builtin:
             continue
         info = "".join(f"{k}={v}\\0" for k, v in
                        [("license", "GPL"), ("name", name), ("depends", "")]
@@ -63,7 +67,9 @@ def modules_dir(tmp):
         with open(src, "w") as f:
             f.write("static const char modinfo[] __attribute__((section(\".modinfo\"), used, "
                     f"aligned(1))) = \"{info}\";\n")
-        subprocess.run([cc, "-c", src, "-o", os.path.join(kernel, name + ".ko")], check=True)
+        # the file as the kernel's build names it (vfio-pci.ko: vfio_pci)
+        subprocess.run([cc, "-c", src, "-o", os.path.join(kernel, name.replace("_", "-") + ".ko")],
+                       check=True)
     subprocess.run(["depmod", "-b", base, RELEASE], check=True, capture_output=True)
     return base, os.path.join(base, "lib/modules", RELEASE)
 
