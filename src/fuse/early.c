@@ -66,26 +66,31 @@ static int reply(int fd, uint64_t unique, const void *body, size_t size)
 	return n == (ssize_t)out.len ? 0 : n < 0 ? -errno : -EIO;
 }
 
-/* The sysfs file the node @ino is read from, into @path, when the mirror
- * has one and its device is the same one: its sysfs directory's inode is
- * the mirrored identity (a device unplugged and another plugged at its
- * path meanwhile is not: its requests wait for the model, which answers
- * ESTALE). Its permission bits into *ret_mode. */
-static bool source_of(struct fs_early *e, uint64_t ino, char path[PATH_MAX], unsigned *ret_mode)
+/* Where the node @ino's value comes from, when the mirror says and its
+ * device is the same one: its sysfs directory's inode is the mirrored
+ * identity (a device unplugged and another plugged at its path meanwhile
+ * is not: its requests wait for the model, which answers ESTALE).
+ * FS_SOURCE_SYSFS with the file in @path, FS_SOURCE_KEPT, or 0; its
+ * permission bits into *ret_mode. */
+static int source_of(struct fs_early *e, uint64_t ino, char path[PATH_MAX], unsigned *ret_mode)
 {
 	size_t dir_len;
 	uint64_t ident;
-	if (fs_mirror_source(e->mirror, ino, path, PATH_MAX, &dir_len, &ident, ret_mode) < 0)
-		return false;
+	int how = fs_mirror_source(e->mirror, ino, path, PATH_MAX, &dir_len, &ident, ret_mode);
+	if (how <= 0)
+		return 0;
 	struct stat st;
+	char keep = path[dir_len];
 	path[dir_len] = '\0';
 	bool same = stat(path, &st) == 0 && S_ISDIR(st.st_mode) && (uint64_t)st.st_ino == ident;
-	path[dir_len] = '/';
-	return same;
+	path[dir_len] = keep;
+	return same ? how : 0;
 }
 
 /* An OPEN, read only, of such a file: what fs_op_open() gives it, a
- * backing and no copy. False: kept for the session. */
+ * backing and no copy for a sysfs file, the pages the kernel keeps for a
+ * value kept (the last daemon's, dropped with its other caches once the
+ * model is there: §10.1). False: kept for the session. */
 static bool answer_open(struct fs_early *e, const struct fuse_in_header *in, size_t len)
 {
 	if (len < sizeof(*in) + sizeof(struct fuse_open_in))
@@ -95,16 +100,38 @@ static bool answer_open(struct fs_early *e, const struct fuse_in_header *in, siz
 		return false;
 	char path[PATH_MAX];
 	unsigned mode;
-	int32_t id;
-	if (!source_of(e, in->nodeid, path, &mode) ||
-	    fs_passthrough_get(e->pt, in->nodeid, open_source, path, &id) < 0)
+	int32_t id = -1;
+	int how = source_of(e, in->nodeid, path, &mode);
+	if (!how ||
+	    (how == FS_SOURCE_SYSFS && fs_passthrough_get(e->pt, in->nodeid, open_source, path, &id) < 0))
 		return false;
-	struct fuse_open_out out = { .fh = FS_FH_BACKED };
-	fs_passthrough_mark_open(&out, id);
+	struct fuse_open_out out = { .fh = 0, .open_flags = FOPEN_KEEP_CACHE };
+	if (id >= 0) {
+		out = (struct fuse_open_out){ .fh = FS_FH_BACKED };
+		fs_passthrough_mark_open(&out, id);
+	}
 	int r = reply(e->fd, in->unique, &out, sizeof(out));
-	if (r < 0)
+	if (r < 0 && id >= 0)
 		fs_passthrough_put(e->pt, in->nodeid);
 	/* -ENOENT: the opener was interrupted, nothing left to answer */
+	return r == 0 || r == -ENOENT;
+}
+
+/* Attributes as fs_view_stat() gives them, for a moment only (the
+ * model's answer follows). */
+static bool reply_attr(struct fs_early *e, const struct fuse_in_header *in, uint32_t mode,
+		       uint32_t nlink, uint64_t size)
+{
+	struct fuse_attr_out out = { .attr_valid = 1 };
+	struct fuse_attr *a = &out.attr;
+	a->ino = in->nodeid;
+	a->mode = mode;
+	a->nlink = nlink;
+	a->size = size;
+	a->blksize = 4096;
+	a->atime = a->mtime = a->ctime = (uint64_t)e->start.tv_sec;
+	a->atimensec = a->mtimensec = a->ctimensec = (uint32_t)e->start.tv_nsec;
+	int r = reply(e->fd, in->unique, &out, sizeof(out));
 	return r == 0 || r == -ENOENT;
 }
 
@@ -117,19 +144,25 @@ static bool answer_getattr(struct fs_early *e, const struct fuse_in_header *in)
 	char path[PATH_MAX];
 	unsigned mode;
 	struct stat st;
-	if (!source_of(e, in->nodeid, path, &mode) || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+	if (source_of(e, in->nodeid, path, &mode) != FS_SOURCE_SYSFS || stat(path, &st) < 0 ||
+	    !S_ISREG(st.st_mode))
 		return false;
-	struct fuse_attr_out out = { .attr_valid = 1 };
-	struct fuse_attr *a = &out.attr;
-	a->ino = in->nodeid;
-	a->mode = S_IFREG | mode;
-	a->nlink = 1;
-	a->size = 4096;
-	a->blksize = 4096;
-	a->atime = a->mtime = a->ctime = (uint64_t)e->start.tv_sec;
-	a->atimensec = a->mtimensec = a->ctimensec = (uint32_t)e->start.tv_nsec;
-	int r = reply(e->fd, in->unique, &out, sizeof(out));
-	return r == 0 || r == -ENOENT;
+	return reply_attr(e, in, S_IFREG | mode, 1, 4096);
+}
+
+/* A GETATTR of a directory (a path's walk checks each one's mode: the
+ * kernel asks once it dropped what it had): what fs_view_stat() gives
+ * every directory, while its device (if it has one) is the same one. */
+static bool answer_dir_getattr(struct fs_early *e, const struct fuse_in_header *in)
+{
+	char path[PATH_MAX];
+	size_t len;
+	uint64_t ident;
+	struct stat st;
+	if (fs_mirror_dir(e->mirror, in->nodeid, path, sizeof(path), &len, &ident) < 0 ||
+	    (ident && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode) || (uint64_t)st.st_ino != ident)))
+		return false;
+	return reply_attr(e, in, S_IFDIR | 0755, 2, 4096);
 }
 
 /* Whether the request @in (@len bytes, whole) was answered here. */
@@ -139,7 +172,7 @@ static bool answer(struct fs_early *e, const struct fuse_in_header *in, size_t l
 	case FUSE_OPEN:
 		return answer_open(e, in, len);
 	case FUSE_GETATTR:
-		return answer_getattr(e, in);
+		return answer_getattr(e, in) || answer_dir_getattr(e, in);
 	default:
 		if (!e->unhandled(in->opcode))
 			return false;

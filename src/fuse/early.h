@@ -6,18 +6,23 @@
  * A next daemon enumerates the machine before it serves, which takes
  * seconds to a minute on a large one; its readers would wait all along.
  * So, from the moment it holds the connection, a thread of its own reads
- * /dev/fuse and answers what the node mirror alone lets it answer right:
- * the read-only opens of sysfs attributes the last daemon read through a
- * passthrough backing (fs_mirror_source(): the file at its device's
- * devpath, the device checked to be the same one by its identity), each
- * given a backing (shared with the files the last daemon opened) so that
- * the kernel reads the value from sysfs itself, fresh; and their
- * GETATTRs (a read through a backing drops the atime the kernel keeps,
- * so the stat after one asks), and ENOSYS to what the session answers so
- * (an ioctl: isatty() of every stdio open). Every other
- * request is kept, in order, and given to the session when it starts
- * (fs_early_pop(), from the session's I/O), as if the kernel had sent it
- * then. Only over /dev/fuse. Private to src/fuse.
+ * /dev/fuse and answers what the node mirror alone lets it answer right
+ * (fs_mirror_source(): a file below its device's devpath, the device
+ * checked to be the same one by its identity):
+ *  - the read-only opens of sysfs attributes the last daemon read through
+ *    a passthrough backing, each given a backing (shared with the files
+ *    the last daemon opened), so that the kernel reads the value from
+ *    sysfs itself, fresh; and their GETATTRs (a read through a backing
+ *    drops the atime the kernel keeps, so the stat after one asks);
+ *  - the read-only opens of values whose pages the kernel keeps
+ *    (keep_cache: the last daemon's pages, as a reader would have had them
+ *    without a restart, dropped with the kernel's other caches of the
+ *    last daemon once the model is there);
+ *  - ENOSYS to what the session answers so (an ioctl: isatty() of every
+ *    stdio open).
+ * Every other request is kept, in order, and given to the session when it
+ * starts (fs_early_pop(), from the session's I/O), as if the kernel had
+ * sent it then. Only over /dev/fuse. Private to src/fuse.
  */
 #ifndef DM_FS_EARLY_H
 #define DM_FS_EARLY_H

@@ -76,18 +76,19 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	int32_t backing = r == 0 && n.t.kind == FS_ATTR ? open_backing(fs, ino, n.t.dev, info.attr)
 							: -1;
+	bool reading = (fi->flags & O_ACCMODE) == O_RDONLY;
+	bool changing = info.flags & (DM_ATTR_LIVE | DM_ATTR_ANNOUNCED);
 	/* where it comes from, for a next daemon to open it before it has a
-	 * model (early.h) */
-	if (backing >= 0 && fs->handover)
+	 * model (early.h): a sysfs file read through a backing, or a value
+	 * the kernel keeps the pages of */
+	if (fs->handover && r == 0 && n.t.kind == FS_ATTR && reading && (backing >= 0 || !changing))
 		fs_table_mirror_source(fs->table, ino, dm_device_get_devpath(n.t.dev),
-				       dm_attribute_path(info.attr), info.mode);
+				       backing >= 0 ? dm_attribute_path(info.attr) : NULL, info.mode);
 	fs_ref_release(&n);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
-	bool reading = (fi->flags & O_ACCMODE) == O_RDONLY;
-	bool changing = info.flags & (DM_ATTR_LIVE | DM_ATTR_ANNOUNCED);
 	if (changing && (fi->flags & O_ACCMODE) != O_WRONLY && !(backing >= 0 && reading)) {
 		const struct dm_attribute *a = info.attr;
 		struct fs_open_how how = {

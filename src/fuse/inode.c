@@ -1015,16 +1015,17 @@ static void mirror_source_locked(struct fs_table *t, uint64_t ino, const char *d
 	const struct slot *n = slot_at(t, ino);
 	if (n->kind != FS_ATTR || !n->dev)
 		return;
-	/* @rel, read from its end, is the names from the file up to its
-	 * device's node, through attribute directories */
+	/* the file's device's node, through attribute directories; @rel,
+	 * read from its end, is the names on the way */
 	uint32_t at = (uint32_t)ino;
-	ssize_t end = (ssize_t)strlen(rel);
-	for (int depth = 0; end > 0; depth++) {
+	ssize_t end = rel ? (ssize_t)strlen(rel) : 0;
+	for (int depth = 0; slot_at(t, at)->kind != FS_DEV; depth++) {
 		const struct slot *s = slot_at(t, at);
 		if (depth == SOURCE_DEPTH_MAX || !s->name || s->dev != n->dev ||
-		    (depth > 0 && s->kind != FS_GROUP))
+		    (depth > 0 && s->kind != FS_GROUP) || (rel && end <= 0))
 			return;
-		end = rel_ends_with(rel, (size_t)end, s->name);
+		if (rel)
+			end = rel_ends_with(rel, (size_t)end, s->name);
 		if (end < 0 || s->parent < 2 || s->parent >= t->n_slots)
 			return;
 		at = s->parent;
@@ -1046,14 +1047,17 @@ static void mirror_source_locked(struct fs_table *t, uint64_t ino, const char *d
 		atomic_store_explicit(m->names_used, used + (uint32_t)len, memory_order_release);
 		atomic_store_explicit(&dm->source, used, memory_order_release);
 	}
-	atomic_store_explicit(&m->slots[ino].source, 1 | (mode & 0777) << 1, memory_order_release);
+	atomic_store_explicit(&m->slots[ino].source,
+			      (rel ? FS_SOURCE_SYSFS : FS_SOURCE_KEPT) |
+				      (mode & 0777) << FS_SOURCE_MODE_SHIFT,
+			      memory_order_release);
 }
 
 void fs_table_mirror_source(struct fs_table *t, uint64_t ino, const char *devpath,
 			    const char *rel, unsigned mode)
 {
 	/* once per node: the mirror is set before serving and dropped after */
-	if (!t->mirrored || ino >= t->mirror.slots_cap || !devpath || !rel ||
+	if (!t->mirrored || ino >= t->mirror.slots_cap || !devpath ||
 	    atomic_load_explicit(&t->mirror.slots[ino].source, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&t->lock);
@@ -1095,6 +1099,57 @@ static bool devpath_is_plain(const char *p, size_t len)
 	return true;
 }
 
+/* "/sys<devpath>" of the mirrored device node @d into @buf, its length,
+ * when it has a devpath mirrored and the identity @ident; -ENOENT,
+ * -ENAMETOOLONG. */
+static int mirror_sys_dir(const struct fs_mirror *m, uint32_t used,
+			  const struct fs_mirror_slot *d, uint64_t ident, char *buf, size_t size)
+{
+	size_t dlen;
+	const char *devpath = mirror_string(
+		m, used, atomic_load_explicit(&d->source, memory_order_acquire), PATH_MAX, &dlen);
+	if (!devpath || d->ident != ident || !devpath_is_plain(devpath, dlen))
+		return -ENOENT;
+	int n = snprintf(buf, size, "/sys%.*s", (int)dlen, devpath);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : n;
+}
+
+int fs_mirror_dir(const struct fs_mirror *m, uint64_t ino, char *buf, size_t size,
+		  size_t *ret_len, uint64_t *ret_ident)
+{
+	*ret_len = 0;
+	*ret_ident = 0;
+	if (ino == 1)
+		return 0; /* the mount root */
+	uint32_t high = atomic_load_explicit(m->high, memory_order_acquire);
+	uint32_t used = atomic_load_explicit(m->names_used, memory_order_acquire);
+	if (high > m->slots_cap || used > m->names_cap || ino < 2 || ino >= high)
+		return -ENOENT;
+	const struct fs_mirror_slot *s = &m->slots[ino];
+	uint8_t kind = atomic_load_explicit(&s->kind, memory_order_acquire);
+	uint64_t ident = s->ident;
+	if (!kind || !fs_kind_is_dir((enum fs_kind)kind))
+		return -ENOENT;
+	if (!ident)
+		return 0; /* no device's: bus/, class/ ... and root/ */
+	/* a device's: its device's node, through its directories */
+	for (int depth = 0; kind != FS_DEV; depth++) {
+		uint32_t up = s->parent;
+		if (depth == SOURCE_DEPTH_MAX || up < 2 || up >= high)
+			return -ENOENT;
+		s = &m->slots[up];
+		kind = atomic_load_explicit(&s->kind, memory_order_acquire);
+		if (s->ident != ident)
+			return -ENOENT;
+	}
+	int n = mirror_sys_dir(m, used, s, ident, buf, size);
+	if (n < 0)
+		return n;
+	*ret_len = (size_t)n;
+	*ret_ident = ident;
+	return 0;
+}
+
 int fs_mirror_source(const struct fs_mirror *m, uint64_t ino, char *buf, size_t size,
 		     size_t *ret_dir_len, uint64_t *ret_ident, unsigned *ret_mode)
 {
@@ -1104,8 +1159,9 @@ int fs_mirror_source(const struct fs_mirror *m, uint64_t ino, char *buf, size_t 
 		return -ENOENT;
 	const struct fs_mirror_slot *f = &m->slots[ino];
 	uint32_t source = atomic_load_explicit(&f->source, memory_order_acquire);
-	if (atomic_load_explicit(&f->kind, memory_order_acquire) != FS_ATTR || !(source & 1) ||
-	    source >> 10 || !f->ident)
+	uint32_t how = source & (FS_SOURCE_SYSFS | FS_SOURCE_KEPT);
+	if (atomic_load_explicit(&f->kind, memory_order_acquire) != FS_ATTR ||
+	    (how != FS_SOURCE_SYSFS && how != FS_SOURCE_KEPT) || source >> 11 || !f->ident)
 		return -ENOENT;
 	/* the names from the file up to its device's node */
 	const char *names[SOURCE_DEPTH_MAX];
@@ -1128,17 +1184,12 @@ int fs_mirror_source(const struct fs_mirror *m, uint64_t ino, char *buf, size_t 
 		s = &m->slots[at];
 		kind = atomic_load_explicit(&s->kind, memory_order_acquire);
 	}
-	size_t dlen;
-	const char *devpath = mirror_string(
-		m, used, atomic_load_explicit(&s->source, memory_order_acquire), PATH_MAX, &dlen);
-	if (!devpath || s->ident != f->ident || !devpath_is_plain(devpath, dlen))
-		return -ENOENT;
-	int n = snprintf(buf, size, "/sys%.*s", (int)dlen, devpath);
-	if (n < 0 || (size_t)n >= size)
-		return -ENAMETOOLONG;
+	int n = mirror_sys_dir(m, used, s, f->ident, buf, size);
+	if (n < 0)
+		return n;
 	*ret_dir_len = (size_t)n;
 	size_t len = (size_t)n;
-	while (k-- > 0) {
+	while (how == FS_SOURCE_SYSFS && k-- > 0) {
 		if (len + 1 + lens[k] >= size)
 			return -ENAMETOOLONG;
 		buf[len++] = '/';
@@ -1147,6 +1198,6 @@ int fs_mirror_source(const struct fs_mirror *m, uint64_t ino, char *buf, size_t 
 	}
 	buf[len] = '\0';
 	*ret_ident = f->ident;
-	*ret_mode = source >> 1;
-	return 0;
+	*ret_mode = (source >> FS_SOURCE_MODE_SHIFT) & 0777;
+	return (int)how;
 }

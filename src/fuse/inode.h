@@ -165,12 +165,17 @@ struct fs_mirror_slot {
 	_Atomic uint32_t nlookup;
 	/* where its value comes from (fs_table_mirror_source()), for a next
 	 * daemon to open it before it has a model: on FS_DEV, the offset of
-	 * its devpath in the names (0: none yet); on FS_ATTR, bit 0 when it
-	 * is read through a backing from the sysfs file at its path below its
-	 * device's node, its mode's permission bits above it; else 0. Written
-	 * before it is set; cleared with the node. */
+	 * its devpath in the names (0: none yet); on FS_ATTR, FS_SOURCE_SYSFS
+	 * when it is read through a backing from the sysfs file at its path
+	 * below its device's node, FS_SOURCE_KEPT when it is a value whose
+	 * pages the kernel keeps (keep_cache), with its mode's permission bits
+	 * (FS_SOURCE_MODE_SHIFT); else 0. Written before it is set; cleared
+	 * with the node. */
 	_Atomic uint32_t source;
 };
+#define FS_SOURCE_SYSFS 0x1u
+#define FS_SOURCE_KEPT 0x400u
+#define FS_SOURCE_MODE_SHIFT 1
 /* shared with every daemon of a connection, whatever its build */
 _Static_assert(sizeof(struct fs_mirror_slot) == 32, "a mirrored node is 32 bytes");
 struct fs_mirror {
@@ -229,18 +234,30 @@ int fs_table_adopt(struct fs_table *t, struct dm_model *m, fs_find_fn find,
 /* The nodes taken over and not made yet. */
 size_t fs_table_pending(struct fs_table *t);
 /* The node @ino is a sysfs attribute opened for passthrough from
- * "/sys@devpath/@rel": mirrored (its device's devpath once, on the
- * device's node) when @rel is its path below its device's node, so that a
- * next daemon answers its opens before it has a model (early.h). */
+ * "/sys@devpath/@rel", or (@rel NULL) a value whose pages the kernel
+ * keeps: mirrored (its device's devpath once, on the device's node; @rel
+ * only when it is its path below its device's node) so that a next daemon
+ * answers its opens before it has a model (early.h). */
 void fs_table_mirror_source(struct fs_table *t, uint64_t ino, const char *devpath,
 			    const char *rel, unsigned mode);
-/* The sysfs file the mirrored node @ino is read from (mirrored so):
- * "/sys<devpath>/<rel>" into @buf, the length of its "/sys<devpath>" into
- * *ret_dir_len, its device's identity into *ret_ident, its permission
- * bits (as the daemon serves them) into *ret_mode. Reads only @m,
+/* Where the mirrored node @ino's value comes from (mirrored so): its
+ * source (FS_SOURCE_SYSFS with its file "/sys<devpath>/<rel>" in @buf,
+ * or FS_SOURCE_KEPT with its device's "/sys<devpath>"), the length of
+ * that "/sys<devpath>" into *ret_dir_len, its device's identity into
+ * *ret_ident, its permission bits (as the daemon serves them) into
+ * *ret_mode. Reads only @m,
  * checking whatever it holds (offsets, names, a devpath with no "." or
  * ".." in it). -ENOENT when @ino has none, -ENAMETOOLONG. */
 int fs_mirror_source(const struct fs_mirror *m, uint64_t ino, char *buf, size_t size,
 		     size_t *ret_dir_len, uint64_t *ret_ident, unsigned *ret_mode);
+/* Whether the mirrored node @ino (FUSE_ROOT_ID too) is a directory: 0,
+ * with, for a device's (its device's devpath mirrored), "/sys<devpath>"
+ * in @buf, its length in *ret_len and the device's identity in
+ * *ret_ident to check it by (0 and 0 for one of no device: the mount
+ * root, bus/, class/ ...). -ENOENT when it is not one or its device's
+ * devpath is not mirrored, -ENAMETOOLONG. Reads only @m, as
+ * fs_mirror_source() does. */
+int fs_mirror_dir(const struct fs_mirror *m, uint64_t ino, char *buf, size_t size,
+		  size_t *ret_len, uint64_t *ret_ident);
 
 #endif

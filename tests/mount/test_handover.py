@@ -488,9 +488,10 @@ def test_reads_are_answered_before_the_next_daemon_has_its_model(env):
     """The next daemon answers from the state as soon as it holds the
     connection, while it enumerates (issue 31 item 3): a value the last
     daemon read through passthrough is opened and read, fresh from sysfs,
-    with the enumeration still held; a request the state cannot answer (a
-    listing) is kept and answered once the model is there; the daemon logs
-    the opens it answered early."""
+    and a value it kept is opened and read from the pages the kernel
+    keeps, with the enumeration still held; a request the state cannot
+    answer (a listing) is kept and answered once the model is there; the
+    daemon logs the requests it answered early."""
     tb, mnt, tmp, daemons = env
     if not kernel_has("fuse_passthrough_open"):
         pytest.skip("the kernel has no FUSE passthrough (Linux >= 6.9)")
@@ -502,6 +503,9 @@ def test_reads_are_answered_before_the_next_daemon_has_its_model(env):
         old = f.read()
     with open(own(dev, "devpath")) as f:
         syspath = "/sys" + f.read().strip()
+    vendor = os.path.join(dev, "idVendor")
+    with open(vendor) as f:
+        vendor_text = f.read()
     d1.proc.send_signal(signal.SIGUSR2)
     assert d1.proc.wait(30) == 75, d1.output()
     # meanwhile the value changes: read from sysfs, not from the mirror
@@ -521,6 +525,9 @@ def test_reads_are_answered_before_the_next_daemon_has_its_model(env):
         starter.start()
         got = subprocess.run(["python3", "-c", READ_ONCE, value], capture_output=True,
                              text=True, timeout=150).stdout
+        # a value the daemon keeps, whose pages the kernel has
+        kept = subprocess.run(["python3", "-c", READ_ONCE, vendor], capture_output=True,
+                              text=True, timeout=150).stdout
         held = not os.path.exists(stop)
         lister = subprocess.Popen(["python3", "-c", ATTEMPT + "import os, sys\n"
                                    "print(attempt(lambda: sorted(os.listdir(sys.argv[1]))))",
@@ -533,6 +540,7 @@ def test_reads_are_answered_before_the_next_daemon_has_its_model(env):
     d2 = started[0]
     daemons.append(d2)
     assert got != old and got == "4242\n", (got, old)
+    assert kept == vendor_text, (kept, vendor_text)
     assert held, "the open waited for the enumeration"
     m = re.search(r"before the model, (\d+) requests answered", d2.output())
     assert m and int(m.group(1)) >= 1, d2.output()

@@ -378,7 +378,8 @@ static void test_nodes_made_again_for_a_handover(void **state)
 }
 
 /* handover: a file read through a backing is mirrored with where it comes
- * from (its path below its device's node, the device's devpath once), and
+ * from (its path below its device's node, the device's devpath once), a
+ * value whose pages the kernel keeps with its device, and
  * read back from the mirror alone as the next daemon's early thread does;
  * a path that is not the nodes' names, a mirror whose names were tampered
  * with, and a node made again are not taken for a source. */
@@ -417,14 +418,35 @@ static void test_file_sources_are_mirrored(void **state)
 	size_t dir_len;
 	uint64_t id;
 	unsigned mode;
-	assert_int_equal(fs_mirror_source(&tm.m, x, path, sizeof(path), &dir_len, &id, &mode), 0);
+	assert_int_equal(fs_mirror_source(&tm.m, x, path, sizeof(path), &dir_len, &id, &mode),
+			 FS_SOURCE_SYSFS);
 	assert_string_equal(path, "/sys/devices/virtual/uevent");
 	assert_int_equal(dir_len, strlen("/sys/devices/virtual"));
 	assert_int_equal(id, ident);
 	assert_int_equal(mode, 0444);
-	assert_int_equal(fs_mirror_source(&tm.m, y, path, sizeof(path), &dir_len, &id, &mode), 0);
+	assert_int_equal(fs_mirror_source(&tm.m, y, path, sizeof(path), &dir_len, &id, &mode),
+			 FS_SOURCE_SYSFS);
 	assert_string_equal(path, "/sys/devices/virtual/power/control");
 	assert_int_equal(mode, 0644);
+	/* a value whose pages the kernel keeps: its device's directory */
+	uint64_t k;
+	lookup_at(f->t, g, 3, "kept", &gfile, &k, &gen);
+	fs_table_mirror_source(f->t, k, "/devices/virtual", NULL, 0400);
+	assert_int_equal(fs_mirror_source(&tm.m, k, path, sizeof(path), &dir_len, &id, &mode),
+			 FS_SOURCE_KEPT);
+	assert_string_equal(path, "/sys/devices/virtual");
+	assert_int_equal(mode, 0400);
+	assert_int_equal(id, ident);
+	/* directories: the device's, its attribute directory's, the root */
+	assert_int_equal(fs_mirror_dir(&tm.m, d, path, sizeof(path), &dir_len, &id), 0);
+	assert_string_equal(path, "/sys/devices/virtual");
+	assert_int_equal(id, ident);
+	assert_int_equal(fs_mirror_dir(&tm.m, g, path, sizeof(path), &dir_len, &id), 0);
+	assert_int_equal(dir_len, strlen("/sys/devices/virtual"));
+	assert_int_equal(fs_mirror_dir(&tm.m, 1, path, sizeof(path), &dir_len, &id), 0);
+	assert_int_equal(dir_len, 0);
+	assert_int_equal(id, 0);
+	assert_int_equal(fs_mirror_dir(&tm.m, k, path, sizeof(path), &dir_len, &id), -ENOENT);
 	assert_int_equal(fs_mirror_source(&tm.m, z, path, sizeof(path), &dir_len, &id, &mode),
 			 -ENOENT);
 	assert_int_equal(fs_mirror_source(&tm.m, d, path, sizeof(path), &dir_len, &id, &mode),
