@@ -470,8 +470,10 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd)
 	    (r = fs_early_start(fuse_fd, &fs->early_mirror, &fs->passthrough, &fs->start,
 				 op_unhandled, &fs->early)) < 0)
 		log_warn("handover: nothing is answered before the model (%s)", strerror(-r));
-	if (fs->early)
+	if (fs->early) {
 		dm_fs_io_read_first(fs->se, fs_early_pop, fs->early);
+		log_info("handover: answering from the state until the model is there");
+	}
 	/* a request the last daemon read as it was leaving, and never
 	 * answered, comes again rather than waiting for ever */
 	int e = dm_fs_io_resend(fs->se);
