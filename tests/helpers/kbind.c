@@ -33,8 +33,12 @@
  * with ERRNO and does nothing; ERRNO 0 takes the write and does nothing
  * (a probe deferred, a driver that declines quietly); ERRNO -1 makes the
  * write wait 7 s, then act (an unbind waiting for whoever holds the device
- * open), and -2 wait 2 s (a slow probe). Every other write
- * goes on as usual.
+ * open), and -2 wait 2 s (a slow probe); -3 holds the write until the
+ * test lets it go: it writes the path to the file "<FAIL>.held", waits for
+ * "<FAIL>.go" to exist, then acts (the test kills the daemon meanwhile, a
+ * write it never finishes). An unlink() of a path ending in a SUFFIX of a
+ * -3 line is held so too (the daemon's own files: its binding journal
+ * dropped after the verify step). Every other write goes on as usual.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -54,6 +58,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static ssize_t (*real_write)(int, const void *, size_t);
@@ -336,8 +341,30 @@ static int do_probe(const char *sys, const char *bus, const char *dev)
 	return 0;
 }
 
-/* The refusal the test chose for @path: -ERRNO, 0 (do nothing), or 1. */
-static int chosen(const char *path)
+/* -3: tells the test @path is held, and waits until it lets it go. */
+static void hold(const char *file, const char *path)
+{
+	char held[PATH_MAX], go[PATH_MAX];
+	snprintf(held, sizeof(held), "%s.held", file);
+	snprintf(go, sizeof(go), "%s.go", file);
+	char tmp[PATH_MAX + 8];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", held);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		(void)real_write(fd, path, strlen(path));
+		close(fd);
+	}
+	rename(tmp, held); /* whole, for a reader polling it */
+	struct stat st;
+	while (stat(go, &st) < 0) {
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* The refusal the test chose for @path: -ERRNO, 0 (do nothing), or 1;
+ * @holds_only: only a -3 line is taken (an unlink). */
+static int chosen_of(const char *path, bool holds_only)
 {
 	const char *file = getenv("DRIVERFS_KBIND_FAIL");
 	char text[4096];
@@ -351,6 +378,13 @@ static int chosen(const char *path)
 		if (sscanf(line, "%511s %d", suffix, &err) != 2)
 			continue;
 		size_t sl = strlen(suffix);
+		bool match = sl <= pl && strcmp(path + pl - sl, suffix) == 0;
+		if (match && err == -3) {
+			hold(file, path);
+			return 1;
+		}
+		if (holds_only)
+			continue;
 		if (sl <= pl && strcmp(path + pl - sl, suffix) == 0 && (err == -1 || err == -2)) {
 			sleep(err == -1 ? 7 : 2);
 			return 1;
@@ -359,6 +393,23 @@ static int chosen(const char *path)
 			return -err;
 	}
 	return 1;
+}
+
+static int chosen(const char *path)
+{
+	return chosen_of(path, false);
+}
+
+int unlink(const char *path)
+{
+	static int (*real_unlink)(const char *);
+	if (!real_unlink)
+		real_unlink = (int (*)(const char *))dlsym(RTLD_NEXT, "unlink");
+	if (!real_write)
+		real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+	if (getenv("DRIVERFS_KBIND_FAIL"))
+		(void)chosen_of(path, true);
+	return real_unlink(path);
 }
 
 /* No binding file: the write goes on as usual. */
