@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* journal.c - the binding journal (journal.h). */
+#include "journal.h"
+
+#include "core/hashmap.h"
+#include "log.h"
+#include "replace.h"
+#include "trust.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAGIC "driverfsd-binding-journal"
+#define VERSION 1
+/* A journal longer than this is not one we wrote. */
+#define JOURNAL_MAX_BYTES (4u << 20)
+/* The longest transaction's line: 11 fields, 4 of them names, escaped. */
+#define TXN_LINE_MAX_BYTES (16 * 4096)
+/* The longest line: a group of DM_JOURNAL_MEMBERS_MAX members, every
+ * devpath escaped. */
+#define LINE_MAX_BYTES (3 * 4096 * 3 * (DM_JOURNAL_MEMBERS_MAX + 1))
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static char *journal_path;
+/* key ("txn DEVPATH" / "group DEVPATH") -> its line, both one malloc()ed
+ * block: the key first, NUL, then the line */
+static struct dm_hashmap entries;
+static bool ready;
+
+static void init_locked(void)
+{
+	if (!ready) {
+		dm_hashmap_init(&entries, dm_hash_string, dm_cmp_string);
+		ready = true;
+	}
+}
+
+int dm_journal_set_path(const char *path)
+{
+	char *copy = path ? strdup(path) : NULL;
+	if (path && !copy)
+		return -ENOMEM;
+	pthread_mutex_lock(&lock);
+	free(journal_path);
+	journal_path = copy;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+const char *dm_journal_path(void)
+{
+	return journal_path ? journal_path : DM_BIND_JOURNAL_FILE;
+}
+
+/* This boot's id, into @buf ("unknown" when the kernel does not say). */
+static void boot_id(char *buf, size_t size)
+{
+	snprintf(buf, size, "unknown");
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (!f)
+		return;
+	if (!fgets(buf, (int)size, f))
+		snprintf(buf, size, "unknown");
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static bool safe_byte(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       strchr("._:/+@-", c);
+}
+
+/* @s as a field, appended to @buf (@len used of @size): false when full. */
+static bool put_field(char *buf, size_t size, size_t *len, const char *s)
+{
+	char f[3 * 4096 + 4];
+	size_t n = 0;
+	if (!*s)
+		f[n++] = '%';
+	for (; *s && n + 4 < sizeof(f); s++) {
+		unsigned char c = (unsigned char)*s;
+		if (safe_byte(c))
+			f[n++] = (char)c;
+		else
+			n += (size_t)snprintf(f + n, sizeof(f) - n, "%%%02X", c);
+	}
+	if (*s)
+		return false;
+	int w = snprintf(buf + *len, size - *len, " %.*s", (int)n, f);
+	if (w < 0 || (size_t)w >= size - *len)
+		return false;
+	*len += (size_t)w;
+	return true;
+}
+
+/* A field read back into @out (@size): false when it is not one. */
+static bool get_field(const char *f, char *out, size_t size)
+{
+	size_t n = 0;
+	if (strcmp(f, "%") == 0) {
+		out[0] = '\0';
+		return true;
+	}
+	for (; *f; f++) {
+		unsigned c;
+		if (*f == '%') {
+			if (sscanf(f + 1, "%2x", &c) != 1 || !f[1] || !f[2] || c == 0)
+				return false;
+			f += 2;
+		} else {
+			c = (unsigned char)*f;
+			if (!safe_byte((unsigned char)c))
+				return false;
+		}
+		if (n + 1 >= size)
+			return false;
+		out[n++] = (char)c;
+	}
+	out[n] = '\0';
+	return true;
+}
+
+/* Stores the line @line under @key; lock held. */
+static int put_locked(const char *key, const char *line)
+{
+	init_locked();
+	size_t kl = strlen(key), ll = strlen(line);
+	char *block = malloc(kl + ll + 2);
+	if (!block)
+		return -ENOMEM;
+	memcpy(block, key, kl + 1);
+	memcpy(block + kl + 1, line, ll + 1);
+	char *old = dm_hashmap_remove(&entries, key);
+	free(old);
+	int r = dm_hashmap_put(&entries, block, block);
+	if (r < 0)
+		free(block);
+	return r;
+}
+
+struct text {
+	char *buf;
+	size_t len, cap;
+	int r;
+};
+
+static int add_line(void *value, void *data)
+{
+	const char *block = value;
+	const char *line = block + strlen(block) + 1;
+	struct text *t = data;
+	size_t n = strlen(line);
+	if (t->len + n + 2 > t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 4096;
+		while (cap < t->len + n + 2)
+			cap *= 2;
+		char *p = realloc(t->buf, cap);
+		if (!p) {
+			t->r = -ENOMEM;
+			return -ENOMEM;
+		}
+		t->buf = p;
+		t->cap = cap;
+	}
+	memcpy(t->buf + t->len, line, n);
+	t->len += n;
+	t->buf[t->len++] = '\n';
+	t->buf[t->len] = '\0';
+	return 0;
+}
+
+/* fsync()s the directory holding @path: the rename (or the removal) on
+ * stable storage too. */
+static void sync_dir(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return;
+	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	free(copy);
+}
+
+/* Creates the directories above @path that are missing (0755, root's). */
+static void make_parents(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return;
+	for (char *p = strchr(copy + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		(void)mkdir(copy, 0755);
+		*p = '/';
+	}
+	free(copy);
+}
+
+/* The file as the entries say: written whole, or removed when none is
+ * left. Lock held. */
+static int write_locked(char *why, size_t size)
+{
+	const char *path = dm_journal_path();
+	if (why && size)
+		why[0] = '\0';
+	if (!ready || dm_hashmap_size(&entries) == 0) {
+		if (unlink(path) < 0 && errno != ENOENT) {
+			int r = -errno;
+			if (why)
+				snprintf(why, size, "cannot remove it: %s", strerror(-r));
+			return r;
+		}
+		sync_dir(path);
+		return 0;
+	}
+	char boot[64];
+	boot_id(boot, sizeof(boot));
+	struct text t = { 0 };
+	char head[128];
+	snprintf(head, sizeof(head), "%s %d %s", MAGIC, VERSION, boot);
+	char *block = malloc(2 + strlen(head));
+	if (!block)
+		return -ENOMEM;
+	block[0] = '\0';
+	memcpy(block + 1, head, strlen(head) + 1);
+	add_line(block, &t);
+	free(block);
+	if (t.r == 0)
+		dm_hashmap_for_each(&entries, add_line, &t);
+	if (t.r < 0) {
+		free(t.buf);
+		return t.r;
+	}
+	make_parents(path);
+	char msg[128];
+	int r = dm_replace_file(path, t.buf, t.len, msg, sizeof(msg));
+	free(t.buf);
+	if (r < 0 && why)
+		snprintf(why, size, "%s", *msg ? msg : strerror(-r));
+	if (r == 0)
+		sync_dir(path);
+	return r;
+}
+
+/* Stores @line (malloc()ed, taken) as the entry @kind of
+ * @devpath and writes the file; @ok false: it did not fit. */
+static int put_entry(const char *kind, const char *devpath, char *line, bool ok, char *why,
+		     size_t size)
+{
+	char key[4200];
+	if (!ok) {
+		free(line);
+		snprintf(why, size, "an entry too long");
+		return -ENAMETOOLONG;
+	}
+	snprintf(key, sizeof(key), "%s %.4090s", kind, devpath);
+	pthread_mutex_lock(&lock);
+	int r = put_locked(key, line);
+	if (r == 0)
+		r = write_locked(why, size);
+	else
+		snprintf(why, size, "%s", strerror(-r));
+	pthread_mutex_unlock(&lock);
+	free(line);
+	return r;
+}
+
+int dm_journal_put_txn(const struct dm_journal_txn *t, char *why, size_t size)
+{
+	char num[16];
+	const size_t max = TXN_LINE_MAX_BYTES;
+	char *line = malloc(max);
+	if (!line) {
+		snprintf(why, size, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	size_t len = (size_t)snprintf(line, max, "txn");
+	bool ok = put_field(line, max, &len, t->devpath) &&
+		  put_field(line, max, &len, t->bus) &&
+		  put_field(line, max, &len, t->name) &&
+		  put_field(line, max, &len, t->old_driver) &&
+		  put_field(line, max, &len, t->has_override ? "1" : "0") &&
+		  put_field(line, max, &len, t->old_override);
+	snprintf(num, sizeof(num), "%d", t->action);
+	ok = ok && put_field(line, max, &len, num) &&
+	     put_field(line, max, &len, t->driver) &&
+	     put_field(line, max, &len, t->set_override ? "1" : "0");
+	snprintf(num, sizeof(num), "%d", t->step);
+	ok = ok && put_field(line, max, &len, num) &&
+	     put_field(line, max, &len, t->pending ? "1" : "0");
+	return put_entry("txn", t->devpath, line, ok, why, size);
+}
+
+int dm_journal_put_group(const struct dm_journal_group *g, char *why, size_t size)
+{
+	const size_t max = LINE_MAX_BYTES;
+	char *line = malloc(max);
+	if (!line) {
+		snprintf(why, size, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	size_t len = (size_t)snprintf(line, max, "group");
+	bool ok = put_field(line, max, &len, g->devpath) &&
+		  put_field(line, max, &len, g->driver);
+	for (size_t i = 0; ok && i < g->n && i < DM_JOURNAL_MEMBERS_MAX; i++)
+		ok = put_field(line, max, &len, g->members[i].devpath) &&
+		     put_field(line, max, &len, g->members[i].old_driver) &&
+		     put_field(line, max, &len, g->members[i].had_override ? "1" : "0");
+	return put_entry("group", g->devpath, line, ok, why, size);
+}
+
+static void drop(const char *kind, const char *devpath)
+{
+	char key[4200], why[160];
+	snprintf(key, sizeof(key), "%s %.4090s", kind, devpath);
+	pthread_mutex_lock(&lock);
+	init_locked();
+	char *old = dm_hashmap_remove(&entries, key);
+	if (old) {
+		free(old);
+		if (write_locked(why, sizeof(why)) < 0)
+			log_warn("binding journal %s: %s; its next start may act on a transaction "
+				 "that ended", dm_journal_path(), why);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void dm_journal_drop_txn(const char *devpath)
+{
+	drop("txn", devpath);
+}
+
+void dm_journal_drop_group(const char *devpath)
+{
+	drop("group", devpath);
+}
+
+/* The words of @line (split in place at spaces) into @w (@max): their
+ * number. */
+static size_t split(char *line, char **w, size_t max)
+{
+	size_t n = 0;
+	for (char *save = NULL, *p = strtok_r(line, " ", &save); p && n < max;
+	     p = strtok_r(NULL, " ", &save))
+		w[n++] = p;
+	return n;
+}
+
+static bool get_int(const char *f, int lo, int hi, int *ret)
+{
+	char buf[16], *end;
+	if (!get_field(f, buf, sizeof(buf)) || !buf[0])
+		return false;
+	long v = strtol(buf, &end, 10);
+	if (*end || v < lo || v > hi)
+		return false;
+	*ret = (int)v;
+	return true;
+}
+
+static bool parse_txn(char **w, size_t n, struct dm_journal_txn *t)
+{
+	int has, set, pend;
+	*t = (struct dm_journal_txn){ 0 };
+	return n == 12 && get_field(w[1], t->devpath, sizeof(t->devpath)) &&
+	       t->devpath[0] == '/' && get_field(w[2], t->bus, sizeof(t->bus)) && t->bus[0] &&
+	       get_field(w[3], t->name, sizeof(t->name)) && t->name[0] &&
+	       get_field(w[4], t->old_driver, sizeof(t->old_driver)) && get_int(w[5], 0, 1, &has) &&
+	       get_field(w[6], t->old_override, sizeof(t->old_override)) &&
+	       get_int(w[7], 0, 2, &t->action) && get_field(w[8], t->driver, sizeof(t->driver)) &&
+	       get_int(w[9], 0, 1, &set) && get_int(w[10], 0, 4, &t->step) &&
+	       get_int(w[11], 0, 1, &pend) && ((t->has_override = has), (t->set_override = set),
+					       (t->pending = pend), true);
+}
+
+static bool parse_group(char **w, size_t n, struct dm_journal_group *g)
+{
+	memset(g, 0, sizeof(*g));
+	if (n < 3 || (n - 3) % 3 != 0 || (n - 3) / 3 > DM_JOURNAL_MEMBERS_MAX ||
+	    !get_field(w[1], g->devpath, sizeof(g->devpath)) || g->devpath[0] != '/' ||
+	    !get_field(w[2], g->driver, sizeof(g->driver)) || !g->driver[0])
+		return false;
+	for (size_t i = 3; i < n; i += 3) {
+		int had;
+		if (!get_field(w[i], g->members[g->n].devpath, sizeof(g->members[0].devpath)) ||
+		    g->members[g->n].devpath[0] != '/' ||
+		    !get_field(w[i + 1], g->members[g->n].old_driver,
+			       sizeof(g->members[0].old_driver)) ||
+		    !get_int(w[i + 2], 0, 1, &had))
+			return false;
+		g->members[g->n++].had_override = had;
+	}
+	return true;
+}
+
+int dm_journal_parse(char *text, const char *boot, struct dm_journal_txn **ret_txns,
+		     size_t *ret_n_txns, struct dm_journal_group **ret_groups,
+		     size_t *ret_n_groups)
+{
+	*ret_txns = NULL;
+	*ret_groups = NULL;
+	*ret_n_txns = *ret_n_groups = 0;
+	/* a last line without its newline was cut short: no journal of ours
+	 * (it is written whole) */
+	size_t len = strlen(text);
+	if (len == 0 || text[len - 1] != '\n')
+		return -EINVAL;
+	char *save = NULL, *line = strtok_r(text, "\n", &save);
+	char *w[3 + 3 * DM_JOURNAL_MEMBERS_MAX + 1];
+	if (!line || split(line, w, 4) != 3 || strcmp(w[0], MAGIC) != 0 || strcmp(w[1], "1") != 0)
+		return -EINVAL;
+	if (boot && strcmp(w[2], boot) != 0)
+		return -ESTALE;
+	struct dm_journal_txn *txns = NULL;
+	struct dm_journal_group *groups = NULL;
+	size_t nt = 0, ng = 0;
+	int r = 0;
+	while (r == 0 && (line = strtok_r(NULL, "\n", &save))) {
+		size_t n = split(line, w, sizeof(w) / sizeof(w[0]));
+		if (n == 0) {
+			r = -EINVAL;
+		} else if (strcmp(w[0], "txn") == 0) {
+			struct dm_journal_txn *p = realloc(txns, (nt + 1) * sizeof(*p));
+			if (!p) {
+				r = -ENOMEM;
+				break;
+			}
+			txns = p;
+			r = parse_txn(w, n, &txns[nt]) ? 0 : -EINVAL;
+			nt += r == 0;
+		} else if (strcmp(w[0], "group") == 0) {
+			struct dm_journal_group *p = realloc(groups, (ng + 1) * sizeof(*p));
+			if (!p) {
+				r = -ENOMEM;
+				break;
+			}
+			groups = p;
+			r = parse_group(w, n, &groups[ng]) ? 0 : -EINVAL;
+			ng += r == 0;
+		} else {
+			r = -EINVAL;
+		}
+	}
+	if (r < 0) {
+		free(txns);
+		free(groups);
+		return r;
+	}
+	*ret_txns = txns;
+	*ret_groups = groups;
+	*ret_n_txns = nt;
+	*ret_n_groups = ng;
+	return 0;
+}
+
+/* The whole trusted file into *ret; -ENOENT when there is none. */
+static int read_trusted(const char *path, char **ret, char *why, size_t size)
+{
+	/* O_NONBLOCK: a FIFO planted there must not hang the start */
+	int fd = dm_trust_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, why, size);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > JOURNAL_MAX_BYTES) {
+		snprintf(why, size, "%s",
+			 !S_ISREG(st.st_mode) ? "not a regular file" : "too large for a journal");
+		close(fd);
+		return -EINVAL;
+	}
+	char *buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	size_t len = 0;
+	ssize_t n;
+	while (len < (size_t)st.st_size &&
+	       (n = read(fd, buf + len, (size_t)st.st_size - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int r = -errno;
+			snprintf(why, size, "%s", strerror(-r));
+			free(buf);
+			close(fd);
+			return r;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	if (strlen(buf) != len) {
+		snprintf(why, size, "not a journal (a NUL byte in it)");
+		free(buf);
+		return -EINVAL;
+	}
+	*ret = buf;
+	return 0;
+}
+
+int dm_journal_load(struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
+		    struct dm_journal_group **ret_groups, size_t *ret_n_groups, char *why,
+		    size_t size)
+{
+	*ret_txns = NULL;
+	*ret_groups = NULL;
+	*ret_n_txns = *ret_n_groups = 0;
+	why[0] = '\0';
+	pthread_mutex_lock(&lock);
+	const char *path = dm_journal_path();
+	char *text = NULL;
+	int r = read_trusted(path, &text, why, size);
+	if (r == -ENOENT) {
+		pthread_mutex_unlock(&lock);
+		return 0;
+	}
+	char boot[64];
+	boot_id(boot, sizeof(boot));
+	if (r == 0)
+		r = dm_journal_parse(text, boot, ret_txns, ret_n_txns, ret_groups, ret_n_groups);
+	free(text);
+	if (r == -ESTALE)
+		snprintf(why, size, "written in another boot (the kernel's bindings started afresh "
+				    "since)");
+	else if (r == -EINVAL && !why[0])
+		snprintf(why, size, "not a binding journal (or one cut short)");
+	/* what it lists stays in it until each is acted on */
+	char ignored[8];
+	for (size_t i = 0; r == 0 && i < *ret_n_txns; i++) {
+		struct dm_journal_txn *t = &(*ret_txns)[i];
+		pthread_mutex_unlock(&lock);
+		r = dm_journal_put_txn(t, ignored, sizeof(ignored));
+		pthread_mutex_lock(&lock);
+	}
+	for (size_t i = 0; r == 0 && i < *ret_n_groups; i++) {
+		pthread_mutex_unlock(&lock);
+		r = dm_journal_put_group(&(*ret_groups)[i], ignored, sizeof(ignored));
+		pthread_mutex_lock(&lock);
+	}
+	pthread_mutex_unlock(&lock);
+	if (r < 0 && r != -EPERM && r != -ESTALE && r != -EINVAL && !why[0])
+		snprintf(why, size, "%s", strerror(-r));
+	if (r < 0) {
+		free(*ret_txns);
+		free(*ret_groups);
+		*ret_txns = NULL;
+		*ret_groups = NULL;
+		*ret_n_txns = *ret_n_groups = 0;
+	}
+	return r;
+}
