@@ -47,6 +47,7 @@ static const struct config_key keys[] = {
 	KEY("PM", "HookTimeout", KEY_TIMEOUT, hook_timeout_s),
 	KEY("Binding", "Protect", KEY_NAMES, protect),
 	KEY("Binding", "PersistFile", KEY_PATH, persist_file),
+	KEY("Binding", "BindingJournal", KEY_PATH, binding_journal),
 };
 #undef KEY
 
@@ -151,6 +152,7 @@ void dm_config_done(struct dm_config *c)
 	free(c->transition_record);
 	free(c->protect);
 	free(c->persist_file);
+	free(c->binding_journal);
 	*c = (struct dm_config){ 0 };
 }
 

@@ -20,10 +20,14 @@
  *                                                 force, space-separated
  *              PersistFile=<absolute path>        default DM_PERSIST_FILE:
  *                                                 persisted bindings
+ *              BindingJournal=<absolute path>     default DM_BIND_JOURNAL_FILE:
+ *                                                 the transactions under
+ *                                                 way, for the next start
+ *                                                 to finish or undo
  *
  * Syntax and error reporting: conffile.h's; unknown sections and keys are
  * errors. The command line wins over the file (MOUNTPOINT,
- * --hotplug-helper, --coldplug, --transition-record, -d). On SIGHUP, LogLevel=, HookTimeout=
+ * --hotplug-helper, --coldplug, --transition-record, --binding-journal, -d). On SIGHUP, LogLevel=, HookTimeout=
  * and Protect= take effect (with drivers.d); the others need a restart.
  */
 #ifndef DM_CONFIG_H
@@ -48,6 +52,7 @@ struct dm_config {
 	int hook_timeout_s;
 	char *protect; /* [Binding] Protect=, or NULL */
 	char *persist_file; /* [Binding] PersistFile=, or NULL: the default */
+	char *binding_journal; /* [Binding] BindingJournal=, or NULL: the default */
 };
 
 /*

@@ -33,6 +33,7 @@ struct options {
 	const char *snapshot; /* --snapshot FILE */
 	const char *helper; /* --hotplug-helper CMDLINE */
 	const char *record; /* --transition-record FILE */
+	const char *journal; /* --binding-journal FILE */
 	struct dm_monitor_config uevents; /* --kernel-uevents, --uevent-buffer */
 	bool coldplug;
 	bool check_config;

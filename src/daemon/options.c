@@ -2,6 +2,7 @@
 /* options.c - driverfsd's command line: --help, and the options parsed. */
 #include "daemon.h"
 #include "version.h"
+#include "drivers/journal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -73,6 +74,11 @@ static void usage(FILE *f)
 		"                     suspended (instead of the configuration's\n"
 		"                     TransitionRecord=, default " DM_CONFIG_TRANSITION_RECORD "); those\n"
 		"                     a killed daemon left there are resumed at start\n"
+		"      --binding-journal FILE  where to record the binding transactions under\n"
+		"                     way (instead of the configuration's BindingJournal=,\n"
+		"                     default " DM_BIND_JOURNAL_FILE "); those a killed\n"
+		"                     daemon left there are rolled back (or completed, past\n"
+		"                     their verify step) at start\n"
 		"  -h, --help         show this help\n"
 		"  -V, --version      show the version\n"
 		"\n"
@@ -157,6 +163,7 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 		{ "hotplug-helper", required_argument, NULL, 'H' },
 		{ "coldplug", no_argument, NULL, 'C' },
 		{ "transition-record", required_argument, NULL, 'T' },
+		{ "binding-journal", required_argument, NULL, 'J' },
 		{ "kernel-uevents", no_argument, NULL, 'k' },
 		{ "uevent-buffer", required_argument, NULL, 'B' },
 		{ "check-config", no_argument, NULL, 'K' },
@@ -193,6 +200,9 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'T':
 			o->record = optarg;
+			break;
+		case 'J':
+			o->journal = optarg;
 			break;
 		case 'k':
 			o->uevents.kernel = true;
@@ -273,6 +283,10 @@ int daemon_parse_options(int argc, char **argv, struct options *o)
 	/* checked before anything is mounted: the helper starts only later */
 	if (o->record && o->record[0] != '/') {
 		fprintf(stderr, "driverfsd: --transition-record needs an absolute path\n");
+		return -EINVAL;
+	}
+	if (o->journal && o->journal[0] != '/') {
+		fprintf(stderr, "driverfsd: --binding-journal needs an absolute path\n");
 		return -EINVAL;
 	}
 	if (o->helper && o->helper[strspn(o->helper, " \t")] != '/') {

@@ -118,6 +118,9 @@ static void warn_unreloadable(const struct dm_config *old, const struct dm_confi
 		changed = "Coldplug=";
 	else if (strcmp(old->transition_record, new->transition_record) != 0)
 		changed = "TransitionRecord=";
+	else if ((old->binding_journal == NULL) != (new->binding_journal == NULL) ||
+		 (old->binding_journal && strcmp(old->binding_journal, new->binding_journal) != 0))
+		changed = "BindingJournal=";
 	else if (old->source_pci != new->source_pci || old->source_usb != new->source_usb)
 		changed = "[Sources]";
 	if (changed)

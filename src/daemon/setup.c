@@ -12,6 +12,7 @@
 #include "drivers/binding.h"
 #include "drivers/exec.h"
 #include "drivers/inuse.h"
+#include "drivers/journal.h"
 #include "drivers/modules.h"
 #include "drivers/needs.h"
 #include "drivers/persist.h"
@@ -114,6 +115,28 @@ static void recover_transition(struct dm_pm *pm, const char *path)
 		log_err("%s: resuming what an earlier run left suspended: %s", path, why);
 }
 
+/* The binding journal (docs/design.md §7.5), and the transactions a killed
+ * daemon left in it: each completed or rolled back before the tree is
+ * served, before the persisted bindings are applied. */
+static void recover_binding(struct dm_model *m, const char *path)
+{
+	if (dm_journal_set_path(path) < 0) {
+		log_err("binding journal: %s", strerror(ENOMEM));
+		return;
+	}
+	char why[PATH_MAX + 128];
+	int r = dm_binding_recover(m, why, sizeof(why));
+	path = dm_journal_path();
+	if (r > 0)
+		log_info("%s: acted on %d binding transaction%s an earlier run left unfinished",
+			 path, r, r == 1 ? "" : "s");
+	else if (r == -EPERM)
+		log_err("%s: refused, anyone but root could change it: %s; nothing in it is "
+			"rolled back or completed", path, why);
+	else if (r < 0)
+		log_err("%s: %s; nothing in it is rolled back or completed", path, why);
+}
+
 /* The enabled sources, NULL-terminated, into @sources (4 slots): udev,
  * always, and first (it places every device); and into @fillers (3 slots)
  * those that complete a hotplugged device's record. */
@@ -181,6 +204,7 @@ static int set_up_binding(struct daemon *d)
 	if (dm_binding_set_protected(d->cfg.protect) < 0)
 		return daemon_fail(-ENOMEM);
 	dm_model_set_bind_request(d->model, dm_binding_request, NULL);
+	recover_binding(d->model, d->o->journal ? d->o->journal : d->cfg.binding_journal);
 	int r = dm_model_add_root_group(d->model, &dm_persist_root_group);
 	if (r < 0)
 		return daemon_fail(r);

@@ -6,6 +6,7 @@
 #include "core/array.h"
 #include "core/hashmap.h"
 #include "inuse.h"
+#include "journal.h"
 #include "modules.h"
 #include "persist.h"
 #include "log.h"
@@ -123,6 +124,11 @@ struct txn {
 	/* the report as others than root read it (dm_binding_status()) */
 	char pub[REPORT_MAX];
 	size_t pub_len;
+	/* the journal's entry (journal.h): written before the first write,
+	 * its step moved on before each, dropped when the transaction ends
+	 * (done or rolled back; kept when a step is pending) */
+	struct dm_journal_txn jt;
+	bool journaled, pending;
 };
 
 /* @s appended to the report @buf (@len long), cut where it is full. */
@@ -270,6 +276,7 @@ static void roll_back(struct txn *t)
 static int failed(struct txn *t, enum dm_bind_step step, int r)
 {
 	if (r == -ETIMEDOUT) {
+		t->pending = true;
 		say(t, "pending: %s did not return within %d ms; the kernel may still "
 		       "finish it, and its uevent will show the outcome (nothing undone)\n",
 		    step_names[step], DM_BIND_TIMEOUT_MS);
@@ -472,6 +479,42 @@ static void module_hint(struct txn *t, const char *driver)
 	/* else no indexes to look in (or no memory): nothing to say */
 }
 
+/* The journal's entry of @t, its step now @step, written durably before
+ * that step's write; 0 or -errno (the report says why). */
+static int journal_step(struct txn *t, enum dm_bind_step step)
+{
+	char why[256];
+	t->jt.step = (int)step;
+	int r = dm_journal_put_txn(&t->jt, why, sizeof(why));
+	if (r < 0)
+		say(t, "journal %s: %s\n", dm_journal_path(), why);
+	return r;
+}
+
+/* Before the first write: what the transaction found, recorded. */
+static int journal_begin(struct txn *t, const char *target, bool set_override)
+{
+	struct dm_journal_txn *j = &t->jt;
+	*j = (struct dm_journal_txn){ 0 };
+	snprintf(j->devpath, sizeof(j->devpath), "%s", t->devdir + 4);
+	snprintf(j->bus, sizeof(j->bus), "%s", t->busdir + 9);
+	snprintf(j->name, sizeof(j->name), "%s", t->name);
+	snprintf(j->old_driver, sizeof(j->old_driver), "%s", t->old_driver);
+	j->has_override = t->has_override;
+	snprintf(j->old_override, sizeof(j->old_override), "%s", t->old_override);
+	j->action = (int)t->req->action;
+	snprintf(j->driver, sizeof(j->driver), "%s", target ? target : "");
+	j->set_override = set_override;
+	int r = journal_step(t, DM_STEP_CHECK);
+	if (r < 0) {
+		say(t, "refused: the transaction cannot be recorded, and a daemon killed in "
+		       "its middle would leave the device half-moved (nothing written)\n");
+		return r;
+	}
+	t->journaled = true;
+	return 0;
+}
+
 static int run(struct txn *t)
 {
 	const struct dm_bind_request *req = t->req;
@@ -584,20 +627,32 @@ static int run(struct txn *t)
 		return veto < 0 && !req->force ? veto : 0;
 	}
 
+	/* recorded before the first write: a daemon killed from here on
+	 * leaves its successor what it needs to put the device back */
+	r = journal_begin(t, target, set_override);
+	if (r < 0)
+		return r;
 	/* override: from now on only @target may bind (or, cleared, any) */
 	if (set_override) {
+		if ((r = journal_step(t, DM_STEP_OVERRIDE)) < 0)
+			return failed(t, DM_STEP_OVERRIDE, r);
 		r = write_override(t, target ? target : "");
 		if (r < 0)
 			return failed(t, DM_STEP_OVERRIDE, r);
 		t->override_set = true;
 	}
 	if (unbind) {
+		if ((r = journal_step(t, DM_STEP_UNBIND)) < 0)
+			return failed(t, DM_STEP_UNBIND, r);
 		r = write_driver_file(t, t->old_driver, "unbind");
 		if (r < 0)
 			return failed(t, DM_STEP_UNBIND, r);
 		t->unbound = true;
 	}
 	/* (bound to @target already, only its override was to be set) */
+	bool probe = (target && strcmp(t->old_driver, target) != 0) || req->action == DM_BIND_DEFAULT;
+	if (probe && (r = journal_step(t, DM_STEP_PROBE)) < 0)
+		return failed(t, DM_STEP_PROBE, r);
 	if (target && strcmp(t->old_driver, target) != 0) {
 		r = write_driver_file(t, target, "bind");
 		if (r < 0)
@@ -609,6 +664,8 @@ static int run(struct txn *t)
 	}
 
 	char now[256];
+	if ((r = journal_step(t, DM_STEP_VERIFY)) < 0)
+		return failed(t, DM_STEP_VERIFY, r);
 	current_driver(t, now, sizeof(now));
 	if (target && strcmp(now, target) != 0) {
 		say(t, "the driver link names %s\n", now[0] ? now : "no driver");
@@ -730,6 +787,38 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req, 
 	char preface[1024] = "";
 	size_t len = 0;
 	int r = 0;
+	/* the members and their bindings, recorded before the first moves: a
+	 * daemon killed in the middle has the next one put them back */
+	struct dm_journal_group *g = n > 0 && !req->dry_run ? calloc(1, sizeof(*g)) : NULL;
+	if (n > 0 && !req->dry_run) {
+		char why[256];
+		r = g ? 0 : -ENOMEM;
+		if (g) {
+			snprintf(g->devpath, sizeof(g->devpath), "%s", dm_device_get_devpath(dev));
+			snprintf(g->driver, sizeof(g->driver), "%s", req->driver);
+			for (int i = 0; i < n && r == 0; i++) {
+				if (g->n == DM_JOURNAL_MEMBERS_MAX) {
+					r = -E2BIG;
+					break;
+				}
+				snprintf(g->members[g->n].devpath, sizeof(g->members[0].devpath), "%s",
+					 dm_device_get_devpath(v[i].dev));
+				snprintf(g->members[g->n].old_driver, sizeof(g->members[0].old_driver),
+					 "%s", v[i].before.driver);
+				g->members[g->n++].had_override = v[i].before.had_override;
+			}
+		}
+		if (r == 0 && (r = dm_journal_put_group(g, why, sizeof(why))) < 0)
+			log_warn("binding %s: journal %s: %s; the group is not moved",
+				 dm_device_get_sysname(dev), dm_journal_path(), why);
+		if (r < 0) {
+			for (int i = 0; i < n; i++)
+				dm_device_unref(v[i].dev);
+			free(v);
+			free(g);
+			return r;
+		}
+	}
 	/* a dry run plans every member, and the device, whatever one's answer
 	 * (the first refusal returned) */
 	for (int i = 0; i < n && (r == 0 || req->dry_run); i++) {
@@ -774,6 +863,9 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req, 
 		if (r == -EINVAL && !*ret_invalid)
 			r = -EIO; /* a member's failure, not the request's value */
 	}
+	if (g)
+		dm_journal_drop_group(g->devpath);
+	free(g);
 	for (int i = 0; i < n; i++)
 		dm_device_unref(v[i].dev);
 	free(v);
@@ -870,6 +962,16 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 	if (!req->dry_run)
 		dm_device_set_binding(dev, true);
 	int r = run(t);
+	/* the transaction ended (done, or rolled back): its entry goes; a
+	 * step pending keeps it, marked, for the next start to decide */
+	if (t->journaled && t->pending) {
+		char why[256];
+		t->jt.pending = true;
+		if (dm_journal_put_txn(&t->jt, why, sizeof(why)) < 0)
+			log_warn("binding %s: journal %s: %s", name, dm_journal_path(), why);
+	} else if (t->journaled) {
+		dm_journal_drop_txn(devpath);
+	}
 	if (!req->dry_run)
 		dm_device_set_binding(dev, false);
 	if (r == 0 && req->persist && !req->dry_run) {
@@ -979,4 +1081,173 @@ bool dm_binding_last_outcome(const char *devpath, bool *done, bool *failed, char
 	}
 	pthread_mutex_unlock(&reports_lock);
 	return r != NULL;
+}
+
+/* ---- recovery at start: what a killed daemon's journal left ---- */
+
+/* @text kept as @devpath's report, a new one (@append: added to the one
+ * recovery made for it already: @more). */
+static void keep_report(struct dm_device *dev, const char *text, bool more, bool done,
+			bool failed_)
+{
+	const char *devpath = dm_device_get_devpath(dev);
+	char devdir[PATH_MAX];
+	snprintf(devdir, sizeof(devdir), "/sys%.4000s", devpath);
+	pthread_mutex_lock(&reports_lock);
+	struct report *rep = report_get_locked(devpath);
+	if (rep) {
+		more = more && rep->seq > 0;
+		size_t len = more ? strlen(rep->text) : 0, plen = more ? strlen(rep->pub) : 0;
+		if (!more) {
+			rep->text[0] = rep->pub[0] = '\0';
+			rep->seq++;
+		}
+		append(rep->text, sizeof(rep->text), &len, text);
+		append(rep->pub, sizeof(rep->pub), &plen, text);
+		rep->done = done;
+		rep->failed = failed_;
+		driver_of(devdir, rep->left, sizeof(rep->left));
+	}
+	pthread_mutex_unlock(&reports_lock);
+}
+
+/* Whether the device is as @j requested. */
+static bool as_requested(const struct txn *t, const struct dm_journal_txn *j)
+{
+	char now[256], path[PATH_MAX + 32], ovr[256] = "";
+	current_driver(t, now, sizeof(now));
+	snprintf(path, sizeof(path), "%s/driver_override", t->devdir);
+	if (dm_run_read(path, ovr, sizeof(ovr)) < 0 || strcmp(ovr, "(null)") == 0)
+		ovr[0] = '\0';
+	switch ((enum dm_bind_action)j->action) {
+	case DM_BIND_TO:
+		return strcmp(now, j->driver) == 0 && (!j->has_override || strcmp(ovr, j->driver) == 0);
+	case DM_BIND_NONE:
+		return !now[0];
+	case DM_BIND_DEFAULT:
+		return !ovr[0];
+	}
+	return false;
+}
+
+/* One transaction a killed daemon left: completed when it had reached its
+ * verify step (or its last step was pending) and the device is as
+ * requested, else rolled back by the live path's roll_back(). */
+static void recover_txn(struct dm_model *m, const struct dm_journal_txn *j, bool *ret_recovered)
+{
+	*ret_recovered = false;
+	struct dm_device *dev = dm_model_find_devpath(m, j->devpath);
+	const char *step = j->step >= 0 && j->step <= DM_STEP_VERIFY ? step_names[j->step] : "?";
+	if (!dev) {
+		log_warn("binding journal: %s: a transaction the daemon died in (at step %s) and "
+			 "the device is gone; nothing to do",
+			 j->devpath, step);
+		dm_journal_drop_txn(j->devpath);
+		return;
+	}
+	struct txn *t = calloc(1, sizeof(*t));
+	if (!t) {
+		dm_device_unref(dev);
+		return; /* left in the journal for the next start */
+	}
+	struct dm_bind_request req = { .action = (enum dm_bind_action)j->action,
+				       .driver = j->driver };
+	t->dev = dev;
+	t->req = &req;
+	t->name = j->name;
+	snprintf(t->devdir, sizeof(t->devdir), "/sys%.4000s", j->devpath);
+	snprintf(t->busdir, sizeof(t->busdir), "/sys/bus/%.60s", j->bus);
+	snprintf(t->old_driver, sizeof(t->old_driver), "%s", j->old_driver);
+	t->has_override = j->has_override;
+	snprintf(t->old_override, sizeof(t->old_override), "%s", j->old_override);
+	t->override_set = j->set_override && j->step >= DM_STEP_OVERRIDE;
+	const char *what = req.action == DM_BIND_TO	 ? j->driver
+			   : req.action == DM_BIND_NONE ? "no driver"
+							: "the kernel's default";
+	dm_device_set_binding(dev, true);
+	bool complete = (j->step == DM_STEP_VERIFY || j->pending) && as_requested(t, j);
+	if (complete) {
+		say(t, "recovered at start: completed: the daemon died at step %s%s; the device "
+		       "is bound as requested (%s)\n",
+		    step, j->pending ? " (pending)" : "", what);
+		say(t, "device %s, was bound to %s, driver_override %s\n", t->name,
+		    j->old_driver[0] ? j->old_driver : "no driver",
+		    !j->has_override ? "(not on this bus)"
+		    : j->old_override[0] ? j->old_override : "(none)");
+	} else {
+		say(t, "recovered at start: rolled back after the daemon died at step %s%s\n", step,
+		    j->pending ? " (pending)" : "");
+		say(t, "device %s, was bound to %s, driver_override %s; request: %s\n", t->name,
+		    j->old_driver[0] ? j->old_driver : "no driver",
+		    !j->has_override ? "(not on this bus)"
+		    : j->old_override[0] ? j->old_override : "(none)",
+		    what);
+		roll_back(t);
+	}
+	dm_device_set_binding(dev, false);
+	log_warn("binding %s: %.*s", t->name, (int)strcspn(t->text, "\n"), t->text);
+	keep_report(dev, t->text, false, complete && req.action != DM_BIND_DEFAULT, !complete);
+	dm_journal_drop_txn(j->devpath);
+	*ret_recovered = true;
+	free(t);
+	dm_device_unref(dev);
+}
+
+/* A group move a killed daemon left: complete when its device is bound to
+ * the driver, else each member put back (dm_binding_restore(), as the live
+ * rollback does). */
+static void recover_group(struct dm_model *m, const struct dm_journal_group *g)
+{
+	struct dm_device *dev = dm_model_find_devpath(m, g->devpath);
+	char devdir[PATH_MAX], now[256] = "", text[REPORT_MAX];
+	size_t len = 0;
+	text[0] = '\0';
+	snprintf(devdir, sizeof(devdir), "/sys%.4000s", g->devpath);
+	driver_of(devdir, now, sizeof(now));
+	bool complete = dev && strcmp(now, g->driver) == 0;
+	char line[1024];
+	snprintf(line, sizeof(line), "recovered at start: group move to %s %s\n", g->driver,
+		 complete ? "completed (the device is bound to it)" : "rolled back");
+	append(text, sizeof(text), &len, line);
+	for (size_t i = 0; !complete && i < g->n; i++) {
+		struct dm_device *md = dm_model_find_devpath(m, g->members[i].devpath);
+		struct dm_binding_saved before = { .had_override = g->members[i].had_override };
+		snprintf(before.driver, sizeof(before.driver), "%s", g->members[i].old_driver);
+		int b = md ? dm_binding_restore(md, &before, true) : -ENODEV;
+		snprintf(line, sizeof(line), "group: %s back to %s: %s\n",
+			 strrchr(g->members[i].devpath, '/') + 1,
+			 before.driver[0] ? before.driver : "no driver", b < 0 ? strerror(-b) : "ok");
+		append(text, sizeof(text), &len, line);
+		if (md)
+			dm_device_unref(md);
+	}
+	log_warn("binding journal: %s: %s", g->devpath, text);
+	if (dev) {
+		keep_report(dev, text, true, complete, !complete);
+		dm_device_unref(dev);
+	}
+	dm_journal_drop_group(g->devpath);
+}
+
+int dm_binding_recover(struct dm_model *m, char *why, size_t size)
+{
+	struct dm_journal_txn *txns;
+	struct dm_journal_group *groups;
+	size_t nt, ng;
+	int r = dm_journal_load(&txns, &nt, &groups, &ng, why, size);
+	if (r < 0)
+		return r;
+	int n = 0;
+	for (size_t i = 0; i < nt; i++) {
+		bool done;
+		recover_txn(m, &txns[i], &done);
+		n += done;
+	}
+	for (size_t i = 0; i < ng; i++) {
+		recover_group(m, &groups[i]);
+		n++;
+	}
+	free(txns);
+	free(groups);
+	return n;
 }

@@ -84,6 +84,19 @@ int dm_binding_restore(struct dm_device *dev, const struct dm_binding_saved *sav
  * as dm_model_set_bind_request() takes it: the same transaction. */
 int dm_binding_request(struct dm_device *dev, const char *driver, void *data);
 
+/* At start, before serving: the binding journal (journal.h) a killed
+ * daemon left, acted on. Each transaction that had reached its verify step
+ * (or was pending) and left the device as requested is completed; every
+ * other one is rolled back as a failed step is (driver_override restored,
+ * the old driver bound again, or none); a group move whose device is not
+ * bound as requested has its members put back. Each outcome is logged and
+ * is the device's report ("recovered at start: ..."); each entry is dropped
+ * once acted on. The number acted on, or -errno with why in @why: -EPERM
+ * for a journal anyone but root could change, -ESTALE for one of another
+ * boot, -EINVAL for a file that is no journal; nothing in those is acted
+ * on (the file is left). */
+int dm_binding_recover(struct dm_model *m, char *why, size_t size);
+
 /* The devices (by name) and kernel drivers never unbound without force
  * (driverfsd.conf's Protect=, space-separated; NULL: none). Copied. */
 int dm_binding_set_protected(const char *names);

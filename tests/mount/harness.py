@@ -146,8 +146,9 @@ class Daemon:
         UMockdev.Testbed to serve instead of a file (another daemon's, kept
         alive by the caller); wrapper, a command line the daemon's is run
         by (setpriv ...); ready, how long it may take to start (s). The
-        transition record is the test's own (tmp/transition) unless
-        extra_args name one."""
+        transition record and the binding journal are the test's own
+        (tmp/transition, tmp/binding-journal) unless extra_args name
+        them."""
         self.testbed = None
         if testbed is not None:
             self.testbed = testbed
@@ -169,6 +170,12 @@ class Daemon:
             prepare(self.testbed.get_root_dir())
         if not any(a.startswith("--transition-record") for a in extra_args):
             extra_args = ["--transition-record", os.path.join(self.tmp.name, "transition"),
+                          *extra_args]
+        # each daemon its own binding journal: a testbed's transactions
+        # must never be acted on by a daemon of another testbed, or of the
+        # machine
+        if not any(a.startswith("--binding-journal") for a in extra_args):
+            extra_args = ["--binding-journal", os.path.join(self.tmp.name, "binding-journal"),
                           *extra_args]
         if self.testbed is not None:
             env = umockdev_env(self.testbed, {"NOTIFY_SOCKET": sock_path, **(extra_env or {})})
