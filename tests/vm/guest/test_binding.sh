@@ -77,4 +77,30 @@ ok $? "the report names the step, the kernel's errno and the rollback"
 grep -q '^failed: probe: Invalid argument (EINVAL)$' "$M/$RP/binding"
 ok $? "and so does its binding file"
 
+# a transaction a killed daemon left (issue 33 item 1): the NIC half-moved
+# as a daemon killed at its probe step leaves it (driver_override
+# vfio-pci, unbound from e1000e, bound to nothing), and the journal entry
+# it had written; the next daemon rolls it back on the real driver core
+kill "$daemon" && until_ok [ ! -d "/proc/$daemon" ]
+until_ok sh -c "! grep -q ' /devices fuse' /proc/mounts"
+ok $? "the daemon is gone, and its mount"
+echo vfio-pci > "$S/$NIC/driver_override" && echo "$NIC" > /sys/bus/pci/drivers/e1000e/unbind
+[ -z "$(sys_driver "$NIC")" ] && [ "$(cat "$S/$NIC/driver_override")" = vfio-pci ]
+ok $? "half-moved: no driver, driver_override vfio-pci"
+devpath=$(readlink -f "$S/$NIC")
+mkdir -p /run/driverfsd
+printf 'driverfsd-binding-journal 1 %s\ntxn %s pci %s e1000e 1 %% 0 vfio-pci 1 3 0\n' \
+	"$(cat /proc/sys/kernel/random/boot_id)" "${devpath#/sys}" "$NIC" > /run/driverfsd/binding-journal
+chmod 0644 /run/driverfsd/binding-journal
+check "driverfsd --kernel-uevents mounted again, the journal left there" mount_driverfs
+[ "$(sys_driver "$NIC")" = e1000e ] && [ -d "$S/$NIC/net" ]
+ok $? "rolled back at start: the kernel has the NIC on e1000e (sysfs: $(sys_driver "$NIC"))"
+[ "$(cat "$S/$NIC/driver_override")" = "(null)" ]
+ok $? "rolled back at start: its driver_override is cleared ($(cat "$S/$NIC/driver_override"))"
+[ ! -e /run/driverfsd/binding-journal ]
+ok $? "the journal is dropped"
+diag < "$M/$NIC/binding"
+grep -q '^recovered at start: rolled back after the daemon died at step probe$' "$M/$NIC/binding"
+ok $? "its binding file says so"
+
 finish
