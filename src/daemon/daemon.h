@@ -61,6 +61,7 @@ struct daemon {
 	 * (LISTEN_FDS), taken at start-up, until taken over; else -1 */
 	int handed_fuse, handed_state;
 	bool taken_over; /* that connection is the fs's (dm_fs_adopt()) */
+	bool left; /* the mount left to the next daemon (daemon_serve()) */
 	struct dm_model *model;
 	struct dm_pm *pm; /* NULL with --snapshot */
 	struct dm_driver *pci_pm, *vfio;

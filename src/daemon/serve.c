@@ -216,6 +216,7 @@ int daemon_serve(struct daemon *d)
 		 * holds are in the mirror the next daemon reads */
 		dm_fs_leave(d->fs);
 		log_info("left the mount at %s to the next daemon", d->mountpoint);
+		d->left = true;
 		r = 1;
 	}
 	dm_service_free(d->service);

@@ -420,6 +420,22 @@ void daemon_tear_down(struct daemon *d)
 	dm_service_free(d->service);
 	dm_monitor_free(d->monitor);
 	dm_helper_free(d->helper);
+	if (d->left) {
+		/* The next daemon starts once this one has exited, and the
+		 * readers wait until it answers: what the kernel, the next
+		 * daemon and the drivers need is done (the state "left", the
+		 * backings kept, the invalidations stopped, no move under way,
+		 * exec drivers' remove()); the memory of the model and of the
+		 * nodes the kernel holds, 0.4 s to free at 10^5 devices, goes
+		 * with the process. (Without the notifier stopped first, a
+		 * next daemon's test saw a device removed meanwhile still
+		 * there, 2 runs in 5: test_handover's what_changed.) */
+		dm_fs_stop_notifier(d->fs);
+		dm_needs_stop();
+		dm_exec_unload(d->exec);
+		fflush(NULL);
+		_exit(DAEMON_EXIT_HANDOVER);
+	}
 	dm_fs_free(d->fs);
 	/* the kernel drivers exec drivers needed stay bound (needs.h) */
 	dm_needs_stop();

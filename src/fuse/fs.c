@@ -651,6 +651,11 @@ int dm_fs_start_notifier(struct dm_fs *fs)
 	return fs_notifier_start(&fs->notifier, fs->se);
 }
 
+void dm_fs_stop_notifier(struct dm_fs *fs)
+{
+	fs_notifier_stop(&fs->notifier);
+}
+
 void dm_fs_sync_invalidations(struct dm_fs *fs)
 {
 	fs_notifier_sync(&fs->notifier);

@@ -79,6 +79,9 @@ void dm_fs_leave(struct dm_fs *fs);
 /* Starts the thread that tells the kernel what model changes made stale
  * (after the mount): from then on the model's listener is the fs's. */
 int dm_fs_start_notifier(struct dm_fs *fs);
+/* Stops it (dm_fs_free() does too): before a leaving daemon exits without
+ * freeing what it holds. */
+void dm_fs_stop_notifier(struct dm_fs *fs);
 /* Waits until every invalidation queued so far was sent. A FUSE handler may
  * call it only as op_write() does (notify.h, fs_notifier_sync()). */
 void dm_fs_sync_invalidations(struct dm_fs *fs);
