@@ -42,7 +42,7 @@ struct fs_early {
 	int fd, stop; /* the connection; an eventfd that ends the thread */
 	const struct fs_mirror *mirror;
 	struct fs_passthrough *pt;
-	struct timespec start; /* the daemon's, its files' times */
+	struct timespec start; /* the last daemon's time base: its files' times */
 	bool (*unhandled)(uint32_t opcode);
 	pthread_t thread;
 	bool running;
@@ -118,9 +118,10 @@ static bool answer_open(struct fs_early *e, const struct fuse_in_header *in, siz
 }
 
 /* Attributes as fs_view_stat() gives them, for a moment only (the
- * model's answer follows). */
+ * model's answer follows): @size, the last daemon's time base @mtime_ns
+ * later for the mtime (and ctime). */
 static bool reply_attr(struct fs_early *e, const struct fuse_in_header *in, uint32_t mode,
-		       uint32_t nlink, uint64_t size)
+		       uint32_t nlink, uint64_t size, uint32_t mtime_ns)
 {
 	struct fuse_attr_out out = { .attr_valid = 1 };
 	struct fuse_attr *a = &out.attr;
@@ -129,25 +130,42 @@ static bool reply_attr(struct fs_early *e, const struct fuse_in_header *in, uint
 	a->nlink = nlink;
 	a->size = size;
 	a->blksize = 4096;
-	a->atime = a->mtime = a->ctime = (uint64_t)e->start.tv_sec;
-	a->atimensec = a->mtimensec = a->ctimensec = (uint32_t)e->start.tv_nsec;
+	a->atime = (uint64_t)e->start.tv_sec;
+	a->atimensec = (uint32_t)e->start.tv_nsec;
+	uint64_t ns = (uint64_t)e->start.tv_nsec + mtime_ns;
+	a->mtime = a->ctime = (uint64_t)e->start.tv_sec + ns / 1000000000u;
+	a->mtimensec = a->ctimensec = (uint32_t)(ns % 1000000000u);
 	int r = reply(e->fd, in->unique, &out, sizeof(out));
 	return r == 0 || r == -ENOENT;
 }
 
-/* A GETATTR of such a file (a passed-through read drops the atime the
- * kernel keeps, so each stat after a read asks): what fs_view_stat()
- * gives a live sysfs value of a device with no change yet, for a moment
- * only (the model's answer follows). */
+/*
+ * A GETATTR of such a file (a read drops the atime the kernel keeps, so
+ * each stat after one asks). A live sysfs value: what fs_view_stat()
+ * gives one of a device with no change yet. A value kept: exactly what
+ * the last daemon told the kernel last (fs_mirror_told()), since a size
+ * or mtime of another drops the pages it keeps (and its read would wait
+ * for the model); not answered when the mirror does not say.
+ */
 static bool answer_getattr(struct fs_early *e, const struct fuse_in_header *in)
 {
 	char path[PATH_MAX];
 	unsigned mode;
 	struct stat st;
-	if (source_of(e, in->nodeid, path, &mode) != FS_SOURCE_SYSFS || stat(path, &st) < 0 ||
-	    !S_ISREG(st.st_mode))
+	uint64_t size;
+	uint32_t mtime_ns;
+	switch (source_of(e, in->nodeid, path, &mode)) {
+	case FS_SOURCE_SYSFS:
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			return false;
+		return reply_attr(e, in, S_IFREG | mode, 1, 4096, 0);
+	case FS_SOURCE_KEPT:
+		if (fs_mirror_told(e->mirror, in->nodeid, &size, &mtime_ns) < 0)
+			return false;
+		return reply_attr(e, in, S_IFREG | mode, 1, size, mtime_ns);
+	default:
 		return false;
-	return reply_attr(e, in, S_IFREG | mode, 1, 4096);
+	}
 }
 
 /* A GETATTR of a directory (a path's walk checks each one's mode: the
@@ -162,7 +180,7 @@ static bool answer_dir_getattr(struct fs_early *e, const struct fuse_in_header *
 	if (fs_mirror_dir(e->mirror, in->nodeid, path, sizeof(path), &len, &ident) < 0 ||
 	    (ident && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode) || (uint64_t)st.st_ino != ident)))
 		return false;
-	return reply_attr(e, in, S_IFDIR | 0755, 2, 4096);
+	return reply_attr(e, in, S_IFDIR | 0755, 2, 4096, 0);
 }
 
 /* Whether the request @in (@len bytes, whole) was answered here. */

@@ -17,7 +17,10 @@
  *  - the read-only opens of values whose pages the kernel keeps
  *    (keep_cache: the last daemon's pages, as a reader would have had them
  *    without a restart, dropped with the kernel's other caches of the
- *    last daemon once the model is there);
+ *    last daemon once the model is there); and their GETATTRs, answered
+ *    with exactly the size and mtime the last daemon told the kernel
+ *    last (fs_mirror_told(): any other drops the pages);
+ *  - the GETATTRs of directories (fs_mirror_dir());
  *  - ENOSYS to what the session answers so (an ioctl: isatty() of every
  *    stdio open).
  * Every other request is kept, in order, and given to the session when it
@@ -36,8 +39,9 @@ struct fs_mirror;
 struct fs_passthrough;
 
 /* Starts answering the connection @fd from @m (read only, until
- * fs_early_stop()), with backings from @pt, its files' times @start (the
- * daemon's, as fs_view_stat() gives them), and ENOSYS to the requests
+ * fs_early_stop()), with backings from @pt, its files' times from @start
+ * (the last daemon's time base, as fs_view_stat() gave them: what the
+ * kernel holds), and ENOSYS to the requests
  * @unhandled names (the session's answer to them). 0 or -errno. */
 struct timespec;
 int fs_early_start(int fd, const struct fs_mirror *m, struct fs_passthrough *pt,

@@ -9,6 +9,18 @@
 #include <limits.h>
 #include <stdlib.h>
 
+/* The attributes @st of @n's file, as the kernel is about to be told them,
+ * mirrored for a next daemon (fs_table_mirror_told()). */
+static void mirror_told(struct dm_fs *fs, const struct fs_ref *n, const struct stat *st)
+{
+	if (!fs->handover || n->t.kind != FS_ATTR)
+		return;
+	int64_t ns = ((int64_t)st->st_mtim.tv_sec - (int64_t)fs->start.tv_sec) * 1000000000 +
+		     (st->st_mtim.tv_nsec - fs->start.tv_nsec);
+	fs_table_mirror_told(fs->table, n->ino, (uint64_t)st->st_size,
+			     ns < 0 ? UINT64_MAX : (uint64_t)ns);
+}
+
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct dm_fs *fs = req_fs(req, FS_OP_LOOKUP);
@@ -50,6 +62,8 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	r = fs_table_get(fs->table, ino, &n);
 	if (r == 0) {
 		r = fs_view_stat(fs->model, &fs->start, &n, &e.attr, &e.attr_timeout);
+		if (r == 0)
+			mirror_told(fs, &n, &e.attr);
 		fs_ref_release(&n);
 	}
 	if (r < 0) {
@@ -99,6 +113,8 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * a cached dentry): the device is gone, as sysfs says of such files */
 	if (r == -ENOENT && n.t.dev && dm_device_is_dead(n.t.dev))
 		r = -ENODEV;
+	if (r == 0)
+		mirror_told(fs, &n, &st);
 	fs_ref_release(&n);
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -125,6 +141,8 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	 * in sysfs. Modes, owners and times are fixed. */
 	if (r == 0 && (to_set != FUSE_SET_ATTR_SIZE || n.t.kind != FS_ATTR || !(st.st_mode & 0222)))
 		r = -EPERM;
+	if (r == 0)
+		mirror_told(fs, &n, &st);
 	fs_ref_release(&n);
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -221,6 +239,8 @@ static void reply_listing(fuse_req_t req, struct dm_fs *fs, fuse_ino_t ino, size
 			r = fs_table_get(fs->table, child, &n);
 			if (r == 0) {
 				r = fs_view_stat(fs->model, &fs->start, &n, &e.attr, &e.attr_timeout);
+				if (r == 0)
+					mirror_told(fs, &n, &e.attr);
 				fs_ref_release(&n);
 			}
 			if (r < 0) {

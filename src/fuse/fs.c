@@ -358,7 +358,7 @@ out_free:
 
 int dm_fs_mount(struct dm_fs *fs, const char *mountpoint)
 {
-	if (fs->handover_wanted && fs_handover_new(&fs->handover) < 0)
+	if (fs->handover_wanted && fs_handover_new(&fs->start, &fs->handover) < 0)
 		return -ENOMEM;
 	if (fs->handover) {
 		struct fs_mirror mirror;
@@ -466,8 +466,10 @@ int dm_fs_adopt(struct dm_fs *fs, int fuse_fd, int state_fd)
 	 * to give the session first (without one, the kernel has it queued,
 	 * and the session must read it before anything). */
 	fs_handover_mirror(ho, &fs->early_mirror);
+	struct timespec told_at;
+	fs_handover_files_time(ho, &told_at);
 	if (!fs->uring && ho->h->init_len &&
-	    (r = fs_early_start(fuse_fd, &fs->early_mirror, &fs->passthrough, &fs->start,
+	    (r = fs_early_start(fuse_fd, &fs->early_mirror, &fs->passthrough, &told_at,
 				 op_unhandled, &fs->early)) < 0)
 		log_warn("handover: nothing is answered before the model (%s)", strerror(-r));
 	if (fs->early) {
@@ -507,7 +509,7 @@ int dm_fs_adopt_serve(struct dm_fs *fs, const char *mountpoint, size_t *ret_node
 	if (r == 0 && ho->h->init_len)
 		r = dm_fs_io_replay_init(fs->se, ho);
 	if (r == 0) {
-		fs_handover_serve(ho);
+		fs_handover_serve(ho, &fs->start);
 		fs_opens_set_epoch(&fs->opens, atomic_load(&ho->h->epoch));
 		log_info("handover: the last daemon %s; passthrough %s, %d backing files of open "
 			 "files taken over; before the model, %" PRIu64 " requests answered from the "

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define HEADER_SIZE 4096
@@ -45,7 +46,20 @@ static int map(int fd, struct fs_handover **ret)
 	return 0;
 }
 
-int fs_handover_new(struct fs_handover **ret)
+static void set_files_time(struct fs_handover_header *h, const struct timespec *start)
+{
+	atomic_store(&h->files_sec, (int64_t)start->tv_sec);
+	atomic_store(&h->files_nsec, (int64_t)start->tv_nsec);
+}
+
+void fs_handover_files_time(const struct fs_handover *ho, struct timespec *ret)
+{
+	int64_t nsec = atomic_load(&ho->h->files_nsec);
+	ret->tv_sec = (time_t)atomic_load(&ho->h->files_sec);
+	ret->tv_nsec = nsec >= 0 && nsec < 1000000000 ? (long)nsec : 0;
+}
+
+int fs_handover_new(const struct timespec *start, struct fs_handover **ret)
 {
 	int fd = memfd_create("driverfsd-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -65,6 +79,7 @@ int fs_handover_new(struct fs_handover **ret)
 	atomic_store(&h->ok, 1);
 	atomic_store(&h->epoch, 1);
 	atomic_store(&h->state, FS_HANDOVER_SERVING);
+	set_files_time(h, start);
 	return 0;
 }
 
@@ -195,8 +210,9 @@ int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_mo
 	return 0;
 }
 
-void fs_handover_serve(struct fs_handover *ho)
+void fs_handover_serve(struct fs_handover *ho, const struct timespec *start)
 {
+	set_files_time(ho->h, start);
 	atomic_store(&ho->h->coming, 0);
 	atomic_fetch_add(&ho->h->epoch, 1);
 	atomic_store(&ho->h->state, FS_HANDOVER_SERVING);

@@ -40,7 +40,7 @@
 #include <string.h>
 
 #define FS_HANDOVER_MAGIC "driverfsd-state"
-#define FS_HANDOVER_VERSION 8
+#define FS_HANDOVER_VERSION 9
 /* The INIT request as the kernel sent it, header included (its
  * fuse_init_in is 64 bytes today). */
 #define FS_HANDOVER_INIT_MAX 256
@@ -76,6 +76,10 @@ struct fs_handover_header {
 	/* a next daemon started and enumerating, not yet serving: its pid
 	 * (fs_handover_announce()), for the watcher to wait while it lives */
 	_Atomic int32_t coming;
+	/* the time base of the serving daemon's files (fs_view_stat(): their
+	 * times, a value's mtime past it by its device's changes), with which
+	 * the mirror's told attributes (struct fs_mirror_slot) are read */
+	_Atomic int64_t files_sec, files_nsec;
 };
 
 struct fs_handover {
@@ -92,8 +96,10 @@ struct fs_handover {
  * over after all (its announcement withdrawn, the watcher's bound back to
  * HANDOVER_WAIT_MS). -EINVAL when @fd holds no state of this version. */
 int fs_handover_announce(int fd, bool coming);
-/* A new state for a connection just mounted: epoch 1, serving. */
-int fs_handover_new(struct fs_handover **ret);
+/* A new state for a connection just mounted: epoch 1, serving, its
+ * files' time base @start. */
+struct timespec;
+int fs_handover_new(const struct timespec *start, struct fs_handover **ret);
 /* The state the last daemon left in @fd (taken over: closed by free),
  * whether it left on purpose or was killed: -EINVAL when it is not one,
  * -ESTALE when it cannot be taken over (the node mirror overflowed). No
@@ -131,8 +137,11 @@ void fs_handover_leave(struct fs_handover *ho);
 struct fs_stale;
 int fs_handover_restore(struct fs_handover *ho, struct fs_table *t, struct dm_model *m,
 			struct fs_stale **ret_stale, size_t *ret_n);
-/* Serving: the epoch moved on (the last daemon's watcher, waiting for a
- * successor, sees it), the state "serving". */
-void fs_handover_serve(struct fs_handover *ho);
+/* Serving, its files' time base @start: the epoch moved on (the last
+ * daemon's watcher, waiting for a successor, sees it), the state
+ * "serving". */
+void fs_handover_serve(struct fs_handover *ho, const struct timespec *start);
+/* The time base of the files of the daemon that served last. */
+void fs_handover_files_time(const struct fs_handover *ho, struct timespec *ret);
 
 #endif

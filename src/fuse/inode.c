@@ -483,6 +483,7 @@ static void mirror_put_locked(struct fs_table *t, uint32_t ino, bool keyed)
 	atomic_store_explicit(&ms->kind, 0, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	atomic_store_explicit(&ms->source, 0, memory_order_relaxed);
+	atomic_store_explicit(&ms->told, 0, memory_order_relaxed);
 	/* read once per device (a stat of its sysfs directory), kept */
 	ms->ident = n->dev ? dm_device_identity(n->dev) : 0;
 	ms->gen = n->gen;
@@ -1064,6 +1065,30 @@ void fs_table_mirror_source(struct fs_table *t, uint64_t ino, const char *devpat
 	if (t->mirrored)
 		mirror_source_locked(t, ino, devpath, rel, mode);
 	pthread_mutex_unlock(&t->lock);
+}
+
+void fs_table_mirror_told(struct fs_table *t, uint64_t ino, uint64_t size, uint64_t mtime_ns)
+{
+	if (!t->mirrored || ino < 2 || ino >= t->mirror.slots_cap)
+		return;
+	uint64_t told = size < UINT32_MAX && mtime_ns <= UINT32_MAX ? (size + 1) << 32 | mtime_ns : 0;
+	struct fs_mirror_slot *ms = &t->mirror.slots[ino];
+	if (atomic_load_explicit(&ms->told, memory_order_relaxed) != told)
+		atomic_store_explicit(&ms->told, told, memory_order_relaxed);
+}
+
+int fs_mirror_told(const struct fs_mirror *m, uint64_t ino, uint64_t *ret_size,
+		   uint32_t *ret_mtime_ns)
+{
+	uint32_t high = atomic_load_explicit(m->high, memory_order_acquire);
+	if (high > m->slots_cap || ino < 2 || ino >= high)
+		return -ENOENT;
+	uint64_t told = atomic_load_explicit(&m->slots[ino].told, memory_order_relaxed);
+	if (!told)
+		return -ENOENT;
+	*ret_size = (told >> 32) - 1;
+	*ret_mtime_ns = (uint32_t)told;
+	return 0;
 }
 
 /* The NUL-terminated string at @off of the names, of at most @max bytes,

@@ -172,12 +172,17 @@ struct fs_mirror_slot {
 	 * (FS_SOURCE_MODE_SHIFT); else 0. Written before it is set; cleared
 	 * with the node. */
 	_Atomic uint32_t source;
+	/* what the kernel was last told of an FS_ATTR's attributes
+	 * (fs_table_mirror_told()): its size + 1 in the high half, its mtime
+	 * past the daemon's time base (the header's files_time) in ns in the
+	 * low half; 0: nothing (yet) */
+	_Atomic uint64_t told;
 };
 #define FS_SOURCE_SYSFS 0x1u
 #define FS_SOURCE_KEPT 0x400u
 #define FS_SOURCE_MODE_SHIFT 1
 /* shared with every daemon of a connection, whatever its build */
-_Static_assert(sizeof(struct fs_mirror_slot) == 32, "a mirrored node is 32 bytes");
+_Static_assert(sizeof(struct fs_mirror_slot) == 40, "a mirrored node is 40 bytes");
 struct fs_mirror {
 	struct fs_mirror_slot *slots; /* by node number */
 	size_t slots_cap;
@@ -240,6 +245,16 @@ size_t fs_table_pending(struct fs_table *t);
  * answers its opens before it has a model (early.h). */
 void fs_table_mirror_source(struct fs_table *t, uint64_t ino, const char *devpath,
 			    const char *rel, unsigned mode);
+/* The kernel is told that the file @ino's size is @size and its mtime
+ * @mtime_ns past the daemon's time base: mirrored (written before the
+ * reply goes, without the table's lock: of two replies racing, the
+ * mirror may keep the one the kernel did not, which only costs the next
+ * daemon an answer), so that a next daemon can say the same before it has
+ * a model, and the kernel keeps the pages of a value kept (early.h). */
+void fs_table_mirror_told(struct fs_table *t, uint64_t ino, uint64_t size, uint64_t mtime_ns);
+/* What fs_table_mirror_told() mirrored of @ino: 0, or -ENOENT. */
+int fs_mirror_told(const struct fs_mirror *m, uint64_t ino, uint64_t *ret_size,
+		   uint32_t *ret_mtime_ns);
 /* Where the mirrored node @ino's value comes from (mirrored so): its
  * source (FS_SOURCE_SYSFS with its file "/sys<devpath>/<rel>" in @buf,
  * or FS_SOURCE_KEPT with its device's "/sys<devpath>"), the length of

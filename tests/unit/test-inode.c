@@ -437,6 +437,24 @@ static void test_file_sources_are_mirrored(void **state)
 	assert_string_equal(path, "/sys/devices/virtual");
 	assert_int_equal(mode, 0400);
 	assert_int_equal(id, ident);
+	/* what the kernel was told of its attributes: the last one said */
+	uint64_t size;
+	uint32_t mtime_ns;
+	assert_int_equal(fs_mirror_told(&tm.m, k, &size, &mtime_ns), -ENOENT);
+	fs_table_mirror_told(f->t, k, 0, 0);
+	assert_int_equal(fs_mirror_told(&tm.m, k, &size, &mtime_ns), 0);
+	assert_int_equal(size, 0);
+	assert_int_equal(mtime_ns, 0);
+	fs_table_mirror_told(f->t, k, 7, 3000000000u);
+	assert_int_equal(fs_mirror_told(&tm.m, k, &size, &mtime_ns), 0);
+	assert_int_equal(size, 7);
+	assert_int_equal(mtime_ns, 3000000000u);
+	/* what cannot be said again exactly: nothing */
+	fs_table_mirror_told(f->t, k, 7, (uint64_t)UINT32_MAX + 1);
+	assert_int_equal(fs_mirror_told(&tm.m, k, &size, &mtime_ns), -ENOENT);
+	fs_table_mirror_told(f->t, k, UINT32_MAX, 1);
+	assert_int_equal(fs_mirror_told(&tm.m, k, &size, &mtime_ns), -ENOENT);
+	fs_table_mirror_told(f->t, x, 5, 1);
 	/* directories: the device's, its attribute directory's, the root */
 	assert_int_equal(fs_mirror_dir(&tm.m, d, path, sizeof(path), &dir_len, &id), 0);
 	assert_string_equal(path, "/sys/devices/virtual");
@@ -465,6 +483,7 @@ static void test_file_sources_are_mirrored(void **state)
 	assert_int_equal(z, x);
 	assert_int_equal(fs_mirror_source(&tm.m, x, path, sizeof(path), &dir_len, &id, &mode),
 			 -ENOENT);
+	assert_int_equal(fs_mirror_told(&tm.m, x, &size, &mtime_ns), -ENOENT);
 	fs_table_set_mirror(f->t, NULL);
 	fs_table_free(f->t); /* its references first */
 	assert_int_equal(fs_table_new(&f->t), 0);
