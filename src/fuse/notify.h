@@ -15,6 +15,7 @@
 #include "core/hashmap.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -71,6 +72,9 @@ struct fs_notifier {
 	struct fs_inval *queue;
 	size_t n, cap;
 	bool quit;
+	/* set as it stops, read without the lock: a takeover's batch (one
+	 * entry per node, 10^6 and more) is left unfinished */
+	atomic_bool stopping;
 	bool running;
 	pthread_t thread;
 	uint64_t sent; /* batches done, for fs_notifier_sync() */
