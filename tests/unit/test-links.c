@@ -4,7 +4,8 @@
  * (src/pm/pm.c): cycles refused as the kernel refuses them; on random trees
  * with random links, every suspend takes each consumer before its supplier
  * and each child before its parent, every resume the reverse, serial and
- * on the pool; a failed suspend's rollback resumes in the same order; a
+ * on the pool, links made after a walk built its order included; a failed
+ * suspend's rollback resumes in the same order; a
  * subtree whose links leave it is refused while the other end is not
  * ready; a device's removal drops its links.
  */
@@ -269,6 +270,33 @@ static void test_random_links_order_every_walk_on_the_pool(void **state)
 	run_random(true);
 }
 
+/* Links made after a walk built its order (a driver binding late, a
+ * consumer probed after its supplier) order the next walk: the order's
+ * edges are built again (issue 35 item 6: a mutation dropping that went
+ * unnoticed). */
+static void test_links_made_after_a_walk_order_the_next(void **state)
+{
+	(void)state;
+	for (unsigned seed = 3; seed <= 8; seed++) {
+		for (int pool = 0; pool <= 1; pool++) {
+			struct fixture f;
+			size_t n = 40 + seed * 13;
+			fixture_setup(&f, n, seed, pool);
+			int how = pool ? 0 : DM_PM_SERIAL;
+			/* a walk with no link: the order and its (no) edges built */
+			assert_int_equal(dm_pm_suspend(f.pm, NULL, how), 0);
+			assert_int_equal(dm_pm_resume(f.pm, NULL, how), 0);
+			add_random_links(&f, n, seed * 7);
+			assert_true(f.n_links > 0);
+			assert_int_equal(dm_pm_suspend(f.pm, NULL, how), 0);
+			check_suspend_order(&f, "after links were made");
+			assert_int_equal(dm_pm_resume(f.pm, NULL, how), 0);
+			check_resume_order(&f, "after links were made");
+			fixture_teardown(&f);
+		}
+	}
+}
+
 static void test_rollback_follows_the_links(void **state)
 {
 	(void)state;
@@ -369,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_cycles_are_refused),
 		cmocka_unit_test(test_random_links_order_every_walk_serial),
 		cmocka_unit_test(test_random_links_order_every_walk_on_the_pool),
+		cmocka_unit_test(test_links_made_after_a_walk_order_the_next),
 		cmocka_unit_test(test_rollback_follows_the_links),
 		cmocka_unit_test(test_a_subtree_with_links_leaving_it),
 		cmocka_unit_test(test_removal_drops_the_links),
