@@ -28,6 +28,7 @@ struct recorder {
 	size_t n;
 	int fail_at; /* index of the device whose suspend fails, or -1 */
 	int resume_fail_at; /* index of the device whose resume fails, or -1 */
+	int slow; /* index + 1 of the device whose suspend takes 3 ms, or 0 */
 };
 static struct recorder rec;
 
@@ -36,6 +37,8 @@ static int rec_suspend(struct dm_device *dev, void *data)
 	(void)data;
 	int i = test_tree_index(rec.t, dev);
 	rec.calls[rec.n++] = i + 1;
+	if (i + 1 == rec.slow)
+		usleep(3000);
 	return i == rec.fail_at ? -EIO : 0;
 }
 
@@ -69,6 +72,7 @@ static void fixture_setup(struct fixture *f, size_t n, unsigned seed)
 	rec.n = 0;
 	rec.fail_at = -1;
 	rec.resume_fail_at = -1;
+	rec.slow = 0;
 }
 
 static void fixture_teardown(struct fixture *f)
@@ -166,6 +170,52 @@ static void test_failure_at_every_position_rolls_back_exactly(void **state)
 	}
 }
 
+/* Design §8.3: a suspend that succeeds clears the power_error an earlier
+ * one left; and power_log gives each hook's time, from the engine's clock
+ * (issue 35 item 6: both went untested). */
+static void test_a_good_suspend_clears_power_error_and_hooks_are_timed(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fixture_setup(&f, 12, 5);
+	const int dev = 4;
+	rec.fail_at = dev;
+	assert_int_equal(dm_pm_suspend(f.pm, NULL, DM_PM_SERIAL), -EIO);
+	char buf[DM_ATTR_MAX];
+	int len = dm_device_show(f.t.dev[dev], NULL, "power_error", buf, sizeof(buf));
+	assert_true(len > 0);
+	buf[len] = '\0';
+	assert_non_null(strstr(buf, "suspend EIO"));
+
+	rec.fail_at = -1;
+	rec.slow = dev + 1;
+	assert_int_equal(dm_pm_suspend(f.pm, NULL, DM_PM_SERIAL), 0);
+	len = dm_device_show(f.t.dev[dev], NULL, "power_error", buf, sizeof(buf));
+	assert_true(len >= 0);
+	buf[len] = '\0';
+	if (strspn(buf, "\n") != (size_t)len)
+		fail_msg("power_error after a good suspend: '%s'", buf);
+
+	/* its hook slept 3 ms: its line says at least that many microseconds */
+	char path[4096], want[4200];
+	dm_model_read_lock(f.m);
+	assert_true(dm_device_path_locked(f.t.dev[dev], path, sizeof(path)) >= 0);
+	dm_model_unlock(f.m);
+	snprintf(want, sizeof(want), " suspend %s ok ", path);
+	char *log;
+	size_t log_len;
+	assert_int_equal(dm_pm_show_log(f.pm, &log, &log_len), 0);
+	const char *line = strstr(log, want);
+	if (!line)
+		fail_msg("no '%s' in power_log:\n%s", want, log);
+	long usec = strtol(line + strlen(want), NULL, 10);
+	if (usec < 3000)
+		fail_msg("a 3 ms hook timed %ld us:\n%s", usec, log);
+	free(log);
+	assert_int_equal(dm_pm_resume(f.pm, NULL, DM_PM_SERIAL), 0);
+	fixture_teardown(&f);
+}
+
 static void test_subtree_and_ancestors_and_log(void **state)
 {
 	(void)state;
@@ -188,6 +238,7 @@ static void test_subtree_and_ancestors_and_log(void **state)
 	rec.t = &f.t;
 	rec.n = 0;
 	rec.fail_at = -1;
+	rec.slow = 0;
 
 	/* writing "suspend" to b's power suspends b's subtree only */
 	assert_int_equal(dm_device_store(d[1], NULL, "power", "suspend\n", 8), 0);
@@ -578,6 +629,7 @@ static void test_removed_during_the_walk(void **state)
 	rec.t = &f.t;
 	rec.n = 0;
 	rec.fail_at = -1;
+	rec.slow = 0;
 	/* root's first child, so suspended after every device of the tree;
 	 * the model holds the only reference */
 	struct dm_device *extra;
@@ -1077,6 +1129,7 @@ int main(void)
 		cmocka_unit_test(test_a_failed_resume_is_reported_and_the_walk_completes),
 		cmocka_unit_test(test_suspend_children_first_resume_parents_first),
 		cmocka_unit_test(test_failure_at_every_position_rolls_back_exactly),
+		cmocka_unit_test(test_a_good_suspend_clears_power_error_and_hooks_are_timed),
 		cmocka_unit_test(test_subtree_and_ancestors_and_log),
 		cmocka_unit_test(test_pool_keeps_the_order),
 		cmocka_unit_test(test_pool_failure_rolls_back_exactly),
