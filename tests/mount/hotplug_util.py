@@ -250,14 +250,15 @@ class Sender:
             if readable:
                 self._take_reports()
 
-    def send(self, action, path, subsystem=None, seqnum=None):
+    def send(self, action, path, subsystem=None, seqnum=None, more=()):
         """Sends the event; returns its seqnum. @subsystem: read from the
-        testbed unless given (a removed device has none there)."""
+        testbed unless given (a removed device has none there); @more:
+        further KEY=VALUE properties (DEVPATH_OLD=)."""
         if seqnum is None:
             seqnum = self.seqnum
         self.seqnum = max(self.seqnum, seqnum + 1)
         props = [f"ACTION={action}", f"DEVPATH={path}",
-                 f"SUBSYSTEM={subsystem or self.subsystem(path)}", f"SEQNUM={seqnum}"]
+                 f"SUBSYSTEM={subsystem or self.subsystem(path)}", f"SEQNUM={seqnum}", *more]
         body = b"".join(p.encode() + b"\0" for p in props)
         header = struct.pack("=8sIIIIIIII", b"libudev", socket.htonl(self.MAGIC), 40, 40,
                              len(body), 0, 0, 0, 0)

@@ -2,7 +2,9 @@
 """No lost state: when uevents are lost (a seqnum that never comes, or an
 overrun socket), the daemon reconciles the tree with sysfs and reports
 "STATUS=hotplug rescan <why> added=N removed=N changed=N"; the tree is then
-the testbed's, with bus and class views and cached values up to date."""
+the testbed's, with bus and class views and cached values up to date. The
+events here are sent by the test (Sender), as udevd would: a rename's
+"move" with DEVPATH_OLD among them."""
 import os
 
 import pytest
@@ -112,3 +114,35 @@ def test_the_socket_overruns_in_a_flood(d):
     why = wait_rescan(d, after=sender.last_dropped)
     assert why.startswith("seqnum-gap "), why
     assert set(devpaths_in_mount(d)) == devpaths_in_testbed(d)
+
+
+def net_device(name, ifindex):
+    """Its testbed record (a value's newline written as umockdev writes it)."""
+    return (f"P: /devices/virtual/net/{name}\nE: INTERFACE={name}\nE: IFINDEX={ifindex}\n"
+            f"E: SUBSYSTEM=net\nA: ifindex={ifindex}\\n\nA: address=6a:1c:0e:52:9d:31\\n\n"
+            f"A: operstate=down\\n\nA: mtu=1500\\n\n")
+
+
+def test_a_renamed_interface_moves(d):
+    """A network interface renamed (`ip link set dummy0 name uplink0`, or
+    udev naming a NIC): the kernel's "move" uevent carries the new path
+    and the old one (DEVPATH_OLD), from which the device has gone; the
+    tree follows, in root/ and in the class view (issue 35 item 6: a
+    mutation dropping the old path's removal went unnoticed)."""
+    sender = Sender(d)
+    old, new = "/devices/virtual/net/dummy0", "/devices/virtual/net/uplink0"
+    with Hidden(d):
+        assert d.testbed.add_from_string(net_device("dummy0", 7))
+    wait_sent(d, "add", old, sender.send("add", old))
+    assert "dummy0" in os.listdir(d.path("class", "net", "devices"))
+    assert old in devpaths_in_mount(d)
+    with Hidden(d):
+        d.testbed.remove_device("/sys" + old)
+        assert d.testbed.add_from_string(net_device("uplink0", 7))
+    wait_sent(d, "move", new, sender.send("move", new, more=[f"DEVPATH_OLD={old}"]))
+    names = os.listdir(d.path("class", "net", "devices"))
+    assert "uplink0" in names and "dummy0" not in names, names
+    found = devpaths_in_mount(d)
+    assert new in found and old not in found, sorted(found)
+    assert read(d, "class", "net", "devices", "uplink0", "ifindex") == "7\n"
+    assert set(found) == devpaths_in_testbed(d)
