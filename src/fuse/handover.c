@@ -10,6 +10,7 @@
 #include "core/array.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -19,6 +20,10 @@
 
 #define HEADER_SIZE 4096
 _Static_assert(sizeof(struct fs_handover_header) <= HEADER_SIZE, "the header is one page");
+/* where any build finds a state's magic and version, before it knows the
+ * rest of its layout */
+_Static_assert(offsetof(struct fs_handover_header, version) == sizeof(FS_HANDOVER_MAGIC),
+	       "the version follows the magic");
 /* The mirror's room (a sparse memfd: only what is written takes memory):
  * names for the distinct names of some 10^6 devices, nodes for 2^22
  * numbers (some 2 * 10^5 devices walked whole). */

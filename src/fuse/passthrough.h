@@ -50,6 +50,8 @@ struct fs_backing_slot {
 	int32_t id;
 	uint32_t opens;
 };
+/* shared with every daemon of a connection, whatever its build */
+_Static_assert(sizeof(struct fs_backing_slot) == 16, "a mirrored backing is 16 bytes");
 
 struct fs_backing_mirror {
 	struct fs_backing_slot *slots;
