@@ -126,7 +126,7 @@ struct dm_pm {
 	_Atomic uint64_t log_version;
 	/* the devices the journal names, kept until it is cleared: the last
 	 * walk's order and the ancestors a resume woke */
-	struct dm_pm_order snap;
+	struct dm_pm_order order;
 	struct dm_device *chain[MAX_DEPTH];
 	size_t n_chain;
 	/* the walk's buffers, kept for the next one (a fresh 10^5-device
@@ -159,7 +159,7 @@ static void log_clear_locked(struct dm_pm *pm)
 	atomic_store(&pm->n_log, 0);
 	pm->gen = pm->gen + 1 ? pm->gen + 1 : 1; /* 0 marks a slot never written */
 	atomic_fetch_add_explicit(&pm->log_version, 1, memory_order_release);
-	dm_pm_order_release(&pm->snap);
+	dm_pm_order_release(&pm->order);
 	for (size_t i = 0; i < pm->n_chain; i++)
 		dm_device_unref(pm->chain[i]);
 	pm->n_chain = 0;
@@ -650,8 +650,8 @@ static void roll_back(struct walk *w)
 static int outside_check(struct dm_pm *pm, bool suspend)
 {
 	int r = 0;
-	for (size_t k = 0; k < pm->snap.n_outside; k++) {
-		const struct dm_pm_outside *o = &pm->snap.outside[k];
+	for (size_t k = 0; k < pm->order.n_outside; k++) {
+		const struct dm_pm_outside *o = &pm->order.outside[k];
 		if (o->is_consumer != suspend || dm_device_is_dead(o->dev))
 			continue;
 		enum dm_power_state st = dm_device_get_power(o->dev);
@@ -667,17 +667,17 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 {
 	/* the journal of this transition names the order's devices: it
 	 * stays taken until the journal is cleared */
-	int r = dm_model_take_pm_order(pm->model, top, &pm->snap);
+	int r = dm_model_take_pm_order(pm->model, top, &pm->order);
 	if (r < 0)
 		return r;
-	size_t n = pm->snap.n;
+	size_t n = pm->order.n;
 	pthread_mutex_lock(&pm->lock);
 	/* the walk, a suspend's rollback, and the links in the way */
-	r = log_reserve_locked(pm, 2 * n + pm->snap.n_outside);
+	r = log_reserve_locked(pm, 2 * n + pm->order.n_outside);
 	pthread_mutex_unlock(&pm->lock);
-	if (r == 0 && pm->snap.n_outside && outside_check(pm, suspend) < 0)
+	if (r == 0 && pm->order.n_outside && outside_check(pm, suspend) < 0)
 		return -EBUSY;
-	struct walk w = { .pm = pm, .nodes = pm->snap.nodes, .n = n, .suspend = suspend,
+	struct walk w = { .pm = pm, .nodes = pm->order.nodes, .n = n, .suspend = suspend,
 			  .which = suspend ? DM_CALL_SUSPEND : DM_CALL_RESUME, .flags = flags,
 			  .remaining = n, .items = pm->items, .ready = pm->ready,
 			  .slow_ticks = dm_clock_ticks(POOL_USEC) };
@@ -685,7 +685,7 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 		return -ENOMEM;
 	w.items = pm->items;
 	w.ready = pm->ready;
-	w.n_edges = pm->snap.n_edges;
+	w.n_edges = pm->order.n_edges;
 	if (w.n_edges) {
 		size_t need = 2 * (n + 1) + 2 * w.n_edges;
 		if (need > pm->cap_adj) {
@@ -699,11 +699,11 @@ static int walk_run(struct dm_pm *pm, struct dm_device *top, bool suspend, unsig
 			pm->adj_gen = 0;
 		}
 		/* the whole tree's lists, unchanged since the last walk: kept */
-		if (pm->snap.edges_gen && pm->snap.edges_gen == pm->adj_gen && pm->adj_n == n) {
+		if (pm->order.edges_gen && pm->order.edges_gen == pm->adj_gen && pm->adj_n == n) {
 			walk_adjacency(&w, pm->adj);
 		} else {
-			walk_links(&w, pm->snap.edges, pm->adj);
-			pm->adj_gen = pm->snap.edges_gen;
+			walk_links(&w, pm->order.edges, pm->adj);
+			pm->adj_gen = pm->order.edges_gen;
 			pm->adj_n = n;
 		}
 		size_t words = n / 64 + 1;
@@ -971,7 +971,7 @@ void dm_pm_free(struct dm_pm *pm)
 	pthread_mutex_lock(&pm->lock);
 	log_clear_locked(pm);
 	pthread_mutex_unlock(&pm->lock);
-	dm_pm_order_done(&pm->snap);
+	dm_pm_order_done(&pm->order);
 	free(pm->log);
 	free(pm->items);
 	free(pm->ready);

@@ -6,8 +6,15 @@
  * parents); a failing suspend() stops the walk and resumes, in forward
  * order, every device this transition suspended. Resume first resumes the
  * device's suspended ancestors, top-down, then its subtree forwards; resume
- * errors are recorded and the walk goes on. One transition runs at a time
- * (-EBUSY otherwise). Every hook call is journaled (the power_log).
+ * errors are recorded and the walk goes on. Device links (core/link.c)
+ * order the walk too: a consumer suspends before its supplier and resumes
+ * after it (links that only serve sync_state() order nothing). A subtree
+ * linked to devices outside it is walked only when they are out of the
+ * way: on suspend every consumer outside suspended already, on resume
+ * every supplier outside on; otherwise each one in the way is journaled
+ * ("consumer" or "supplier", EBUSY) and the transition refused, -EBUSY.
+ * One transition runs at a time (-EBUSY otherwise). Every hook call is
+ * journaled (the power_log).
  *
  * Hooks run without the model lock, on referenced devices.
  */
@@ -54,7 +61,8 @@ int dm_pm_set_record(struct dm_pm *pm, const char *path);
 int dm_pm_recover(struct dm_pm *pm, void (*note)(const char *devpath, bool present, void *data),
 		  void *data, char *why, size_t size);
 
-/* @dev NULL: the whole system (root). 0, -EIO after a rollback, -EBUSY. */
+/* @dev NULL: the whole system (root). 0, -EIO after a rollback, -EBUSY
+ * (another transition, or a link outside the subtree in the way). */
 int dm_pm_suspend(struct dm_pm *pm, struct dm_device *dev, unsigned flags);
 /* 0, or -EIO when some resume() failed (the walk still completed). */
 int dm_pm_resume(struct dm_pm *pm, struct dm_device *dev, unsigned flags);
