@@ -75,6 +75,12 @@ static const struct command {
 	  "                             changed, bus drivers and device links; volatile\n"
 	  "                             files (counters, sensors, runtime PM, link speeds)\n"
 	  "                             left out\n" },
+	{ "health", ctl_cmd_health,
+	  "  health [DEV] [--json]      the devices (DEV and below it) that are not\n"
+	  "                             healthy, one line per problem: a PCIe link\n"
+	  "                             trained below what both its ends can do, or one\n"
+	  "                             above it; AER errors counted; a failed PM hook;\n"
+	  "                             a failed binding request (exit status 3 when any)\n" },
 	{ "metrics", ctl_cmd_metrics,
 	  "  metrics [FILE]             the daemon's counters and the tree's gauges in\n"
 	  "                             Prometheus's text format (MOUNT/metrics, after\n"
@@ -116,6 +122,7 @@ static void usage(FILE *f)
 	      "              the other ends of its device links\n"
 	      "  suspend, resume  the journal: an array of {\"seq\", \"phase\", \"path\",\n"
 	      "              \"result\" (\"ok\" or an errno name), \"usec\"}\n"
+	      "  health      an array of {\"path\", \"id\", \"problems\": [{\"kind\", \"detail\"}]}\n"
 	      "  diff        {\"devices\": {\"added\", \"removed\", \"moved\"}, \"changes\",\n"
 	      "              \"values\", \"drivers\", \"links\", \"volatile_skipped\"}\n"
 	      "\n"

@@ -27,5 +27,7 @@ int ctl_cmd_save(const char *mnt, int argc, char **argv);
 int ctl_cmd_diff(const char *mnt, int argc, char **argv);
 /* metrics.c: the metrics file for Prometheus, printed or as a file */
 int ctl_cmd_metrics(const char *mnt, int argc, char **argv);
+/* health.c: the devices that are not healthy, and why */
+int ctl_cmd_health(const char *mnt, int argc, char **argv);
 
 #endif

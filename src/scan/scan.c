@@ -4,6 +4,7 @@
 
 #include "buses/sysfs-attrs.h"
 #include "core/array.h"
+#include "buses/pcie-link.h"
 #include "buses/sysfs-pm.h"
 #include "drivers/binding.h"
 #include "drivers/kernel.h"
@@ -211,6 +212,9 @@ static int record_commit(struct dm_model *m, struct dm_record *rec)
 	 * device's own sysfs attributes */
 	if (r >= 0)
 		r = dm_device_add_group(dev, &dm_sysfs_pm_group);
+	/* a PCIe function's link, told with both its ends */
+	if (r >= 0)
+		r = dm_device_add_group(dev, &dm_pcie_link_group);
 	if (r >= 0)
 		r = dm_device_add_group(dev, &dm_sysfs_attrs_group);
 	/* bind and binding: moving it between kernel drivers */

@@ -236,7 +236,7 @@ static const char *const volatile_rules[] = {
 	/* what moves with power management: clocks, link speeds, runtime PM */
 	"scaling_cur_freq", "cpuinfo_cur_freq", "current_link_speed", "current_link_width",
 	"power_state", "runtime_status", "runtime_active_time", "runtime_suspended_time",
-	"active_duration", "connected_duration", "cpuidle/",
+	"active_duration", "connected_duration", "cpuidle/", "pcie_link/",
 	/* sensors (hwmon, power supplies) */
 	"*_input", "*_now", "*_avg",
 };

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Device health (issue 34 item 1, docs/design.md §6.10) on the server
+testbed (tests/testbeds/server-2dom.umockdev: two root ports with PCIe
+switches below, NVMe drives, NICs): each PCIe function's pcie_link/ tells
+its link with both ends (an NVMe drive that can do 16 GT/s behind a switch
+port that can do 8 is not degraded at 8); a link trained below what both
+ends can do is "degraded", or "idle" when its lower end is runtime-suspended;
+a device behind a degraded switch link names it as its bottleneck; and
+driverfsctl health lists what is wrong (degraded links, AER counts, failed
+PM hooks), exit status 3, or nothing and 0."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from harness import CTL, Daemon
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
+D0 = "/sys/devices/pci0000:00"
+RP0 = D0 + "/0000:00:02.0"
+US0 = RP0 + "/0000:01:00.0"
+NVME0 = US0 + "/0000:02:08.0/0000:03:00.0"
+CX5 = US0 + "/0000:02:10.0/0000:04:00.0"
+D1 = "/sys/devices/pci0001:00"
+DS1B = D1 + "/0001:00:02.0/0001:01:00.0/0001:02:01.0"
+NVME1 = DS1B + "/0001:04:00.0"
+
+
+@pytest.fixture
+def d():
+    daemon = Daemon(TESTBED)
+    yield daemon
+    daemon.stop()
+
+
+def link(d, dev):
+    p = d.path("bus", "pci", "devices", dev, "pcie_link")
+    return {n: open(os.path.join(p, n)).read().strip()
+            for n in ("speed", "width", "max_speed", "max_width", "state", "bottleneck")}
+
+
+def health(d, *args):
+    r = subprocess.run([CTL, "-m", d.mnt, "health", *args], capture_output=True, text=True,
+                       timeout=60)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_links_told_with_both_ends(d):
+    # the NVMe drive can do 16 GT/s x4, its switch port 8 GT/s x16: 8 x4 is
+    # all this link can do
+    assert open(d.path("bus", "pci", "devices", "0000:03:00.0", "max_link_speed")).read() \
+        == "16.0 GT/s PCIe\n"
+    assert link(d, "0000:03:00.0") == {
+        "speed": "8.0 GT/s PCIe", "width": "4", "max_speed": "8.0 GT/s PCIe",
+        "max_width": "4", "state": "ok", "bottleneck": "none"}
+    # a LOM port that could do x4 in a x1 root port: not degraded either
+    assert link(d, "0000:07:00.0")["state"] == "ok"
+    assert link(d, "0000:07:00.0")["max_width"] == "1"
+    # a switch's upstream port and the root port above it: one x16 link
+    assert link(d, "0000:01:00.0")["max_width"] == "16"
+    assert link(d, "0000:00:02.0")["max_width"] == "16"
+    # what is not PCIe has no pcie_link/
+    assert not os.path.exists(d.path("bus", "pci", "devices", "0000:00:1f.0", "pcie_link"))
+    code, out, err = health(d)
+    assert (code, out) == (0, ""), (code, out, err)
+
+
+def test_a_degraded_link_and_what_is_behind_it(d):
+    tb = d.testbed
+    # the second NVMe drive's link trained at 2.5 GT/s (both ends say so)
+    for dev in (NVME1, DS1B):
+        tb.set_attribute(dev, "current_link_speed", "2.5 GT/s PCIe\n")
+    got = link(d, "0001:04:00.0")
+    assert got["state"] == "degraded" and got["speed"] == "2.5 GT/s PCIe", got
+    assert got["bottleneck"] == "0001:04:00.0 2.5 GT/s x4 of 8.0 GT/s x4", got
+    assert link(d, "0001:02:01.0")["state"] == "degraded"  # the port's side of it
+    assert link(d, "0001:03:00.0")["state"] == "ok"  # its sibling's link is not
+    # the first switch's uplink at x4 of x16: the drive and NICs below it are
+    # fine themselves, their bottleneck is above them
+    for dev in (US0, RP0):
+        tb.set_attribute(dev, "current_link_width", "4\n")
+    assert link(d, "0000:01:00.0")["state"] == "degraded"
+    for dev in ("0000:03:00.0", "0000:04:00.0"):
+        got = link(d, dev)
+        assert got["state"] == "ok", got
+        assert got["bottleneck"] == "0000:01:00.0 8.0 GT/s x4 of 8.0 GT/s x16", got
+    # a link below its best while its device sleeps is power saving
+    tb.set_attribute(NVME1, "power/runtime_status", "suspended\n")
+    assert link(d, "0001:04:00.0")["state"] == "idle"
+    assert link(d, "0001:04:00.0")["bottleneck"] == "none"
+    # AER counts, in the kernel's format
+    tb.set_attribute(CX5, "aer_dev_correctable",
+                     "RxErr 2\nBadTLP 1\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\n"
+                     "CorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 3\n")
+    tb.set_attribute(CX5, "aer_dev_fatal", "Undefined 0\nDLP 0\nTOTAL_ERR_FATAL 0\n")
+
+    code, out, err = health(d)
+    assert code == 3, (code, out, err)
+    lines = sorted(out.splitlines())
+    assert "0000:01:00.0\tlink\t8.0 GT/s PCIe x4, both ends can do 8.0 GT/s PCIe x16" in lines
+    assert "0000:03:00.0\tupstream\t0000:01:00.0 8.0 GT/s x4 of 8.0 GT/s x16" in lines
+    assert "0000:04:00.0\taer\t3 correctable errors" in lines
+    assert not any(l.startswith("0001:04:00.0\t") for l in lines), lines  # idle
+    code, out, err = health(d, "--json")
+    assert code == 3, err
+    doc = {x["id"]: x for x in json.loads(out)}
+    assert {"kind": "aer", "detail": "3 correctable errors"} in doc["0000:04:00.0"]["problems"]
+    assert doc["0000:02:08.0"]["problems"] == [
+        {"kind": "upstream", "detail": "0000:01:00.0 8.0 GT/s x4 of 8.0 GT/s x16"}]
+    # DEV: that device and those below it
+    code, out, err = health(d, "0000:02:10.0")
+    assert code == 3 and all(l.split("\t")[0] in ("0000:02:10.0", "0000:04:00.0",
+                                                   "0000:04:00.1")
+                             for l in out.splitlines()), out
+    code, out, err = health(d, "0000:00:1c.4")
+    assert (code, out) == (0, ""), (code, out, err)
+
+
+def test_a_device_whose_config_space_lies(d):
+    """A function's config space is the device's own bytes: a capability
+    list that loops, or points outside the header, is no crash, and the link
+    is told from its sysfs attributes with the port above it."""
+    tb = d.testbed
+    cfg = bytearray(open(NVME1 + "/config", "rb").read())
+    cfg[0x34] = 0x40
+    cfg[0x40:0x42] = bytes([0x01, 0x40])  # a capability pointing at itself
+    tb.set_attribute_binary(NVME1, "config", bytes(cfg))
+    assert link(d, "0001:04:00.0")["state"] == "ok"
+    cfg[0x41] = 0xff
+    tb.set_attribute_binary(NVME1, "config", bytes(cfg))
+    assert link(d, "0001:04:00.0")["max_width"] == "4"
