@@ -29,7 +29,7 @@ BUILD_PKGS="meson ninja-build gcc pkg-config libfuse3-dev fuse3 libpci-dev pciut
 	libudev-dev libusb-1.0-0-dev libsystemd-dev libinih-dev libjson-c-dev liburing-dev libkmod-dev udev"
 TEST_PKGS="clang libclang-rt-dev libcmocka-dev umockdev usbutils gir1.2-umockdev-1.0 python3 python3-gi python3-pytest
 	python3-dbusmock python3-prometheus-client dbus-daemon graphviz groff-base systemd strace kmod
-	qemu-system-x86 busybox-static"
+	qemu-system-x86 busybox-static prometheus prometheus-node-exporter"
 
 # what the ThreadSanitizer build runs: the tests with threads of their own
 TSAN_TESTS="core pm runner exec mount-pm mount-hotplug mount-hotplug-stress mount-files

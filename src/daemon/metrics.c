@@ -8,6 +8,7 @@
  */
 #include "daemon.h"
 
+#include "buses/pci-metrics.h"
 #include "core/metrics.h"
 #include "drivers/binding.h"
 #include "fuse/fs.h"
@@ -115,6 +116,8 @@ void daemon_register_metrics(struct daemon *d)
 		{ d->monitor ? dm_monitor_metrics : NULL, d->monitor },
 		{ d->helper ? dm_helper_metrics : NULL, d->helper },
 		{ d->fs ? dm_fs_metrics : NULL, d->fs },
+		/* per-device PCI families, from sysfs: a live machine's */
+		{ d->o->snapshot ? NULL : dm_pci_metrics, d->model },
 	};
 	d->started = time(NULL);
 	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {

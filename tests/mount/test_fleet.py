@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Metrics fleets already read (issue 34 item 2, docs/design.md §6.8), on the
+server testbed: the metrics file's per-device PCI families, named and
+labelled as node_exporter's pcidevice collector names its own (under
+driverfsd's prefix), with what it does not have: what both ends of a link
+can do, whether it is degraded, AER counts by severity and the names that
+join a PCI address to a network interface, an NVMe controller, a disk and a
+NUMA node; each value checked against the testbed. Then the real thing:
+Debian's promtool checks the text, `driverfsctl metrics FILE` writes it for
+Debian's node_exporter's textfile collector, a Prometheus on localhost
+scrapes node_exporter, and its HTTP API answers the families, a degraded
+link included."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from harness import CTL, Daemon
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
+D1 = "/sys/devices/pci0001:00"
+DS1B = D1 + "/0001:00:02.0/0001:01:00.0/0001:02:01.0"
+NVME1 = DS1B + "/0001:04:00.0"
+CX5 = "/sys/devices/pci0000:00/0000:00:02.0/0000:01:00.0/0000:02:10.0/0000:04:00.0"
+NVME1_LOC = {"segment": "0001", "bus": "04", "device": "00", "function": "0"}
+CX5_LOC = {"segment": "0000", "bus": "04", "device": "00", "function": "0"}
+
+
+@pytest.fixture
+def d():
+    daemon = Daemon(TESTBED)
+    yield daemon
+    daemon.stop()
+
+
+def samples(text):
+    """{family: {frozenset(labels): value}}"""
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out.setdefault(s.name, {})[frozenset(s.labels.items())] = s.value
+    return out
+
+
+def one(got, name, **labels):
+    hits = [v for k, v in got.get(name, {}).items() if set(labels.items()) <= k]
+    assert len(hits) == 1, (name, labels, hits)
+    return hits[0]
+
+
+def info(got, **loc):
+    hits = [dict(k) for k in got["driverfsd_pcidevice_info"] if set(loc.items()) <= k]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+def test_pci_families_as_node_exporter_names_them(d):
+    tb = d.testbed
+    for dev in (NVME1, DS1B):
+        tb.set_attribute(dev, "current_link_speed", "2.5 GT/s PCIe\n")
+    tb.set_attribute(CX5, "aer_dev_correctable", "RxErr 2\nBadTLP 1\nTOTAL_ERR_COR 3\n")
+    tb.set_attribute(CX5, "aer_dev_nonfatal", "Undefined 0\nDLP 0\nTOTAL_ERR_NONFATAL 0\n")
+    tb.set_attribute(CX5, "aer_dev_fatal", "Undefined 0\nDLP 0\nTOTAL_ERR_FATAL 0\n")
+    got = samples(open(d.path("metrics")).read())
+    # the info metric: node_exporter's labels, then the joins
+    nic = info(got, **CX5_LOC)
+    assert nic == {**CX5_LOC, "parent_segment": "0000", "parent_bus": "02",
+                   "parent_device": "10", "parent_function": "0", "class_id": "0x020000",
+                   "vendor_id": "0x15b3", "device_id": "0x1017",
+                   "subsystem_vendor_id": "0x15b3", "subsystem_device_id": "0x0020",
+                   "revision": "0x00", "driver": "mlx5_core", "numa_node": "0",
+                   "netdev": "enp4s0f0np0", "nvme": "", "block": ""}, nic
+    drive = info(got, **NVME1_LOC)
+    assert (drive["nvme"], drive["driver"], drive["numa_node"]) == ("nvme1", "nvme", "1"), drive
+    # a root port's parent is the host bridge, no PCI function: "*"
+    rp = info(got, segment="0000", bus="00", device="02", function="0")
+    assert rp["parent_bus"] == "*", rp
+    # the links: the function's own, and both ends'
+    assert one(got, "driverfsd_pcidevice_current_link_transfers_per_second", **NVME1_LOC) == 2.5e9
+    assert one(got, "driverfsd_pcidevice_max_link_transfers_per_second", **NVME1_LOC) == 8e9
+    assert one(got, "driverfsd_pcidevice_link_capable_transfers_per_second", **NVME1_LOC) == 8e9
+    assert one(got, "driverfsd_pcidevice_current_link_width", **NVME1_LOC) == 4
+    assert one(got, "driverfsd_pcidevice_link_degraded", **NVME1_LOC) == 1
+    assert one(got, "driverfsd_pcidevice_link_degraded", **CX5_LOC) == 0
+    # a drive that can do 16 GT/s behind an 8 GT/s port: its own max, and
+    # what the link can do
+    nvme0 = {"segment": "0000", "bus": "03", "device": "00", "function": "0"}
+    assert one(got, "driverfsd_pcidevice_max_link_transfers_per_second", **nvme0) == 16e9
+    assert one(got, "driverfsd_pcidevice_link_capable_transfers_per_second", **nvme0) == 8e9
+    assert one(got, "driverfsd_pcidevice_link_degraded", **nvme0) == 0
+    # AER by severity: counters, where the kernel has the files
+    assert one(got, "driverfsd_pcidevice_aer_correctable_errors_total", **CX5_LOC) == 3
+    assert one(got, "driverfsd_pcidevice_aer_fatal_errors_total", **CX5_LOC) == 0
+    assert not [k for k in got.get("driverfsd_pcidevice_aer_correctable_errors_total", {})
+                if ("bus", "03") in k]
+    assert one(got, "driverfsd_pcidevice_numa_node", **NVME1_LOC) == 1
+    # bounded: one series per PCI function per family
+    n_pci = len(os.listdir(d.path("bus", "pci", "devices")))
+    for name, series in got.items():
+        if name.startswith("driverfsd_pcidevice_"):
+            assert len(series) <= n_pci, (name, len(series), n_pci)
+    assert len(got["driverfsd_pcidevice_info"]) == n_pci
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url, proc, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"{proc.args[0]} exited {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return r.read().decode()
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"no answer from {url}")
+
+
+def tools():
+    found = [shutil.which(t) for t in ("promtool", "prometheus", "prometheus-node-exporter")]
+    if not all(found):
+        if os.environ.get("CI"):
+            pytest.fail("CI installs prometheus and prometheus-node-exporter (scripts/dev.sh)")
+        pytest.skip("prometheus or prometheus-node-exporter not installed")
+    return found
+
+
+def test_node_exporter_and_prometheus_read_them(d):
+    promtool, prometheus, node_exporter = tools()
+    text = open(d.path("metrics")).read()
+    r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for dev in (NVME1, DS1B):
+        d.testbed.set_attribute(dev, "current_link_speed", "2.5 GT/s PCIe\n")
+    with tempfile.TemporaryDirectory(prefix="driverfs-fleet-") as tmp:
+        textdir = os.path.join(tmp, "textfile")
+        os.mkdir(textdir)
+        r = subprocess.run([CTL, "-m", d.mnt, "metrics", os.path.join(textdir, "driverfsd.prom")],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        ne_port, prom_port = free_port(), free_port()
+        ne = subprocess.Popen([node_exporter, "--collector.disable-defaults",
+                               "--collector.textfile",
+                               f"--collector.textfile.directory={textdir}",
+                               f"--web.listen-address=127.0.0.1:{ne_port}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cfg = os.path.join(tmp, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n"
+                    "  - job_name: node\n    static_configs:\n"
+                    f"      - targets: ['127.0.0.1:{ne_port}']\n")
+        prom = subprocess.Popen([prometheus, f"--config.file={cfg}",
+                                 f"--storage.tsdb.path={os.path.join(tmp, 'data')}",
+                                 f"--web.listen-address=127.0.0.1:{prom_port}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            exported = wait_http(f"http://127.0.0.1:{ne_port}/metrics", ne)
+            # node_exporter took the file whole: no textfile error
+            assert "driverfsd_pcidevice_info{" in exported
+            assert 'node_textfile_scrape_error 0' in exported, exported[-2000:]
+            query = ('driverfsd_pcidevice_link_degraded'
+                     '{segment="0001",bus="04",device="00",function="0"}')
+            url = (f"http://127.0.0.1:{prom_port}/api/v1/query?" +
+                   urllib.parse.urlencode({"query": query}))
+            deadline = time.monotonic() + 120
+            result = []
+            while time.monotonic() < deadline and not result:
+                try:
+                    doc = json.loads(wait_http(url, prom))
+                    result = doc["data"]["result"]
+                except (OSError, KeyError, ValueError):
+                    pass
+                if not result:
+                    time.sleep(0.5)
+            assert result and result[0]["value"][1] == "1", result
+            assert result[0]["metric"]["job"] == "node"
+            url = (f"http://127.0.0.1:{prom_port}/api/v1/query?" +
+                   urllib.parse.urlencode({"query": 'count(driverfsd_pcidevice_info)'}))
+            doc = json.loads(wait_http(url, prom))
+            n_pci = len(os.listdir(d.path("bus", "pci", "devices")))
+            assert doc["data"]["result"][0]["value"][1] == str(n_pci), doc
+        finally:
+            for p in (prom, ne):
+                p.terminate()
+                p.wait(30)
