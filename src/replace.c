@@ -114,7 +114,7 @@ static int resolve(const char *path, char *out, size_t size, struct stat *st)
 
 int dm_replace_file(const char *path, const char *data, size_t len, char *msg, size_t size)
 {
-	char real[PATH_MAX], tmp[PATH_MAX + 8];
+	char real[PATH_MAX], tmp[PATH_MAX + 9];
 	struct stat st;
 	if (msg && size)
 		*msg = '\0';
@@ -126,8 +126,12 @@ int dm_replace_file(const char *path, const char *data, size_t len, char *msg, s
 		return r;
 	/* a regular file, someone else's symlink, or nothing yet: a file of
 	 * a random name beside it (O_EXCL: no link is followed), renamed over
-	 * the name */
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", real) >= sizeof(tmp))
+	 * the name; a dot-file, which readers of a directory's files skip
+	 * (NFD's features.d, node_exporter's textfile directory) */
+	const char *slash = strrchr(real, '/');
+	int dir = slash ? (int)(slash - real) + 1 : 0;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", dir, real, real + dir) >=
+	    sizeof(tmp))
 		return -ENAMETOOLONG;
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)

@@ -7,8 +7,9 @@
 #include <sys/types.h>
 
 /* Writes the @len bytes at @data as the file @path. A regular file (or a
- * new one) is replaced whole or not at all: written to a file of a random
- * name beside it (created with O_EXCL, which follows no symlink), synced,
+ * new one) is replaced whole or not at all: written to a dot-file of a
+ * random name beside it (".NAME.XXXXXX", created with O_EXCL, which
+ * follows no symlink, and skipped by readers of a directory's files), synced,
  * made 0644 and renamed over it. A symlink of the caller's or root's is
  * followed (its target replaced); anyone else's is replaced itself, never
  * followed (the file may be in a directory others write to). Anything
