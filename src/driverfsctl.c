@@ -81,6 +81,13 @@ static const struct command {
 	  "                             trained below what both its ends can do, or one\n"
 	  "                             above it; AER errors counted; a failed PM hook;\n"
 	  "                             a failed binding request (exit status 3 when any)\n" },
+	{ "nfd", ctl_cmd_nfd,
+	  "  nfd [FILE]                 Kubernetes node labels for Node Feature\n"
+	  "                             Discovery's local source: per PCI class and\n"
+	  "                             vendor, functions bound to vfio-pci and those in\n"
+	  "                             an IOMMU group a VM can take, SR-IOV VF counts,\n"
+	  "                             degraded links; FILE (default NFD's features.d/\n"
+	  "                             driverfsd; - prints) written only when changed\n" },
 	{ "metrics", ctl_cmd_metrics,
 	  "  metrics [FILE]             the daemon's counters and the tree's gauges in\n"
 	  "                             Prometheus's text format (MOUNT/metrics, after\n"

@@ -29,5 +29,7 @@ int ctl_cmd_diff(const char *mnt, int argc, char **argv);
 int ctl_cmd_metrics(const char *mnt, int argc, char **argv);
 /* health.c: the devices that are not healthy, and why */
 int ctl_cmd_health(const char *mnt, int argc, char **argv);
+/* nfd.c: Kubernetes node labels as a Node Feature Discovery feature file */
+int ctl_cmd_nfd(const char *mnt, int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@ Debian's node_exporter's textfile collector, a Prometheus on localhost
 scrapes node_exporter, and its HTTP API answers the families, a degraded
 link included."""
 import json
+import re
 import os
 import shutil
 import socket
@@ -198,3 +199,74 @@ def test_node_exporter_and_prometheus_read_them(d):
             for p in (prom, ne):
                 p.terminate()
                 p.wait(30)
+
+
+# NFD's label names after its prefix, and values (k8s label syntax)
+NFD_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def nfd_testbed(tmp_path):
+    """The server testbed with the first I350 port and the first ConnectX-5
+    port on vfio-pci (the I350's sibling, in its IOMMU group, still on
+    igb), and the ConnectX-5 port with SR-IOV (4 of 8 VFs)."""
+    blocks = open(TESTBED).read().split("\n\n")
+    for i, b in enumerate(blocks):
+        first = b.split("\n", 1)[0]
+        if first.endswith("/0000:07:00.0"):
+            blocks[i] = b.replace("igb", "vfio-pci")
+        elif first.endswith("/0000:04:00.0"):
+            blocks[i] = (b.replace("mlx5_core", "vfio-pci") +
+                         "\nA: sriov_totalvfs=8\\n\nA: sriov_numvfs=4\\n")
+    path = tmp_path / "server-nfd.umockdev"
+    path.write_text("\n\n".join(blocks))
+    return str(path)
+
+
+def test_nfd_feature_file(tmp_path):
+    """driverfsctl nfd FILE (issue 34 item 3): NFD's local-source format,
+    per PCI class and vendor what NFD's own pci source does not say; the
+    file written through a dot-file renamed over it, and not at all when
+    nothing changed."""
+    d = Daemon(nfd_testbed(tmp_path))
+    try:
+        assert open(d.path("bus", "pci", "devices", "0000:07:00.0", "kernel_driver")).read() \
+            == "vfio-pci\n"
+        feat = tmp_path / "features.d"
+        feat.mkdir()
+        out = feat / "driverfsd"
+        r = subprocess.run([CTL, "-m", d.mnt, "nfd", str(out)], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        lines = out.read_text().splitlines()
+        labels = dict(l.split("=", 1) for l in lines if not l.startswith("#"))
+        assert labels == {
+            "driverfsd.pci-0200_8086.vfio-pci": "1",
+            "driverfsd.pci-0200_8086.vfio-pci-viable": "0",  # igb holds its sibling
+            "driverfsd.pci-0200_15b3.vfio-pci": "1",
+            "driverfsd.pci-0200_15b3.vfio-pci-viable": "1",
+            "driverfsd.pci-0200_15b3.sriov-numvfs": "4",
+            "driverfsd.pci-0200_15b3.sriov-totalvfs": "8",
+        }, labels
+        for name, value in labels.items():
+            assert NFD_NAME.match(name) and NFD_NAME.match(value), (name, value)
+        assert out.stat().st_size < 64 * 1024
+        assert os.listdir(feat) == ["driverfsd"]  # no temporary left
+        # nothing changed: nothing written (the same inode, not replaced)
+        ino = out.stat().st_ino
+        r = subprocess.run([CTL, "-m", d.mnt, "nfd", str(out)], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and out.stat().st_ino == ino, r.stderr
+        # a link degrades: the labels follow
+        for dev in (NVME1, DS1B):
+            d.testbed.set_attribute(dev, "current_link_speed", "2.5 GT/s PCIe\n")
+        r = subprocess.run([CTL, "-m", d.mnt, "nfd", "-"], capture_output=True, text=True,
+                           timeout=60)
+        assert "driverfsd.pci-0108_8086.link-degraded=1" in r.stdout.splitlines(), r.stdout
+        assert "driverfsd.pci-link-degraded=true" in r.stdout.splitlines()
+        r = subprocess.run([CTL, "-m", d.mnt, "nfd", str(out)], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and out.stat().st_ino != ino
+        assert "driverfsd.pci-link-degraded=true" in out.read_text()
+        assert sorted(os.listdir(feat)) == ["driverfsd"]
+    finally:
+        d.stop()
