@@ -48,6 +48,7 @@ static const struct config_key keys[] = {
 	KEY("Binding", "Protect", KEY_NAMES, protect),
 	KEY("Binding", "PersistFile", KEY_PATH, persist_file),
 	KEY("Binding", "BindingJournal", KEY_PATH, binding_journal),
+	KEY("Fleet", "NfdFile", KEY_PATH, nfd_file),
 };
 #undef KEY
 
@@ -136,7 +137,7 @@ static void config_key(struct dm_conffile *cf, const char *section, const char *
 	dm_conffile_error(cf, "unknown key %s in [%s]", key, section);
 }
 
-static const char *const sections[] = { "Daemon", "Sources", "PM", "Binding", NULL };
+static const char *const sections[] = { "Daemon", "Sources", "PM", "Binding", "Fleet", NULL };
 
 static const struct dm_conffile_ops config_ops = {
 	.sections = sections,
@@ -153,6 +154,7 @@ void dm_config_done(struct dm_config *c)
 	free(c->protect);
 	free(c->persist_file);
 	free(c->binding_journal);
+	free(c->nfd_file);
 	*c = (struct dm_config){ 0 };
 }
 

@@ -24,6 +24,10 @@
  *                                                 the transactions under
  *                                                 way, for the next start
  *                                                 to finish or undo
+ *   [Fleet]    NfdFile=<absolute path>            default none: Kubernetes
+ *                                                 node labels, an NFD
+ *                                                 feature file kept current
+ *                                                 (fleet/nfd-format.h)
  *
  * Syntax and error reporting: conffile.h's; unknown sections and keys are
  * errors. The command line wins over the file (MOUNTPOINT,
@@ -53,6 +57,7 @@ struct dm_config {
 	char *protect; /* [Binding] Protect=, or NULL */
 	char *persist_file; /* [Binding] PersistFile=, or NULL: the default */
 	char *binding_journal; /* [Binding] BindingJournal=, or NULL: the default */
+	char *nfd_file; /* [Fleet] NfdFile=, or NULL: none */
 };
 
 /*

@@ -7,6 +7,7 @@
  * made, before the monitor runs; dropped first at teardown.
  */
 #include "daemon.h"
+#include "nfd.h"
 
 #include "buses/pci-metrics.h"
 #include "core/metrics.h"
@@ -118,6 +119,7 @@ void daemon_register_metrics(struct daemon *d)
 		{ d->fs ? dm_fs_metrics : NULL, d->fs },
 		/* per-device PCI families, from sysfs: a live machine's */
 		{ d->o->snapshot ? NULL : dm_pci_metrics, d->model },
+		{ d->cfg.nfd_file && !d->o->snapshot ? daemon_nfd_metrics : NULL, NULL },
 	};
 	d->started = time(NULL);
 	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {

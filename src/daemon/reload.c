@@ -121,6 +121,9 @@ static void warn_unreloadable(const struct dm_config *old, const struct dm_confi
 	else if ((old->binding_journal == NULL) != (new->binding_journal == NULL) ||
 		 (old->binding_journal && strcmp(old->binding_journal, new->binding_journal) != 0))
 		changed = "BindingJournal=";
+	else if ((old->nfd_file == NULL) != (new->nfd_file == NULL) ||
+		 (old->nfd_file && strcmp(old->nfd_file, new->nfd_file) != 0))
+		changed = "NfdFile=";
 	else if (old->source_pci != new->source_pci || old->source_usb != new->source_usb)
 		changed = "[Sources]";
 	if (changed)

@@ -5,6 +5,7 @@
  * hotplug helper report to systemd meanwhile.
  */
 #include "daemon.h"
+#include "nfd.h"
 
 #include "background.h"
 #include "core/model.h"
@@ -63,6 +64,8 @@ void daemon_hotplug_done(const struct dm_hotplug_event *evs, size_t n, void *dat
 	size_t len = 0;
 	if (*fs)
 		dm_fs_sync_invalidations(*fs);
+	/* a binding moved, VFs made, a device came or went: the node labels */
+	daemon_nfd_kick();
 	for (size_t i = 0; i < n; i++) {
 		char line[PIPE_BUF], path[PATH_MAX];
 		/* a devpath with a newline must not add fields (READY=,
@@ -204,6 +207,11 @@ int daemon_serve(struct daemon *d)
 	r = dm_needs_start();
 	if (r < 0)
 		log_warn("exec drivers' KernelDriver=: cannot start: %s", strerror(-r));
+	/* NfdFile=: the node labels, written now and after each run of
+	 * uevents (a live machine's only) */
+	r = d->o->snapshot ? 0 : daemon_nfd_start(d->model, d->cfg.nfd_file);
+	if (r < 0)
+		log_warn("NfdFile=%s: cannot start: %s", d->cfg.nfd_file, strerror(-r));
 	r = dm_fs_loop(d->fs);
 	sd_notify(0, "STOPPING=1");
 	/* SIGTERM for `systemctl restart` with the connection in systemd's

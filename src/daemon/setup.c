@@ -6,6 +6,7 @@
  * teardown after.
  */
 #include "daemon.h"
+#include "nfd.h"
 
 #include "background.h"
 #include "core/model.h"
@@ -432,6 +433,7 @@ void daemon_tear_down(struct daemon *d)
 		 * there, 2 runs in 5: test_handover's what_changed.) */
 		dm_fs_stop_notifier(d->fs);
 		dm_needs_stop();
+		daemon_nfd_stop();
 		dm_exec_unload(d->exec);
 		fflush(NULL);
 		_exit(DAEMON_EXIT_HANDOVER);
@@ -439,6 +441,7 @@ void daemon_tear_down(struct daemon *d)
 	dm_fs_free(d->fs);
 	/* the kernel drivers exec drivers needed stay bound (needs.h) */
 	dm_needs_stop();
+	daemon_nfd_stop();
 	dm_exec_unload(d->exec);
 	driver_drop(d->pci_pm);
 	driver_drop(d->vfio);

@@ -270,3 +270,56 @@ def test_nfd_feature_file(tmp_path):
         assert sorted(os.listdir(feat)) == ["driverfsd"]
     finally:
         d.stop()
+
+
+def nfd_writes(d):
+    got = samples(open(d.path("metrics")).read())
+    return {dict(k)["result"]: v for k, v in got["driverfsd_nfd_writes_total"].items()}
+
+
+def wait_until(what, check, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"not seen in {timeout} s: {what}")
+
+
+def test_the_daemon_keeps_the_feature_file_current(tmp_path):
+    """[Fleet] NfdFile= (issue 34 item 3): the daemon writes the same text
+    as driverfsctl nfd once it serves, again after the uevents that can
+    change it (not on a timer), and not at all when the text is the same."""
+    from hotplug_util import wait_event
+    feat = tmp_path / "features.d"
+    feat.mkdir()
+    out = feat / "driverfsd"
+    cfg = tmp_path / "driverfsd.conf"
+    cfg.write_text(f"[Fleet]\nNfdFile={out}\n")
+    d = Daemon(nfd_testbed(tmp_path), extra_args=("-c", str(cfg)))
+    try:
+        wait_until("the first feature file", lambda: out.exists())
+        r = subprocess.run([CTL, "-m", d.mnt, "nfd", "-"], capture_output=True, text=True,
+                           timeout=60)
+        assert out.read_text() == r.stdout, (out.read_text(), r.stdout)
+        assert "driverfsd.pci-0200_15b3.vfio-pci-viable=1" in r.stdout.splitlines()
+        assert nfd_writes(d) == {"written": 1, "unchanged": 0, "failed": 0}
+        ino = out.stat().st_ino
+        # a link degrades, and the kernel says something of the device
+        for dev in (NVME1, DS1B):
+            d.testbed.set_attribute(dev, "current_link_speed", "2.5 GT/s PCIe\n")
+        d.testbed.uevent(NVME1, "change")
+        wait_event(d, "change", NVME1[len("/sys"):])
+        wait_until("the labels follow", lambda: "pci-link-degraded=true" in out.read_text())
+        assert out.stat().st_ino != ino
+        assert sorted(os.listdir(feat)) == ["driverfsd"]
+        # an event that changes nothing: built again, not written
+        ino = out.stat().st_ino
+        d.testbed.uevent(CX5, "change")
+        wait_event(d, "change", CX5[len("/sys"):])
+        wait_until("an unchanged build", lambda: nfd_writes(d)["unchanged"] >= 1)
+        assert out.stat().st_ino == ino
+        assert nfd_writes(d)["written"] == 2 and nfd_writes(d)["failed"] == 0
+    finally:
+        d.stop()
