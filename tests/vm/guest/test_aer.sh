@@ -9,7 +9,8 @@
 # the kernel recovers the NIC through e1000e's error handlers (its change
 # uevents, ERROR_EVENT=BEGIN_RECOVERY and SUCCESSFUL_RECOVERY, reach
 # driverfsd), aer_dev_nonfatal moves, and the tree still has the NIC on
-# e1000e, its uevent file as sysfs's.
+# e1000e, its uevent file as sysfs's. driverfsctl health and the metrics
+# file's AER family say the same (issue 34).
 . /test/lib.sh
 
 check "driverfsd --kernel-uevents mounted at /devices" mount_driverfs
@@ -86,6 +87,17 @@ cat <&4 > /tmp/held
 ok $? "a file opened before the errors and read after reads the new counts"
 exec 4<&-
 diag < "$M/$NIC/aer_dev_correctable"
+# what fleets read of it (issue 34): driverfsctl health's line, the
+# metrics family, on the real kernel's counters
+/usr/bin/driverfsctl -m /devices health > /tmp/health; hst=$?
+diag < /tmp/health
+[ $hst -eq 3 ] && grep -q "^$NIC	aer	$((cor0 + 2)) correctable error" /tmp/health
+ok $? "driverfsctl health names the NIC's correctable errors (exit status 3)"
+loc=$(echo "$NIC" | awk -F'[:.]' '{ printf "segment=\"%s\",bus=\"%s\",device=\"%s\",function=\"%s\"", $1, $2, $3, $4 }')
+grep "^driverfsd_pcidevice_aer_correctable_errors_total{$loc}" /devices/metrics > /tmp/fam
+diag < /tmp/fam
+[ "$(awk '{ print $2 }' /tmp/fam)" = $((cor0 + 2)) ]
+ok $? "driverfsd_pcidevice_aer_correctable_errors_total{$loc} is $((cor0 + 2))"
 
 # uncorrectable, non-fatal (the default severity of bit 14, CmpltTO)
 nf0=$(counter "$S/$NIC/aer_dev_nonfatal" TOTAL_ERR_NONFATAL)
