@@ -7,6 +7,7 @@
 #include "core/hashmap.h"
 #include "inuse.h"
 #include "journal.h"
+#include "kernel.h"
 #include "modules.h"
 #include "persist.h"
 #include "log.h"
@@ -96,7 +97,7 @@ int dm_binding_status(struct dm_device *dev, bool details, char *buf, size_t siz
 /* A kernel driver's name: what module and driver names are made of. */
 static bool is_driver_name(const char *s)
 {
-	return strlen(s) <= 64 && dm_name_is_plain(s, strlen(s));
+	return strlen(s) <= DM_KERNEL_DRIVER_NAME_MAX && dm_name_is_plain(s, strlen(s));
 }
 
 /* ---- a transaction ---- */

@@ -12,6 +12,7 @@
 
 #include "conffile.h"
 #include "drivers/hookenv.h"
+#include "drivers/kernel.h"
 #include "trust.h"
 
 #include <dirent.h>
@@ -81,7 +82,8 @@ static void handle_driver(struct dm_conffile *cf, struct exec_conf *c, const cha
 			return;
 		c->kernel_driver_line = dm_conffile_line(cf);
 		/* a kernel driver's name: what sysfs's driver directories have */
-		if (strlen(value) > 63 || !dm_name_is_plain(value, strlen(value)))
+		if (strlen(value) > DM_KERNEL_DRIVER_NAME_MAX ||
+		    !dm_name_is_plain(value, strlen(value)))
 			dm_conffile_error(cf, "bad KernelDriver '%s' (a kernel driver's name)", value);
 		else
 			dm_conffile_set_string(cf, &c->kernel_driver, value);

@@ -15,6 +15,12 @@
 
 #include "core/model.h"
 
+/* The longest kernel driver name driverfsd takes (binding requests,
+ * persisted bindings, KernelDriver=): what sysfs's driver directories and
+ * module names have, with room to spare (the kernel's module names stop at
+ * 55 bytes). */
+#define DM_KERNEL_DRIVER_NAME_MAX 64
+
 /* The timeout of each sysfs write, in milliseconds. */
 #define DM_KERNEL_PM_TIMEOUT_MS 5000
 
