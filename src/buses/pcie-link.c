@@ -6,7 +6,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -102,30 +101,51 @@ static bool read_speed(const char *dir, const char *name, unsigned *ret)
 	return true;
 }
 
-/* The PCIe capability's port type, from the config space (the device's
- * bytes: a capability list that loops or leaves the header ends the walk). */
+/* "/sys/a/b" to "/sys/a" in @buf; false at the top. */
+static bool parent_dir(const char *dir, char *buf, size_t size);
+
+/* Whether @dir is a PCI function: it has a class. A bridge's class is
+ * 0x0604xx. */
+static bool pci_class(const char *dir, bool *bridge)
+{
+	char buf[32];
+	if (read_attr(dir, "class", buf, sizeof(buf)) <= 0 || strncmp(buf, "0x", 2) != 0)
+		return false;
+	*bridge = strncmp(buf + 2, "0604", 4) == 0;
+	return true;
+}
+
+/* Which way the function at @dir faces, told from sysfs's class files
+ * alone (never the config space: a device's config read can take seconds
+ * or hang, and a reader of pcie_link/ or of the metrics file must not wait
+ * for it, docs/design.md §6.7): a function that is no bridge is an
+ * endpoint; a bridge whose parent is no PCI function is a root port; one
+ * below a root or downstream port is a switch's upstream port (or a
+ * PCIe-to-PCI bridge: both face up); one below an upstream port is a
+ * downstream port. */
 static int port_type(const char *dir)
 {
-	char path[PATH_MAX];
-	unsigned char c[256];
-	int n = snprintf(path, sizeof(path), "%s/config", dir);
-	if (n < 0 || (size_t)n >= sizeof(path))
+	bool bridge;
+	if (!pci_class(dir, &bridge))
 		return TYPE_UNKNOWN;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return TYPE_UNKNOWN;
-	struct stat st;
-	ssize_t len = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, c, sizeof(c), 0) : -1;
-	close(fd);
-	if (len < 0x40 || !(c[0x06] & 0x10)) /* no capability list */
-		return TYPE_UNKNOWN;
-	unsigned at = c[0x34] & 0xfc;
-	for (int k = 0; k < 48 && at >= 0x40 && at + 4 <= (unsigned)len; k++) {
-		if (c[at] == 0x10) /* PCI_CAP_ID_EXP */
-			return (c[at + 2] >> 4) & 0xf;
-		at = c[at + 1] & 0xfc;
+	if (!bridge)
+		return TYPE_ENDPOINT;
+	char up[PATH_MAX];
+	strncpy(up, dir, sizeof(up) - 1);
+	up[sizeof(up) - 1] = '\0';
+	/* the bridges above it, up to the first that is no bridge or no
+	 * function: their count's parity says which way it faces */
+	int bridges = 0;
+	for (int k = 0; k < HOPS_MAX; k++) {
+		char next[PATH_MAX];
+		bool b;
+		if (!parent_dir(up, next, sizeof(next)) || !pci_class(next, &b) || !b)
+			break;
+		bridges++;
+		memcpy(up, next, strlen(next) + 1);
 	}
-	return TYPE_UNKNOWN;
+	/* 0 above: a root port; then up, down, up ... */
+	return bridges == 0 ? TYPE_ROOT_PORT : bridges % 2 ? TYPE_UPSTREAM : TYPE_DOWNSTREAM;
 }
 
 static int read_end(const char *dir, struct end *e)

@@ -17,8 +17,10 @@
  *                                   x<width>", or "none"
  * A function's link is the one above it (an endpoint, a switch's upstream
  * port, a PCIe-to-PCI bridge); a root or downstream port's is the one
- * below it, to its first function. Which a function is, its PCIe
- * capability says (the config space); "idle" is a link below what it could
+ * below it, to its first function. Which a function is, its class and its
+ * ancestors' say (bridges alternate down the tree: root port, upstream,
+ * downstream ...): the config space, whose reads a device can make take
+ * seconds, is never read. "idle" is a link below what it could
  * do whose lower end is runtime-suspended or in D3, where a slower link is
  * power saving, not a fault. Values are read from sysfs at each read.
  * The directory is there only for a function with both link attributes.

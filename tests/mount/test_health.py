@@ -3,7 +3,8 @@
 testbed (tests/testbeds/server-2dom.umockdev: two root ports with PCIe
 switches below, NVMe drives, NICs): each PCIe function's pcie_link/ tells
 its link with both ends (an NVMe drive that can do 16 GT/s behind a switch
-port that can do 8 is not degraded at 8); a link trained below what both
+port that can do 8 is not degraded at 8), which end each function is told
+by the classes up the tree; a link trained below what both
 ends can do is "degraded", or "idle" when its lower end is runtime-suspended;
 a device behind a degraded switch link names it as its bottleneck; and
 driverfsctl health lists what is wrong (degraded links, AER counts, failed
@@ -119,9 +120,10 @@ def test_a_degraded_link_and_what_is_behind_it(d):
 
 
 def test_a_device_whose_config_space_lies(d):
-    """A function's config space is the device's own bytes: a capability
-    list that loops, or points outside the header, is no crash, and the link
-    is told from its sysfs attributes with the port above it."""
+    """The link is told from sysfs's class and link files, never from the
+    config space (the device's own bytes, whose reads a device can stall):
+    a capability list that loops, or points outside the header, changes
+    nothing."""
     tb = d.testbed
     cfg = bytearray(open(NVME1 + "/config", "rb").read())
     cfg[0x34] = 0x40
