@@ -977,7 +977,7 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 		dm_device_set_binding(dev, false);
 	if (r == 0 && req->persist && !req->dry_run) {
 		char why[128];
-		int p = dm_persist_set(busname, name,
+		int p = dm_persist_set(dev, busname, name,
 				       req->action == DM_BIND_TO     ? req->driver
 				       : req->action == DM_BIND_NONE ? "none"
 								     : NULL,

@@ -19,9 +19,14 @@
 #include <unistd.h>
 
 #define WORD_MAX 64
+#define ID_MAX DM_PERSIST_ID_MAX
+/* a state file's line: three words and an identity, with room to spare */
+#define LINE_MAX_LEN (3 * WORD_MAX + ID_MAX + 64)
 
 struct entry {
 	char bus[WORD_MAX], name[WORD_MAX], driver[WORD_MAX];
+	char id[ID_MAX]; /* the device's identity; "" for none (an old line) */
+	bool other_logged; /* another device there was logged */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -48,7 +53,7 @@ static struct entry *find_locked(const char *bus, const char *name)
 	return NULL;
 }
 
-static int add_locked(const char *bus, const char *name, const char *driver)
+static int add_locked(const char *bus, const char *name, const char *driver, const char *id)
 {
 	struct entry *e = find_locked(bus, name);
 	if (!e) {
@@ -59,7 +64,223 @@ static int add_locked(const char *bus, const char *name, const char *driver)
 		snprintf(e->name, sizeof(e->name), "%s", name);
 	}
 	snprintf(e->driver, sizeof(e->driver), "%s", driver);
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	e->other_logged = false;
 	return 0;
+}
+
+/* ---- identities ---- */
+
+/* What a serial keeps as it is; every other byte is %XX. */
+static bool serial_plain(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+size_t dm_persist_encode_serial(const char *s, size_t len, char *buf, size_t size)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+	if (len > DM_PERSIST_SERIAL_MAX)
+		len = DM_PERSIST_SERIAL_MAX;
+	for (size_t i = 0; i < len && size; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (serial_plain(c)) {
+			if (o + 1 >= size)
+				break;
+			buf[o++] = (char)c;
+		} else {
+			if (o + 3 >= size)
+				break;
+			buf[o++] = '%';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
+		}
+	}
+	if (size)
+		buf[o] = '\0';
+	return o;
+}
+
+/* A 16-bit id as sysfs has it ("0x8086", "05f3", a newline after it) into
+ * @out as four lower-case hex digits. */
+static bool parse_id16(const char *s, char out[5])
+{
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	unsigned v = 0;
+	size_t n = 0;
+	for (; hex_digit(s[n]) >= 0; n++)
+		v = v * 16 + (unsigned)hex_digit(s[n]);
+	if (n == 0 || n > 4 || (s[n] && strcmp(s + n, "\n") != 0))
+		return false;
+	snprintf(out, 5, "%04x", v);
+	return true;
+}
+
+/* The id in @dev's file @name: 0, -ENOENT (no such file), -ENODEV
+ * (removed) or -EINVAL (not an id). */
+static int read_id16(struct dm_device *dev, const char *name, char out[5])
+{
+	char buf[32];
+	int n = dm_device_show(dev, NULL, name, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	return parse_id16(buf, out) ? 0 : -EINVAL;
+}
+
+static int pci_identity(struct dm_device *dev, char *buf, size_t size)
+{
+	static const char *const files[] = { "vendor", "device", "subsystem_vendor",
+					     "subsystem_device" };
+	char ids[4][5];
+	for (size_t i = 0; i < 4; i++) {
+		int r = read_id16(dev, files[i], ids[i]);
+		if (r < 0)
+			return r == -ENODEV ? r : 0;
+	}
+	snprintf(buf, size, "pci:%s:%s:%s:%s", ids[0], ids[1], ids[2], ids[3]);
+	return 1;
+}
+
+/* A USB device's identity; an interface's is its device's (its parent). */
+static int usb_identity(struct dm_device *dev, char *buf, size_t size)
+{
+	char vendor[5], product[5];
+	struct dm_device *usb = dm_device_ref(dev);
+	int r = read_id16(usb, "idVendor", vendor);
+	if (r == -ENOENT) {
+		struct dm_model *m = dm_device_get_model(dev);
+		dm_model_read_lock(m);
+		struct dm_device *parent = dm_device_get_parent_locked(dev);
+		if (parent)
+			dm_device_ref(parent);
+		dm_model_unlock(m);
+		dm_device_unref(usb);
+		usb = parent;
+		r = usb ? read_id16(usb, "idVendor", vendor) : -ENOENT;
+	}
+	if (r == 0)
+		r = read_id16(usb, "idProduct", product);
+	char *raw = NULL;
+	int n = -ENOENT;
+	if (r == 0) {
+		raw = malloc(DM_ATTR_MAX + 1);
+		n = raw ? dm_device_show(usb, NULL, "serial", raw, DM_ATTR_MAX + 1) : -ENOMEM;
+	}
+	if (usb)
+		dm_device_unref(usb);
+	if (r == 0 && n < 0 && n != -ENOENT)
+		r = n; /* there, and unreadable: no identity */
+	if (r < 0) {
+		free(raw);
+		return r == -ENODEV ? r : 0;
+	}
+	size_t len = n > 0 ? (size_t)n : 0;
+	if (len && raw[len - 1] == '\n')
+		len--; /* sysfs's */
+	int w = snprintf(buf, size, "usb:%s:%s%s", vendor, product, len ? ":" : "");
+	if (len && w > 0 && (size_t)w < size)
+		dm_persist_encode_serial(raw, len, buf + w, size - (size_t)w);
+	free(raw);
+	return 1;
+}
+
+int dm_persist_identity(struct dm_device *dev, const char *bus, char *buf, size_t size)
+{
+	if (size)
+		*buf = '\0';
+	if (dm_device_is_dead(dev))
+		return -ENODEV;
+	if (strcmp(bus, "pci") == 0)
+		return pci_identity(dev, buf, size);
+	if (strcmp(bus, "usb") == 0)
+		return usb_identity(dev, buf, size);
+	return 0;
+}
+
+/* @n hex digits, lower-case, then @end. */
+static const char *hex_field(const char *s, size_t n, char end)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return NULL;
+	return s[n] == end ? s + n + (end != '\0') : NULL;
+}
+
+bool dm_persist_normalize_id(const char *id, char *buf, size_t size)
+{
+	const char *p;
+	if (strlen(id) >= ID_MAX || size < ID_MAX)
+		return false;
+	if (strncmp(id, "pci:", 4) == 0) {
+		p = id + 4;
+		for (int i = 0; i < 3 && p; i++)
+			p = hex_field(p, 4, ':');
+		if (!p || !hex_field(p, 4, '\0'))
+			return false;
+		snprintf(buf, size, "%s", id);
+		return true;
+	}
+	if (strncmp(id, "usb:", 4) != 0 || !(p = hex_field(id + 4, 4, ':')))
+		return false;
+	const char *serial = hex_field(p, 4, ':');
+	if (!serial) {
+		if (!hex_field(p, 4, '\0'))
+			return false;
+		snprintf(buf, size, "%s", id);
+		return true;
+	}
+	/* the serial: decoded, then encoded again (one spelling of each) */
+	char raw[DM_PERSIST_SERIAL_MAX];
+	size_t len = 0;
+	for (const char *s = serial; *s; s++) {
+		int c;
+		if (*s == '%') {
+			int hi = hex_digit(s[1]), lo = hi < 0 ? -1 : hex_digit(s[2]);
+			if (lo < 0)
+				return false;
+			c = hi * 16 + lo;
+			s += 2;
+		} else if (serial_plain((unsigned char)*s)) {
+			c = (unsigned char)*s;
+		} else {
+			return false;
+		}
+		if (len == sizeof(raw))
+			return false;
+		raw[len++] = (char)c;
+	}
+	if (len == 0)
+		return false;
+	int w = snprintf(buf, size, "%.*s", (int)(serial - id), id);
+	dm_persist_encode_serial(raw, len, buf + w, size - (size_t)w);
+	return true;
+}
+
+/* The rest of a line longer than the buffer (@line, with no newline) is
+ * skipped. */
+static bool skip_long_line(FILE *f, const char *line)
+{
+	if (strchr(line, '\n'))
+		return false;
+	int c;
+	bool skipped = false;
+	while ((c = getc(f)) != EOF && c != '\n')
+		skipped = true;
+	return skipped;
 }
 
 int dm_persist_load(const char *path)
@@ -86,25 +307,38 @@ int dm_persist_load(const char *path)
 		pthread_mutex_unlock(&lock);
 		return -errno;
 	}
-	char line[512];
-	unsigned no = 0;
+	char line[LINE_MAX_LEN];
+	unsigned no = 0, old = 0;
 	while (r == 0 && fgets(line, sizeof(line), f)) {
-		char bus[WORD_MAX * 2], name[WORD_MAX * 2], driver[WORD_MAX * 2], extra[2];
+		/* (a word of the line is shorter than the line: %s fits id) */
+		char bus[WORD_MAX * 2], name[WORD_MAX * 2], driver[WORD_MAX * 2], id[LINE_MAX_LEN],
+			norm[ID_MAX], extra[2];
 		no++;
-		if (line[0] == '#' || line[strspn(line, " \t\n")] == '\0')
-			continue;
-		if (sscanf(line, "%127s %127s %127s %1s", bus, name, driver, extra) != 3 ||
-		    !is_word(bus) || !is_word(name) || !is_word(driver)) {
-			log_err("%s:%u: not a binding (BUS NAME DRIVER); skipped", state_file(), no);
+		if (skip_long_line(f, line)) {
+			log_err("%s:%u: too long for a binding; skipped", state_file(), no);
 			continue;
 		}
-		r = add_locked(bus, name, driver);
+		if (line[0] == '#' || line[strspn(line, " \t\n")] == '\0')
+			continue;
+		/* BUS NAME DRIVER IDENTITY, or an older BUS NAME DRIVER */
+		int n = sscanf(line, "%127s %127s %127s %s %1s", bus, name, driver, id, extra);
+		if ((n != 3 && n != 4) || !is_word(bus) || !is_word(name) || !is_word(driver) ||
+		    (n == 4 && !dm_persist_normalize_id(id, norm, sizeof(norm)))) {
+			log_err("%s:%u: not a binding (BUS NAME DRIVER [IDENTITY]); skipped",
+				state_file(), no);
+			continue;
+		}
+		old += n == 3;
+		r = add_locked(bus, name, driver, n == 4 ? norm : "");
 	}
 	fclose(f);
 	size_t n = n_entries;
 	pthread_mutex_unlock(&lock);
 	if (r == 0 && n)
-		log_info("%zu persisted binding%s in %s", n, n == 1 ? "" : "s", state_file());
+		log_info("%zu persisted binding%s in %s%s", n, n == 1 ? "" : "s", state_file(),
+			 old ? " (some without the device's identity: applied to whatever device is "
+			       "there, and given its identity then)"
+			     : "");
 	return r;
 }
 
@@ -126,27 +360,36 @@ static int save_locked(char *msg, size_t size)
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		return -ENOMEM;
-	fprintf(f, "# driverfsd's persisted bindings: BUS NAME DRIVER (driverfsctl bind "
+	fprintf(f, "# driverfsd's persisted bindings: BUS NAME DRIVER IDENTITY (driverfsctl bind "
 		   "--persist)\n");
 	for (size_t i = 0; i < n_entries; i++)
-		fprintf(f, "%s %s %s\n", entries[i].bus, entries[i].name, entries[i].driver);
+		fprintf(f, "%s %s %s%s%s\n", entries[i].bus, entries[i].name, entries[i].driver,
+			entries[i].id[0] ? " " : "", entries[i].id);
 	bool failed = ferror(f);
 	int r = fclose(f) != 0 || failed ? -ENOMEM : dm_replace_file(path, text, len, msg, size);
 	free(text);
 	return r;
 }
 
-int dm_persist_set(const char *bus, const char *name, const char *driver, char *msg,
-		   size_t size)
+int dm_persist_set(struct dm_device *dev, const char *bus, const char *name, const char *driver,
+		   char *msg, size_t size)
 {
 	if (size)
 		*msg = '\0';
 	if (!is_word(bus) || !is_word(name) || (driver && !is_word(driver)))
 		return -EINVAL;
+	char id[ID_MAX] = "";
+	if (driver && dev && dm_persist_identity(dev, bus, id, sizeof(id)) <= 0) {
+		id[0] = '\0';
+		if (strcmp(bus, "pci") == 0 || strcmp(bus, "usb") == 0)
+			log_warn("%s: its identity could not be read: the binding is recorded by "
+				 "its place alone",
+				 name);
+	}
 	pthread_mutex_lock(&lock);
 	int r = 0;
 	if (driver) {
-		r = add_locked(bus, name, driver);
+		r = add_locked(bus, name, driver, id);
 	} else {
 		struct entry *e = find_locked(bus, name);
 		if (e)
@@ -165,8 +408,8 @@ int dm_persist_set(const char *bus, const char *name, const char *driver, char *
 
 /* ---- applying them ---- */
 
-/* The recorded driver of @dev into @buf, if any. */
-static bool recorded(struct dm_device *dev, char *bus_buf, char *buf)
+/* @dev's bus into @bus_buf (WORD_MAX); false when it has none. */
+static bool bus_of(struct dm_device *dev, char *bus_buf)
 {
 	struct dm_model *m = dm_device_get_model(dev);
 	dm_model_read_lock(m);
@@ -175,12 +418,18 @@ static bool recorded(struct dm_device *dev, char *bus_buf, char *buf)
 	if (bus_name)
 		snprintf(bus_buf, WORD_MAX, "%s", bus_name);
 	dm_model_unlock(m);
-	if (!bus_name)
+	return bus_name != NULL;
+}
+
+/* The record of @dev, copied into @out, if any; its bus into @bus_buf. */
+static bool recorded(struct dm_device *dev, char *bus_buf, struct entry *out)
+{
+	if (!bus_of(dev, bus_buf))
 		return false;
 	pthread_mutex_lock(&lock);
 	struct entry *e = find_locked(bus_buf, dm_device_get_sysname(dev));
-	if (e)
-		snprintf(buf, WORD_MAX, "%s", e->driver);
+	if (e && out)
+		*out = *e;
 	pthread_mutex_unlock(&lock);
 	return e != NULL;
 }
@@ -195,25 +444,78 @@ static const char *kernel_driver(struct dm_device *dev)
 	return now;
 }
 
+/* Whether the record @e names the device @dev is (its identity @seen when
+ * read, else NULL): a record without an identity names any. */
+static bool names_device(const struct entry *e, const char *seen)
+{
+	return !e->id[0] || (seen && strcmp(e->id, seen) == 0);
+}
+
+/* The record @e of @bus was in force on its device, whose identity is
+ * @seen (NULL: unknown): an old record takes it, and the file is rewritten. */
+static void note_in_force(const char *bus, const struct entry *e, const char *seen)
+{
+	char msg[256];
+	pthread_mutex_lock(&lock);
+	struct entry *now = find_locked(bus, e->name);
+	bool same = now && strcmp(now->driver, e->driver) == 0 && strcmp(now->id, e->id) == 0;
+	if (same)
+		now->other_logged = false;
+	bool upgrade = same && !now->id[0] && seen;
+	int r = 0;
+	if (upgrade) {
+		snprintf(now->id, sizeof(now->id), "%s", seen);
+		r = save_locked(msg, sizeof(msg));
+	}
+	pthread_mutex_unlock(&lock);
+	if (upgrade && r == 0)
+		log_info("persisted binding of %s to %s: recorded as the device's %s", e->name,
+			 e->driver, seen);
+	else if (upgrade)
+		log_warn("%s: cannot record the identity of %s (%s): %s", state_file(), e->name, seen,
+			 msg[0] ? msg : strerror(-r));
+}
+
 static void apply(struct dm_device *dev)
 {
-	char bus[WORD_MAX], driver[WORD_MAX];
-	if (!recorded(dev, bus, driver))
+	char bus[WORD_MAX], seen[ID_MAX];
+	struct entry e;
+	if (!recorded(dev, bus, &e))
 		return;
+	int id = dm_persist_identity(dev, bus, seen, sizeof(seen));
+	if (id == -ENODEV)
+		return; /* removed meanwhile */
+	if (!names_device(&e, id > 0 ? seen : NULL)) {
+		pthread_mutex_lock(&lock);
+		struct entry *now = find_locked(bus, e.name);
+		bool first = now && strcmp(now->id, e.id) == 0 && !now->other_logged;
+		if (first)
+			now->other_logged = true;
+		pthread_mutex_unlock(&lock);
+		if (first)
+			log_warn("persisted binding of %s to %s not applied: another device is there "
+				 "(%s; the binding is %s's)",
+				 e.name, e.driver, id > 0 ? seen : "its identity unreadable", e.id);
+		return;
+	}
 	const char *now = kernel_driver(dev);
-	bool none = strcmp(driver, "none") == 0;
-	if (none ? !now : now && strcmp(now, driver) == 0)
-		return; /* in force (a proxy's name is the kernel's) */
-	struct dm_bind_request req = {
-		.action = none ? DM_BIND_NONE : DM_BIND_TO,
-		.driver = none ? NULL : driver,
-	};
-	int r = dm_bind_device(dev, &req);
-	if (r < 0)
-		log_warn("persisted binding of %s to %s: %s (its binding file has the report)",
-			 dm_device_get_sysname(dev), driver, strerror(-r));
-	else
-		log_info("persisted binding of %s to %s applied", dm_device_get_sysname(dev), driver);
+	bool none = strcmp(e.driver, "none") == 0;
+	int r = 0;
+	if (!(none ? !now : now && strcmp(now, e.driver) == 0)) {
+		/* not in force (a proxy's name is the kernel's) */
+		struct dm_bind_request req = {
+			.action = none ? DM_BIND_NONE : DM_BIND_TO,
+			.driver = none ? NULL : e.driver,
+		};
+		r = dm_bind_device(dev, &req);
+		if (r < 0)
+			log_warn("persisted binding of %s to %s: %s (its binding file has the report)",
+				 e.name, e.driver, strerror(-r));
+		else
+			log_info("persisted binding of %s to %s applied", e.name, e.driver);
+	}
+	if (r == 0)
+		note_in_force(bus, &e, id > 0 ? seen : NULL);
 }
 
 void dm_persist_device_added(struct dm_device *dev)
@@ -269,15 +571,26 @@ static int bindings_show(struct dm_device *root, const struct dm_attribute *attr
 	buf[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
 		struct dm_device *dev = dm_model_find_on_bus(m, copy[i].bus, copy[i].name);
-		const char *now = dev ? kernel_driver(dev) : NULL;
+		char seen[ID_MAX];
+		int id = dev && copy[i].id[0] ? dm_persist_identity(dev, copy[i].bus, seen,
+								    sizeof(seen))
+					      : 0;
+		if (id == -ENODEV) {
+			dm_device_unref(dev);
+			dev = NULL;
+		}
+		bool other = dev && !names_device(&copy[i], id > 0 ? seen : NULL);
+		const char *now = dev && !other ? kernel_driver(dev) : NULL;
 		bool none = strcmp(copy[i].driver, "none") == 0;
-		bool in_force = dev && (none ? !now : now && strcmp(now, copy[i].driver) == 0);
+		bool in_force =
+			dev && !other && (none ? !now : now && strcmp(now, copy[i].driver) == 0);
 		int w = snprintf(buf + len, size - len, "%s %s %s %s%s\n", copy[i].bus, copy[i].name,
 				 copy[i].driver,
 				 !dev	     ? "absent"
+				 : other    ? "other-device"
 				 : in_force ? "in-force"
 					    : "bound-to:",
-				 dev && !in_force ? (now ? now : "none") : "");
+				 dev && !other && !in_force ? (now ? now : "none") : "");
 		if (w > 0 && (size_t)w < size - len)
 			len += (size_t)w;
 		if (dev)

@@ -3,17 +3,32 @@
  * persist.h - bindings kept across boots and replugs (docs/design.md §7.5).
  *
  * A request made with "persist" (driverfsctl bind --persist) that succeeds
- * is recorded, by bus and device name, in the state file (driverfsd.conf's
- * [Binding] PersistFile=, default DM_PERSIST_FILE): one "BUS NAME DRIVER"
- * line each, DRIVER "none" for a device kept unbound. "default persist"
- * removes the device's line. The file is rewritten whole (a temporary file
- * renamed over it) at each change, and read at start, where it must be
- * root's (trust.h). At start, and whenever a recorded device appears
+ * is recorded in the state file (driverfsd.conf's [Binding] PersistFile=,
+ * default DM_PERSIST_FILE), by bus and device name (the place: a PCI
+ * slot, a USB port's interface) and by the identity of the device there:
+ * one "BUS NAME DRIVER IDENTITY" line each, DRIVER "none" for a device
+ * kept unbound, IDENTITY "pci:VVVV:DDDD:SVVV:SDDD" (vendor, device,
+ * subsystem vendor and device) or "usb:VVVV:PPPP[:SERIAL]" (the USB
+ * device's idVendor, idProduct and serial, an interface's being its
+ * device's; no serial: vendor and product alone), the serial encoded
+ * (bytes other than letters, digits, '.', '_' and '-' as %XX). A device of
+ * another bus has no identity, nor does an older "BUS NAME DRIVER" line
+ * (which an older reader still takes, and which rejects the four-word
+ * lines rather than apply them to whatever device is there): such a
+ * record names whatever device is at its place, and takes that device's
+ * identity the first time it is found in force there (applied or bound
+ * so already), the file rewritten then. "default persist" removes the
+ * line. The file is rewritten whole (a temporary file renamed over it) at
+ * each change, and read at start, where it must be root's (trust.h).
+ *
+ * A record is applied only to the device it names: another device at its
+ * place (another identity, or one that cannot be read) is left as the
+ * kernel bound it, logged once, and the bindings file says
+ * "other-device". At start, and whenever a recorded device appears
  * (hotplug add: the kernel has bound its own driver by then), the recorded
  * binding is applied through the same transaction, in-use checks included
  * (a refusal is logged), by the thread that saw it: the start's, or the
- * monitor's, whose next events wait meanwhile. the bindings file lists each
- * with whether it is in force.
+ * monitor's, whose next events wait meanwhile.
  */
 #ifndef DM_PERSIST_H
 #define DM_PERSIST_H
@@ -27,23 +42,40 @@
  * skipped. 0 or -errno (a file anyone but root could change: -EPERM). */
 int dm_persist_load(const char *path);
 
-/* Records @driver ("none": kept unbound) for the device @name of @bus, or
- * with @driver NULL forgets it; rewrites the file (dm_replace_file(): what
- * is not a regular file is refused). 0 or -errno, its reason in @msg
- * (@size bytes). */
-int dm_persist_set(const char *bus, const char *name, const char *driver, char *msg,
-		   size_t size);
+/* Records @driver ("none": kept unbound) for the device @dev, @name of
+ * @bus, with its identity, or with @driver NULL forgets it; rewrites the
+ * file (dm_replace_file(): what is not a regular file is refused). 0 or
+ * -errno, its reason in @msg (@size bytes). */
+int dm_persist_set(struct dm_device *dev, const char *bus, const char *name, const char *driver,
+		   char *msg, size_t size);
 
 /* Applies every recorded binding whose device is in @m and bound
  * otherwise. */
 void dm_persist_apply_all(struct dm_model *m);
 
 /* A device appeared (hotplug add): its recorded binding, if any, is
- * applied. */
+ * applied if the device is the one the record names. */
 void dm_persist_device_added(struct dm_device *dev);
 
-/* the bindings file (0444): "BUS NAME DRIVER STATE" per recorded binding, STATE
- * "in-force", "absent" or "bound-to:X". */
+/* A serial's most bytes kept in an identity (the rest is not compared),
+ * and an identity's size with its NUL. */
+#define DM_PERSIST_SERIAL_MAX 256
+#define DM_PERSIST_ID_MAX (16 + 3 * DM_PERSIST_SERIAL_MAX)
+
+/* The identity of @dev, on @bus, into @buf (DM_PERSIST_ID_MAX bytes): 1,
+ * 0 when it has none (another bus, or ids unreadable or not ids), -ENODEV
+ * when it was removed. */
+int dm_persist_identity(struct dm_device *dev, const char *bus, char *buf, size_t size);
+/* @len bytes of @s (at most DM_PERSIST_SERIAL_MAX) encoded into @buf of
+ * @size bytes, NUL-terminated, as an identity has a serial; its length. */
+size_t dm_persist_encode_serial(const char *s, size_t len, char *buf, size_t size);
+/* Whether @id is an identity as a state file may have it; its one
+ * spelling into @buf (DM_PERSIST_ID_MAX bytes) then. */
+bool dm_persist_normalize_id(const char *id, char *buf, size_t size);
+
+/* the bindings file (0444): "BUS NAME DRIVER STATE" per recorded binding,
+ * STATE "in-force", "absent", "bound-to:X", or "other-device" (a device
+ * the record does not name is at its place). */
 extern const struct dm_attribute_group dm_persist_root_group;
 
 #endif

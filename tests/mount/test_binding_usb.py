@@ -12,6 +12,7 @@ import errno
 import os
 import shutil
 import subprocess
+import time
 
 from harness import Daemon
 from hotplug_util import KBD, TESTBED, blocks, devpath, under
@@ -185,6 +186,16 @@ def test_a_deauthorized_interface_is_refused_with_the_reason(tmp_path):
         assert state(d, IF1_PLACE) == BOUND
 
 
+def wait_output(d, text, count=1, timeout=120):
+    """Until the daemon's log has @text @count times (a bound for a hung
+    test, not a measure)."""
+    deadline = time.monotonic() + timeout
+    while d.output().count(text) < count:
+        assert d.proc.poll() is None, "the daemon ended:\n" + d.output()
+        assert time.monotonic() < deadline, f"{text!r} never logged:\n" + d.output()
+        time.sleep(0.02)
+
+
 def native(testbed):
     """The keyboard's interfaces as the kernel leaves them at plug: usbhid."""
     root = testbed.get_root_dir()
@@ -217,7 +228,7 @@ def test_a_persisted_unbind_is_applied_again_at_each_plug(tmp_path):
         assert "persisted: yes" in out.stdout
         wait_event(d, "unbind", IF0_PLACE)
         with open(state_file) as f:
-            assert f"usb {IF0} none\n" in f.read()
+            assert f"usb {IF0} none usb:05f3:0007\n" in f.read()
 
         # a restart after a boot: the kernel bound usbhid again
         assert d.terminate() == 0

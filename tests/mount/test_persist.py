@@ -6,15 +6,29 @@ boot), and the daemon applies it again when the device is unplugged and
 plugged back (the kernel binds its own driver before the add event);
 the bindings file and driverfsctl bindings say whether each is in force;
 --default --persist forgets it and restores the kernel's driver. The
-kernel's side is tests/helpers/kbind.c's."""
+kernel's side is tests/helpers/kbind.c's.
+
+A record names its device (issue 33 item 4): the PCI function's vendor,
+device and subsystem ids, the USB device's idVendor, idProduct and serial
+(encoded: a serial of spaces, newlines, escapes, '%' and ':' is one word of
+the line); another device at the same place is left as the kernel bound it
+and shown "other-device"; an old "BUS NAME DRIVER" line is applied to the
+device there and takes its identity."""
+import gc
 import os
 import subprocess
 
 from harness import Daemon
+from hotplug_util import KBD, blocks, devpath, under
+from hotplug_util import TESTBED as USB_TESTBED
 from test_binding import IDS, NIC, NIC_PLACE, TESTBED, Kernel, add_drivers, request, state
+import test_binding_usb as usb
+from test_binding_usb import wait_output
 
 CTL = os.environ.get("DRIVERFSCTL", "driverfsctl")
 SYS_NIC = "sys/devices/" + NIC_PLACE
+# the NIC's identity: vendor, device, subsystem vendor and device
+NIC_ID = "pci:8086:15bc:1028:0869"
 
 
 def native(testbed):
@@ -37,6 +51,13 @@ def native(testbed):
         f.write("\n".join(lines + ["DRIVER=e1000e"]) + "\n")
 
 
+def collect_testbeds():
+    """Earlier tests' testbeds finalized now: one finalized by a garbage
+    collection in the middle of a test took the uevents the test sent
+    (a replug's add never seen)."""
+    gc.collect()
+
+
 def start(tmp, k, conf, testbed=None):
     env = k.env(IDS)
     if testbed is None:
@@ -49,6 +70,7 @@ def start(tmp, k, conf, testbed=None):
 
 def persisting(tmp_path, state_file):
     """A kernel and a daemon whose PersistFile= is @state_file; the config."""
+    collect_testbeds()
     conf = str(tmp_path / "driverfsd.conf")
     with open(conf, "w") as f:
         f.write(f"[Binding]\nPersistFile={state_file}\n")
@@ -79,7 +101,7 @@ def test_a_persisted_binding_survives_a_restart_and_a_replug(tmp_path):
         wait_event(d, "unbind")
         wait_event(d, "bind")
         with open(state_file) as f:
-            assert f"pci {NIC} vfio-pci\n" in f.read()
+            assert f"pci {NIC} vfio-pci {NIC_ID}\n" in f.read()
         assert bindings(d) == f"pci {NIC} vfio-pci in-force\n"
 
         # a restart after a boot: the kernel bound e1000e again
@@ -158,6 +180,158 @@ def test_a_state_file_that_is_not_a_regular_file_is_refused(tmp_path):
         assert (f"{state_file}: cannot record the binding of {NIC}: not a regular file (a fifo)"
                 in d.output())
         assert os.path.exists(state_file) and not os.path.isfile(state_file)
+    finally:
+        k.stopped = True
+        k.thread.join()
+        d.stop()
+
+
+ORIGINAL = ("e1000e", "(null)\n", ["e1000e"], ["DRIVER=e1000e"])
+
+
+def write_state(tmp_path, text):
+    """A state file of root's with @text, as an older or this daemon left it."""
+    os.chmod(str(tmp_path), 0o755)
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    state_file = state_dir / "bindings"
+    state_file.write_text(text)
+    os.chmod(str(state_file), 0o644)
+    return str(state_file)
+
+
+def replug_nic(d, testbed, subsystem_device=None):
+    """The NIC unplugged, and a NIC plugged at its slot, bound to e1000e by
+    the kernel; with @subsystem_device, another model of it."""
+    testbed.uevent("/" + SYS_NIC, "remove")
+    wait_event(d, "remove")
+    native(testbed)
+    if subsystem_device:
+        with open(os.path.join(testbed.get_root_dir(), SYS_NIC, "subsystem_device"), "w") as f:
+            f.write(subsystem_device + "\n")
+    testbed.uevent("/" + SYS_NIC, "add")
+    wait_event(d, "add")
+
+
+def test_an_old_line_is_applied_and_takes_the_device_identity(tmp_path):
+    """A state file of an older daemon (BUS NAME DRIVER) loads and is
+    applied at start; the device it was applied to is recorded with it."""
+    state_file = write_state(tmp_path, f"pci {NIC} vfio-pci\n")
+    k, d, conf = persisting(tmp_path, state_file)
+    k.thread.start()
+    try:
+        assert f"persisted binding of {NIC} to vfio-pci applied" in d.output(), d.output()
+        assert state(d)[:2] == ("vfio-pci", "vfio-pci\n")
+        assert f"persisted binding of {NIC} to vfio-pci: recorded as the device's {NIC_ID}" \
+            in d.output()
+        with open(state_file) as f:
+            assert f.read().splitlines()[1:] == [f"pci {NIC} vfio-pci {NIC_ID}"]
+        wait_event(d, "unbind")
+        wait_event(d, "bind")
+        assert bindings(d) == f"pci {NIC} vfio-pci in-force\n"
+    finally:
+        k.stopped = True
+        k.thread.join()
+        d.stop()
+
+
+def test_a_binding_is_applied_to_its_device_alone(tmp_path):
+    """A record of another NIC model at the slot: not applied at start nor
+    at a replug, logged once, "other-device"; the recorded model plugged
+    there: applied."""
+    other = "pci:8086:15bc:1028:0870"
+    state_file = write_state(tmp_path, f"pci {NIC} vfio-pci {other}\n")
+    k, d, conf = persisting(tmp_path, state_file)
+    k.thread.start()
+    try:
+        line = (f"persisted binding of {NIC} to vfio-pci not applied: another device is "
+                f"there ({NIC_ID}; the binding is {other}'s)")
+        assert line in d.output(), d.output()
+        assert state(d) == ORIGINAL
+        assert bindings(d) == f"pci {NIC} vfio-pci other-device\n"
+        testbed = d.testbed
+        # the same other device plugged again: left, not logged again
+        replug_nic(d, testbed)
+        # the recorded one: applied (after the replug before it: the
+        # worker takes them in order)
+        replug_nic(d, testbed, subsystem_device="0x0870")
+        wait_event(d, "unbind")
+        wait_event(d, "bind")
+        assert state(d)[:2] == ("vfio-pci", "vfio-pci\n")
+        assert bindings(d) == f"pci {NIC} vfio-pci in-force\n"
+        assert d.output().count("another device is there") == 1, d.output()
+        with open(state_file) as f:
+            assert f.read() == f"pci {NIC} vfio-pci {other}\n"  # not rewritten
+    finally:
+        k.stopped = True
+        k.thread.join()
+        d.stop()
+
+
+# a keyboard serial no line format survives as it is (the model keeps
+# the first line of a device's string)
+SERIAL = b"KB 01\x1b[31m%:\x01\t\xc3\xa9end\nsecond line"
+SERIAL_ID = "usb:05f3:0007:KB%2001%1B%5B31m%25%3A%01%09%C3%A9end"
+KBD_SYS = "sys/devices/" + usb.KBD_PLACE
+
+
+def set_serial(root, serial):
+    with open(os.path.join(root, KBD_SYS, "serial"), "wb") as f:
+        f.write(serial + b"\n")
+
+
+def replug_keyboard(d, testbed, serial):
+    """The keyboard unplugged, and a keyboard of @serial plugged at its port."""
+    kbd = [devpath(b) for b in blocks(USB_TESTBED) if under(b, KBD)]
+    for p in sorted(kbd, key=lambda p: -p.count("/")):
+        testbed.uevent("/sys" + p, "remove")
+        d.wait_status(lambda line, p=p: line.startswith(f"STATUS=hotplug remove {p} "))
+    usb.native(testbed)
+    set_serial(testbed.get_root_dir(), serial)
+    for p in sorted(kbd, key=lambda p: p.count("/")):
+        testbed.uevent("/sys" + p, "add")
+        d.wait_status(lambda line, p=p: line.startswith(f"STATUS=hotplug add {p} "))
+
+
+def test_a_usb_binding_names_the_device_by_its_serial(tmp_path):
+    """The keyboard's interface kept unbound, recorded with the keyboard's
+    ids and its (hostile) serial, encoded; another keyboard of the same
+    model at the port is left to usbhid, "other-device"; the recorded one
+    plugged back is unbound again."""
+    state_file = str(tmp_path / "state" / "bindings")
+    conf = str(tmp_path / "driverfsd.conf")
+    with open(conf, "w") as f:
+        f.write(f"[Binding]\nPersistFile={state_file}\n")
+
+    def prepare(root):
+        usb.add_usb_drivers(root)
+        set_serial(root, SERIAL)
+
+    collect_testbeds()
+    k = Kernel(str(tmp_path))
+    d = Daemon(USB_TESTBED, ["-c", conf], prepare=prepare, extra_env=k.env(usb.IDS))
+    k.testbed = d.testbed
+    k.thread.start()
+    try:
+        out = subprocess.run([CTL, "-m", d.mnt, "unbind", "--persist", usb.IF0],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        usb.wait_event(d, "unbind", usb.IF0_PLACE)
+        with open(state_file) as f:
+            assert f.read().splitlines()[1:] == [f"usb {usb.IF0} none {SERIAL_ID}"]
+
+        testbed = d.testbed
+        replug_keyboard(d, testbed, b"KB 02")
+        wait_output(d, f"persisted binding of {usb.IF0} to none not applied: another device "
+                       f"is there (usb:05f3:0007:KB%2002; the binding is {SERIAL_ID}'s)")
+        assert usb.state(d, usb.IF0_PLACE) == usb.BOUND
+        assert f"usb {usb.IF0} none other-device\n" in bindings(d)
+
+        replug_keyboard(d, testbed, SERIAL)
+        usb.wait_event(d, "unbind", usb.IF0_PLACE)
+        assert usb.state(d, usb.IF0_PLACE) == usb.UNBOUND
+        assert usb.state(d, usb.IF1_PLACE) == usb.BOUND
+        assert f"usb {usb.IF0} none in-force\n" in bindings(d)
     finally:
         k.stopped = True
         k.thread.join()
