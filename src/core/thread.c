@@ -30,3 +30,17 @@ int dm_thread_start(pthread_t *ret, size_t stack_size, void *(*fn)(void *), void
 		*ret = t;
 	return 0;
 }
+
+void dm_thread_stop_worker(pthread_mutex_t *lock, pthread_cond_t *wake, bool *stopping,
+			   bool *started, pthread_t thread)
+{
+	pthread_mutex_lock(lock);
+	*stopping = true;
+	pthread_cond_signal(wake);
+	bool joined = *started;
+	pthread_mutex_unlock(lock);
+	if (joined)
+		pthread_join(thread, NULL);
+	pthread_mutex_lock(lock);
+	*started = false;
+}

@@ -13,11 +13,19 @@
 #define DM_THREAD_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Starts @fn(@arg) with every signal blocked. With @ret, the thread is
  * joinable and its id goes there; with @ret NULL it is detached. A
  * @stack_size of 0 keeps the default. Returns 0 or a negative errno. */
 int dm_thread_start(pthread_t *ret, size_t stack_size, void *(*fn)(void *), void *arg);
+
+/* Stops a worker thread @thread that waits on @wake, under @lock, until
+ * *@stopping: sets that, wakes it and, when *@started, joins it (what it
+ * runs ends first). Returns with @lock held and *@started false, for the
+ * caller to drop what was queued. Call without @lock. */
+void dm_thread_stop_worker(pthread_mutex_t *lock, pthread_cond_t *wake, bool *stopping,
+			   bool *started, pthread_t thread);
 
 #endif

@@ -421,6 +421,9 @@ void daemon_tear_down(struct daemon *d)
 	dm_service_free(d->service);
 	dm_monitor_free(d->monitor);
 	dm_helper_free(d->helper);
+	/* persisted bindings the monitor queued: an apply under way ends
+	 * first, the rest are dropped (the next start applies them) */
+	dm_persist_stop();
 	if (d->left) {
 		/* The next daemon starts once this one has exited, and the
 		 * readers wait until it answers: what the kernel, the next

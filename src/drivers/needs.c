@@ -273,19 +273,11 @@ void dm_needs_hold(bool hold)
 
 void dm_needs_stop(void)
 {
-	pthread_mutex_lock(&lock);
-	stopping = true;
-	pthread_cond_signal(&wake);
-	bool started = worker_started;
-	pthread_mutex_unlock(&lock);
-	if (started)
-		pthread_join(worker, NULL);
-	pthread_mutex_lock(&lock);
+	dm_thread_stop_worker(&lock, &wake, &stopping, &worker_started, worker);
 	while (n_entries)
 		drop_locked(n_entries - 1);
 	free(entries);
 	entries = NULL;
 	cap_entries = 0;
-	worker_started = false;
 	pthread_mutex_unlock(&lock);
 }

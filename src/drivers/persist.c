@@ -4,6 +4,7 @@
 
 #include "binding.h"
 #include "core/array.h"
+#include "core/thread.h"
 #include "log.h"
 #include "replace.h"
 #include "trust.h"
@@ -29,10 +30,21 @@ struct entry {
 	bool other_logged; /* another device there was logged */
 };
 
+/* A device the monitor saw added, for the worker to apply. */
+struct queued {
+	struct dm_device *dev; /* referenced */
+	char bus[WORD_MAX];
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static struct entry *entries;
 static size_t n_entries, cap_entries;
 static char *file_path;
+static struct queued *queue;
+static size_t n_queue, cap_queue;
+static pthread_t worker;
+static bool worker_started, stopping;
 
 static const char *state_file(void)
 {
@@ -518,9 +530,82 @@ static void apply(struct dm_device *dev)
 		note_in_force(bus, &e, id > 0 ? seen : NULL);
 }
 
+/* ---- the worker: what the monitor saw added, applied off its thread ---- */
+
+static void *work(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&lock);
+	for (;;) {
+		while (!stopping && n_queue == 0)
+			pthread_cond_wait(&wake, &lock);
+		if (stopping)
+			break;
+		struct queued q = queue[0];
+		memmove(queue, queue + 1, --n_queue * sizeof(*queue));
+		pthread_mutex_unlock(&lock);
+		/* removed before its turn: nothing to apply */
+		if (!dm_device_is_dead(q.dev))
+			apply(q.dev);
+		dm_device_unref(q.dev);
+		pthread_mutex_lock(&lock);
+	}
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* Queues @dev of @bus for the worker, started the first time (lock
+ * held). A device of the same place already queued (one that replugs in
+ * a loop) is replaced by it: one apply per place waits at most. */
+static int queue_locked(struct dm_device *dev, const char *bus)
+{
+	if (stopping)
+		return -ESHUTDOWN;
+	if (!worker_started) {
+		int r = dm_thread_start(&worker, 0, work, NULL);
+		if (r < 0)
+			return r;
+		worker_started = true;
+	}
+	const char *name = dm_device_get_sysname(dev);
+	for (size_t i = 0; i < n_queue; i++)
+		if (strcmp(queue[i].bus, bus) == 0 &&
+		    strcmp(dm_device_get_sysname(queue[i].dev), name) == 0) {
+			dm_device_unref(queue[i].dev);
+			queue[i].dev = dm_device_ref(dev);
+			return 0;
+		}
+	if (!dm_array_grow((void **)&queue, &cap_queue, n_queue, sizeof(*queue), 8))
+		return -ENOMEM;
+	queue[n_queue].dev = dm_device_ref(dev);
+	snprintf(queue[n_queue].bus, sizeof(queue[n_queue].bus), "%s", bus);
+	n_queue++;
+	pthread_cond_signal(&wake);
+	return 0;
+}
+
 void dm_persist_device_added(struct dm_device *dev)
 {
-	apply(dev);
+	char bus[WORD_MAX];
+	if (!recorded(dev, bus, NULL))
+		return;
+	pthread_mutex_lock(&lock);
+	int r = queue_locked(dev, bus);
+	pthread_mutex_unlock(&lock);
+	if (r < 0 && r != -ESHUTDOWN)
+		log_warn("persisted binding of %s: not applied: %s", dm_device_get_sysname(dev),
+			 strerror(-r));
+}
+
+void dm_persist_stop(void)
+{
+	dm_thread_stop_worker(&lock, &wake, &stopping, &worker_started, worker);
+	while (n_queue)
+		dm_device_unref(queue[--n_queue].dev);
+	free(queue);
+	queue = NULL;
+	cap_queue = 0;
+	pthread_mutex_unlock(&lock);
 }
 
 /* A copy of the entries (to walk without the lock), *ret_n of them; NULL

@@ -24,11 +24,15 @@
  * A record is applied only to the device it names: another device at its
  * place (another identity, or one that cannot be read) is left as the
  * kernel bound it, logged once, and the bindings file says
- * "other-device". At start, and whenever a recorded device appears
- * (hotplug add: the kernel has bound its own driver by then), the recorded
- * binding is applied through the same transaction, in-use checks included
- * (a refusal is logged), by the thread that saw it: the start's, or the
- * monitor's, whose next events wait meanwhile.
+ * "other-device". At start each recorded device present is applied by
+ * the start's thread, before the mount is served; when a recorded device
+ * appears (hotplug add: the kernel has bound its own driver by then), the
+ * monitor hands it to the persist worker (its own thread, started at the
+ * first such add), so the monitor's next events do not wait for the
+ * transaction, in-use checks included (a refusal is logged). The worker
+ * holds a reference to each device queued; one removed before its turn is
+ * skipped; a place queued again (a device that replugs in a loop) keeps
+ * one entry, its newest device.
  */
 #ifndef DM_PERSIST_H
 #define DM_PERSIST_H
@@ -54,8 +58,13 @@ int dm_persist_set(struct dm_device *dev, const char *bus, const char *name, con
 void dm_persist_apply_all(struct dm_model *m);
 
 /* A device appeared (hotplug add): its recorded binding, if any, is
- * applied if the device is the one the record names. */
+ * queued for the worker, which applies it if the device is still there
+ * and is the one the record names. */
 void dm_persist_device_added(struct dm_device *dev);
+
+/* Stops the worker (waiting for an apply under way) and drops what was
+ * queued; nothing is queued after. At exit, the monitor stopped first. */
+void dm_persist_stop(void);
 
 /* A serial's most bytes kept in an identity (the rest is not compared),
  * and an identity's size with its NUL. */

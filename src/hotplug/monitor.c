@@ -262,7 +262,8 @@ static void apply_records(struct dm_monitor *mon, struct udev_device **ds, size_
 		if (dev && mon->helper)
 			dm_helper_queue_device(mon->helper, dev, action, udev_device_get_seqnum(ds[i]));
 		/* the kernel bound its own driver before the event: a binding
-		 * persisted for the device is applied again (persist.h) */
+		 * persisted for the device is applied again, by the persist
+		 * worker (persist.h) */
 		if (dev && add)
 			dm_persist_device_added(dev);
 		if (dev)

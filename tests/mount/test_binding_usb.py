@@ -253,6 +253,9 @@ def test_a_persisted_unbind_is_applied_again_at_each_plug(tmp_path):
             testbed.uevent("/sys" + p, "add")
             d.wait_status(lambda line, p=p: line.startswith(f"STATUS=hotplug add {p} "))
         wait_event(d, "unbind", IF0_PLACE)
+        # (applied by the persist worker: its transaction ended before the
+        # next request, which would be EINPROGRESS meanwhile)
+        wait_output(d, f"persisted binding of {IF0} to none applied", 2)
         assert state(d, IF0_PLACE) == UNBOUND
         assert state(d, IF1_PLACE) == BOUND
         assert f"usb {IF0} none in-force" in subprocess.run(

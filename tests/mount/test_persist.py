@@ -13,7 +13,9 @@ device and subsystem ids, the USB device's idVendor, idProduct and serial
 (encoded: a serial of spaces, newlines, escapes, '%' and ':' is one word of
 the line); another device at the same place is left as the kernel bound it
 and shown "other-device"; an old "BUS NAME DRIVER" line is applied to the
-device there and takes its identity."""
+device there and takes its identity; and a hotplug add is applied by a
+worker, so the monitor's next events are not held up by a slow binding (a
+device removed before its turn is skipped)."""
 import gc
 import os
 import subprocess
@@ -22,6 +24,7 @@ from harness import Daemon
 from hotplug_util import KBD, blocks, devpath, under
 from hotplug_util import TESTBED as USB_TESTBED
 from test_binding import IDS, NIC, NIC_PLACE, TESTBED, Kernel, add_drivers, request, state
+from test_binding_journal import wait_file
 import test_binding_usb as usb
 from test_binding_usb import wait_output
 
@@ -54,7 +57,8 @@ def native(testbed):
 def collect_testbeds():
     """Earlier tests' testbeds finalized now: one finalized by a garbage
     collection in the middle of a test took the uevents the test sent
-    (a replug's add never seen)."""
+    (test_hotplug_goes_on_... never saw its add, in one order of the tests
+    in a session, 5 runs in 5; never with this)."""
     gc.collect()
 
 
@@ -122,9 +126,12 @@ def test_a_persisted_binding_survives_a_restart_and_a_replug(tmp_path):
         native(testbed)
         testbed.uevent("/" + SYS_NIC, "add")
         wait_event(d, "add")
-        assert state(d)[:2] == ("vfio-pci", "vfio-pci\n")
+        # applied by the persist worker after the add's report (its
+        # transaction ended: a request meanwhile would be EINPROGRESS)
         wait_event(d, "unbind")
         wait_event(d, "bind")
+        wait_output(d, f"persisted binding of {NIC} to vfio-pci applied", count=2)
+        assert state(d)[:2] == ("vfio-pci", "vfio-pci\n")
         assert bindings(d) == f"pci {NIC} vfio-pci in-force\n"
 
         # forgotten: back to the kernel's driver
@@ -186,6 +193,9 @@ def test_a_state_file_that_is_not_a_regular_file_is_refused(tmp_path):
         d.stop()
 
 
+NVME = "0000:01:00.0"
+NVME_PLACE = "pci0000:00/0000:00:1c.0/" + NVME
+NVME_ID = "pci:8086:f1a8:8086:390b"
 ORIGINAL = ("e1000e", "(null)\n", ["e1000e"], ["DRIVER=e1000e"])
 
 
@@ -263,6 +273,82 @@ def test_a_binding_is_applied_to_its_device_alone(tmp_path):
         with open(state_file) as f:
             assert f.read() == f"pci {NIC} vfio-pci {other}\n"  # not rewritten
     finally:
+        k.stopped = True
+        k.thread.join()
+        d.stop()
+
+
+def native_nvme(testbed):
+    """The NVMe controller as the kernel leaves it at plug: bound to nvme."""
+    root = testbed.get_root_dir()
+    dev = os.path.join(root, "sys/devices", NVME_PLACE)
+    drv = os.path.join(root, "sys/bus/pci/drivers/nvme")
+    if not os.path.lexists(os.path.join(dev, "driver")):
+        os.symlink(os.path.relpath(drv, dev), os.path.join(dev, "driver"))
+        os.symlink(os.path.relpath(dev, drv), os.path.join(drv, NVME))
+    with open(os.path.join(dev, "uevent")) as f:
+        lines = [x for x in f.read().splitlines() if not x.startswith("DRIVER=")]
+    with open(os.path.join(dev, "uevent"), "w") as f:
+        f.write("\n".join(lines + ["DRIVER=nvme"]) + "\n")
+
+
+def nvme_event(d, testbed, action):
+    testbed.uevent("/sys/devices/" + NVME_PLACE, action)
+    d.wait_status(lambda line: line.startswith(f"STATUS=hotplug {action} /devices/{NVME_PLACE} "))
+
+
+def test_hotplug_goes_on_while_a_persisted_binding_is_applied(tmp_path):
+    """While the NIC's persisted binding waits for the kernel (its unbind
+    held), another device's remove and add are applied and reported, before
+    the binding's outcome (the monitor applied it itself before: the events
+    waited until the binding's kernel write gave up, DM_BIND_TIMEOUT_MS,
+    the binding left pending); that device, recorded too and removed again
+    before the worker's turn, is left alone."""
+    state_file = write_state(tmp_path, f"pci {NIC} vfio-pci {NIC_ID}\n"
+                                       f"pci {NVME} none {NVME_ID}\n")
+    k, d, conf = persisting(tmp_path, state_file)
+    k.thread.start()
+    held = k.fail + ".held"
+    try:
+        assert f"persisted binding of {NVME} to none applied" in d.output(), d.output()
+        wait_event(d, "unbind")
+        wait_event(d, "bind")
+        testbed = d.testbed
+        testbed.uevent("/" + SYS_NIC, "remove")
+        wait_event(d, "remove")
+        native(testbed)
+        outcomes = d.output().count(f"persisted binding of {NIC} to vfio-pci")
+        k.refuse([("drivers/e1000e/unbind", -3)])
+        testbed.uevent("/" + SYS_NIC, "add")
+        wait_file(held, d)
+        # the NIC's binding is held in the kernel: the NVMe's events go on
+        nvme_event(d, testbed, "remove")
+        native_nvme(testbed)
+        nvme_event(d, testbed, "add")
+        assert os.path.isdir(d.path("root", NVME_PLACE))
+        nvme_event(d, testbed, "remove")
+        assert not os.path.exists(d.path("root", NVME_PLACE))
+        wait_event(d, "add")
+        # ... while the binding was still under way
+        assert d.output().count(f"persisted binding of {NIC} to vfio-pci") == outcomes, \
+            d.output()
+        k.refuse([])
+        open(k.fail + ".go", "w").close()
+        wait_event(d, "unbind")
+        wait_event(d, "bind")
+        assert state(d)[:2] == ("vfio-pci", "vfio-pci\n")
+        # one more turn of the worker, after the NVMe's: it was skipped
+        replug_nic(d, testbed)
+        wait_event(d, "unbind")
+        wait_event(d, "bind")
+        root = testbed.get_root_dir()
+        assert os.path.lexists(os.path.join(root, "sys/devices", NVME_PLACE, "driver"))
+        assert bindings(d) == (f"pci {NIC} vfio-pci in-force\n"
+                               f"pci {NVME} none absent\n")
+        assert d.proc.poll() is None
+    finally:
+        if os.path.exists(held):
+            open(k.fail + ".go", "w").close()
         k.stopped = True
         k.thread.join()
         d.stop()

@@ -226,6 +226,7 @@ static void test_state_file(void **state)
 	assert_null(strstr(slurp(path), "9-9"));
 	dm_device_unref(kbd);
 	dm_model_free(m);
+	dm_persist_stop();
 	test_rm_rf(dir);
 }
 
