@@ -37,8 +37,7 @@ struct fn {
 	char vendor[16], device[16], sub_vendor[16], sub_device[16], class_id[16], revision[16];
 	char numa[16]; /* "" when the kernel does not say */
 	bool has_link;
-	unsigned speed, width, max_speed, max_width; /* the function's own */
-	struct dm_pcie_link link; /* with both ends */
+	struct dm_pcie_link link; /* the function's own, and with both ends */
 	bool has_aer[AER_N];
 	unsigned long long aer[AER_N];
 	bool has_vfs;
@@ -183,25 +182,17 @@ static void read_sysfs(struct fn *f)
 	read_id(f, "subsystem_device", f->sub_device, sizeof(f->sub_device));
 	read_id(f, "class", f->class_id, sizeof(f->class_id));
 	read_id(f, "revision", f->revision, sizeof(f->revision));
-	unsigned long long numa;
-	char buf[32];
+	char buf[32], *end;
 	/* "-1": no node */
-	if (read_file(f, "numa_node", buf, sizeof(buf)) && buf[0] != '-' && read_ull(f, "numa_node", &numa))
-		snprintf(f->numa, sizeof(f->numa), "%llu", numa);
-	char dir[PATH_MAX];
-	if (snprintf(dir, sizeof(dir), "/sys%s", f->devpath) < (int)sizeof(dir) &&
-	    dm_pcie_link_read(dir, &f->link) == 0) {
-		f->has_link = true;
-		unsigned long long w;
-		if (read_file(f, "current_link_speed", buf, sizeof(buf)))
-			f->speed = dm_pcie_speed_parse(buf);
-		if (read_file(f, "max_link_speed", buf, sizeof(buf)))
-			f->max_speed = dm_pcie_speed_parse(buf);
-		if (read_ull(f, "current_link_width", &w) && w <= 64)
-			f->width = (unsigned)w;
-		if (read_ull(f, "max_link_width", &w) && w <= 64)
-			f->max_width = (unsigned)w;
+	if (read_file(f, "numa_node", buf, sizeof(buf)) && buf[0] >= '0' && buf[0] <= '9') {
+		errno = 0;
+		unsigned long long numa = strtoull(buf, &end, 10);
+		if (!*end && !errno)
+			snprintf(f->numa, sizeof(f->numa), "%llu", numa);
 	}
+	char dir[PATH_MAX];
+	f->has_link = snprintf(dir, sizeof(dir), "/sys%s", f->devpath) < (int)sizeof(dir) &&
+		      dm_pcie_link_read(dir, &f->link) == 0;
 	for (int k = 0; k < AER_N; k++)
 		f->has_aer[k] = read_aer(f, aer_files[k].file, aer_files[k].total, &f->aer[k]);
 	f->has_vfs = read_ull(f, "sriov_totalvfs", &f->totalvfs) &&
@@ -264,13 +255,13 @@ static double link_value(const struct fn *f, enum link_value which)
 {
 	switch (which) {
 	case CUR_TS:
-		return f->speed ? f->speed * 1e8 : -1;
+		return f->link.speed ? f->link.speed * 1e8 : -1;
 	case CUR_W:
-		return f->width;
+		return f->link.width;
 	case MAX_TS:
-		return f->max_speed ? f->max_speed * 1e8 : -1;
+		return f->link.dev_max_speed ? f->link.dev_max_speed * 1e8 : -1;
 	case MAX_W:
-		return f->max_width;
+		return f->link.dev_max_width;
 	case CAP_TS:
 		return f->link.max_speed ? f->link.max_speed * 1e8 : -1;
 	case CAP_W:

@@ -249,6 +249,7 @@ int dm_pcie_link_read(const char *sysdir, struct dm_pcie_link *ret)
 	}
 	*ret = (struct dm_pcie_link){
 		.speed = x.speed, .width = x.width,
+		.dev_max_speed = x.max_speed, .dev_max_width = x.max_width,
 		.max_speed = paired ? min_known(x.max_speed, other.max_speed) : x.max_speed,
 		.max_width = paired ? min_known(x.max_width, other.max_width) : x.max_width,
 	};

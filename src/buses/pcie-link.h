@@ -46,6 +46,7 @@ enum dm_pcie_link_state {
 struct dm_pcie_link {
 	unsigned speed, width; /* now */
 	unsigned max_speed, max_width; /* the most both ends can do */
+	unsigned dev_max_speed, dev_max_width; /* the most the function itself can do */
 	enum dm_pcie_link_state state;
 };
 
