@@ -8,6 +8,7 @@
 #include "core/metrics.h"
 #include "core/model.h"
 #include "drivers/runner.h"
+#include "fleet/aer.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -151,27 +152,12 @@ static bool read_ull(const struct fn *f, const char *name, unsigned long long *r
 	return end != buf && !*end && !errno;
 }
 
-/* The count on @key's line ("TOTAL_ERR_COR 2") of an AER counter file. */
+/* The count on @key's line of the AER counter file @file. */
 static bool read_aer(const struct fn *f, const char *file, const char *key,
 		     unsigned long long *ret)
 {
 	char buf[4096];
-	if (!read_file(f, file, buf, sizeof(buf)))
-		return false;
-	size_t klen = strlen(key);
-	for (char *line = buf; line;) {
-		char *next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
-			char *end;
-			errno = 0;
-			*ret = strtoull(line + klen + 1, &end, 10);
-			return end != line + klen + 1 && !*end && !errno;
-		}
-		line = next;
-	}
-	return false;
+	return read_file(f, file, buf, sizeof(buf)) && dm_aer_count(buf, key, ret);
 }
 
 static void read_sysfs(struct fn *f)

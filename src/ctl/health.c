@@ -14,6 +14,7 @@
  */
 #include "commands.h"
 #include "ctl.h"
+#include "fleet/aer.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -55,22 +56,15 @@ static void problem(struct problems *p, const char *path, const char *kind, cons
 	p->n++;
 }
 
-/* The count on @key's line ("TOTAL_ERR_COR 2") of an AER counter file. */
-static unsigned long aer_total(int rootfd, const char *path, const char *file, const char *key)
+/* The count on @key's line of the AER counter file @file; 0 without one. */
+static unsigned long long aer_total(int rootfd, const char *path, const char *file,
+				    const char *key)
 {
 	char buf[4096];
-	if (ctl_read(rootfd, path, file, buf, sizeof(buf)) < 0)
-		return 0;
-	size_t klen = strlen(key);
-	for (char *line = buf; line && *line;) {
-		char *next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
-			return strtoul(line + klen + 1, NULL, 10);
-		line = next;
-	}
-	return 0;
+	unsigned long long n;
+	return ctl_read(rootfd, path, file, buf, sizeof(buf)) >= 0 && dm_aer_count(buf, key, &n)
+		       ? n
+		       : 0;
 }
 
 static void check_device(struct health *h, const char *path)
@@ -106,9 +100,9 @@ static void check_device(struct health *h, const char *path)
 		{ "aer_dev_correctable", "TOTAL_ERR_COR", "correctable" },
 	};
 	for (size_t i = 0; i < sizeof(aer) / sizeof(aer[0]); i++) {
-		unsigned long n = aer_total(h->rootfd, path, aer[i].file, aer[i].key);
+		unsigned long long n = aer_total(h->rootfd, path, aer[i].file, aer[i].key);
 		if (n) {
-			snprintf(buf, sizeof(buf), "%lu %s error%s", n, aer[i].what, n == 1 ? "" : "s");
+			snprintf(buf, sizeof(buf), "%llu %s error%s", n, aer[i].what, n == 1 ? "" : "s");
 			problem(&p, path, "aer", buf, h->json);
 		}
 	}
