@@ -164,6 +164,7 @@ int dm_device_get_value(struct dm_device *dev, const char *name, char *buf, size
 int dm_device_for_each_value_locked(struct dm_device *dev,
 				    int (*fn)(const char *name, const char *value, void *), void *data)
 {
+	dm_model_assert_held(dev->model);
 	for (size_t i = 0; i < dev->n_values; i++) {
 		int r = fn(dev->values[i].name, value_bytes(dev, &dev->values[i]), data);
 		if (r)
@@ -354,6 +355,7 @@ const struct dm_attribute_group *dm_core_device_group(void)
 static int for_each_group_locked(struct dm_device *dev,
 				 int (*fn)(const struct dm_attribute_group *, void *), void *data)
 {
+	dm_model_assert_held(dev->model);
 	for (size_t i = 0; i < dev->n_groups; i++) {
 		int r = fn(dev->groups[i], data);
 		if (r)
@@ -432,6 +434,7 @@ static const struct dm_attribute value_attr = { .mode = 0444 };
 static const struct dm_attribute *fixed_find_locked(struct dm_device *dev, const char *group,
 						    const char *name, const struct dm_value **ret_value)
 {
+	dm_model_assert_held(dev->model);
 	struct find_ctx c = { .dev = dev, .group = group, .name = name };
 	*ret_value = NULL;
 	if (for_each_group_locked(dev, find_in_group, &c))
@@ -506,6 +509,7 @@ static bool has_child(const struct dm_device *dev, const char *name)
 
 bool dm_device_kernel_has_locked(struct dm_device *dev, const char *name)
 {
+	dm_model_assert_held(dev->model);
 	/* the root device's files are at the top of the mount, where no
 	 * device is (its directory root/ holds its children only) */
 	if (dev == dev->model->root)
@@ -554,6 +558,7 @@ bool dm_own_name_prefixed(const char *own, int k, char *buf, size_t size)
 
 int dm_device_own_name_locked(struct dm_device *dev, const char *own, char *buf, size_t size)
 {
+	dm_model_assert_held(dev->model);
 	char name[DM_NAME_MAX + 1];
 	int k = 0;
 	if (dm_device_kernel_has_locked(dev, own)) {
@@ -577,6 +582,7 @@ static bool own_served_as(struct dm_device *dev, const char *served)
 
 bool dm_device_is_own_name_locked(struct dm_device *dev, const char *served, const char *own)
 {
+	dm_model_assert_held(dev->model);
 	return strcmp(dm_own_name_base(served), own) == 0 && own_served_as(dev, served);
 }
 
@@ -597,6 +603,7 @@ static const char *table_group_of(struct dm_device *dev, const char *group)
 static const struct dm_attribute *kernel_find_locked(struct dm_device *dev, const char *name,
 						     const struct dm_value **ret_value)
 {
+	dm_model_assert_held(dev->model);
 	const struct dm_value *v = is_own_value(name) ? NULL : value_find(dev, name, NULL);
 	*ret_value = v;
 	if (v)
@@ -611,6 +618,7 @@ static const struct dm_attribute *kernel_find_locked(struct dm_device *dev, cons
 static const struct dm_attribute *attr_find_locked(struct dm_device *dev, const char *group,
 						   const char *name, const struct dm_value **ret_value)
 {
+	dm_model_assert_held(dev->model);
 	*ret_value = NULL;
 	if (group) {
 		const char *table = table_group_of(dev, group);
@@ -712,6 +720,7 @@ static int list_group(const struct dm_attribute_group *g, void *data)
 int dm_device_for_each_file_locked(struct dm_device *dev, const char *group,
 				   int (*fn)(const struct dm_file_info *, void *), void *data)
 {
+	dm_model_assert_held(dev->model);
 	struct list_ctx c = { .dev = dev, .group = group, .fn = fn, .data = data };
 	if (group) {
 		/* a table group's files, or the kernel's attribute directory's */
@@ -793,6 +802,7 @@ static int list_dynamic_dirs(const struct dm_attribute_group *g, void *data)
 int dm_device_for_each_dir_locked(struct dm_device *dev, const char *parent,
 				  int (*fn)(const char *, void *), void *data)
 {
+	dm_model_assert_held(dev->model);
 	struct group_ctx c = { .dev = dev, .fn = fn, .data = data };
 	struct dir_ctx d = { .dev = dev, .parent = parent, .fn = fn, .data = data };
 	if (parent && table_group_of(dev, parent))
@@ -804,6 +814,7 @@ int dm_device_for_each_dir_locked(struct dm_device *dev, const char *parent,
 int dm_device_for_each_group_locked(struct dm_device *dev, int (*fn)(const char *, void *),
 				    void *data)
 {
+	dm_model_assert_held(dev->model);
 	return dm_device_for_each_dir_locked(dev, NULL, fn, data);
 }
 
@@ -816,6 +827,7 @@ static int has_dynamic_dir(const struct dm_attribute_group *g, void *data)
 int dm_device_stat_file_locked(struct dm_device *dev, const char *group, const char *name,
 			       struct dm_file_info *ret)
 {
+	dm_model_assert_held(dev->model);
 	if (dm_device_is_dead(dev))
 		return -ENODEV;
 	if (!name) {

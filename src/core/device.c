@@ -2,6 +2,7 @@
 /* device.c - device lifetime, the tree and the global list. */
 #include "model-private.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -40,6 +41,50 @@ int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret)
 	dev->groups[dev->n_groups++] = dm_core_device_group();
 	*ret = dev;
 	return 0;
+}
+
+#ifndef NDEBUG
+/* The device mutexes this thread holds: one at a time in the code as it is
+ * (a walk takes each device's in turn), a few allowed. */
+static _Thread_local const struct dm_device *mutexes_held[4];
+
+void dm_device_assert_mutex_held(const struct dm_device *dev)
+{
+	bool held = false;
+	for (size_t i = 0; i < sizeof(mutexes_held) / sizeof(mutexes_held[0]); i++)
+		held = held || mutexes_held[i] == dev;
+	assert(held && "a *_mutex_held function called without the device's mutex");
+	(void)held;
+}
+
+static void mutex_hold(const struct dm_device *dev, const struct dm_device *was)
+{
+	for (size_t i = 0; i < sizeof(mutexes_held) / sizeof(mutexes_held[0]); i++)
+		if (mutexes_held[i] == was) {
+			mutexes_held[i] = dev;
+			return;
+		}
+	assert(!"a thread holds more device mutexes than counted");
+}
+#else
+static inline void mutex_hold(const struct dm_device *dev, const struct dm_device *was)
+{
+	(void)dev;
+	(void)was;
+}
+#endif
+
+void dm_device_lock(struct dm_device *dev)
+{
+	dm_model_assert_not_held(dev->model); /* device mutex, then model lock */
+	pthread_mutex_lock(&dev->mutex);
+	mutex_hold(dev, NULL);
+}
+
+void dm_device_unlock(struct dm_device *dev)
+{
+	mutex_hold(NULL, dev);
+	pthread_mutex_unlock(&dev->mutex);
 }
 
 struct dm_device *dm_device_ref(struct dm_device *dev)
@@ -163,7 +208,7 @@ int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver)
 	}
 	/* hotplug's bind/unbind: matching and probing read it under the
 	 * device mutex, other readers under the model lock */
-	pthread_mutex_lock(&dev->mutex);
+	dm_device_lock(dev);
 	dm_model_write_lock(dev->model);
 	dev->kernel_driver = name;
 	dm_device_update_claim(dev);
@@ -171,7 +216,7 @@ int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver)
 	if (!dm_device_is_dead(dev))
 		dm_model_notify_changed_locked(dev->model, dev);
 	dm_model_unlock(dev->model);
-	pthread_mutex_unlock(&dev->mutex);
+	dm_device_unlock(dev);
 	return 0;
 }
 
@@ -239,6 +284,7 @@ void *dm_device_get_bus_data(const struct dm_device *dev)
 
 struct dm_device *dm_device_get_parent_locked(const struct dm_device *dev)
 {
+	dm_model_assert_held(dev->model);
 	return dev->parent;
 }
 
@@ -291,6 +337,7 @@ static bool child_match(uintptr_t item, void *data)
 
 struct dm_device *dm_device_find_child_locked(const struct dm_device *dev, const char *name)
 {
+	dm_model_assert_held(dev->model);
 	struct child_key k = { .parent = dev, .name = name };
 	return (struct dm_device *)dm_idset_find(&dev->model->by_child, child_hash(dev->id, name),
 						 child_match, &k);
@@ -303,6 +350,7 @@ static bool id_match(uintptr_t item, void *data)
 
 struct dm_device *dm_model_find_id_locked(struct dm_model *m, uint64_t id)
 {
+	dm_model_assert_held(m);
 	return (struct dm_device *)dm_idset_find(&m->by_id, dm_hash_u64(&id), id_match, &id);
 }
 
@@ -313,6 +361,7 @@ static bool devpath_match(uintptr_t item, void *data)
 
 struct dm_device *dm_model_find_devpath_locked(struct dm_model *m, const char *devpath)
 {
+	dm_model_assert_held(m);
 	return (struct dm_device *)dm_idset_find(&m->by_devpath, dm_hash_string(devpath),
 						 devpath_match, (void *)devpath);
 }
@@ -334,6 +383,7 @@ static bool listed_match(uintptr_t item, void *data)
 struct dm_device *dm_model_find_listed_locked(struct dm_model *m, const char *sysname,
 					      bool (*match)(struct dm_device *, void *), void *data)
 {
+	dm_model_assert_held(m);
 	struct listed_match l = { .sysname = sysname, .match = match, .data = data };
 	return (struct dm_device *)dm_idset_find(&m->by_sysname, dm_hash_string(sysname),
 						 listed_match, &l);
@@ -341,26 +391,31 @@ struct dm_device *dm_model_find_listed_locked(struct dm_model *m, const char *sy
 
 struct dm_bus *dm_device_get_bus_locked(const struct dm_device *dev)
 {
+	dm_model_assert_held(dev->model);
 	return dev->bus;
 }
 
 struct dm_class *dm_device_get_class_locked(const struct dm_device *dev)
 {
+	dm_model_assert_held(dev->model);
 	return dev->class;
 }
 
 struct dm_interface *dm_device_get_interface_locked(const struct dm_device *dev)
 {
+	dm_model_assert_held(dev->model);
 	return dev->iface;
 }
 
 struct dm_driver *dm_device_get_driver_locked(const struct dm_device *dev)
 {
+	dm_model_assert_held(dev->model);
 	return dev->driver;
 }
 
 int dm_device_path_locked(const struct dm_device *dev, char *buf, size_t size)
 {
+	dm_model_assert_held(dev->model);
 	/* Fill from the end, then move to the front. */
 	if (size == 0)
 		return -ENAMETOOLONG;
@@ -382,6 +437,7 @@ int dm_device_path_locked(const struct dm_device *dev, char *buf, size_t size)
 
 struct dm_device *dm_device_subtree_last_locked(struct dm_device *dev)
 {
+	dm_model_assert_held(dev->model);
 	while (!dm_list_empty(&dev->children))
 		dev = dm_list_entry(dev->children.prev, struct dm_device, sibling);
 	return dev;
@@ -392,6 +448,7 @@ struct dm_device *dm_device_subtree_last_locked(struct dm_device *dev)
  * the list stays a depth-first pre-order walk for any insertion order. */
 static void tree_link_locked(struct dm_device *dev, struct dm_device *parent)
 {
+	dm_model_assert_write_held(dev->model);
 	struct dm_model *m = dev->model;
 	m->order_valid = false;
 	if (!parent) {
@@ -495,6 +552,7 @@ out_unlock:
 
 static void mark_dead_locked(struct dm_device *dev)
 {
+	dm_model_assert_write_held(dev->model);
 	atomic_store(&dev->state, DM_DEV_DEAD);
 	struct dm_list *n;
 	dm_list_for_each(n, &dev->children)

@@ -126,6 +126,7 @@ static int driver_match(struct dm_device *dev, struct dm_driver *drv)
  * or was bound meanwhile. Returns true when bound. */
 static bool bind_locked(struct dm_device *dev, struct dm_driver *drv)
 {
+	dm_model_assert_write_held(dev->model);
 	if (dm_device_is_dead(dev) || dev->driver || !drv->registered)
 		return false;
 	dev->driver = dm_driver_ref(drv);
@@ -140,6 +141,8 @@ static bool bind_locked(struct dm_device *dev, struct dm_driver *drv)
 /* Offers @dev to @drv with the device mutex held. 1 bound, 0 declined. */
 static int try_bind(struct dm_device *dev, struct dm_driver *drv)
 {
+	dm_device_assert_mutex_held(dev);
+	dm_model_assert_not_held(dev->model); /* the probe runs without it */
 	if (driver_match(dev, drv) <= 0)
 		return 0;
 	if (drv->ops && drv->ops->probe) {
@@ -159,6 +162,7 @@ static int try_bind(struct dm_device *dev, struct dm_driver *drv)
  * bus) its class's; NULL: none. */
 static struct dm_list *candidates_locked(struct dm_device *dev)
 {
+	dm_model_assert_held(dev->model);
 	return dev->bus ? &dev->bus->drivers : dev->class ? &dev->class->drivers : NULL;
 }
 
@@ -184,6 +188,7 @@ static struct dm_driver **pin_drivers_locked(struct dm_list *list, size_t *ret_n
 /* dm_device_attach() with the device mutex held. */
 static int attach_mutex_held(struct dm_device *dev)
 {
+	dm_device_assert_mutex_held(dev);
 	struct dm_model *m = dev->model;
 	size_t n = 0;
 	int bound = 0;
@@ -208,15 +213,16 @@ static int attach_mutex_held(struct dm_device *dev)
 
 int dm_device_attach(struct dm_device *dev)
 {
-	pthread_mutex_lock(&dev->mutex);
+	dm_device_lock(dev);
 	int bound = attach_mutex_held(dev);
-	pthread_mutex_unlock(&dev->mutex);
+	dm_device_unlock(dev);
 	return bound;
 }
 
 /* dm_device_release_driver() with the device mutex held. */
 static void release_mutex_held(struct dm_device *dev)
 {
+	dm_device_assert_mutex_held(dev);
 	struct dm_model *m = dev->model;
 	dm_model_write_lock(m);
 	struct dm_driver *drv = dev->driver;
@@ -240,9 +246,9 @@ static void release_mutex_held(struct dm_device *dev)
 
 void dm_device_release_driver(struct dm_device *dev)
 {
-	pthread_mutex_lock(&dev->mutex);
+	dm_device_lock(dev);
 	release_mutex_held(dev);
-	pthread_mutex_unlock(&dev->mutex);
+	dm_device_unlock(dev);
 }
 
 static bool same_name(const char *a, const char *b)
@@ -274,6 +280,7 @@ void dm_device_update_claim(struct dm_device *dev)
  * drivers again, as the kernel's binding now stands. Device mutex held. */
 static void drop_claim_mutex_held(struct dm_device *dev)
 {
+	dm_device_assert_mutex_held(dev);
 	release_mutex_held(dev);
 	attach_mutex_held(dev);
 }
@@ -325,7 +332,7 @@ int dm_driver_bind_request(struct dm_driver *drv, const char *devname, bool unbi
 
 void dm_device_set_binding(struct dm_device *dev, bool binding)
 {
-	pthread_mutex_lock(&dev->mutex);
+	dm_device_lock(dev);
 	dev->binding = binding;
 	/* at the end, offered as the kernel's binding now stands */
 	if (!binding) {
@@ -334,25 +341,25 @@ void dm_device_set_binding(struct dm_device *dev, bool binding)
 		else
 			attach_mutex_held(dev);
 	}
-	pthread_mutex_unlock(&dev->mutex);
+	dm_device_unlock(dev);
 }
 
 int dm_device_recheck_claim(struct dm_device *dev)
 {
 	int dropped = 0;
-	pthread_mutex_lock(&dev->mutex);
+	dm_device_lock(dev);
 	if (!claim_holds(dev)) {
 		drop_claim_mutex_held(dev);
 		dropped = 1;
 	}
-	pthread_mutex_unlock(&dev->mutex);
+	dm_device_unlock(dev);
 	return dropped;
 }
 
 int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock)
 {
 	int r = 0;
-	pthread_mutex_lock(&dev->mutex);
+	dm_device_lock(dev);
 	/* A claim that no longer holds is dropped before its suspend writes
 	 * anything: a kernel driver the daemon was not told of (an event
 	 * still queued, or lost) owns the device now. The flag says it from
@@ -362,6 +369,7 @@ int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock)
 		drop_claim_mutex_held(dev);
 	/* binding changes only under the device mutex: the driver stays */
 	struct dm_driver *drv = dev->driver, *released = NULL;
+	dm_model_assert_not_held(dev->model); /* hooks run without it */
 	if (drv && drv->ops) {
 		if (which == DM_CALL_SUSPEND && drv->ops->suspend) {
 			r = drv->ops->suspend(dev, drv->data);
@@ -383,7 +391,7 @@ int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock)
 			dm_driver_record_pm_usec(drv, usec > 1000000 ? 1000000 : (unsigned)usec);
 		*clock = t1;
 	}
-	pthread_mutex_unlock(&dev->mutex);
+	dm_device_unlock(dev);
 	dm_driver_unref(released);
 	return r;
 }
@@ -541,13 +549,13 @@ static int driver_register(struct dm_model *m, struct dm_bus *bus, struct dm_cla
 	dm_model_unlock(m);
 
 	for (size_t k = 0; k < i; k++) {
-		pthread_mutex_lock(&devs[k]->mutex);
+		dm_device_lock(devs[k]);
 		dm_model_read_lock(m);
 		bool unbound = !devs[k]->driver && drv->registered;
 		dm_model_unlock(m);
 		if (unbound)
 			try_bind(devs[k], drv);
-		pthread_mutex_unlock(&devs[k]->mutex);
+		dm_device_unlock(devs[k]);
 		dm_device_unref(devs[k]);
 	}
 	free(devs);

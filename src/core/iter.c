@@ -22,26 +22,32 @@ int dm_walk_devices(struct dm_list *head, size_t off, dm_device_fn fn, void *dat
 
 int dm_device_for_each_child_locked(struct dm_device *dev, dm_device_fn fn, void *data)
 {
+	dm_model_assert_held(dev->model);
 	return dm_walk_devices(&dev->children, offsetof(struct dm_device, sibling), fn, data);
 }
 
 int dm_bus_for_each_device_locked(struct dm_bus *bus, dm_device_fn fn, void *data)
 {
+	dm_model_assert_held(bus->model);
 	return dm_walk_devices(&bus->devices, offsetof(struct dm_device, bus_node), fn, data);
 }
 
 int dm_driver_for_each_device_locked(struct dm_driver *drv, dm_device_fn fn, void *data)
 {
+	if (dm_driver_model(drv)) /* else on no model's lists yet */
+		dm_model_assert_held(dm_driver_model(drv));
 	return dm_walk_devices(&drv->devices, offsetof(struct dm_device, driver_node), fn, data);
 }
 
 int dm_class_for_each_device_locked(struct dm_class *c, dm_device_fn fn, void *data)
 {
+	dm_model_assert_held(c->model);
 	return dm_walk_devices(&c->devices, offsetof(struct dm_device, class_node), fn, data);
 }
 
 int dm_interface_for_each_device_locked(struct dm_interface *i, dm_device_fn fn, void *data)
 {
+	dm_model_assert_held(i->class->model);
 	return dm_walk_devices(&i->devices, offsetof(struct dm_device, iface_node), fn, data);
 }
 
@@ -58,29 +64,35 @@ int dm_interface_for_each_device_locked(struct dm_interface *i, dm_device_fn fn,
 
 int dm_model_for_each_bus_locked(struct dm_model *m, int (*fn)(struct dm_bus *, void *), void *data)
 {
+	dm_model_assert_held(m);
 	WALK(&m->buses, struct dm_bus, node, fn, data);
 }
 
 int dm_bus_for_each_driver_locked(struct dm_bus *bus, int (*fn)(struct dm_driver *, void *),
 				  void *data)
 {
+	dm_model_assert_held(bus->model);
 	WALK(&bus->drivers, struct dm_driver, node, fn, data);
 }
 
 int dm_model_for_each_class_locked(struct dm_model *m, int (*fn)(struct dm_class *, void *),
 				   void *data)
 {
+	dm_model_assert_held(m);
 	WALK(&m->classes, struct dm_class, node, fn, data);
 }
 
 int dm_class_for_each_interface_locked(struct dm_class *c,
 				       int (*fn)(struct dm_interface *, void *), void *data)
 {
+	dm_model_assert_held(c->model);
 	WALK(&c->interfaces, struct dm_interface, node, fn, data);
 }
 
 bool dm_driver_is_registered_locked(const struct dm_driver *drv)
 {
+	if (dm_driver_model(drv)) /* else on no model's lists yet */
+		dm_model_assert_held(dm_driver_model(drv));
 	return drv->registered;
 }
 
@@ -123,6 +135,7 @@ static int add_bus_driver(struct dm_device *dev, void *data)
 int dm_class_for_each_bus_driver_locked(struct dm_class *c,
 					int (*fn)(struct dm_driver *, void *), void *data)
 {
+	dm_model_assert_held(c->model);
 	struct dm_model *m = c->model;
 	uint64_t gen = dm_model_generation(m);
 	int r = 0;
@@ -153,5 +166,6 @@ uint64_t dm_model_count_class_driver_builds(struct dm_model *m)
 int dm_class_for_each_driver_locked(struct dm_class *c, int (*fn)(struct dm_driver *, void *),
 				    void *data)
 {
+	dm_model_assert_held(c->model);
 	WALK(&c->drivers, struct dm_driver, node, fn, data);
 }

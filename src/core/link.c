@@ -39,6 +39,7 @@ static int push(struct search *s, struct dm_device *dev)
  * generation. Write lock held. -ENOMEM, 0 or 1. */
 static int depends_locked(struct dm_model *m, struct dm_device *dev, struct dm_device *target)
 {
+	dm_model_assert_held(m);
 	struct search s = { .mark = ++m->link_mark };
 	if (s.mark == 0) {
 		/* the generations wrapped: no device may keep an old one */
@@ -71,6 +72,7 @@ static int depends_locked(struct dm_model *m, struct dm_device *dev, struct dm_d
 
 struct dm_link *dm_link_find_locked(struct dm_device *supplier, struct dm_device *consumer)
 {
+	dm_model_assert_held(supplier->model);
 	struct dm_list *n;
 	dm_list_for_each(n, &supplier->consumer_links) {
 		struct dm_link *l = dm_list_entry(n, struct dm_link, s_node);
@@ -126,6 +128,7 @@ int dm_link_add(struct dm_device *supplier, struct dm_device *consumer, unsigned
 /* Unlinks and frees @l; write lock held. */
 static void link_free_locked(struct dm_model *m, struct dm_link *l)
 {
+	dm_model_assert_write_held(m);
 	if (l->object) {
 		l->object->object_of = NULL;
 		atomic_fetch_and(&l->object->flags, (uint8_t)~DM_DEV_F_LINK_OBJECT);
@@ -156,6 +159,7 @@ int dm_link_remove(struct dm_device *supplier, struct dm_device *consumer)
 
 void dm_device_drop_links_locked(struct dm_device *dev)
 {
+	dm_model_assert_write_held(dev->model);
 	if (dev->object_of) {
 		dev->object_of->object = NULL;
 		dev->object_of = NULL;
@@ -209,6 +213,7 @@ int dm_link_set_object(struct dm_device *supplier, struct dm_device *consumer,
 
 struct dm_link *dm_device_get_link_locked(const struct dm_device *dev)
 {
+	dm_model_assert_held(dev->model);
 	return dev->object_of;
 }
 
@@ -246,6 +251,7 @@ bool dm_link_orders(const struct dm_link *l)
 int dm_device_for_each_link_locked(struct dm_device *dev, bool consumers,
 				   int (*fn)(struct dm_link *l, void *data), void *data)
 {
+	dm_model_assert_held(dev->model);
 	struct dm_list *n, *tmp;
 	if (consumers) {
 		dm_list_for_each_safe(n, tmp, &dev->consumer_links) {
@@ -266,6 +272,7 @@ int dm_device_for_each_link_locked(struct dm_device *dev, bool consumers,
 int dm_model_for_each_link_locked(struct dm_model *m, int (*fn)(struct dm_link *l, void *data),
 				  void *data)
 {
+	dm_model_assert_held(m);
 	struct dm_list *n, *tmp;
 	dm_list_for_each_safe(n, tmp, &m->links) {
 		int r = fn(dm_list_entry(n, struct dm_link, m_node), data);
@@ -277,6 +284,7 @@ int dm_model_for_each_link_locked(struct dm_model *m, int (*fn)(struct dm_link *
 
 size_t dm_model_count_links_locked(struct dm_model *m)
 {
+	dm_model_assert_held(m);
 	return m->n_links;
 }
 
@@ -290,6 +298,7 @@ size_t dm_model_count_links(struct dm_model *m)
 
 int dm_device_link_name_locked(const struct dm_device *dev, char *buf, size_t size)
 {
+	dm_model_assert_held(dev->model);
 	const char *sub = dev->bus ? dm_bus_get_name(dev->bus)
 			  : dev->class ? dm_class_get_name(dev->class) : "none";
 	int n = snprintf(buf, size, "%s:%s", sub, dm_device_get_sysname(dev));

@@ -171,6 +171,7 @@ static size_t count_live(struct dm_list *head, size_t node_offset)
 /* The model's own families, under its read lock. */
 static void model_metrics_locked(struct dm_model *m, struct dm_metrics *w)
 {
+	dm_model_assert_held(m);
 	size_t devices = 0, suspended = 0, errors = 0;
 	struct dm_list *p, *q;
 	dm_list_for_each(p, &m->devices) {

@@ -113,6 +113,18 @@ enum {
 	DM_DEV_F_CLAIM_STALE = 1u << 1,
 };
 
+/* The device mutex (struct dm_device's mutex): taken before the model's
+ * lock, never after (dm_device_lock() asserts that this thread holds no
+ * model lock), and asserted by the *_mutex_held functions, in builds
+ * without NDEBUG as the model's lock is (model.h). */
+void dm_device_lock(struct dm_device *dev);
+void dm_device_unlock(struct dm_device *dev);
+#ifndef NDEBUG
+void dm_device_assert_mutex_held(const struct dm_device *dev);
+#else
+static inline void dm_device_assert_mutex_held(const struct dm_device *dev) { (void)dev; }
+#endif
+
 struct dm_device {
 	/* What a PM walk touches for every device fills the first cache line
 	 * (devices are allocated on a line boundary): its states, the change
@@ -267,6 +279,12 @@ struct dm_class {
 	size_t n_bus_drivers, cap_bus_drivers;
 	uint64_t bus_drivers_gen;
 };
+
+/* A registered driver's model (its bus's or class's); NULL before. */
+static inline const struct dm_model *dm_driver_model(const struct dm_driver *drv)
+{
+	return drv->bus ? drv->bus->model : drv->class ? drv->class->model : NULL;
+}
 
 struct dm_interface {
 	struct dm_class *class;

@@ -3,6 +3,7 @@
 #include "array.h"
 #include "model-private.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
@@ -243,24 +244,100 @@ struct dm_device *dm_model_get_root(struct dm_model *m)
 	return m->root;
 }
 
+#ifndef NDEBUG
+/* This thread's holds of models' locks: a few models at once at most (a
+ * test's, the daemon's one), each shared (reads, recursive as the rwlock
+ * allows) or exclusive (writes: one). */
+struct model_hold {
+	const struct dm_model *m;
+	unsigned reads, writes;
+};
+static _Thread_local struct model_hold holds[4];
+
+static struct model_hold *hold_of(const struct dm_model *m, bool add)
+{
+	struct model_hold *free_slot = NULL;
+	for (size_t i = 0; i < sizeof(holds) / sizeof(holds[0]); i++) {
+		if (holds[i].m == m)
+			return &holds[i];
+		if (!holds[i].m && !free_slot)
+			free_slot = &holds[i];
+	}
+	if (!add)
+		return NULL;
+	assert(free_slot && "a thread holds more models' locks than counted");
+	free_slot->m = m;
+	return free_slot;
+}
+
+static void hold_count(const struct dm_model *m, bool write)
+{
+	struct model_hold *h = hold_of(m, true);
+	assert(!h->writes && "the model's lock taken again by the thread that holds it exclusively");
+	assert(!(write && h->reads) && "the model's write lock taken by a thread holding it shared");
+	if (write)
+		h->writes++;
+	else
+		h->reads++;
+}
+
+static void hold_drop(const struct dm_model *m)
+{
+	struct model_hold *h = hold_of(m, false);
+	assert(h && (h->reads || h->writes) && "the model's lock released by a thread that does not hold it");
+	if (h->writes)
+		h->writes--;
+	else
+		h->reads--;
+	if (!h->reads && !h->writes)
+		h->m = NULL;
+}
+
+void dm_model_assert_held(const struct dm_model *m)
+{
+	const struct model_hold *h = hold_of(m, false);
+	assert(h && (h->reads || h->writes) && "a *_locked function called without the model's lock");
+	(void)h;
+}
+
+void dm_model_assert_write_held(const struct dm_model *m)
+{
+	const struct model_hold *h = hold_of(m, false);
+	assert(h && h->writes && "called without the model's write lock");
+	(void)h;
+}
+
+void dm_model_assert_not_held(const struct dm_model *m)
+{
+	assert(!hold_of(m, false) && "called with the model's lock held (a hook, a program, a device mutex must come first)");
+}
+#else
+static inline void hold_count(const struct dm_model *m, bool write) { (void)m; (void)write; }
+static inline void hold_drop(const struct dm_model *m) { (void)m; }
+#endif
+
 void dm_model_read_lock(struct dm_model *m)
 {
+	hold_count(m, false);
 	pthread_rwlock_rdlock(&m->lock);
 }
 
 void dm_model_write_lock(struct dm_model *m)
 {
+	hold_count(m, true);
 	pthread_rwlock_wrlock(&m->lock);
 	atomic_fetch_add_explicit(&m->gen, 1, memory_order_relaxed);
 }
 
 void dm_model_unlock(struct dm_model *m)
 {
+	hold_drop(m);
 	pthread_rwlock_unlock(&m->lock);
 }
 
 void dm_model_notify_changed_locked(struct dm_model *m, struct dm_device *dev)
 {
+	dm_model_assert_write_held(m);
 	atomic_fetch_add(&dev->changes, 1);
 	atomic_fetch_add(&dev->names_gen, 1); /* its attributes may have come or gone */
 	if (m->listener && m->listener->device_changed)
@@ -278,6 +355,7 @@ void dm_device_announce_change(struct dm_device *dev)
 
 void dm_model_notify_driver_locked(struct dm_model *m, struct dm_driver *drv)
 {
+	dm_model_assert_write_held(m);
 	if (m->listener && m->listener->driver_changed)
 		m->listener->driver_changed(drv, m->listener_data);
 }
@@ -329,6 +407,7 @@ int dm_model_reserve_devices(struct dm_model *m, size_t n)
 int dm_model_for_each_device_locked(struct dm_model *m, int (*fn)(struct dm_device *, void *),
 				    void *data)
 {
+	dm_model_assert_held(m);
 	return dm_walk_devices(&m->devices, offsetof(struct dm_device, global), fn, data);
 }
 
@@ -407,6 +486,7 @@ static int order_rebuild(struct dm_model *m)
 
 void dm_model_order_bound_locked(struct dm_device *dev)
 {
+	dm_model_assert_write_held(dev->model);
 	struct dm_model *m = dev->model;
 	if (m->order_valid)
 		m->order_driver[dev->order_index] = dev->driver;
@@ -441,6 +521,7 @@ static int link_edges_rebuild(struct dm_model *m)
 
 int dm_model_order_locked(struct dm_model *m)
 {
+	dm_model_assert_held(m);
 	pthread_mutex_lock(&m->order_lock);
 	bool rebuilt = !m->order_valid;
 	int r = rebuilt ? order_rebuild(m) : 0;
@@ -454,6 +535,7 @@ int dm_model_order_locked(struct dm_model *m)
  * array, or one outside; read lock held, the array and its edges valid. */
 static int order_links_locked(struct dm_model *m, size_t start, size_t n, struct dm_pm_order *s)
 {
+	dm_model_assert_held(m);
 	s->n_edges = s->n_outside = 0;
 	s->edges_gen = 0;
 	const struct dm_pm_edge *e = m->link_edges;

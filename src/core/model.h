@@ -163,6 +163,23 @@ void dm_model_read_lock(struct dm_model *m);
 void dm_model_write_lock(struct dm_model *m);
 void dm_model_unlock(struct dm_model *m);
 
+/* The lock rules checked (docs/design.md §4.2), as the kernel's
+ * lockdep_assert_held(): in every build without NDEBUG (the default
+ * debugoptimized, the sanitizer builds), the model's lock functions keep
+ * per-thread hold counts and a broken rule aborts at the assertion.
+ * held: this thread holds @m's lock, shared or exclusive (the top of every
+ * *_locked function); write_held: exclusive; not_held: neither (before a
+ * driver hook, a program or a sysfs write, and before a device mutex). */
+#ifndef NDEBUG
+void dm_model_assert_held(const struct dm_model *m);
+void dm_model_assert_write_held(const struct dm_model *m);
+void dm_model_assert_not_held(const struct dm_model *m);
+#else
+static inline void dm_model_assert_held(const struct dm_model *m) { (void)m; }
+static inline void dm_model_assert_write_held(const struct dm_model *m) { (void)m; }
+static inline void dm_model_assert_not_held(const struct dm_model *m) { (void)m; }
+#endif
+
 /* Find-and-ref: returns a new reference or NULL. Dead devices are not found. */
 struct dm_device *dm_model_find_devpath(struct dm_model *m, const char *devpath);
 struct dm_device *dm_model_find_id(struct dm_model *m, uint64_t id);

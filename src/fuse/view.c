@@ -306,6 +306,7 @@ static int walk_top(struct walk *w)
 
 int fs_view_walk_locked(struct dm_model *m, const struct fs_ref *dir, fs_emit_fn emit, void *ctx)
 {
+	dm_model_assert_held(m);
 	struct walk w = { .dir = dir, .dev = dir->t.kind == FS_TOP ? dm_model_get_root(m) : dir->t.dev,
 			  .emit = emit, .ctx = ctx };
 	const struct fs_target *d = &dir->t;
@@ -571,6 +572,7 @@ static bool in_listing(struct dm_device *dev, void *data)
 static bool find_indexed_locked(struct dm_model *m, const struct fs_ref *dir, const char *name,
 				struct fs_target *ret, char *group, size_t size)
 {
+	dm_model_assert_held(m);
 	const struct fs_target *d = &dir->t;
 	struct dm_device *dev;
 	struct dm_file_info fi;
@@ -647,6 +649,7 @@ static bool fully_indexed(const struct fs_ref *dir)
 int fs_view_find_locked(struct dm_model *m, const struct fs_ref *dir, const char *name,
 			struct fs_target *ret, char group[FS_GROUP_MAX])
 {
+	dm_model_assert_held(m);
 	struct find_ctx f = { .name = name };
 	f.ok = find_indexed_locked(m, dir, name, &f.found, group, FS_GROUP_MAX);
 	int r = f.ok || fully_indexed(dir) ? 0 : fs_view_walk_locked(m, dir, find_emit, &f);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -16,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/model.h"
 #include "tree-util.h"
@@ -1012,6 +1015,73 @@ static void test_writer_gets_the_lock_past_readers(void **state)
 	dm_model_free(lr.m);
 }
 
+/* ---- lock rules checked (docs/design.md §4.2) ---- */
+
+static int count_fn(struct dm_device *dev, void *data)
+{
+	(void)dev;
+	(*(size_t *)data)++;
+	return 0;
+}
+
+enum broken_rule { RULE_KEPT, RULE_LOCKED_WITHOUT_LOCK, RULE_MUTEX_AFTER_LOCK, RULE_UNLOCK_NOT_HELD };
+
+/* Runs @rule in a child: the exit status (0), or the signal that ended it. */
+static int run_rule(struct dm_model *m, struct dm_device *dev, enum broken_rule rule)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		size_t n = 0;
+		/* the assertion's message on the test's stderr is expected */
+		switch (rule) {
+		case RULE_KEPT:
+			dm_model_read_lock(m);
+			dm_model_for_each_device_locked(m, count_fn, &n);
+			dm_model_unlock(m);
+			dm_device_release_driver(dev); /* device mutex, then the lock */
+			break;
+		case RULE_LOCKED_WITHOUT_LOCK:
+			dm_model_for_each_device_locked(m, count_fn, &n);
+			break;
+		case RULE_MUTEX_AFTER_LOCK:
+			dm_model_read_lock(m);
+			dm_device_release_driver(dev); /* its mutex under the lock */
+			dm_model_unlock(m);
+			break;
+		case RULE_UNLOCK_NOT_HELD:
+			dm_model_unlock(m);
+			break;
+		}
+		_exit(n > 0 || rule != RULE_LOCKED_WITHOUT_LOCK ? 0 : 1);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFSIGNALED(status) ? WTERMSIG(status) : -WEXITSTATUS(status);
+}
+
+static void test_lock_rules_are_checked(void **state)
+{
+	(void)state;
+#ifdef NDEBUG
+	skip(); /* the checks are compiled out */
+#else
+	struct dm_model *m;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct test_tree t;
+	test_tree_build(&t, m, 8, 1, NULL);
+	struct dm_device *dev = dm_model_get_root(m);
+
+	assert_int_equal(run_rule(m, dev, RULE_KEPT), 0);
+	assert_int_equal(run_rule(m, dev, RULE_LOCKED_WITHOUT_LOCK), SIGABRT);
+	assert_int_equal(run_rule(m, dev, RULE_MUTEX_AFTER_LOCK), SIGABRT);
+	assert_int_equal(run_rule(m, dev, RULE_UNLOCK_NOT_HELD), SIGABRT);
+	test_tree_free(&t);
+	dm_model_free(m);
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1029,6 +1099,7 @@ int main(void)
 		cmocka_unit_test(test_register_failure_registers_nothing),
 		cmocka_unit_test(test_show_cuts_long_values_with_a_nul),
 		cmocka_unit_test(test_writer_gets_the_lock_past_readers),
+		cmocka_unit_test(test_lock_rules_are_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
