@@ -20,6 +20,7 @@
  * The result is built as one JSON document (--json prints it) and the
  * text is printed from that document, so the two never disagree.
  */
+#include "core/array.h"
 #include "commands.h"
 #include "ctl.h"
 
@@ -293,15 +294,9 @@ static void files_add(struct files *f, const char *dir, const char *name, json_o
 {
 	if (f->err)
 		return;
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? 2 * f->cap : 32;
-		struct file *v = realloc(f->v, cap * sizeof(*v));
-		if (!v) {
-			f->err = -ENOMEM;
-			return;
-		}
-		f->v = v;
-		f->cap = cap;
+	if (!dm_array_grow((void **)&f->v, &f->cap, f->n, sizeof(*f->v), 32)) {
+		f->err = -ENOMEM;
+		return;
 	}
 	char *full;
 	if (asprintf(&full, "%s%s%s", dir, *dir ? "/" : "", name) < 0) {
@@ -468,13 +463,8 @@ static int bus_drivers(json_object *doc, char ***ret, size_t *ret_n)
 			const char *dn = str(json_object_array_get_idx(drivers, j), "name");
 			if (!dn)
 				continue;
-			if (n == cap) {
-				cap = cap ? 2 * cap : 64;
-				char **nv = realloc(v, cap * sizeof(*nv));
-				if (!nv)
-					goto fail;
-				v = nv;
-			}
+			if (!dm_array_grow((void **)&v, &cap, n, sizeof(*v), 64))
+				goto fail;
 			if (asprintf(&v[n], "%s/%s", bn, dn) < 0)
 				goto fail;
 			n++;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* mount.c - driverfsctl's reading of a driverfs mount, its filter and errors. */
+#include "core/array.h"
 #include "ctl.h"
 
 #include "driverfs/driverfs.h"
@@ -353,14 +354,8 @@ void ctl_names_free(char **names, size_t n)
 
 int ctl_set_add(struct ctl_set *s, const char *path)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		char **p = realloc(s->paths, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		s->paths = p;
-		s->cap = cap;
-	}
+	if (!dm_array_grow((void **)&s->paths, &s->cap, s->n, sizeof(*s->paths), 64))
+		return -ENOMEM;
 	if (!(s->paths[s->n] = strdup(path)))
 		return -ENOMEM;
 	s->n++;

@@ -6,6 +6,7 @@
  * FILE (default DM_NFD_FILE) is written only when its text changed; -
  * prints it.
  */
+#include "core/array.h"
 #include "commands.h"
 #include "ctl.h"
 #include "fleet/nfd-format.h"
@@ -67,18 +68,17 @@ static int build(const char *mnt, char **ret, size_t *ret_len)
 		return -ENOMEM;
 	}
 	struct dm_nfd_fn *fns = NULL;
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 	struct dirent *de;
 	int r = 0;
 	while (r == 0 && (de = readdir(d))) {
 		struct dm_nfd_fn f;
 		if (de->d_name[0] == '.' || !read_fn(fd, de->d_name, &f))
 			continue;
-		struct dm_nfd_fn *p = realloc(fns, (n + 1) * sizeof(*fns));
-		if (!p)
+		if (!dm_array_grow((void **)&fns, &cap, n, sizeof(*fns), 64))
 			r = -ENOMEM;
 		else
-			(fns = p)[n++] = f;
+			fns[n++] = f;
 	}
 	closedir(d);
 	close(fd);

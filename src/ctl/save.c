@@ -5,6 +5,7 @@
  * which member). Listings are taken in the order the mount gives them,
  * which is the model's, as driverfsd --save writes it.
  */
+#include "core/array.h"
 #include "commands.h"
 #include "ctl.h"
 
@@ -72,14 +73,8 @@ static int save_links(struct save *s, const char *path)
 
 static struct membership *member_add(struct save *s, const char *path, const char *sysname)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 256;
-		struct membership *m = realloc(s->m, cap * sizeof(*m));
-		if (!m)
-			return NULL;
-		s->m = m;
-		s->cap = cap;
-	}
+	if (!dm_array_grow((void **)&s->m, &s->cap, s->n, sizeof(*s->m), 256))
+		return NULL;
 	struct membership *e = &s->m[s->n];
 	*e = (struct membership){ .path = strdup(path), .sysname = strdup(sysname) };
 	if (!e->path || !e->sysname) {

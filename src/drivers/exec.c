@@ -3,6 +3,7 @@
  * exec.c - exec drivers: the drivers made from the files exec-parse.c
  * read, whose hooks run their programs, and the reload of drivers.d.
  */
+#include "core/array.h"
 #include "drivers/exec.h"
 #include "exec-private.h"
 
@@ -296,14 +297,8 @@ struct device_list {
 static int device_list_add(struct dm_device *dev, void *data)
 {
 	struct device_list *l = data;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-		struct dm_device **v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (!dm_array_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v), 16))
+		return -ENOMEM;
 	l->v[l->n++] = dm_device_ref(dev);
 	return 0;
 }

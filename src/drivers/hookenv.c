@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* hookenv.c - what hooks and helpers are run with: command lines and the
  * device's environment. */
+#include "core/array.h"
 #include "hookenv.h"
 
 #include <errno.h>
@@ -252,14 +253,9 @@ static bool env_has(const struct env *e, const char *key, size_t klen)
 /* Adds KEY=VALUE (@klen bytes of @key, @vlen of @value). */
 static int env_add(struct env *e, const char *key, size_t klen, const char *value, size_t vlen)
 {
-	if (e->n + 1 >= e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 32;
-		char **v = realloc(e->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		e->v = v;
-		e->cap = cap;
-	}
+	/* room for it and the NULL that ends the list */
+	if (!dm_array_grow((void **)&e->v, &e->cap, e->n + 1, sizeof(*e->v), 32))
+		return -ENOMEM;
 	char *s = malloc(klen + 1 + vlen + 1);
 	if (!s)
 		return -ENOMEM;

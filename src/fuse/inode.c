@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "core/array.h"
 #include "inode.h"
 
 #include "core/hashmap.h"
@@ -274,16 +275,10 @@ int fs_table_device_places(struct fs_table *t, const struct dm_device *dev,
 	for (uint32_t i = dev_first_locked(t, dev); i; i = slot_at(t, i)->dev_next) {
 		const struct slot *node = slot_at(t, i);
 		/* a device has a few nodes, or as many as the links to it */
-		if (n == max) {
-			size_t cap = max ? max * 2 : 16;
-			struct fs_place *o = realloc(out, cap * sizeof(*o));
-			if (!o) {
-				pthread_mutex_unlock(&t->lock);
-				free(out);
-				return -ENOMEM;
-			}
-			out = o;
-			max = cap;
+		if (!dm_array_grow((void **)&out, &max, n, sizeof(*out), 16)) {
+			pthread_mutex_unlock(&t->lock);
+			free(out);
+			return -ENOMEM;
 		}
 		out[n].ino = i;
 		out[n].parent = node->parent;

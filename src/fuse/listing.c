@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* listing.c - the directory listings kept while a directory is read. */
+#include "core/array.h"
 #include "listing.h"
 
 #include "view.h"
@@ -11,15 +12,9 @@
 static int listing_emit(void *ctx, const char *name, const struct fs_target *t, mode_t type)
 {
 	struct fs_listing *s = ctx;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 32;
-		struct fs_listing_entry *v = realloc(s->v, cap * sizeof(*v));
-		if (!v) {
-			s->err = -ENOMEM;
-			return 1;
-		}
-		s->v = v;
-		s->cap = cap;
+	if (!dm_array_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v), 32)) {
+		s->err = -ENOMEM;
+		return 1;
 	}
 	struct fs_listing_entry *e = &s->v[s->n];
 	*e = (struct fs_listing_entry){ .name = strdup(name), .type = type, .t = *t };

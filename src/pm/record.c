@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* record.c - the transition record file (record.h). */
+#include "core/array.h"
 #include "pm/record.h"
 
 #include "core/hashmap.h"
@@ -514,14 +515,9 @@ int dm_pm_record_load(struct dm_pm_record *rec, char ***ret, size_t *ret_n, char
 		}
 		if (line[0] == '-')
 			continue;
-		if (n + 1 > cap) {
-			cap = cap ? 2 * cap : 16;
-			struct entry **p = realloc(list, cap * sizeof(*list));
-			if (!p) {
-				r = -ENOMEM;
-				break;
-			}
-			list = p;
+		if (!dm_array_grow((void **)&list, &cap, n, sizeof(*list), 16)) {
+			r = -ENOMEM;
+			break;
 		}
 		list[n] = entry_new(devpath);
 		if (!list[n] ||
