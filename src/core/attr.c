@@ -361,12 +361,6 @@ static int for_each_group_locked(struct dm_device *dev,
 		if (r)
 			return r;
 	}
-	if (dev->bus && dev->bus->type->dev_groups)
-		for (const struct dm_attribute_group *const *g = dev->bus->type->dev_groups; *g; g++) {
-			int r = fn(*g, data);
-			if (r)
-				return r;
-		}
 	return 0;
 }
 

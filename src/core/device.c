@@ -162,11 +162,6 @@ bool dm_device_is_dead(const struct dm_device *dev)
 	return atomic_load(&dev->state) == DM_DEV_DEAD;
 }
 
-enum dm_power_state dm_device_get_power(const struct dm_device *dev)
-{
-	return (enum dm_power_state)atomic_load(&dev->power);
-}
-
 void dm_device_set_driver_data(struct dm_device *dev, void *data)
 {
 	dev->driver_data = data;
@@ -177,21 +172,11 @@ void *dm_device_get_driver_data(const struct dm_device *dev)
 	return dev->driver_data;
 }
 
-static int set_string(char **field, const char *s)
-{
-	char *c = NULL;
-	if (s && !(c = strdup(s)))
-		return -ENOMEM;
-	free(*field);
-	*field = c;
-	return 0;
-}
-
 int dm_device_set_devpath(struct dm_device *dev, const char *devpath)
 {
 	if (atomic_load(&dev->state) != DM_DEV_INIT)
 		return -EBUSY;
-	return set_string(&dev->devpath, devpath);
+	return dm_set_string(&dev->devpath, devpath);
 }
 
 int dm_device_set_kernel_driver(struct dm_device *dev, const char *driver)
@@ -226,7 +211,7 @@ int dm_device_set_sysname(struct dm_device *dev, const char *sysname)
 		return -EBUSY;
 	if (sysname && !dm_name_is_valid(sysname))
 		return -EINVAL;
-	return set_string(&dev->sysname, sysname);
+	return dm_set_string(&dev->sysname, sysname);
 }
 
 const char *dm_device_get_sysname(const struct dm_device *dev)
@@ -636,47 +621,11 @@ unsigned dm_device_get_changes(const struct dm_device *dev)
 	return atomic_load(&dev->changes);
 }
 
-/* The power files may be cached (DM_ATTR_ANNOUNCED): each change counts and
- * is announced, without the lock, which a PM walk does not hold. The
- * listener is set before and cleared after any PM transition runs. */
-static void power_changed(struct dm_device *dev)
-{
-	struct dm_model *m = dev->model;
-	atomic_fetch_add(&dev->changes, 1);
-	if (m->listener && m->listener->power_changed)
-		m->listener->power_changed(dev, m->listener_data);
-}
-
 _Static_assert(offsetof(struct dm_device, model) + sizeof(struct dm_model *) <= DM_CACHE_LINE,
 	       "what a PM walk touches is on the device's first cache line");
 
-void dm_device_set_power(struct dm_device *dev, enum dm_power_state st)
+int dm_device_for_each_child_locked(struct dm_device *dev, dm_device_fn fn, void *data)
 {
-	if (atomic_exchange(&dev->power, (uint8_t)st) != st)
-		power_changed(dev);
-}
-
-int dm_device_set_power_error(struct dm_device *dev, const char *msg)
-{
-	struct dm_model *m = dev->model;
-	bool clear = !msg || !*msg;
-	/* clearing what is already clear, the common case of a transition */
-	if (clear && !atomic_load_explicit(&dev->has_power_error, memory_order_acquire))
-		return 0;
-	dm_model_write_lock(m);
-	int r = set_string(&dev->power_error, clear ? NULL : msg);
-	if (r == 0)
-		atomic_store_explicit(&dev->has_power_error, !clear, memory_order_release);
-	dm_model_unlock(m);
-	if (r == 0)
-		power_changed(dev);
-	return r;
-}
-
-int dm_device_get_power_error(struct dm_device *dev, char *buf, size_t size)
-{
-	dm_model_read_lock(dev->model);
-	int n = snprintf(buf, size, "%s", dev->power_error ? dev->power_error : "");
-	dm_model_unlock(dev->model);
-	return n < 0 ? -EIO : (size_t)n >= size ? (int)size - 1 : n;
+	dm_model_assert_held(dev->model);
+	return dm_walk_devices(&dev->children, offsetof(struct dm_device, sibling), fn, data);
 }

@@ -220,7 +220,7 @@ int dm_device_attach(struct dm_device *dev)
 }
 
 /* dm_device_release_driver() with the device mutex held. */
-static void release_mutex_held(struct dm_device *dev)
+void dm_device_release_mutex_held(struct dm_device *dev)
 {
 	dm_device_assert_mutex_held(dev);
 	struct dm_model *m = dev->model;
@@ -247,7 +247,7 @@ static void release_mutex_held(struct dm_device *dev)
 void dm_device_release_driver(struct dm_device *dev)
 {
 	dm_device_lock(dev);
-	release_mutex_held(dev);
+	dm_device_release_mutex_held(dev);
 	dm_device_unlock(dev);
 }
 
@@ -278,10 +278,10 @@ void dm_device_update_claim(struct dm_device *dev)
 
 /* Drops a claim that no longer holds and offers the device to the bus's
  * drivers again, as the kernel's binding now stands. Device mutex held. */
-static void drop_claim_mutex_held(struct dm_device *dev)
+void dm_device_drop_claim_mutex_held(struct dm_device *dev)
 {
 	dm_device_assert_mutex_held(dev);
-	release_mutex_held(dev);
+	dm_device_release_mutex_held(dev);
 	attach_mutex_held(dev);
 }
 
@@ -337,7 +337,7 @@ void dm_device_set_binding(struct dm_device *dev, bool binding)
 	/* at the end, offered as the kernel's binding now stands */
 	if (!binding) {
 		if (!claim_holds(dev))
-			drop_claim_mutex_held(dev);
+			dm_device_drop_claim_mutex_held(dev);
 		else
 			attach_mutex_held(dev);
 	}
@@ -349,120 +349,11 @@ int dm_device_recheck_claim(struct dm_device *dev)
 	int dropped = 0;
 	dm_device_lock(dev);
 	if (!claim_holds(dev)) {
-		drop_claim_mutex_held(dev);
+		dm_device_drop_claim_mutex_held(dev);
 		dropped = 1;
 	}
 	dm_device_unlock(dev);
 	return dropped;
-}
-
-int dm_device_call_driver(struct dm_device *dev, int which, uint64_t *clock)
-{
-	int r = 0;
-	dm_device_lock(dev);
-	/* A claim that no longer holds is dropped before its suspend writes
-	 * anything: a kernel driver the daemon was not told of (an event
-	 * still queued, or lost) owns the device now. The flag says it from
-	 * the device's first line (claim_holds() reads two more). */
-	if (which == DM_CALL_SUSPEND &&
-	    (atomic_load_explicit(&dev->flags, memory_order_relaxed) & DM_DEV_F_CLAIM_STALE))
-		drop_claim_mutex_held(dev);
-	/* binding changes only under the device mutex: the driver stays */
-	struct dm_driver *drv = dev->driver, *released = NULL;
-	dm_model_assert_not_held(dev->model); /* hooks run without it */
-	if (drv && drv->ops) {
-		if (which == DM_CALL_SUSPEND && drv->ops->suspend) {
-			r = drv->ops->suspend(dev, drv->data);
-			/* the driver found the device taken meanwhile, and
-			 * changed nothing */
-			if (r == -DM_ECLAIM && drv->kind == DM_DRIVER_USER) {
-				released = dm_driver_ref(drv); /* for its estimate below */
-				release_mutex_held(dev);
-				r = 0;
-			}
-		} else if (which == DM_CALL_RESUME && drv->ops->resume) {
-			r = drv->ops->resume(dev, drv->data);
-		}
-	}
-	if (clock) {
-		uint64_t t1 = dm_clock_now();
-		long usec = dm_clock_usec(t1 - *clock);
-		if (drv)
-			dm_driver_record_pm_usec(drv, usec > 1000000 ? 1000000 : (unsigned)usec);
-		*clock = t1;
-	}
-	dm_device_unlock(dev);
-	dm_driver_unref(released);
-	return r;
-}
-
-bool dm_pm_state_is_valid(const char *state)
-{
-	size_t len = strlen(state);
-	if (len == 0 || len >= DM_PM_STATE_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (state[i] <= ' ' || state[i] > '~')
-			return false;
-	return true;
-}
-
-/* The PM handler, taken under the lock (it changes only at start and end). */
-static const struct dm_pm_handler *pm_handler(struct dm_device *dev, void **data)
-{
-	dm_model_read_lock(dev->model);
-	const struct dm_pm_handler *h = dev->model->pm_handler;
-	*data = dev->model->pm_data;
-	dm_model_unlock(dev->model);
-	return h;
-}
-
-int dm_device_keep_pm_state(struct dm_device *dev, const char *state)
-{
-	if (!dm_pm_state_is_valid(state))
-		return -EINVAL;
-	void *data;
-	const struct dm_pm_handler *h = pm_handler(dev, &data);
-	return h && h->keep_state ? h->keep_state(dev, state, data) : 0;
-}
-
-int dm_device_get_kept_pm_state(struct dm_device *dev, char *buf, size_t size)
-{
-	void *data;
-	const struct dm_pm_handler *h = pm_handler(dev, &data);
-	return h && h->kept_state ? h->kept_state(dev, buf, size, data) : -ENOENT;
-}
-
-int dm_driver_pm_cost(const struct dm_driver *drv, int which)
-{
-	bool has = drv && drv->ops &&
-		   (which == DM_CALL_SUSPEND ? drv->ops->suspend != NULL : drv->ops->resume != NULL);
-	return has ? (int)atomic_load_explicit(&((struct dm_driver *)drv)->pm_usec,
-					      memory_order_relaxed)
-		   : -1;
-}
-
-int dm_device_pm_cost(struct dm_device *dev, int which)
-{
-	dm_model_read_lock(dev->model);
-	int usec = dm_driver_pm_cost(dev->driver, which);
-	dm_model_unlock(dev->model);
-	return usec;
-}
-
-void dm_driver_record_pm_usec(struct dm_driver *drv, unsigned usec)
-{
-	/* the shorter of the last two calls: one call that was preempted or
-	 * faulted does not send a quick driver to the pool, two slow ones in
-	 * a row do, and one quick call brings it back. Stored only when it
-	 * moves, so that many threads calling one driver's quick hooks do not
-	 * fight over its cache line. */
-	unsigned last = atomic_load_explicit(&drv->pm_last_usec, memory_order_relaxed);
-	if (last != usec)
-		atomic_store_explicit(&drv->pm_last_usec, usec, memory_order_relaxed);
-	unsigned est = last < usec ? last : usec;
-	if (atomic_load_explicit(&drv->pm_usec, memory_order_relaxed) != est)
-		atomic_store_explicit(&drv->pm_usec, est, memory_order_relaxed);
 }
 
 static struct dm_driver *find_driver(struct dm_model *m, struct dm_list *drivers,
@@ -628,4 +519,28 @@ void dm_driver_unregister(struct dm_driver *drv)
 		dm_device_unref(dev);
 	}
 	dm_driver_unref(drv);
+}
+
+int dm_driver_for_each_device_locked(struct dm_driver *drv, dm_device_fn fn, void *data)
+{
+	if (dm_driver_model(drv)) /* else on no model's lists yet */
+		dm_model_assert_held(dm_driver_model(drv));
+	return dm_walk_devices(&drv->devices, offsetof(struct dm_device, driver_node), fn, data);
+}
+
+bool dm_driver_is_registered_locked(const struct dm_driver *drv)
+{
+	if (dm_driver_model(drv)) /* else on no model's lists yet */
+		dm_model_assert_held(dm_driver_model(drv));
+	return drv->registered;
+}
+
+struct dm_bus *dm_driver_get_bus(const struct dm_driver *drv)
+{
+	return drv->bus;
+}
+
+struct dm_class *dm_driver_get_class(const struct dm_driver *drv)
+{
+	return drv->class;
 }

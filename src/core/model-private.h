@@ -10,7 +10,10 @@
 #include "model.h"
 #include "strpool.h"
 
+#include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Devices start on a cache line (see struct dm_device). */
 #define DM_CACHE_LINE 64
@@ -124,6 +127,23 @@ void dm_device_assert_mutex_held(const struct dm_device *dev);
 #else
 static inline void dm_device_assert_mutex_held(const struct dm_device *dev) { (void)dev; }
 #endif
+
+/* *@field replaced by a copy of @s (NULL: none). 0 or -ENOMEM (unchanged). */
+static inline int dm_set_string(char **field, const char *s)
+{
+	char *c = NULL;
+	if (s && !(c = strdup(s)))
+		return -ENOMEM;
+	free(*field);
+	*field = c;
+	return 0;
+}
+
+/* With the device mutex held (driver.c): its driver's bind ended, remove()
+ * called; a claim that no longer holds dropped and the device offered to
+ * the drivers again. power.c's hook calls use them. */
+void dm_device_release_mutex_held(struct dm_device *dev);
+void dm_device_drop_claim_mutex_held(struct dm_device *dev);
 
 struct dm_device {
 	/* What a PM walk touches for every device fills the first cache line
@@ -279,6 +299,35 @@ struct dm_class {
 	size_t n_bus_drivers, cap_bus_drivers;
 	uint64_t bus_drivers_gen;
 };
+
+/* Returns from the function: the first non-zero of @fn on each entry of
+ * the list @head of @type (linked by @member), or 0. */
+#define DM_WALK_LIST(head, type, member, fn, data)                                     \
+	do {                                                                   \
+		struct dm_list *_p;                                            \
+		dm_list_for_each(_p, (head)) {                                 \
+			int _r = (fn)(dm_list_entry(_p, type, member), (data)); \
+			if (_r)                                                \
+				return _r;                                     \
+		}                                                              \
+		return 0;                                                      \
+	} while (0)
+
+/* Buses, classes and interfaces are each a named object on a list of its
+ * kind, kept sorted by name so that listings are stable, and found or made
+ * on first use by dm_model_get_named() (model.c). What it needs of a kind: */
+struct dm_named_kind {
+	size_t size;
+	size_t node; /* offset of its struct dm_list on the list */
+	size_t name; /* offset of its char *name */
+};
+#define DM_NAMED_KIND(type) { sizeof(type), offsetof(type, node), offsetof(type, name) }
+/* The object named @name on @head, or one made there: zeroed, named and
+ * inserted in name order. @setup then runs on it with @data, told whether
+ * it was just made; all under @m's write lock. */
+int dm_model_get_named(struct dm_model *m, struct dm_list *head, const struct dm_named_kind *k,
+		       const char *name, void (*setup)(void *obj, bool made, void *data),
+		       void *data, void **ret);
 
 /* A registered driver's model (its bus's or class's); NULL before. */
 static inline const struct dm_model *dm_driver_model(const struct dm_driver *drv)

@@ -44,12 +44,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* What a bus does its own way (the 2002 model's struct bus_type; a struct
+ * dm_bus is the bus itself, named once in the model): match() only. A
+ * device's files come from its own groups (dm_device_add_group()), which
+ * its enumerator adds, so a bus has no dev_groups. */
 struct dm_bus_type {
-	const char *name; /* NULL: the bus instance's own name */
 	/* >0 when @drv can drive @dev; NULL uses dm_driver_default_match(). */
 	int (*match)(struct dm_device *dev, struct dm_driver *drv);
-	/* attribute tables every device on this bus has */
-	const struct dm_attribute_group *const *dev_groups;
 };
 
 /* Changes announced to the filesystem; called with the write lock held. */

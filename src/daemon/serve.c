@@ -5,6 +5,7 @@
  * hotplug helper report to systemd meanwhile.
  */
 #include "daemon.h"
+#include "logind.h"
 #include "nfd.h"
 
 #include "background.h"
@@ -16,7 +17,6 @@
 #include "hotplug/helper.h"
 #include "hotplug/monitor.h"
 #include "log.h"
-#include "pm/logind.h"
 #include "service.h"
 
 #include <errno.h>

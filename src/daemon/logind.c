@@ -14,7 +14,7 @@
  * only after joining it. No lock is needed since no two threads ever use it
  * (sd-bus objects are not thread-safe).
  */
-#include "pm/logind.h"
+#include "logind.h"
 
 #include "core/thread.h"
 #include "log.h"
