@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* device.c - device lifetime, the tree and the global list. */
+/* device.c - device lifetime, the tree and its place in the global list. */
 #include "model-private.h"
 
 #include <assert.h>

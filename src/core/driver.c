@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* driver.c - drivers, matching and binding. */
+/* driver.c - drivers, matching, bind and claim (docs/design.md §3.4). */
 #include "model-private.h"
 
 #include <errno.h>

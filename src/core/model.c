@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* model.c - the model object: lock, lookups, buses and classes. */
+/* model.c - the model object: its lock and the lock checks, lookups, the
+ * named objects' get-or-create, names, the change notifications. */
 #include "array.h"
 #include "model-private.h"
 
