@@ -17,6 +17,7 @@ meson build dir's tests/vm); nothing of the host's devices is touched.
 
 Environment: DRIVERFSD, DRIVERFSCTL (the programs copied in),
 DRIVERFS_VFIO_HOLD (tests/helpers/vfio-hold, static: copied in when set),
+DRIVERFS_NVME_VIRT (tests/helpers/nvme-virt, static: copied in when set),
 DRIVERFS_VM_ACCEL (kvm or tcg; default: kvm when /dev/kvm runs a guest),
 DRIVERFS_VM_KERNEL_DEB (a linux-image .deb to use instead of fetching),
 DRIVERFS_VM_TIMEOUT (seconds a boot may take, default 240)."""
@@ -51,6 +52,10 @@ MODULES = ["fuse", "e1000e", "nvme", "vfio-pci", "vfio_iommu_type1", "pci-stub",
 # (fusermount3: libfuse mounts through it for auto_unmount)
 PROGRAMS = {"/usr/bin/lspci": "/usr/bin/lspci", "/usr/bin/lsusb": "/usr/bin/lsusb",
             "/usr/bin/fusermount3": "/usr/bin/fusermount3"}
+# The tests' own static helpers, by guest path: the variable naming each
+# (vfio-hold, the stand-in for QEMU/DPDK holding a VFIO group; nvme-virt,
+# the NVMe virtualization management SR-IOV needs)
+HELPERS = {"/usr/bin/vfio-hold": "DRIVERFS_VFIO_HOLD", "/usr/bin/nvme-virt": "DRIVERFS_NVME_VIRT"}
 # Data files the programs read, copied when the host has them.
 DATA = ["/usr/share/misc/pci.ids"]
 
@@ -64,10 +69,14 @@ def machine(accel, run):
     acpiphp, is turned off as on the real machines whose firmware hands
     PCIe hotplug to the OS): the NIC (e1000e) on rp1, an NVMe
     controller in an NVMe subsystem with one namespace on rp2, an xHCI with
-    a USB keyboard and a USB stick on rp3, rp4 empty for device_add; the
-    console on ttyS0, the test's results on ttyS1, QMP on a socket, and
-    the test's requests for QMP commands on ttyS2 (a socket served by
-    Requests)."""
+    a USB keyboard and a USB stick on rp3, rp4 empty for device_add, and on
+    rp5 an SR-IOV NVMe controller (QEMU 7.2's: up to 2 VFs, their secondary
+    controllers given queue and interrupt resources from a flexible pool of
+    4 and 2 by the NVMe Virtualization Management command; no namespace, in
+    a subsystem of its own, which SR-IOV requires; nothing of it changes
+    until a test writes its sriov_numvfs); the console on ttyS0, the test's
+    results on ttyS1, QMP on a socket, and the test's requests for QMP
+    commands on ttyS2 (a socket served by Requests)."""
     return [
         "-machine", "q35,kernel-irqchip=split", "-accel", accel, *CPU, "-m", "768",
         "-nodefaults", "-display", "none", "-no-reboot",
@@ -77,12 +86,17 @@ def machine(accel, run):
         "-device", "pcie-root-port,id=rp2,bus=pcie.0,chassis=2,slot=2,addr=0x11",
         "-device", "pcie-root-port,id=rp3,bus=pcie.0,chassis=3,slot=3,addr=0x12",
         "-device", "pcie-root-port,id=rp4,bus=pcie.0,chassis=4,slot=4,addr=0x13",
+        "-device", "pcie-root-port,id=rp5,bus=pcie.0,chassis=5,slot=5,addr=0x14",
         "-device", "e1000e,id=nic0,bus=rp1,netdev=net0",
         "-netdev", "user,id=net0,restrict=on",
         "-blockdev", "driver=null-co,node-name=nvm0,size=67108864,read-zeroes=on",
         "-device", "nvme-subsys,id=nvmesubsys0,nqn=driverfs-vm",
         "-device", "nvme,id=nvme0,bus=rp2,serial=driverfs0,subsys=nvmesubsys0",
         "-device", "nvme-ns,drive=nvm0,nsid=1",
+        # after nvme0's namespace, which attaches to the controller before it
+        "-device", "nvme-subsys,id=nvmesubsys1,nqn=driverfs-vm-sriov",
+        "-device", "nvme,id=nvme1,bus=rp5,serial=driverfs1,subsys=nvmesubsys1,sriov_max_vfs=2,"
+                   "sriov_vq_flexible=4,sriov_vi_flexible=2,max_ioqpairs=6,msix_qsize=4",
         "-device", "qemu-xhci,id=xhci,bus=rp3",
         "-device", "usb-kbd,bus=xhci.0",
         "-blockdev", "driver=null-co,node-name=stick0,size=16777216,read-zeroes=on",
@@ -302,10 +316,11 @@ def guest_inputs():
         if not p or not os.access(p, os.X_OK):
             raise SystemExit("vm.py: %s must name the built program" % var)
         files[gpath] = p
-    # the stand-in for QEMU/DPDK holding a VFIO group (static, optional)
-    hold = os.environ.get("DRIVERFS_VFIO_HOLD")
-    if hold and os.access(hold, os.X_OK):
-        files["/usr/bin/vfio-hold"] = hold
+    # the tests' static helpers (optional: a sanitized build has none)
+    for gpath, var in HELPERS.items():
+        p = os.environ.get(var)
+        if p and os.access(p, os.X_OK):
+            files[gpath] = p
     for gpath, p in PROGRAMS.items():
         if os.access(p, os.X_OK):
             files[gpath] = p
