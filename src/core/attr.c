@@ -1023,6 +1023,8 @@ int dm_device_store(struct dm_device *dev, const char *group, const char *name, 
 {
 	const struct dm_attribute *a;
 	int r = attr_resolve(dev, group, name, &a, NULL, 0);
+	if (r == -ENOENT) /* the file went away under its writer */
+		return -ENODEV;
 	if (r < 0)
 		return r;
 	if (!a) /* a static value */
@@ -1036,5 +1038,12 @@ int dm_device_store(struct dm_device *dev, const char *group, const char *name, 
 	char copy[DM_ATTR_MAX + 1];
 	memcpy(copy, buf, len);
 	copy[len] = '\0';
-	return a->store(dev, a, copy, len);
+	r = a->store(dev, a, copy, len);
+	/* ENOENT from the store: its file gone meanwhile (a sysfs file removed
+	 * with its device) is ENODEV; with the file still there it is the
+	 * kernel's answer and the writer's (sriov_numvfs of a PF no driver
+	 * holds) */
+	if (r == -ENOENT && attr_resolve(dev, group, name, &a, NULL, 0) < 0)
+		r = -ENODEV;
+	return r;
 }

@@ -566,8 +566,10 @@ ssize_t dm_device_read_attr_range(struct dm_device *dev, const struct dm_attribu
  * -ENODEV when the device was removed. Call without the lock. */
 int dm_device_open_attr_source(struct dm_device *dev, const struct dm_attribute *attr);
 /* Writes a whole value: -EACCES when read-only, -EFBIG when longer than
- * DM_ATTR_MAX, -EINVAL for an empty value, else what store() returns. Call
- * without the lock. */
+ * DM_ATTR_MAX, -EINVAL for an empty value, -ENODEV when the device or the
+ * file is gone (before the store, or an -ENOENT of the store's with the file
+ * gone after it), else what store() returns (-ENOENT included: the kernel's
+ * answer to a sysfs write). Call without the lock. */
 int dm_device_store(struct dm_device *dev, const char *group, const char *name, const char *buf,
 		    size_t len);
 

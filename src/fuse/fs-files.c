@@ -365,7 +365,9 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, 
 	 * never waiting for a page lock this write may hold. */
 	if (r >= 0)
 		fs_notifier_sync(&fs->notifier);
-	if (r == -ENOENT)
+	/* a file gone under its writer is ENODEV (§6.5); dm_device_store()
+	 * says so itself, and leaves the kernel's own ENOENT to the writer */
+	if (r == -ENOENT && n.t.kind != FS_ATTR)
 		r = -ENODEV;
 	if (r < 0)
 		fuse_reply_err(req, -r);

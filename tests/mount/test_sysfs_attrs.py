@@ -34,6 +34,10 @@ ACTIONS = ("remove", "rescan", "reset")
 # a PCI function's config space: 256 bytes, header type 0 at 0x0e
 CONFIG = bytes(range(256))[:0x0e] + b"\x00" + bytes(range(0x0f, 256))
 EBUSY_SUFFIX = "0000:00:14.0/d3cold_allowed"
+# the kernel's ENOENT, which a PF without a driver answers to a write of its
+# sriov_numvfs: the writer's too, not the ENODEV of a file gone (issue 32)
+ENOENT_SUFFIX = "0000:00:14.0/sriov_numvfs"
+FAIL_WRITES = f"{EBUSY_SUFFIX}={errno.EBUSY},{ENOENT_SUFFIX}={errno.ENOENT}"
 
 
 def add_files(root):
@@ -53,6 +57,8 @@ def add_files(root):
             f.write(value)
     with open(os.path.join(root, SYS_XHCI, "config"), "wb") as f:
         f.write(CONFIG)
+    with open(os.path.join(root, SYS_XHCI, "sriov_numvfs"), "w") as f:
+        f.write("0\n")
     secret = os.path.join(root, SYS_XHCI, "root_only")
     with open(secret, "w") as f:
         f.write("secret\n")
@@ -63,7 +69,7 @@ def add_files(root):
 def d():
     daemon = Daemon(TESTBED, prepare=add_files, extra_env={
         "LD_PRELOAD": os.environ["DRIVERFS_FAILWRITE"],
-        "DRIVERFS_FAIL_WRITES": f"{EBUSY_SUFFIX}={errno.EBUSY}"})
+        "DRIVERFS_FAIL_WRITES": FAIL_WRITES})
     yield daemon
     daemon.stop()
 
@@ -194,6 +200,17 @@ def test_the_kernels_refusal_comes_back_and_nothing_changes(d):
     assert e.value.errno == errno.EBUSY
     assert read(sysfs(d, "d3cold_allowed")) == before
     assert read(d.path("root", XHCI, "d3cold_allowed")) == before
+
+
+def test_the_kernels_enoent_comes_back_as_enoent(d):
+    """A store's ENOENT is the kernel's answer while the file is there (a PF
+    with no driver refusing sriov_numvfs, as the vm tier's test_sriov.sh
+    sees), not a file gone under its writer (ENODEV, docs/design.md §6.5)."""
+    with pytest.raises(OSError) as e:
+        with open(d.path("root", XHCI, "sriov_numvfs"), "w") as f:
+            f.write("1\n")
+    assert e.value.errno == errno.ENOENT
+    assert read(sysfs(d, "sriov_numvfs")) == b"0\n"
 
 
 def test_other_users_cannot_write(d):
@@ -394,7 +411,7 @@ def test_passed_through_values_are_the_same_read_by_the_kernel_or_the_daemon(mod
     args = ["--no-passthrough"] if mode == "no-passthrough" else []
     daemon = Daemon(TESTBED, args, prepare=add_files, extra_env={
         "LD_PRELOAD": os.environ["DRIVERFS_FAILWRITE"],
-        "DRIVERFS_FAIL_WRITES": f"{EBUSY_SUFFIX}={errno.EBUSY}"})
+        "DRIVERFS_FAIL_WRITES": FAIL_WRITES})
     try:
         cpus = daemon.path("root", XHCI, "local_cpulist")
         sys_cpus = os.path.join(daemon.testbed.get_root_dir(), SYS_XHCI, "local_cpulist")

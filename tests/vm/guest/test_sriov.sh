@@ -94,7 +94,7 @@ done
 # without a PF driver the kernel has no sriov_configure to call
 echo "$PF" > /sys/bus/pci/drivers/nvme/unbind
 answers "$M/$PF/sriov_numvfs" 1 "No such file or directory" \
-	"sriov_numvfs 1 through the mount with the PF unbound: ENOENT # TODO the mount answers ENODEV"
+	"sriov_numvfs 1 through the mount with the PF unbound: ENOENT"
 answers "$M/$PF/sriov_numvfs" 0 ok "... and 0 then: accepted (the count is compared first)"
 echo "$PF" > /sys/bus/pci/drivers/nvme/bind
 pf_bound() { [ -e "$S/$PF/driver" ] && [ "$(cat "$M/$PF/kernel_driver" 2>/dev/null)" = nvme ]; }
