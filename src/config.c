@@ -2,6 +2,7 @@
 /* config.c - driverfsd.conf: the keys, their values and defaults. */
 #include "config.h"
 
+#include "buses/sources.h"
 #include "conffile.h"
 #include "drivers/exec.h"
 
@@ -18,10 +19,11 @@ static const char *const log_levels[] = {
 };
 
 /* What parsing needs besides the settings: each key's line, so that a
- * second one is reported. */
+ * second one is reported ([Sources]' keys: by the registry's index). */
 struct config_parse {
 	struct dm_config *c;
 	unsigned lines[16];
+	unsigned source_lines[DM_SCAN_SOURCES_MAX];
 };
 
 /* One key: where it is and how its value is read into struct dm_config. */
@@ -41,9 +43,6 @@ static const struct config_key keys[] = {
 	KEY("Daemon", "HotplugHelper", KEY_COMMAND, hotplug_helper),
 	KEY("Daemon", "Coldplug", KEY_BOOL, coldplug),
 	KEY("Daemon", "TransitionRecord", KEY_PATH, transition_record),
-	KEY("Sources", "PCI", KEY_BOOL, source_pci),
-	KEY("Sources", "USB", KEY_BOOL, source_usb),
-	KEY("Sources", "Udev", KEY_YES, source_udev),
 	KEY("PM", "HookTimeout", KEY_TIMEOUT, hook_timeout_s),
 	KEY("Binding", "Protect", KEY_NAMES, protect),
 	KEY("Binding", "PersistFile", KEY_PATH, persist_file),
@@ -120,10 +119,33 @@ static void set_value(struct dm_conffile *cf, const struct config_key *k, const 
 	}
 }
 
+/* A key of [Sources]: the registry's (src/buses/sources.c), one per
+ * source; the one that places devices cannot be turned off. */
+static void source_key(struct dm_conffile *cf, struct config_parse *p, const char *key,
+		       const char *value)
+{
+	int i = dm_source_find_key(key);
+	if (i < 0) {
+		dm_conffile_error(cf, "unknown key %s in [Sources]", key);
+		return;
+	}
+	if (dm_conffile_duplicate(cf, key, p->source_lines[i]))
+		return;
+	p->source_lines[i] = dm_conffile_line(cf);
+	const struct config_key k = { "Sources", dm_sources[i].key,
+				      dm_sources[i].role == DM_SOURCE_PLACES ? KEY_YES : KEY_BOOL,
+				      0 };
+	set_value(cf, &k, value, &p->c->sources[i]);
+}
+
 static void config_key(struct dm_conffile *cf, const char *section, const char *key,
 		       const char *value, void *data)
 {
 	struct config_parse *p = data;
+	if (strcmp(section, "Sources") == 0) {
+		source_key(cf, p, key, value);
+		return;
+	}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const struct config_key *k = &keys[i];
 		if (strcmp(k->section, section) != 0 || strcmp(k->name, key) != 0)
@@ -166,11 +188,10 @@ static int config_init(struct dm_config *c, const char *path)
 		       "a line number for each key");
 	*c = (struct dm_config){
 		.log_level = LOG_INFO,
-		.source_pci = true,
-		.source_usb = true,
-		.source_udev = true,
 		.hook_timeout_s = DM_EXEC_DEFAULT_TIMEOUT_S,
 	};
+	for (size_t i = 0; i < dm_n_sources; i++)
+		c->sources[i] = dm_sources[i].on;
 	char *copy = strdup(path);
 	c->path = strdup(path);
 	c->mountpoint = strdup("/devices");

@@ -9,8 +9,9 @@
  *              Coldplug=<bool>                    default no
  *              TransitionRecord=<absolute path>   default
  *                                   DM_CONFIG_TRANSITION_RECORD
- *   [Sources]  PCI= USB=  <bool>                  default yes each
- *              Udev=yes   (no is an error: it places every device)
+ *   [Sources]  one <bool> key per source, from the registry
+ *              (buses/sources.h: PCI= USB= default yes; Udev=yes, no is
+ *              an error: it places every device)
  *   [PM]       HookTimeout=<seconds, 1..3600>     default 5: the Timeout=
  *                                                 of drivers.d files
  *                                                 that give none
@@ -37,6 +38,8 @@
 #ifndef DM_CONFIG_H
 #define DM_CONFIG_H
 
+#include "scan/scan.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -51,8 +54,9 @@ struct dm_config {
 	char *hotplug_helper; /* NULL: none */
 	bool coldplug;
 	char *transition_record; /* never NULL */
-	bool source_pci, source_usb;
-	bool source_udev; /* always true (Udev=no is an error) */
+	/* [Sources]: each source on or off, indexed as the registry
+	 * (dm_sources[]); the one that places devices always on */
+	bool sources[DM_SCAN_SOURCES_MAX];
 	int hook_timeout_s;
 	char *protect; /* [Binding] Protect=, or NULL */
 	char *persist_file; /* [Binding] PersistFile=, or NULL: the default */

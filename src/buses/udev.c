@@ -7,6 +7,8 @@
  * a name. The kernel's containers /devices/system and /devices/virtual, which
  * are not devices, become the devices "system" and "virtual".
  */
+#include "udev.h"
+
 #include "scan/scan.h"
 #include "sysfs-value.h"
 #include "uevent.h"
@@ -383,7 +385,11 @@ out_udev:
 	return r;
 }
 
-int dm_udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **ret)
+/* Records @d and its ancestors (a scan with @model set: up to the first
+ * ancestor the model has); *ret (may be NULL) gets @d's record. -ENODEV
+ * when it has left sysfs (its remove event follows); other errors are
+ * logged. */
+static int udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **ret)
 {
 	char uevent[PATH_MAX];
 	/* gone meanwhile: its remove event follows */
@@ -396,6 +402,18 @@ int dm_udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **
 	else if (ret)
 		*ret = dm_scan_find(s, udev_device_get_devpath(d));
 	return r;
+}
+
+static int record_nth(struct dm_scan *s, size_t i, void *data, struct dm_record **ret)
+{
+	struct udev_device *const *ds = data;
+	return udev_record(s, ds[i], ret);
+}
+
+int dm_udev_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
+			 const struct dm_scan_sources *src, struct dm_source_cache *cache)
+{
+	return dm_scan_devices(m, n, record_nth, (void *)ds, src, cache);
 }
 
 const struct dm_source_ops dm_source_udev = {

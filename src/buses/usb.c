@@ -10,6 +10,7 @@
  * copy of the same descriptors (scan_sysfs()), in the same formats.
  */
 #include "scan/scan.h"
+#include "sources.h"
 #include "sysfs-value.h"
 #include "uevent.h"
 
@@ -620,8 +621,9 @@ static int scan_sysfs(struct dm_scan *s, struct udev_hwdb *hwdb, const struct dm
 
 static int usb_scan(struct dm_scan *s)
 {
-	struct udev *udev = s->hwdb ? NULL : udev_new();
-	struct udev_hwdb *hwdb = s->hwdb ? udev_hwdb_ref(s->hwdb) : udev ? udev_hwdb_new(udev) : NULL;
+	struct udev_hwdb *kept = s->cache ? s->cache->hwdb : NULL;
+	struct udev *udev = kept ? NULL : udev_new();
+	struct udev_hwdb *hwdb = kept ? udev_hwdb_ref(kept) : udev ? udev_hwdb_new(udev) : NULL;
 	if (!hwdb && !s->partial)
 		log_warn("usb: no udev hwdb: devices are named by their own strings or ids");
 	struct dm_hashmap filled;

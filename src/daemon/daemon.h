@@ -54,8 +54,9 @@ struct daemon {
 	struct dm_config cfg; /* the configuration in effect */
 	const char *mountpoint; /* the command line's, else the config's */
 	const char *helper_cmd; /* the same; NULL: no hotplug helper */
-	const struct dm_source_ops *sources[4]; /* the enabled sources, NULL-terminated */
-	const struct dm_source_ops *fillers[3]; /* those the monitor completes records with */
+	/* the enabled sources, picked from the registry by the configuration
+	 * (dm_sources_pick()): the enumeration's and the monitor's */
+	struct dm_scan_sources sources;
 	int ready_fd; /* background mode: where the child reports serving; else -1 */
 	/* --handover: the connection and state the last daemon left
 	 * (LISTEN_FDS), taken at start-up, until taken over; else -1 */

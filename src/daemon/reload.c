@@ -124,7 +124,7 @@ static void warn_unreloadable(const struct dm_config *old, const struct dm_confi
 	else if ((old->nfd_file == NULL) != (new->nfd_file == NULL) ||
 		 (old->nfd_file && strcmp(old->nfd_file, new->nfd_file) != 0))
 		changed = "NfdFile=";
-	else if (old->source_pci != new->source_pci || old->source_usb != new->source_usb)
+	else if (memcmp(old->sources, new->sources, sizeof(old->sources)) != 0)
 		changed = "[Sources]";
 	if (changed)
 		log_warn("%s: %s changed; it takes effect at the next start", new->path, changed);

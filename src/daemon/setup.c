@@ -9,6 +9,7 @@
 #include "nfd.h"
 
 #include "background.h"
+#include "buses/sources.h"
 #include "core/model.h"
 #include "drivers/binding.h"
 #include "drivers/exec.h"
@@ -138,21 +139,6 @@ static void recover_binding(struct dm_model *m, const char *path)
 		log_err("%s: %s; nothing in it is rolled back or completed", path, why);
 }
 
-/* The enabled sources, NULL-terminated, into @sources (4 slots): udev,
- * always, and first (it places every device); and into @fillers (3 slots)
- * those that complete a hotplugged device's record. */
-static void pick_sources(const struct dm_config *cfg, const struct dm_source_ops **sources,
-			 const struct dm_source_ops **fillers)
-{
-	size_t n = 0, f = 0;
-	sources[n++] = &dm_source_udev;
-	if (cfg->source_pci)
-		sources[n++] = fillers[f++] = &dm_source_pci;
-	if (cfg->source_usb)
-		sources[n++] = fillers[f++] = &dm_source_usb;
-	sources[n] = fillers[f] = NULL;
-}
-
 int daemon_fail(int r)
 {
 	log_err("%s", strerror(-r));
@@ -227,7 +213,7 @@ static int enumerate(struct daemon *d)
 {
 	const struct options *o = d->o;
 	struct dm_model *m = d->model;
-	pick_sources(&d->cfg, d->sources, d->fillers);
+	dm_sources_pick(d->cfg.sources, &d->sources);
 	int r = dm_pm_new(m, &d->pm);
 	if (r < 0)
 		return daemon_fail(r);
@@ -245,11 +231,11 @@ static int enumerate(struct daemon *d)
 		return r > 0 ? -EINVAL : r;
 	/* listening starts before the enumeration, so that no event falls
 	 * between the two */
-	r = dm_monitor_new(m, d->fillers, &o->uevents, daemon_hotplug_done, &d->fs, &d->monitor);
+	r = dm_monitor_new(m, &d->sources, &o->uevents, daemon_hotplug_done, &d->fs, &d->monitor);
 	if (r < 0)
 		log_warn("no hotplug (udev monitor: %s); the tree stays as enumerated",
 			 strerror(-r));
-	r = dm_scan_model(m, d->sources);
+	r = dm_scan_model(m, &d->sources);
 	if (r < 0)
 		return daemon_fail(r);
 	if (o->save)

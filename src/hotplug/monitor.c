@@ -3,6 +3,8 @@
 
 #include "core/thread.h"
 #include "helper.h"
+#include "buses/sources.h"
+#include "buses/udev.h"
 #include "drivers/hookenv.h"
 #include "drivers/persist.h"
 #include "log.h"
@@ -44,20 +46,20 @@ static size_t action_index(const char *action)
 
 struct dm_monitor {
 	struct dm_model *model;
-	const struct dm_source_ops *const *fillers;
+	/* what a rescan runs (all) and what completes a run's records
+	 * (fillers); the caller's, for the monitor's life */
+	const struct dm_scan_sources *sources;
 	dm_monitor_done_fn done;
 	void *data;
 	struct udev *udev;
 	struct udev_monitor *mon;
-	/* mapped once for the monitor's life, not per run (a rescan maps
-	 * it again: it also catches up with an updated database) */
-	struct udev_hwdb *hwdb;
+	/* the hwdb, mapped once for the monitor's life, not per run (a
+	 * rescan maps it again: it also catches up with an updated database) */
+	struct dm_source_cache cache;
 	int wake_fd;
 	pthread_t thread;
 	bool running;
 	struct dm_helper *helper;
-	/* what a rescan reads: the udev source, then the fillers */
-	const struct dm_source_ops *sources[8];
 	/* Lost events. udevd's workers run in parallel, so its events may come
 	 * out of order: a seqnum skipped is only lost when it has not come
 	 * within GAP_GRACE_MS. Too many at once, or an overrun of the socket
@@ -249,7 +251,7 @@ static void apply_records(struct dm_monitor *mon, struct udev_device **ds, size_
 {
 	if (*n == 0)
 		return;
-	int r = dm_scan_devices(mon->model, ds, *n, mon->fillers, mon->hwdb);
+	int r = dm_udev_scan_devices(mon->model, ds, *n, mon->sources, &mon->cache);
 	if (r < 0)
 		log_warn("hotplug: %zu events not applied: %s", *n, strerror(-r));
 	for (size_t i = 0; i < *n; i++) {
@@ -376,19 +378,15 @@ static void *monitor_thread(void *data)
 
 #define DEFAULT_BUFFER (128 * 1024 * 1024)
 
-int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *fillers,
+int dm_monitor_new(struct dm_model *m, const struct dm_scan_sources *sources,
 		   const struct dm_monitor_config *cfg, dm_monitor_done_fn done, void *data,
 		   struct dm_monitor **ret)
 {
 	struct dm_monitor *mon = calloc(1, sizeof(*mon));
 	if (!mon)
 		return -ENOMEM;
-	*mon = (struct dm_monitor){ .model = m, .fillers = fillers, .done = done, .data = data,
+	*mon = (struct dm_monitor){ .model = m, .sources = sources, .done = done, .data = data,
 				    .wake_fd = -1 };
-	size_t n = 0, max = sizeof(mon->sources) / sizeof(*mon->sources) - 1;
-	mon->sources[n++] = &dm_source_udev;
-	for (const struct dm_source_ops *const *f = fillers; *f && n < max; f++)
-		mon->sources[n++] = *f;
 	int r = -ENOMEM, size = cfg && cfg->buffer > 0 ? cfg->buffer : DEFAULT_BUFFER;
 	mon->udev = udev_new();
 	if (!mon->udev)
@@ -405,7 +403,7 @@ int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *filler
 	r = udev_monitor_enable_receiving(mon->mon);
 	if (r < 0)
 		goto out_mon;
-	mon->hwdb = udev_hwdb_new(mon->udev); /* NULL: the sources open their own */
+	mon->cache.hwdb = udev_hwdb_new(mon->udev); /* NULL: the sources open their own */
 	mon->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (mon->wake_fd < 0) {
 		r = -errno;
@@ -415,7 +413,7 @@ int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *filler
 	return 0;
 
 out_mon:
-	udev_hwdb_unref(mon->hwdb);
+	udev_hwdb_unref(mon->cache.hwdb);
 	udev_monitor_unref(mon->mon);
 out_udev:
 	udev_unref(mon->udev);
@@ -469,7 +467,7 @@ void dm_monitor_free(struct dm_monitor *mon)
 		pthread_join(mon->thread, NULL);
 	}
 	close(mon->wake_fd);
-	udev_hwdb_unref(mon->hwdb);
+	udev_hwdb_unref(mon->cache.hwdb);
 	udev_monitor_unref(mon->mon);
 	udev_unref(mon->udev);
 	free(mon);

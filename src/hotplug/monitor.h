@@ -48,8 +48,11 @@ struct dm_monitor_config {
 
 /* Starts listening at once (call it before the first enumeration, so no
  * event falls between the two) and applying events once dm_monitor_run()
- * is called. @cfg may be NULL (the defaults). */
-int dm_monitor_new(struct dm_model *m, const struct dm_source_ops *const *fillers,
+ * is called: a run's devices recorded by the udev source and completed by
+ * @sources' fillers, a rescan by all of @sources (dm_sources_pick()'s,
+ * kept by the caller for the monitor's life). @cfg may be NULL (the
+ * defaults). */
+int dm_monitor_new(struct dm_model *m, const struct dm_scan_sources *sources,
 		   const struct dm_monitor_config *cfg, dm_monitor_done_fn done, void *data,
 		   struct dm_monitor **ret);
 int dm_monitor_run(struct dm_monitor *mon);

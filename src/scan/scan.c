@@ -2,11 +2,7 @@
 /* scan.c - the record table and its commit to the model. */
 #include "scan.h"
 
-#include "buses/sysfs-attrs.h"
 #include "core/array.h"
-#include "buses/pcie-link.h"
-#include "buses/sysfs-pm.h"
-#include "drivers/binding.h"
 #include "drivers/kernel.h"
 #include "log.h"
 
@@ -192,7 +188,8 @@ static int kernel_driver_get(struct dm_bus *bus, const char *name)
 	return r == -EEXIST ? 0 : r;
 }
 
-static int record_commit(struct dm_model *m, struct dm_record *rec)
+static int record_commit(struct dm_model *m, const struct dm_attribute_group *const *groups,
+			 struct dm_record *rec)
 {
 	struct dm_device *parent = NULL, *dev;
 	int r;
@@ -208,18 +205,9 @@ static int record_commit(struct dm_model *m, struct dm_record *rec)
 	if (r < 0)
 		goto out_parent;
 	r = dm_device_set_devpath(dev, rec->devpath);
-	/* the kernel's runtime-PM controls, where sysfs has them, and the
-	 * device's own sysfs attributes */
-	if (r >= 0)
-		r = dm_device_add_group(dev, &dm_sysfs_pm_group);
-	/* a PCIe function's link, told with both its ends */
-	if (r >= 0)
-		r = dm_device_add_group(dev, &dm_pcie_link_group);
-	if (r >= 0)
-		r = dm_device_add_group(dev, &dm_sysfs_attrs_group);
-	/* bind and binding: moving it between kernel drivers */
-	if (r >= 0)
-		r = dm_device_add_group(dev, &dm_binding_group);
+	/* the sysfs-backed groups the registry gives (src/buses/sources.c) */
+	for (const struct dm_attribute_group *const *g = groups; r >= 0 && g && *g; g++)
+		r = dm_device_add_group(dev, *g);
 	if (r >= 0 && rec->sysname)
 		r = dm_device_set_sysname(dev, rec->sysname);
 	if (r >= 0 && rec->driver)
@@ -377,7 +365,8 @@ static void report_remove(struct dm_scan_report *rep, struct dm_device *dev)
  * model lacks is added, one it has in the same place is refreshed, one that
  * moved is removed and added again.
  */
-static void records_apply(struct dm_model *m, struct dm_scan *s, struct dm_scan_report *rep)
+static void records_apply(struct dm_model *m, struct dm_scan *s,
+			  const struct dm_attribute_group *const *groups, struct dm_scan_report *rep)
 {
 	/* a parent's devpath is a prefix of its children's: sorting puts it first
 	 * (no records, no array: every device of a run left sysfs meanwhile) */
@@ -402,7 +391,7 @@ static void records_apply(struct dm_model *m, struct dm_scan *s, struct dm_scan_
 		} else {
 			if (dev)
 				report_remove(rep, dev);
-			r = record_commit(m, rec);
+			r = record_commit(m, groups, rec);
 			if (r == 0) {
 				rep->added++;
 				struct dm_device *added =
@@ -449,8 +438,8 @@ static bool records_need(const struct dm_scan *s, const char *subsystem)
 	return false;
 }
 
-int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
-		    const struct dm_source_ops *const *fillers, struct udev_hwdb *hwdb)
+int dm_scan_devices(struct dm_model *m, size_t n, dm_scan_record_fn record, void *data,
+		    const struct dm_scan_sources *src, struct dm_source_cache *cache)
 {
 	struct dm_scan s;
 	struct dm_scan_report rep = { 0 };
@@ -460,9 +449,9 @@ int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
 	dm_scan_init(&s);
 	s.partial = true;
 	s.model = m;
-	s.hwdb = hwdb;
+	s.cache = cache;
 	for (size_t i = 0; i < n; i++)
-		dm_udev_record(&s, ds[i], &selves[i]); /* a device it misses is skipped */
+		record(&s, i, data, &selves[i]); /* a device it misses is skipped */
 	/* the events' devices are refreshed; their ancestors the model has, kept */
 	for (size_t i = 0; i < s.n; i++) {
 		struct dm_device *dev = dm_model_find_devpath(m, s.recs[i]->devpath);
@@ -472,13 +461,13 @@ int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
 	for (size_t i = 0; i < n; i++)
 		if (selves[i])
 			selves[i]->known = false;
-	for (const struct dm_source_ops *const *src = fillers; *src; src++) {
-		int r = records_need(&s, (*src)->fills) ? (*src)->scan(&s) : 0;
+	for (const struct dm_source_ops *const *f = src->fillers; *f; f++) {
+		int r = records_need(&s, (*f)->fills) ? (*f)->scan(&s) : 0;
 		if (r < 0)
 			log_warn("hotplug: source %s: %s; devices have what the others found",
-				 (*src)->name, strerror(-r));
+				 (*f)->name, strerror(-r));
 	}
-	records_apply(m, &s, &rep);
+	records_apply(m, &s, src->groups, &rep);
 	dm_scan_done(&s);
 	free(selves);
 	if (dm_scan_sync_links(m) < 0)
@@ -585,24 +574,24 @@ static void add_sysfs_drivers(struct dm_model *m)
 	free(b.names);
 }
 
-int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sources,
+int dm_scan_reconcile(struct dm_model *m, const struct dm_scan_sources *src,
 		      struct dm_scan_report *rep)
 {
 	struct dm_scan s;
 	int r;
 
 	dm_scan_init(&s);
-	for (const struct dm_source_ops *const *src = sources; *src; src++) {
-		r = (*src)->scan(&s);
+	for (const struct dm_source_ops *const *o = src->all; *o; o++) {
+		r = (*o)->scan(&s);
 		if (r < 0)
-			log_err("source %s: %s; serving what the others found", (*src)->name,
+			log_err("source %s: %s; serving what the others found", (*o)->name,
 				strerror(-r));
 	}
 	r = resolve_name_clashes(&s);
 	if (r == 0)
 		r = records_remove_missing(m, &s, rep);
 	if (r == 0)
-		records_apply(m, &s, rep);
+		records_apply(m, &s, src->groups, rep);
 	dm_scan_done(&s);
 	if (r == 0)
 		add_sysfs_drivers(m);
@@ -611,10 +600,10 @@ int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sou
 	return r;
 }
 
-int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources)
+int dm_scan_model(struct dm_model *m, const struct dm_scan_sources *src)
 {
 	struct dm_scan_report rep = { 0 };
-	int r = dm_scan_reconcile(m, sources, &rep);
+	int r = dm_scan_reconcile(m, src, &rep);
 	if (r == 0)
 		log_info("enumerated %zu devices%s, %zu device links", rep.added,
 			 rep.failed ? " (some skipped)" : "", dm_model_count_links(m));

@@ -2,7 +2,9 @@
 /*
  * scan.h - enumeration: sources fill a table of device records keyed by
  * sysfs path (one device = one record, whichever sources saw it), then the
- * table is committed to the model, parents first.
+ * table is committed to the model, parents first. Which sources run, and in
+ * what order, is the registry's (src/buses/sources.h): the scan runs the
+ * ones it is given, and knows neither udev nor any bus.
  */
 #ifndef DM_SCAN_H
 #define DM_SCAN_H
@@ -35,6 +37,8 @@ struct dm_record {
 	bool known;
 };
 
+struct dm_source_cache;
+
 struct dm_scan {
 	struct dm_record **recs;
 	size_t n, cap;
@@ -45,9 +49,10 @@ struct dm_scan {
 	size_t n_indexed; /* records when by_name was built; rebuilt when n moves on */
 	bool partial; /* one device's records (hotplug): sources skip the rest quietly */
 	struct dm_model *model; /* with partial: ancestors it has are not climbed past */
-	/* the udev hwdb a caller keeps across scans (hotplug), or NULL: a
-	 * source that names devices from it opens its own */
-	struct udev_hwdb *hwdb;
+	/* what a caller keeps across scans for the sources (hotplug: the
+	 * usb source's udev hwdb), or NULL: a source opens its own. Its
+	 * layout is the sources' (src/buses/sources.h). */
+	struct dm_source_cache *cache;
 };
 
 struct dm_source_ops {
@@ -61,9 +66,24 @@ struct dm_source_ops {
 	int (*scan)(struct dm_scan *s);
 };
 
-extern const struct dm_source_ops dm_source_udev;
-extern const struct dm_source_ops dm_source_pci;
-extern const struct dm_source_ops dm_source_usb;
+/* The most sources a scan runs: the registry's table is checked against
+ * it when it is compiled (src/buses/sources.c). */
+#define DM_SCAN_SOURCES_MAX 8
+
+/* What a scan runs, and what it gives each device it adds: picked from the
+ * registry of sources (dm_sources_pick()). */
+struct dm_scan_sources {
+	/* a whole scan's sources in their order, NULL-terminated: the one
+	 * that places every device comes first */
+	const struct dm_source_ops *all[DM_SCAN_SOURCES_MAX + 1];
+	/* those of them that complete the records of a hotplugged device
+	 * (dm_scan_devices()), in their order, NULL-terminated */
+	const struct dm_source_ops *fillers[DM_SCAN_SOURCES_MAX + 1];
+	/* the attribute groups every device added gets, in order,
+	 * NULL-terminated (the sysfs-backed ones: pm/, the PCIe link, the
+	 * device's own attributes, binding) */
+	const struct dm_attribute_group *const *groups;
+};
 
 void dm_scan_init(struct dm_scan *s);
 void dm_scan_done(struct dm_scan *s);
@@ -86,17 +106,17 @@ struct dm_scan_report {
 };
 
 /*
- * Runs @sources in order and brings @m in line with what they see: devices
+ * Runs @src's sources (all) in order and brings @m in line with what they see: devices
  * the model has and the sources do not are removed (children first), those
  * it lacks are added (parents first), and the values and kernel driver of
  * the others refreshed (the listener is told what changed). On an empty
  * model this is the enumeration at start; after a lost event (hotplug), the
  * rescan. Counts go to @rep. Call without the model lock.
  */
-int dm_scan_reconcile(struct dm_model *m, const struct dm_source_ops *const *sources,
+int dm_scan_reconcile(struct dm_model *m, const struct dm_scan_sources *src,
 		      struct dm_scan_report *rep);
 /* dm_scan_reconcile() at start, logging what was found. */
-int dm_scan_model(struct dm_model *m, const struct dm_source_ops *const *sources);
+int dm_scan_model(struct dm_model *m, const struct dm_scan_sources *src);
 
 /* The model's device links made to match the devlink class devices it
  * has (their supplier and consumer links, status, sync_state_only,
@@ -123,22 +143,20 @@ int dm_scan_driver_event(struct dm_model *m, const char *devpath, bool add);
  * it keeps it. Call without the model lock. */
 int dm_scan_set_kernel_driver(struct dm_device *dev, const char *driver);
 
-struct udev_device;
-/* Records @d and its ancestors (a scan with @model set: up to the first
- * ancestor the model has, see udev.c); *ret (may be NULL) gets @d's record.
- * -ENODEV when it has left sysfs (its remove event follows); other errors
- * are logged. */
-int dm_udev_record(struct dm_scan *s, struct udev_device *d, struct dm_record **ret);
+/* Records the @i-th device of a hotplug run into @s (the source that
+ * places devices: src/buses/udev.h's) and sets *ret to its record; leaves
+ * *ret NULL for a device it skips (gone from sysfs meanwhile). */
+typedef int (*dm_scan_record_fn)(struct dm_scan *s, size_t i, void *data, struct dm_record **ret);
 
 /*
- * Hotplug: records the devices of the uevents @ds (add, change...) with
- * the udev source, completes the records with @fillers (pci, usb: each run
- * once for all), then adds what the model lacks (parents first) and
- * refreshes the values of what it has. A device gone from sysfs meanwhile
- * is skipped (its remove event follows). @hwdb (may be NULL) is the
- * caller's, for the sources that name devices from it.
+ * Hotplug: records @n devices with @record (add, change... events), keeps
+ * the ancestors the model has as they are, completes the records with
+ * @src's fillers (each run once for all, and only when a record of its
+ * subsystem is new or changed), then adds what the model lacks (parents
+ * first) and refreshes the values of what it has. @cache (may be NULL) is
+ * the caller's, kept across runs for the sources.
  */
-int dm_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
-		    const struct dm_source_ops *const *fillers, struct udev_hwdb *hwdb);
+int dm_scan_devices(struct dm_model *m, size_t n, dm_scan_record_fn record, void *data,
+		    const struct dm_scan_sources *src, struct dm_source_cache *cache);
 
 #endif

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * fuzz-config.c - driverfsd.conf (src/config.c on src/conffile.c): any
- * bytes give a count of errors, each reported as "FILE:LINE: message" or
- * "FILE: message", and a valid file gives valid settings.
+ * fuzz-config.c - driverfsd.conf (src/config.c on src/conffile.c, its
+ * [Sources] keys from src/buses/sources.c): any bytes give a count of
+ * errors, each reported as "FILE:LINE: message" or "FILE: message", and a
+ * valid file gives valid settings.
  */
 #include "fuzz-util.h"
 
+#include "buses/sources.h"
 #include "config.h"
 
 #include <errno.h>
@@ -55,7 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   c.log_level);
 		FUZZ_CHECK(c.hook_timeout_s >= 1 && c.hook_timeout_s <= 3600, "timeout %d",
 			   c.hook_timeout_s);
-		FUZZ_CHECK(c.source_udev, "Udev=no accepted");
+		for (size_t i = 0; i < dm_n_sources; i++)
+			FUZZ_CHECK(c.sources[i] || dm_sources[i].role != DM_SOURCE_PLACES,
+				   "%s=no accepted", dm_sources[i].key);
 		FUZZ_CHECK(!c.hotplug_helper || c.hotplug_helper[0] != '\0', "empty helper");
 	}
 	dm_config_done(&c);
