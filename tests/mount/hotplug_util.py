@@ -68,14 +68,56 @@ def event(d, action, path):
     return wait_event(d, action, path)
 
 
+def drop_driver(testbed, path):
+    """Plays the kernel releasing the driver of the device at @path: the
+    driver link and DRIVER= go from its sysfs (the unbind event is the
+    caller's to send). Returns what binds it again as it was (the link and
+    DRIVER= back), or None when no driver was bound."""
+    sysdir = testbed.get_root_dir() + "/sys" + path
+    try:
+        target = os.readlink(sysdir + "/driver")
+    except OSError:
+        return None
+    with open(sysdir + "/uevent") as f:
+        uevent = f.read()
+    os.unlink(sysdir + "/driver")
+    testbed.set_attribute("/sys" + path, "uevent", "".join(
+        line for line in uevent.splitlines(True) if not line.startswith("DRIVER=")))
+
+    def rebind():
+        os.symlink(target, sysdir + "/driver")
+        testbed.set_attribute("/sys" + path, "uevent", uevent)
+    return rebind
+
+
+def unplug_events(d, paths):
+    """The uevents of a hot-unplug of the devices at @paths (children
+    first), as the kernel sends them: a device a driver is bound to is
+    unbound first (its driver's remove() took its class devices away
+    before: they come earlier in @paths), "unbind", then "remove" (a PCI
+    function is released in pci_stop_bus_device() before device_del(),
+    which releases a USB interface's or device's itself, in both cases
+    just before the remove uevent; the vm tier's guest showed it:
+    tests/vm/guest/test_hotplug.sh). Returns {path: what binds it again}
+    for the devices that had a driver, for a replug from the kept sysfs."""
+    rebinds = {}
+    for p in paths:
+        rebind = drop_driver(d.testbed, p)
+        if rebind:
+            rebinds[p] = rebind
+            event(d, "unbind", p)
+        event(d, "remove", p)
+    return rebinds
+
+
 def pull_out(d, top, records=None):
     """Removes the testbed's devices at and below @top as the kernel does:
-    children first, the last event the device itself. @records: the
+    children first, each bound device's unbind just before its remove
+    (unplug_events()), the last event the device itself. @records: the
     blocks they were added from (the USB tree's by default)."""
     gone = sorted((devpath(b) for b in records or blocks(TESTBED) if under(b, top)),
                   key=lambda p: -p.count("/"))
-    for p in gone:
-        event(d, "remove", p)
+    unplug_events(d, gone)
     remove_devices(d.testbed, gone)
 
 

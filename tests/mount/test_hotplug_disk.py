@@ -6,7 +6,7 @@ import os
 
 
 from hotplug_util import (HUB2, ROOT_HUB2, STICK, TESTBED, blocks, devpath, devpaths_in_mount,
-                          devpaths_in_testbed, event, read, under, wait_event)
+                          devpaths_in_testbed, read, under, unplug_events, wait_event)
 
 DISK = HUB2 + "/1-1.2.4"
 PARTS = 3
@@ -107,9 +107,9 @@ def test_plug_and_unplug_a_disk_with_partitions(full):
         assert d.testbed.add_from_string(b + "\n")
         wait_event(d, "add", devpath(b))
     check_views(d, present=True)
-    # unplug: the kernel announces children first
-    for p in sorted((devpath(b) for b in added), key=lambda p: -p.count("/")):
-        event(d, "remove", p)
+    # unplug: the kernel announces children first, each bound device's
+    # unbind before its remove
+    unplug_events(d, sorted((devpath(b) for b in added), key=lambda p: -p.count("/")))
     d.testbed.remove_device("/sys" + DISK)
     check_views(d, present=False)
     # the other disk is where it was
