@@ -344,6 +344,11 @@ void dm_device_set_binding(struct dm_device *dev, bool binding)
 	dm_device_unlock(dev);
 }
 
+bool dm_device_claim_is_stale(const struct dm_device *dev)
+{
+	return atomic_load_explicit(&dev->flags, memory_order_relaxed) & DM_DEV_F_CLAIM_STALE;
+}
+
 int dm_device_recheck_claim(struct dm_device *dev)
 {
 	int dropped = 0;

@@ -410,12 +410,17 @@ void dm_device_release_driver(struct dm_device *dev);
 /* A user driver keeps a device only while the kernel's binding of it is
  * the one it was bound under (probe decided on it: pci-pm takes functions
  * no kernel driver owns, vfio-pci those vfio-pci owns). After the kernel
- * driver changed (hotplug's bind and unbind), this drops a claim that no
- * longer holds: remove() runs, the device is unbound and offered to the
- * bus's drivers again. Suspend (dm_device_call_driver()) checks the same
- * before the hook runs. Returns 1 when a claim was dropped, else 0. Call
- * without the lock. */
+ * driver changed (hotplug's bind), this drops a claim that no longer
+ * holds: remove() runs, the device is unbound and offered to the bus's
+ * drivers again. Suspend (dm_device_call_driver()) and the end of a
+ * binding transaction check the same before acting. (Hotplug's unbind
+ * leaves a claim stale for the device's next event: src/hotplug/monitor.c.)
+ * Returns 1 when a claim was dropped, else 0. Call without the lock. */
 int dm_device_recheck_claim(struct dm_device *dev);
+/* Whether @dev's user driver holds it under a kernel binding that is no
+ * longer the kernel's (a claim the next recheck, suspend or transaction
+ * end drops). Any thread, no lock. */
+bool dm_device_claim_is_stale(const struct dm_device *dev);
 /* A binding transaction (src/drivers/binding.h) begins (true) or ends:
  * meanwhile the device is offered to no driver (a function briefly
  * unbound is not pci-pm's); at the end a claim that no longer holds is

@@ -123,17 +123,37 @@ static void apply_remove(struct dm_monitor *mon, const char *devpath, uint64_t s
 		(void)dm_scan_sync_links(mon->model);
 }
 
-/* bind/unbind: the kernel driver changed. */
-static void apply_binding(struct dm_monitor *mon, struct udev_device *d, const char *devpath)
+/*
+ * bind/unbind: the kernel driver changed. A bind ends a user driver's claim
+ * made under another kernel driver at once (nothing may write behind the
+ * new one) and offers the device again. An unbind does not: the kernel
+ * sends one at an admin's unbind and at every removal of a bound device
+ * alike (a PCI hot-unplug unbinds before device_del(), in
+ * pci_stop_and_remove_bus_device(); device_del() unbinds what is still
+ * bound), the same event with the same sysfs, the remove following when
+ * it does. So the claim is kept, stale (DM_DEV_F_CLAIM_STALE), until the
+ * kernel's next word on the device: its remove (the one remove(), as the
+ * device goes) or a bind (ended here, or holding again when it is the
+ * driver it was made under); and whatever acts through it first (a
+ * suspend, the end of a binding transaction) ends it before acting
+ * (docs/design.md §9.1).
+ */
+static void apply_binding(struct dm_monitor *mon, struct udev_device *d, const char *devpath,
+			  bool unbind)
 {
 	struct dm_device *dev = dm_model_find_devpath(mon->model, devpath);
 	if (!dev)
 		return;
-	int r = dm_scan_set_kernel_driver(dev, udev_device_get_driver(d));
+	int r = dm_scan_set_kernel_driver(dev, unbind ? NULL : udev_device_get_driver(d));
 	if (r < 0)
 		log_warn("%s: kernel driver: %s", devpath, strerror(-r));
-	if (dm_device_recheck_claim(dev) > 0)
+	if (unbind) {
+		if (dm_device_claim_is_stale(dev))
+			log_debug("%s: the kernel unbound its driver: its user driver's claim is "
+				  "kept until the device's next event", devpath);
+	} else if (dm_device_recheck_claim(dev) > 0) {
 		log_info("%s: the kernel's binding changed: its user driver let it go", devpath);
+	}
 	dm_device_unref(dev);
 }
 
@@ -283,7 +303,7 @@ static void apply(struct dm_monitor *mon, struct udev_device *d)
 	if (strcmp(action, "remove") == 0)
 		apply_remove(mon, devpath, udev_device_get_seqnum(d));
 	else
-		apply_binding(mon, d, devpath);
+		apply_binding(mon, d, devpath, strcmp(action, "unbind") == 0);
 	report(mon, d);
 }
 
