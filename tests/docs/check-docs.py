@@ -34,6 +34,8 @@ CODE_DIRS = ("src", "tests", "include", "bench", "scripts")
 KNOWN = {
     # Linux, drivers/base/power/main.c
     "dpm_wait_for_suppliers",
+    # Linux, drivers/pci/remove.c (the unplug's unbind, design §9.1)
+    "pci_stop_dev",
     # Linux, drivers/vfio/container.c
     "vfio_ioctl_set_iommu",
     # Linux, fs/fuse/ (inode.c, iomode.c, dev_uring.c)
