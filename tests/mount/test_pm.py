@@ -128,6 +128,8 @@ def test_exec_driver_binds_and_hooks_get_their_environment(env):
 
 
 def test_whole_system_suspend_and_resume_in_order(env):
+    # against the real kernel: tests/vm/guest/test_pm.sh (vm-pm), the order of
+    # walks over the guest's xHCI root port and its whole PCI hierarchy
     with open(env.d.path("power"), "w") as f:
         f.write("suspend")
     log = [line.split() for line in env.read("power_log").splitlines()]
@@ -155,6 +157,9 @@ def test_whole_system_suspend_and_resume_in_order(env):
 
 
 def test_kernel_proxy_writes_runtime_pm_controls(env):
+    # against the real kernel: tests/vm/guest/test_pm.sh (vm-pm), where the
+    # USB devices' control goes on -> auto -> on and the kernel suspends and
+    # resumes them (runtime_status, which the testbed does not model)
     control = os.path.join(env.sys, SWITCH, "power", "control")
     with open(control, "w") as f:  # as an administrator may have left it
         f.write("on\n")
@@ -214,6 +219,8 @@ def test_bad_word_is_einval_and_changes_nothing(env):
 
 
 def test_failing_hook_rolls_back_with_eio(env):
+    # a real failure rolled back: tests/vm/guest/test_pm.sh (vm-pm), the NIC's
+    # vfio-pci suspend failing ENOPKG in a walk of the guest's PCI hierarchy
     open(os.path.join(env.log, "fail.suspend.0000:04:00.1"), "w").close()
     with pytest.raises(OSError) as e:
         with open(env.d.path("power"), "w") as f:
