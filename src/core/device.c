@@ -2,7 +2,6 @@
 /* device.c - device lifetime, the tree and its place in the global list. */
 #include "model-private.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -43,7 +42,7 @@ int dm_device_new(struct dm_model *m, const char *name, struct dm_device **ret)
 	return 0;
 }
 
-#ifndef NDEBUG
+#ifdef DM_LOCK_CHECKS
 /* The device mutexes this thread holds: one at a time in the code as it is
  * (a walk takes each device's in turn), a few allowed. */
 static _Thread_local const struct dm_device *mutexes_held[4];
@@ -53,8 +52,8 @@ void dm_device_assert_mutex_held(const struct dm_device *dev)
 	bool held = false;
 	for (size_t i = 0; i < sizeof(mutexes_held) / sizeof(mutexes_held[0]); i++)
 		held = held || mutexes_held[i] == dev;
-	assert(held && "a *_mutex_held function called without the device's mutex");
-	(void)held;
+	if (!held)
+		dm_lock_rule_broken("a *_mutex_held function called without the device's mutex");
 }
 
 static void mutex_hold(const struct dm_device *dev, const struct dm_device *was)
@@ -64,7 +63,7 @@ static void mutex_hold(const struct dm_device *dev, const struct dm_device *was)
 			mutexes_held[i] = dev;
 			return;
 		}
-	assert(!"a thread holds more device mutexes than counted");
+	dm_lock_rule_broken("a device mutex released by a thread that does not hold it, or a fifth one taken");
 }
 #else
 static inline void mutex_hold(const struct dm_device *dev, const struct dm_device *was)

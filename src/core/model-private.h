@@ -119,10 +119,10 @@ enum {
 /* The device mutex (struct dm_device's mutex): taken before the model's
  * lock, never after (dm_device_lock() asserts that this thread holds no
  * model lock), and asserted by the *_mutex_held functions, in builds
- * without NDEBUG as the model's lock is (model.h). */
+ * with DM_LOCK_CHECKS as the model's lock is (model.h). */
 void dm_device_lock(struct dm_device *dev);
 void dm_device_unlock(struct dm_device *dev);
-#ifndef NDEBUG
+#ifdef DM_LOCK_CHECKS
 void dm_device_assert_mutex_held(const struct dm_device *dev);
 #else
 static inline void dm_device_assert_mutex_held(const struct dm_device *dev) { (void)dev; }

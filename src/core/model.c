@@ -4,10 +4,10 @@
 #include "array.h"
 #include "model-private.h"
 
-#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,7 +175,13 @@ struct dm_device *dm_model_get_root(struct dm_model *m)
 	return m->root;
 }
 
-#ifndef NDEBUG
+#ifdef DM_LOCK_CHECKS
+_Noreturn void dm_lock_rule_broken(const char *rule)
+{
+	fprintf(stderr, "driverfsd: a lock rule is broken: %s\n", rule);
+	abort();
+}
+
 /* This thread's holds of models' locks: a few models at once at most (a
  * test's, the daemon's one), each shared (reads, recursive as the rwlock
  * allows) or exclusive (writes: one). */
@@ -196,7 +202,8 @@ static struct model_hold *hold_of(const struct dm_model *m, bool add)
 	}
 	if (!add)
 		return NULL;
-	assert(free_slot && "a thread holds more models' locks than counted");
+	if (!free_slot)
+		dm_lock_rule_broken("a thread holds more models' locks than counted");
 	free_slot->m = m;
 	return free_slot;
 }
@@ -204,8 +211,10 @@ static struct model_hold *hold_of(const struct dm_model *m, bool add)
 static void hold_count(const struct dm_model *m, bool write)
 {
 	struct model_hold *h = hold_of(m, true);
-	assert(!h->writes && "the model's lock taken again by the thread that holds it exclusively");
-	assert(!(write && h->reads) && "the model's write lock taken by a thread holding it shared");
+	if (h->writes)
+		dm_lock_rule_broken("the model's lock taken again by the thread that holds it exclusively");
+	if (write && h->reads)
+		dm_lock_rule_broken("the model's write lock taken by a thread holding it shared");
 	if (write)
 		h->writes++;
 	else
@@ -215,7 +224,8 @@ static void hold_count(const struct dm_model *m, bool write)
 static void hold_drop(const struct dm_model *m)
 {
 	struct model_hold *h = hold_of(m, false);
-	assert(h && (h->reads || h->writes) && "the model's lock released by a thread that does not hold it");
+	if (!h)
+		dm_lock_rule_broken("the model's lock released by a thread that does not hold it");
 	if (h->writes)
 		h->writes--;
 	else
@@ -226,21 +236,21 @@ static void hold_drop(const struct dm_model *m)
 
 void dm_model_assert_held(const struct dm_model *m)
 {
-	const struct model_hold *h = hold_of(m, false);
-	assert(h && (h->reads || h->writes) && "a *_locked function called without the model's lock");
-	(void)h;
+	if (!hold_of(m, false))
+		dm_lock_rule_broken("a *_locked function called without the model's lock");
 }
 
 void dm_model_assert_write_held(const struct dm_model *m)
 {
 	const struct model_hold *h = hold_of(m, false);
-	assert(h && h->writes && "called without the model's write lock");
-	(void)h;
+	if (!h || !h->writes)
+		dm_lock_rule_broken("called without the model's write lock");
 }
 
 void dm_model_assert_not_held(const struct dm_model *m)
 {
-	assert(!hold_of(m, false) && "called with the model's lock held (a hook, a program, a device mutex must come first)");
+	if (hold_of(m, false))
+		dm_lock_rule_broken("called with the model's lock held (a hook, a program, a device mutex must come first)");
 }
 #else
 static inline void hold_count(const struct dm_model *m, bool write) { (void)m; (void)write; }

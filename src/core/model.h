@@ -165,13 +165,16 @@ void dm_model_write_lock(struct dm_model *m);
 void dm_model_unlock(struct dm_model *m);
 
 /* The lock rules checked (docs/design.md §4.2), as the kernel's
- * lockdep_assert_held(): in every build without NDEBUG (the default
- * debugoptimized, the sanitizer builds), the model's lock functions keep
- * per-thread hold counts and a broken rule aborts at the assertion.
+ * lockdep_assert_held(): in builds with DM_LOCK_CHECKS (meson's
+ * -Dlock_checks, on in debug and sanitizer builds) the model's lock
+ * functions keep per-thread hold counts and a broken rule aborts with its
+ * message; elsewhere the checks cost nothing.
  * held: this thread holds @m's lock, shared or exclusive (the top of every
  * *_locked function); write_held: exclusive; not_held: neither (before a
  * driver hook, a program or a sysfs write, and before a device mutex). */
-#ifndef NDEBUG
+#ifdef DM_LOCK_CHECKS
+/* prints @rule and aborts: a lock rule broken */
+_Noreturn void dm_lock_rule_broken(const char *rule);
 void dm_model_assert_held(const struct dm_model *m);
 void dm_model_assert_write_held(const struct dm_model *m);
 void dm_model_assert_not_held(const struct dm_model *m);
