@@ -10,6 +10,7 @@
 #include "kernel.h"
 #include "modules.h"
 #include "persist.h"
+#include "report.h"
 #include "log.h"
 #include "runner.h"
 
@@ -53,29 +54,7 @@ struct report {
 	char pub[REPORT_MAX];
 };
 
-static pthread_mutex_t reports_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dm_hashmap reports;
-static bool reports_ready;
-
-/* @devpath's report, made when missing; reports_lock held. */
-static struct report *report_get_locked(const char *devpath)
-{
-	if (!reports_ready) {
-		dm_hashmap_init(&reports, dm_hash_string, dm_cmp_string);
-		reports_ready = true;
-	}
-	struct report *r = dm_hashmap_get(&reports, devpath);
-	if (r)
-		return r;
-	r = calloc(1, sizeof(*r));
-	if (!r || !(r->devpath = strdup(devpath)) || dm_hashmap_put(&reports, r->devpath, r) < 0) {
-		if (r)
-			free(r->devpath);
-		free(r);
-		return NULL;
-	}
-	return r;
-}
+static struct dm_report_table reports = DM_REPORT_TABLE_INIT(struct report);
 
 int dm_binding_status(struct dm_device *dev, bool details, char *buf, size_t size,
 		      unsigned long *ret_seq)
@@ -85,12 +64,12 @@ int dm_binding_status(struct dm_device *dev, bool details, char *buf, size_t siz
 	*ret_seq = 0;
 	if (!devpath || size == 0)
 		return 0;
-	pthread_mutex_lock(&reports_lock);
-	struct report *r = reports_ready ? dm_hashmap_get(&reports, devpath) : NULL;
+	pthread_mutex_lock(&reports.lock);
+	struct report *r = dm_report_table_find_locked(&reports, devpath);
 	int n = r ? snprintf(buf, size, "%s", details ? r->text : r->pub) : 0;
 	if (r)
 		*ret_seq = r->seq;
-	pthread_mutex_unlock(&reports_lock);
+	pthread_mutex_unlock(&reports.lock);
 	return n < 0 ? 0 : (size_t)n >= size ? (int)size - 1 : n;
 }
 
@@ -121,10 +100,9 @@ struct txn {
 	int refusal;
 	char refused[256];
 	char text[REPORT_MAX];
-	size_t len;
 	/* the report as others than root read it (dm_binding_status()) */
 	char pub[REPORT_MAX];
-	size_t pub_len;
+	struct dm_report_text rt; /* writes text and pub */
 	/* the journal's entry (journal.h): written before the first write,
 	 * its step moved on before each, dropped when the transaction ends
 	 * (done or rolled back; kept when a step is pending) */
@@ -132,37 +110,15 @@ struct txn {
 	bool journaled, pending;
 };
 
-/* @s appended to the report @buf (@len long), cut where it is full. */
-static void append(char *buf, size_t size, size_t *len, const char *s)
-{
-	size_t n = strlen(s);
-	if (*len + n > size - 1)
-		n = size - 1 - *len;
-	memcpy(buf + *len, s, n);
-	*len += n;
-	buf[*len] = '\0';
-}
+/* A line (or lines) of the report, the same for every reader; lines
+ * root reads as @full and others as @pub. */
+#define say(t, ...) dm_report_say(&(t)->rt, __VA_ARGS__)
+#define say_private(t, full, pub) dm_report_private(&(t)->rt, full, pub)
 
-/* A line (or lines) of the report, the same for every reader. */
-static void say(struct txn *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct txn *t, const char *fmt, ...)
+/* @t's report written into its own text and pub. */
+static void report_init(struct txn *t)
 {
-	char line[REPORT_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n <= 0)
-		return;
-	append(t->text, sizeof(t->text), &t->len, line);
-	append(t->pub, sizeof(t->pub), &t->pub_len, line);
-}
-
-/* Lines root reads as @full and others as @pub. */
-static void say_private(struct txn *t, const char *full, const char *pub)
-{
-	append(t->text, sizeof(t->text), &t->len, full);
-	append(t->pub, sizeof(t->pub), &t->pub_len, pub);
+	t->rt = (struct dm_report_text){ .text = t->text, .pub = t->pub, .size = REPORT_MAX };
 }
 
 /* A dry run found a reason to refuse (@what, for its last line), with
@@ -172,8 +128,8 @@ static void dry_refusal(struct txn *t, int r, const char *what)
 	if (!t->refusal)
 		t->refusal = r;
 	size_t len = strlen(t->refused);
-	append(t->refused, sizeof(t->refused), &len, len ? ", " : "");
-	append(t->refused, sizeof(t->refused), &len, what);
+	dm_report_append(t->refused, sizeof(t->refused), &len, len ? ", " : "");
+	dm_report_append(t->refused, sizeof(t->refused), &len, what);
 }
 
 /* The driver the device at @devdir is bound to now, into @buf ("" when
@@ -934,6 +890,7 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 	struct txn *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	report_init(t);
 	t->dev = dev;
 	t->req = req;
 	t->name = name;
@@ -949,12 +906,12 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 		return -EOPNOTSUPP; /* a bus of the model the kernel has no drivers for */
 	}
 
-	pthread_mutex_lock(&reports_lock);
-	struct report *rep = report_get_locked(devpath);
+	pthread_mutex_lock(&reports.lock);
+	struct report *rep = dm_report_table_get_locked(&reports, devpath);
 	bool busy = rep && rep->running;
 	if (rep && !busy)
 		rep->running = true;
-	pthread_mutex_unlock(&reports_lock);
+	pthread_mutex_unlock(&reports.lock);
 	if (!rep || busy) {
 		free(t);
 		return rep ? -EINPROGRESS : -ENOMEM;
@@ -992,18 +949,18 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 	if (r < 0 && !req->dry_run)
 		log_warn("binding %s: %s", name, strerror(-r));
 	else if (!req->dry_run)
-		log_info("binding %s: %s", name, t->len ? "done" : "");
+		log_info("binding %s: %s", name, t->rt.len ? "done" : "");
 
 	*ret_invalid = r == -EINVAL && t->invalid;
-	pthread_mutex_lock(&reports_lock);
+	pthread_mutex_lock(&reports.lock);
 	/* A request for a driver the bus does not have is bad input: its
 	 * EINVAL alone, nothing changed, the last report included. A step's
 	 * EINVAL (the kernel's, a probe's own) is the same number: the new
 	 * report, its number moved on, is what tells them apart. A dry run's
 	 * report is its plan, every refusal in it: kept. */
 	if (!*ret_invalid || req->dry_run) {
-		memcpy(rep->text, t->text, t->len + 1);
-		memcpy(rep->pub, t->pub, t->pub_len + 1);
+		memcpy(rep->text, t->text, t->rt.len + 1);
+		memcpy(rep->pub, t->pub, t->rt.pub_len + 1);
 		rep->seq++;
 	}
 	/* for the why: what a request left bound (the default is the
@@ -1014,7 +971,7 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 		current_driver(t, rep->left, sizeof(rep->left));
 	}
 	rep->running = false;
-	pthread_mutex_unlock(&reports_lock);
+	pthread_mutex_unlock(&reports.lock);
 	free(t);
 	return r;
 }
@@ -1073,14 +1030,14 @@ void dm_binding_driver_of(const char *devdir, char *buf, size_t size)
 bool dm_binding_last_outcome(const char *devpath, bool *done, bool *failed, char *left,
 			     size_t size)
 {
-	pthread_mutex_lock(&reports_lock);
-	struct report *r = reports_ready && devpath ? dm_hashmap_get(&reports, devpath) : NULL;
+	pthread_mutex_lock(&reports.lock);
+	struct report *r = dm_report_table_find_locked(&reports, devpath);
 	if (r) {
 		*done = r->done;
 		*failed = r->failed;
 		snprintf(left, size, "%s", r->left);
 	}
-	pthread_mutex_unlock(&reports_lock);
+	pthread_mutex_unlock(&reports.lock);
 	return r != NULL;
 }
 
@@ -1094,8 +1051,8 @@ static void keep_report(struct dm_device *dev, const char *text, bool more, bool
 	const char *devpath = dm_device_get_devpath(dev);
 	char devdir[PATH_MAX];
 	snprintf(devdir, sizeof(devdir), "/sys%.4000s", devpath);
-	pthread_mutex_lock(&reports_lock);
-	struct report *rep = report_get_locked(devpath);
+	pthread_mutex_lock(&reports.lock);
+	struct report *rep = dm_report_table_get_locked(&reports, devpath);
 	if (rep) {
 		more = more && rep->seq > 0;
 		size_t len = more ? strlen(rep->text) : 0, plen = more ? strlen(rep->pub) : 0;
@@ -1103,13 +1060,13 @@ static void keep_report(struct dm_device *dev, const char *text, bool more, bool
 			rep->text[0] = rep->pub[0] = '\0';
 			rep->seq++;
 		}
-		append(rep->text, sizeof(rep->text), &len, text);
-		append(rep->pub, sizeof(rep->pub), &plen, text);
+		dm_report_append(rep->text, sizeof(rep->text), &len, text);
+		dm_report_append(rep->pub, sizeof(rep->pub), &plen, text);
 		rep->done = done;
 		rep->failed = failed_;
 		driver_of(devdir, rep->left, sizeof(rep->left));
 	}
-	pthread_mutex_unlock(&reports_lock);
+	pthread_mutex_unlock(&reports.lock);
 }
 
 /* Whether the device is as @j requested. */
@@ -1153,6 +1110,7 @@ static void recover_txn(struct dm_model *m, const struct dm_journal_txn *j, bool
 	}
 	struct dm_bind_request req = { .action = (enum dm_bind_action)j->action,
 				       .driver = j->driver };
+	report_init(t);
 	t->dev = dev;
 	t->req = &req;
 	t->name = j->name;
@@ -1209,7 +1167,7 @@ static void recover_group(struct dm_model *m, const struct dm_journal_group *g)
 	char line[1024];
 	snprintf(line, sizeof(line), "recovered at start: group move to %s %s\n", g->driver,
 		 complete ? "completed (the device is bound to it)" : "rolled back");
-	append(text, sizeof(text), &len, line);
+	dm_report_append(text, sizeof(text), &len, line);
 	for (size_t i = 0; !complete && i < g->n; i++) {
 		struct dm_device *md = dm_model_find_devpath(m, g->members[i].devpath);
 		struct dm_binding_saved before = { .had_override = g->members[i].had_override };
@@ -1218,7 +1176,7 @@ static void recover_group(struct dm_model *m, const struct dm_journal_group *g)
 		snprintf(line, sizeof(line), "group: %s back to %s: %s\n",
 			 strrchr(g->members[i].devpath, '/') + 1,
 			 before.driver[0] ? before.driver : "no driver", b < 0 ? strerror(-b) : "ok");
-		append(text, sizeof(text), &len, line);
+		dm_report_append(text, sizeof(text), &len, line);
 		if (md)
 			dm_device_unref(md);
 	}
