@@ -30,7 +30,8 @@
  * Refusals are read, at each write of one of these files, from the file
  * DRIVERFS_KBIND_FAIL names, which the test may change at any time: lines
  * "SUFFIX ERRNO", where a write to a file whose path ends in SUFFIX fails
- * with ERRNO and does nothing; ERRNO 0 takes the write and does nothing
+ * with ERRNO and does nothing ("SUFFIX=VALUE ERRNO": only a write of
+ * VALUE there); ERRNO 0 takes the write and does nothing
  * (a probe deferred, a driver that declines quietly); ERRNO -1 makes the
  * write wait 7 s, then act (an unbind waiting for whoever holds the device
  * open), and -2 wait 2 s (a slow probe); -3 holds the write until the
@@ -39,6 +40,30 @@
  * write it never finishes). An unlink() of a path ending in a SUFFIX of a
  * -3 line is held so too (the daemon's own files: its binding journal
  * dropped after the verify step). Every other write goes on as usual.
+ *
+ * SR-IOV (drivers/pci/iov.c, sriov_numvfs_store()): a PF's
+ *
+ *   .../sriov_numvfs         N: -EINVAL unless a number, -ERANGE above
+ *                            sriov_totalvfs, nothing for the count it has,
+ *                            -ENOENT when the PF has no driver, -EBUSY from
+ *                            one non-zero count to another; 0 removes the
+ *                            VFs, last first (each unbound, then its
+ *                            "remove"), N creates them: VF i at routing id
+ *                            PF + sriov_offset + i * sriov_stride, a
+ *                            sibling of the PF with its ids (device:
+ *                            sriov_vf_device), physfn and the PF's virtfnI
+ *                            links, an IOMMU group of its own (number
+ *                            65536 + routing id), its "add", then probed
+ *                            as drivers_probe does when the PF's
+ *                            sriov_drivers_autoprobe is not 0
+ *
+ * A VF's removal asks the test for its "remove" ("remove /devices/..."),
+ * which the test sends while the directory is there and then deletes the
+ * directory (the subtree's own devices' removes first); this waits until
+ * it has (at most 20 s), then takes the links to it away. Without a test
+ * (no DRIVERFS_KBIND_EVENTS) the directory is deleted here. The suffixes
+ * "sriov_numvfs" and "sriov_drivers_autoprobe" may be refused like the
+ * binding files.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -341,6 +366,258 @@ static int do_probe(const char *sys, const char *bus, const char *dev)
 	return 0;
 }
 
+
+/* ---- SR-IOV: sriov_numvfs ---- */
+
+/* @path's content replaced by @text (O_TRUNC is kept off for the played
+ * files: truncated here). */
+static int replace_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t len = strlen(text);
+	int r = ftruncate(fd, 0) == 0 && real_write(fd, text, len) == (ssize_t)len ? 0 : -EIO;
+	close(fd);
+	return r;
+}
+
+/* A number in the file @dir/@name (decimal, or hex with 0x); @dflt when
+ * there is none. */
+static long number_in(const char *dir, const char *name, long dflt)
+{
+	char path[PATH_MAX], buf[64];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return dflt;
+	char *end;
+	long v = strtol(buf, &end, 0);
+	return end == buf ? dflt : v;
+}
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		(void)real_write(fd, text, strlen(text));
+		close(fd);
+	}
+}
+
+/* A link @dir/@name to @target (both absolute), relative as sysfs makes
+ * them. */
+static void put_link(const char *dir, const char *name, const char *target)
+{
+	char from[PATH_MAX], rel[PATH_MAX * 2];
+	snprintf(from, sizeof(from), "%s/%s", dir, name);
+	/* the components @dir and @target share */
+	size_t common = 0;
+	for (size_t i = 0;; i++) {
+		bool dir_end = dir[i] == '\0' || dir[i] == '/';
+		bool target_end = target[i] == '\0' || target[i] == '/';
+		if (dir_end && target_end)
+			common = i;
+		if (dir[i] != target[i] || dir[i] == '\0')
+			break;
+	}
+	size_t len = 0;
+	for (const char *p = dir + common; *p; p++)
+		if (*p == '/')
+			len += (size_t)snprintf(rel + len, sizeof(rel) - len, "../");
+	snprintf(rel + len, sizeof(rel) - len, "%s", target[common] ? target + common + 1 : ".");
+	(void)unlink(from);
+	(void)symlink(rel, from);
+}
+
+static void remove_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		char path[PATH_MAX];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			remove_tree(path);
+		else
+			(void)unlink(path);
+	}
+	if (d)
+		closedir(d);
+	(void)rmdir(dir);
+}
+
+/* The VFs of the PF at @pfdir: virtfn0 ... while they are there. */
+static int vf_count(const char *pfdir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int n = 0;
+	for (;; n++) {
+		snprintf(path, sizeof(path), "%s/virtfn%d", pfdir, n);
+		if (lstat(path, &st) < 0)
+			return n;
+	}
+}
+
+/* VF @i of the PF at @pfdir goes as pci_iov_remove_virtfn() has it:
+ * unbound, its "remove", its directory and the links to it. */
+static void remove_vf(const char *sys, const char *pfdir, int i)
+{
+	char link[PATH_MAX], vfdir[PATH_MAX], name[64], drv[256], path[PATH_MAX];
+	snprintf(link, sizeof(link), "%s/virtfn%d", pfdir, i);
+	if (!realpath(link, vfdir)) {
+		(void)unlink(link);
+		return;
+	}
+	snprintf(name, sizeof(name), "%s", strrchr(vfdir, '/') + 1);
+	char group[64];
+	link_base(vfdir, "iommu_group", group, sizeof(group));
+	bound_driver(vfdir, drv, sizeof(drv));
+	if (drv[0])
+		(void)do_unbind(sys, "pci", drv, name);
+	const char *events = getenv("DRIVERFS_KBIND_EVENTS");
+	if (events) {
+		tell_test("remove", vfdir + strlen(sys));
+		struct stat st;
+		for (int t = 0; t < 2000 && stat(vfdir, &st) == 0; t++) {
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	remove_tree(vfdir);
+	(void)unlink(link);
+	snprintf(path, sizeof(path), "%s/bus/pci/devices/%s", sys, name);
+	(void)unlink(path);
+	if (group[0]) {
+		snprintf(path, sizeof(path), "%s/kernel/iommu_groups/%s", sys, group);
+		remove_tree(path);
+	}
+}
+
+/* VF @i of the PF at @pfdir (named @pfname) made as pci_iov_add_virtfn()
+ * has it, then its "add", then probed when autoprobe is on. */
+static int add_vf(const char *sys, const char *pfdir, const char *pfname, int i)
+{
+	unsigned dom, bus, slot, fn;
+	if (sscanf(pfname, "%x:%x:%x.%x", &dom, &bus, &slot, &fn) != 4)
+		return -EINVAL;
+	long rid = (long)((bus << 8) | (slot << 3) | fn) + number_in(pfdir, "sriov_offset", 1) +
+		   (long)i * number_in(pfdir, "sriov_stride", 1);
+	if (rid > 0xffff)
+		return -ERANGE;
+	char name[64], vfdir[PATH_MAX], parent[PATH_MAX], text[4096], buf[64], path[PATH_MAX];
+	snprintf(name, sizeof(name), "%04x:%02lx:%02lx.%lx", dom, rid >> 8, (rid >> 3) & 0x1f,
+		 rid & 7);
+	snprintf(parent, sizeof(parent), "%s", pfdir);
+	*strrchr(parent, '/') = '\0';
+	snprintf(vfdir, sizeof(vfdir), "%s/%s", parent, name);
+	if (mkdir(vfdir, 0755) < 0)
+		return -errno;
+	long vendor = number_in(pfdir, "vendor", 0), device = number_in(pfdir, "sriov_vf_device", 0);
+	long svendor = number_in(pfdir, "subsystem_vendor", 0);
+	long sdevice = number_in(pfdir, "subsystem_device", 0);
+	long class = number_in(pfdir, "class", 0);
+	snprintf(buf, sizeof(buf), "0x%04lx\n", vendor);
+	put_file(vfdir, "vendor", buf);
+	snprintf(buf, sizeof(buf), "0x%04lx\n", device);
+	put_file(vfdir, "device", buf);
+	snprintf(buf, sizeof(buf), "0x%04lx\n", svendor);
+	put_file(vfdir, "subsystem_vendor", buf);
+	snprintf(buf, sizeof(buf), "0x%04lx\n", sdevice);
+	put_file(vfdir, "subsystem_device", buf);
+	snprintf(buf, sizeof(buf), "0x%06lx\n", class);
+	put_file(vfdir, "class", buf);
+	put_file(vfdir, "driver_override", "(null)\n");
+	put_file(vfdir, "irq", "0\n");
+	/* its config space: the PF's, its device id the VF's (a VF's vendor
+	 * and device ids read 0xffff from the hardware; Linux's sysfs has
+	 * them from the PF) */
+	unsigned char config[4096];
+	snprintf(path, sizeof(path), "%s/config", pfdir);
+	int cfd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t clen = cfd >= 0 ? read(cfd, config, sizeof(config)) : -1;
+	if (cfd >= 0)
+		close(cfd);
+	if (clen >= 4) {
+		config[2] = (unsigned char)(device & 0xff);
+		config[3] = (unsigned char)(device >> 8);
+		snprintf(path, sizeof(path), "%s/config", vfdir);
+		int wfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (wfd >= 0) {
+			(void)real_write(wfd, config, (size_t)clen);
+			close(wfd);
+		}
+	}
+	char modalias[128];
+	snprintf(modalias, sizeof(modalias), "pci:v%08lXd%08lXsv%08lXsd%08lXbc%02lXsc%02lXi%02lX",
+		 vendor, device, svendor, sdevice, class >> 16, (class >> 8) & 0xff, class & 0xff);
+	snprintf(buf, sizeof(buf), "%s\n", modalias);
+	put_file(vfdir, "modalias", buf);
+	snprintf(text, sizeof(text),
+		 "PCI_CLASS=%lX\nPCI_ID=%04lX:%04lX\nPCI_SUBSYS_ID=%04lX:%04lX\n"
+		 "PCI_SLOT_NAME=%s\nMODALIAS=%s\n",
+		 class, vendor, device, svendor, sdevice, name, modalias);
+	put_file(vfdir, "uevent", text);
+	snprintf(path, sizeof(path), "%s/bus/pci", sys);
+	put_link(vfdir, "subsystem", path);
+	put_link(vfdir, "physfn", pfdir);
+	snprintf(buf, sizeof(buf), "virtfn%d", i);
+	put_link(pfdir, buf, vfdir);
+	snprintf(path, sizeof(path), "%s/bus/pci/devices", sys);
+	put_link(path, name, vfdir);
+	char group[PATH_MAX];
+	snprintf(group, sizeof(group), "%s/kernel/iommu_groups/%ld/devices", sys, 65536 + rid);
+	snprintf(path, sizeof(path), "%s/kernel/iommu_groups/%ld", sys, 65536 + rid);
+	(void)mkdir(path, 0755);
+	(void)mkdir(group, 0755);
+	put_link(group, name, vfdir);
+	put_link(vfdir, "iommu_group", path);
+	tell_test("add", vfdir + strlen(sys));
+	if (number_in(pfdir, "sriov_drivers_autoprobe", 1) != 0)
+		(void)do_probe(sys, "pci", name);
+	return 0;
+}
+
+static int set_numvfs(const char *sys, const char *pfdir, const char *value)
+{
+	char *end;
+	long n = strtol(value, &end, 10);
+	if (!value[0] || *end || n < 0 || n > 65535)
+		return -EINVAL;
+	if (n > number_in(pfdir, "sriov_totalvfs", 0))
+		return -ERANGE;
+	int now = vf_count(pfdir);
+	if (n == now)
+		return 0;
+	char drv[256], path[PATH_MAX], text[32];
+	bound_driver(pfdir, drv, sizeof(drv));
+	if (!drv[0])
+		return -ENOENT; /* no driver, or none that configures SR-IOV */
+	if (n && now)
+		return -EBUSY; /* "%d VFs already enabled. Disable before enabling %d VFs" */
+	snprintf(path, sizeof(path), "%s/sriov_numvfs", pfdir);
+	const char *pfname = strrchr(pfdir, '/') + 1;
+	int r = 0;
+	if (n == 0) {
+		for (int i = now - 1; i >= 0; i--)
+			remove_vf(sys, pfdir, i);
+	} else {
+		for (int i = 0; i < n && r == 0; i++)
+			r = add_vf(sys, pfdir, pfname, i);
+		if (r < 0) /* the kernel disables what it enabled */
+			for (int i = vf_count(pfdir) - 1; i >= 0; i--)
+				remove_vf(sys, pfdir, i);
+	}
+	snprintf(text, sizeof(text), "%d\n", vf_count(pfdir));
+	(void)replace_file(path, text);
+	return r;
+}
+
 /* -3: tells the test @path is held, and waits until it lets it go. */
 static void hold(const char *file, const char *path)
 {
@@ -364,7 +641,7 @@ static void hold(const char *file, const char *path)
 
 /* The refusal the test chose for @path: -ERRNO, 0 (do nothing), or 1;
  * @holds_only: only a -3 line is taken (an unlink). */
-static int chosen_of(const char *path, bool holds_only)
+static int chosen_of(const char *path, const char *value, bool holds_only)
 {
 	const char *file = getenv("DRIVERFS_KBIND_FAIL");
 	char text[4096];
@@ -377,6 +654,13 @@ static int chosen_of(const char *path, bool holds_only)
 		int err;
 		if (sscanf(line, "%511s %d", suffix, &err) != 2)
 			continue;
+		/* SUFFIX=VALUE: only a write of VALUE */
+		char *eq = strchr(suffix, '=');
+		if (eq) {
+			*eq = '\0';
+			if (!value || strcmp(value, eq + 1) != 0)
+				continue;
+		}
 		size_t sl = strlen(suffix);
 		bool match = sl <= pl && strcmp(path + pl - sl, suffix) == 0;
 		if (match && err == -3) {
@@ -395,9 +679,9 @@ static int chosen_of(const char *path, bool holds_only)
 	return 1;
 }
 
-static int chosen(const char *path)
+static int chosen(const char *path, const char *value)
 {
-	return chosen_of(path, false);
+	return chosen_of(path, value, false);
 }
 
 int unlink(const char *path)
@@ -408,7 +692,7 @@ int unlink(const char *path)
 	if (!real_write)
 		real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
 	if (getenv("DRIVERFS_KBIND_FAIL"))
-		(void)chosen_of(path, true);
+		(void)chosen_of(path, NULL, true);
 	return real_unlink(path);
 }
 
@@ -423,14 +707,32 @@ static ssize_t emulate(const char *sys, const char *path, const void *data, size
 	const char *rel = path + strlen(sys);
 	int len = value_of(data, count, value, sizeof(value));
 	size_t pl0 = strlen(rel);
-	bool binding_file = (pl0 > 16 && strcmp(rel + pl0 - 16, "/driver_override") == 0) ||
+	bool sriov_file = (pl0 > 13 && strcmp(rel + pl0 - 13, "/sriov_numvfs") == 0) ||
+			  (pl0 > 24 && strcmp(rel + pl0 - 24, "/sriov_drivers_autoprobe") == 0);
+	bool binding_file = sriov_file ||
+			    (pl0 > 16 && strcmp(rel + pl0 - 16, "/driver_override") == 0) ||
 			    (pl0 > 5 && strcmp(rel + pl0 - 5, "/bind") == 0) ||
 			    (pl0 > 7 && strcmp(rel + pl0 - 7, "/unbind") == 0) ||
 			    (pl0 > 14 && strcmp(rel + pl0 - 14, "/drivers_probe") == 0);
-	int refusal = binding_file ? chosen(path) : 1;
+	int refusal = binding_file ? chosen(path, len >= 0 ? value : NULL) : 1;
 	if (refusal <= 0)
 		return refusal < 0 ? refusal : (ssize_t)count;
 	size_t pl = strlen(rel);
+	if (pl > 13 && strcmp(rel + pl - 13, "/sriov_numvfs") == 0) {
+		char pfdir[PATH_MAX], realsys[PATH_MAX];
+		snprintf(pfdir, sizeof(pfdir), "%.*s", (int)(strlen(path) - 13), path);
+		if (!realpath(sys, realsys))
+			return -EIO;
+		int r = len < 0 ? len : set_numvfs(realsys, pfdir, value);
+		return r < 0 ? r : (ssize_t)count;
+	}
+	if (pl > 24 && strcmp(rel + pl - 24, "/sriov_drivers_autoprobe") == 0) {
+		/* kstrtobool's */
+		if (len < 0 || !strchr("01yYnN", value[0]) || !value[0])
+			return -EINVAL;
+		int r = replace_file(path, strchr("1yY", value[0]) ? "1\n" : "0\n");
+		return r < 0 ? r : (ssize_t)count;
+	}
 	if (pl > 16 && strcmp(rel + pl - 16, "/driver_override") == 0) {
 		if (len < 0)
 			return len;
@@ -461,7 +763,8 @@ static ssize_t emulate(const char *sys, const char *path, const void *data, size
 static bool binding_path(const char *path)
 {
 	static const char *const names[] = { "/driver_override", "/bind", "/unbind",
-					     "/drivers_probe" };
+					     "/drivers_probe", "/sriov_numvfs",
+					     "/sriov_drivers_autoprobe" };
 	size_t pl = strlen(path);
 	if (strncmp(path, "/sys/", 5) != 0)
 		return false;

@@ -66,7 +66,11 @@ class Kernel:
             except socket.timeout:
                 continue
             action, devpath = msg.split(" ", 1)
-            self.testbed.uevent("/sys" + devpath, action)
+            self.deliver(action, devpath)
+
+    def deliver(self, action, devpath):
+        """The uevent kbind asked for, sent."""
+        self.testbed.uevent("/sys" + devpath, action)
 
     def env(self, ids):
         """The daemon's environment: kbind preloaded, talking to this,
