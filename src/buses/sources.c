@@ -10,6 +10,7 @@
 #include "buses/sysfs-attrs.h"
 #include "buses/sysfs-pm.h"
 #include "drivers/binding.h"
+#include "drivers/sriov.h"
 
 #include <string.h>
 
@@ -29,13 +30,14 @@ const size_t dm_n_sources = N_SOURCES;
 
 /* Every device added from sysfs, in this order: the kernel's runtime-PM
  * controls where sysfs has them (pm/), a PCIe function's link told with
- * both its ends, the device's own sysfs attributes, and bind and binding
- * (moving it between kernel drivers). */
+ * both its ends, the device's own sysfs attributes, bind and binding
+ * (moving it between kernel drivers), and a PF's sriov (its VFs). */
 static const struct dm_attribute_group *const device_groups[] = {
 	&dm_sysfs_pm_group,
 	&dm_pcie_link_group,
 	&dm_sysfs_attrs_group,
 	&dm_binding_group,
+	&dm_sriov_group,
 	NULL,
 };
 

@@ -42,6 +42,32 @@ static unsigned long report_number(const char *s)
 	return p ? strtoul(p + sizeof(head) - 1, NULL, 10) : 0;
 }
 
+/* The request @req written to the request file @file in one write, and
+ * the file read after it into @after (its length in *ret_len, -errno when
+ * unread): the write's errno (0 done), or -errno when @file cannot be
+ * opened. *ret_ran: the request left a report of its own. The write's
+ * errno alone cannot say what became of the request: a step's is the
+ * kernel's (a probe refuses with EINVAL), the same number as the daemon's
+ * for a driver the bus does not have, which changes nothing, the report
+ * included. A report of its own, its number moved on, says it ran. */
+static int send_request(const char *file, const char *req, char *after, size_t size,
+			ssize_t *ret_len, bool *ret_ran)
+{
+	static char before[65536];
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	unsigned long seq = read_status(file, before, sizeof(before)) >= 0 ? report_number(before)
+									  : 0;
+	/* one whole request per write, as the file takes it */
+	ssize_t n = write(fd, req, strlen(req));
+	int err = n < 0 ? errno : 0;
+	close(fd);
+	*ret_len = read_status(file, after, size);
+	*ret_ran = *ret_len >= 0 && report_number(after) != seq;
+	return err;
+}
+
 /* @verb's arguments: DEV, DRIVER (bind only, unless --default), --force,
  * --dry-run, --persist, --group (bind). */
 static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
@@ -88,24 +114,13 @@ static int bind_cmd(const char *mnt, const char *verb, int argc, char **argv)
 	snprintf(req, sizeof(req), "%s%s%s%s%s", !bind ? "none" : to_default ? "default" : driver,
 		 force ? " force" : "", dry_run ? " dry-run" : "", persist ? " persist" : "",
 		 group ? " group" : "");
-	int fd = open(file, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ctl_fail(file, errno == ENOENT ? "not a device of a bus with drivers" : NULL,
-				errno);
-	/* The write's errno alone cannot say what became of the request: a
-	 * step's is the kernel's (a probe refuses with EINVAL), the same
-	 * number as the daemon's for a driver the bus does not have, which
-	 * changes nothing, the report included. A report of its own, its
-	 * number moved on, says the request ran. */
-	static char before[65536], after[65536];
-	unsigned long seq = read_status(file, before, sizeof(before)) >= 0 ? report_number(before)
-									  : 0;
-	/* one whole request per write, as the file takes it */
-	ssize_t n = write(fd, req, strlen(req));
-	int err = n < 0 ? errno : 0;
-	close(fd);
-	ssize_t len = read_status(file, after, sizeof(after));
-	bool ran = len >= 0 && report_number(after) != seq;
+	static char after[65536];
+	ssize_t len;
+	bool ran;
+	int err = send_request(file, req, after, sizeof(after), &len, &ran);
+	if (err < 0)
+		return ctl_fail(file, -err == ENOENT ? "not a device of a bus with drivers" : NULL,
+				-err);
 	if (ran || err != EINVAL) {
 		ctl_put_text(after, len > 0 ? (size_t)len : 0, CTL_TEXT_LINES);
 		fflush(stdout);
@@ -157,6 +172,83 @@ int ctl_cmd_bindings(const char *mnt, int argc, char **argv)
 	while (fgets(line, sizeof(line), f))
 		ctl_put_text(line, strlen(line), CTL_TEXT_LINES);
 	fclose(f);
+	return CTL_OK;
+}
+
+/* driverfsctl sriov DEV N [--driver DRIVER] [--force] [--dry-run]
+ * [--persist]: a request written to the PF's sriov file, which the daemon
+ * runs as one transaction (docs/design.md §7.5, SR-IOV), and its report. */
+int ctl_cmd_sriov(const char *mnt, int argc, char **argv)
+{
+	bool force = false, dry_run = false, persist = false;
+	const char *dev = NULL, *count = NULL, *driver = NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *s = argv[i];
+		if (strcmp(s, "--force") == 0)
+			force = true;
+		else if (strcmp(s, "--dry-run") == 0)
+			dry_run = true;
+		else if (strcmp(s, "--persist") == 0)
+			persist = true;
+		else if (strcmp(s, "--driver") == 0 && i + 1 < argc && !driver)
+			driver = argv[++i];
+		else if (strncmp(s, "--driver=", 9) == 0 && !driver)
+			driver = s + 9;
+		else if (s[0] == '-' && s[1] != '\0')
+			return ctl_usage_error("sriov", "unknown option", s);
+		else if (!dev)
+			dev = s;
+		else if (!count)
+			count = s;
+		else
+			return ctl_usage_error("sriov", "unexpected argument", s);
+	}
+	if (!dev || !count)
+		return ctl_usage_error("sriov", "needs a DEV and a VF count N", NULL);
+	if (!count[0] || strspn(count, "0123456789") != strlen(count) || strlen(count) > 5)
+		return ctl_usage_error("sriov", "not a VF count:", count);
+	if (driver && (!driver[0] || strchr(driver, ' ') || strchr(driver, '/') ||
+		       strchr(driver, '\n') || strcmp(driver, ".") == 0 || strcmp(driver, "..") == 0 ||
+		       strcmp(driver, "force") == 0 || strcmp(driver, "dry-run") == 0 ||
+		       strcmp(driver, "persist") == 0))
+		return ctl_usage_error("sriov", "not a driver name:", driver);
+
+	char rel[PATH_MAX], file[PATH_MAX + 256], req[512];
+	int r = ctl_resolve(mnt, dev, rel, sizeof(rel));
+	if (r < 0)
+		return ctl_fail_device(dev, -r);
+	ctl_own_file(mnt, rel, "sriov", file, sizeof(file));
+	snprintf(req, sizeof(req), "%s%s%s%s%s%s", count, driver ? " " : "", driver ? driver : "",
+		 force ? " force" : "", dry_run ? " dry-run" : "", persist ? " persist" : "");
+	static char after[65536];
+	ssize_t len;
+	bool ran;
+	int err = send_request(file, req, after, sizeof(after), &len, &ran);
+	if (err < 0)
+		return ctl_fail(file, -err == ENOENT ? "not an SR-IOV physical function" : NULL, -err);
+	if (ran || !err) {
+		ctl_put_text(after, len > 0 ? (size_t)len : 0, CTL_TEXT_LINES);
+		fflush(stdout);
+	}
+	if (err) {
+		char what[PATH_MAX + 600];
+		snprintf(what, sizeof(what), "sriov %s %s", dev, count);
+		return ctl_fail(what,
+				!ran && err == EINVAL && driver
+					? "no kernel driver of that name on the PCI bus (is its module "
+					  "loaded?)"
+				: !ran && err == ERANGE ? "more VFs than the PF has (its sriov_totalvfs)"
+				: !ran && err == EOPNOTSUPP ? "not an SR-IOV physical function"
+				: ran && strstr(after, "\nfailed: ")
+					? "a step failed with the kernel's error; the PF's count and "
+					  "every VF were put back (see above)"
+				: err == EBUSY ? "refused: a VF is in use (see above; --force proceeds)"
+				: err == EINPROGRESS ? "pending, or another request for the PF runs "
+						       "(see above)"
+				: ran ? "refused (see above)"
+				      : NULL,
+				err);
+	}
 	return CTL_OK;
 }
 

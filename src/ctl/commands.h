@@ -21,6 +21,8 @@ int ctl_cmd_resume(const char *mnt, int argc, char **argv);
 int ctl_cmd_bind(const char *mnt, int argc, char **argv);
 int ctl_cmd_unbind(const char *mnt, int argc, char **argv);
 int ctl_cmd_bindings(const char *mnt, int argc, char **argv);
+/* a PF's VF count and the VFs' driver, as one transaction */
+int ctl_cmd_sriov(const char *mnt, int argc, char **argv);
 /* save.c: the whole model in the snapshot format */
 int ctl_cmd_save(const char *mnt, int argc, char **argv);
 /* diff.c: two models (snapshots or mounts) compared */

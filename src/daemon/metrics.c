@@ -12,6 +12,7 @@
 #include "buses/pci-metrics.h"
 #include "core/metrics.h"
 #include "drivers/binding.h"
+#include "drivers/sriov.h"
 #include "fuse/fs.h"
 #include "hotplug/helper.h"
 #include "hotplug/monitor.h"
@@ -114,6 +115,7 @@ void daemon_register_metrics(struct daemon *d)
 		{ daemon_metrics, d },
 		{ d->pm ? dm_pm_metrics : NULL, d->pm },
 		{ d->o->snapshot ? NULL : dm_binding_metrics, NULL },
+		{ d->o->snapshot ? NULL : dm_sriov_metrics, NULL },
 		{ d->monitor ? dm_monitor_metrics : NULL, d->monitor },
 		{ d->helper ? dm_helper_metrics : NULL, d->helper },
 		{ d->fs ? dm_fs_metrics : NULL, d->fs },

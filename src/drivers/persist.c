@@ -3,6 +3,7 @@
 #include "persist.h"
 
 #include "binding.h"
+#include "sriov.h"
 #include "core/array.h"
 #include "core/thread.h"
 #include "log.h"
@@ -30,6 +31,15 @@ struct entry {
 	bool other_logged; /* another device there was logged */
 };
 
+/* A PF's VFs kept: "sriov pci NAME N DRIVER IDENTITY" (DRIVER "default":
+ * the kernel's own probe). */
+struct sriov_entry {
+	char name[WORD_MAX], driver[WORD_MAX];
+	int numvfs;
+	char id[ID_MAX];
+	bool other_logged;
+};
+
 /* A device the monitor saw added, for the worker to apply. */
 struct queued {
 	struct dm_device *dev; /* referenced */
@@ -43,6 +53,8 @@ static size_t n_entries, cap_entries;
 static char *file_path;
 static struct queued *queue;
 static size_t n_queue, cap_queue;
+static struct sriov_entry *sriovs;
+static size_t n_sriovs, cap_sriovs;
 static pthread_t worker;
 static bool worker_started, stopping;
 
@@ -75,6 +87,30 @@ static int add_locked(const char *bus, const char *name, const char *driver, con
 		snprintf(e->bus, sizeof(e->bus), "%s", bus);
 		snprintf(e->name, sizeof(e->name), "%s", name);
 	}
+	snprintf(e->driver, sizeof(e->driver), "%s", driver);
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	e->other_logged = false;
+	return 0;
+}
+
+static struct sriov_entry *find_sriov_locked(const char *name)
+{
+	for (size_t i = 0; i < n_sriovs; i++)
+		if (strcmp(sriovs[i].name, name) == 0)
+			return &sriovs[i];
+	return NULL;
+}
+
+static int add_sriov_locked(const char *name, int numvfs, const char *driver, const char *id)
+{
+	struct sriov_entry *e = find_sriov_locked(name);
+	if (!e) {
+		if (!dm_array_grow((void **)&sriovs, &cap_sriovs, n_sriovs, sizeof(*sriovs), 4))
+			return -ENOMEM;
+		e = &sriovs[n_sriovs++];
+		snprintf(e->name, sizeof(e->name), "%s", name);
+	}
+	e->numvfs = numvfs;
 	snprintf(e->driver, sizeof(e->driver), "%s", driver);
 	snprintf(e->id, sizeof(e->id), "%s", id);
 	e->other_logged = false;
@@ -302,6 +338,7 @@ int dm_persist_load(const char *path)
 	free(file_path);
 	file_path = path ? strdup(path) : NULL;
 	n_entries = 0;
+	n_sriovs = 0;
 	int r = path && !file_path ? -ENOMEM : 0;
 	int fd = r < 0 ? r : dm_trust_open(state_file(), O_RDONLY, msg, sizeof(msg));
 	if (fd == -ENOENT) {
@@ -332,6 +369,25 @@ int dm_persist_load(const char *path)
 		}
 		if (line[0] == '#' || line[strspn(line, " \t\n")] == '\0')
 			continue;
+		/* sriov pci NAME N DRIVER IDENTITY: a PF's VFs */
+		if (strncmp(line, "sriov ", 6) == 0) {
+			char count[16];
+			int k = sscanf(line, "sriov %127s %127s %15s %127s %s %1s", bus, name, count,
+				       driver, id, extra);
+			char *end;
+			long vfs = k == 5 ? strtol(count, &end, 10) : -1;
+			if (k != 5 || strcmp(bus, "pci") != 0 || !is_word(name) || !is_word(driver) ||
+			    count[0] < '0' || count[0] > '9' || *end || vfs > 65535 ||
+			    !dm_persist_normalize_id(id, norm, sizeof(norm)) ||
+			    strncmp(norm, "pci:", 4) != 0) {
+				log_err("%s:%u: not an SR-IOV record (sriov pci NAME N DRIVER "
+					"IDENTITY); skipped",
+					state_file(), no);
+				continue;
+			}
+			r = add_sriov_locked(name, (int)vfs, driver, norm);
+			continue;
+		}
 		/* BUS NAME DRIVER IDENTITY, or an older BUS NAME DRIVER */
 		int n = sscanf(line, "%127s %127s %127s %s %1s", bus, name, driver, id, extra);
 		if ((n != 3 && n != 4) || !is_word(bus) || !is_word(name) || !is_word(driver) ||
@@ -344,7 +400,7 @@ int dm_persist_load(const char *path)
 		r = add_locked(bus, name, driver, n == 4 ? norm : "");
 	}
 	fclose(f);
-	size_t n = n_entries;
+	size_t n = n_entries + n_sriovs;
 	pthread_mutex_unlock(&lock);
 	if (r == 0 && n)
 		log_info("%zu persisted binding%s in %s%s", n, n == 1 ? "" : "s", state_file(),
@@ -377,9 +433,28 @@ static int save_locked(char *msg, size_t size)
 	for (size_t i = 0; i < n_entries; i++)
 		fprintf(f, "%s %s %s%s%s\n", entries[i].bus, entries[i].name, entries[i].driver,
 			entries[i].id[0] ? " " : "", entries[i].id);
+	for (size_t i = 0; i < n_sriovs; i++)
+		fprintf(f, "sriov pci %s %d %s %s\n", sriovs[i].name, sriovs[i].numvfs,
+			sriovs[i].driver, sriovs[i].id);
 	bool failed = ferror(f);
 	int r = fclose(f) != 0 || failed ? -ENOMEM : dm_replace_file(path, text, len, msg, size);
 	free(text);
+	return r;
+}
+
+/* A change of the entries (@r: 0, or its -errno) written to the state
+ * file; the lock held, and let go. 0 or -errno, the reason in @msg, and
+ * logged (@what of @name cannot be recorded). */
+static int saved(int r, const char *what, const char *name, char *msg, size_t size)
+{
+	if (r == 0)
+		r = save_locked(msg, size);
+	pthread_mutex_unlock(&lock);
+	if (r < 0 && size && !*msg)
+		snprintf(msg, size, "%s", strerror(-r));
+	if (r < 0)
+		log_err("%s: cannot record %s of %s: %s", state_file(), what, name,
+			size ? msg : strerror(-r));
 	return r;
 }
 
@@ -407,14 +482,38 @@ int dm_persist_set(struct dm_device *dev, const char *bus, const char *name, con
 		if (e)
 			*e = entries[--n_entries];
 	}
-	if (r == 0)
+	return saved(r, "the binding", name, msg, size);
+}
+
+int dm_persist_set_sriov(struct dm_device *pf, const char *name, int numvfs, const char *driver,
+			 char *msg, size_t size)
+{
+	if (size)
+		*msg = '\0';
+	if (!is_word(name) || (driver && !is_word(driver)) || numvfs < 0)
+		return -EINVAL;
+	char id[ID_MAX] = "";
+	if (dm_persist_identity(pf, "pci", id, sizeof(id)) <= 0) {
+		snprintf(msg, size, "the PF's identity cannot be read");
+		return -ENODEV;
+	}
+	pthread_mutex_lock(&lock);
+	int r = add_sriov_locked(name, numvfs, driver ? driver : "default", id);
+	return saved(r, "the VFs", name, msg, size);
+}
+
+int dm_persist_forget_sriov(const char *name, char *msg, size_t size)
+{
+	if (size)
+		*msg = '\0';
+	pthread_mutex_lock(&lock);
+	struct sriov_entry *e = find_sriov_locked(name);
+	int r = 0;
+	if (e) {
+		*e = sriovs[--n_sriovs];
 		r = save_locked(msg, size);
+	}
 	pthread_mutex_unlock(&lock);
-	if (r < 0 && size && !*msg)
-		snprintf(msg, size, "%s", strerror(-r));
-	if (r < 0)
-		log_err("%s: cannot record the binding of %s: %s", state_file(), name,
-			size ? msg : strerror(-r));
 	return r;
 }
 
@@ -488,7 +587,87 @@ static void note_in_force(const char *bus, const struct entry *e, const char *se
 			 msg[0] ? msg : strerror(-r));
 }
 
-static void apply(struct dm_device *dev)
+/* Whether @dev's VFs are as @e records them: its count, and each VF on
+ * the driver (any, for "default"); the count in *ret_count (-1 unread). */
+static bool sriov_in_force(struct dm_device *dev, const struct sriov_entry *e, long *ret_count)
+{
+	char dir[PATH_MAX], buf[32], path[PATH_MAX + 64], target[PATH_MAX];
+	const char *devpath = dm_device_get_devpath(dev);
+	*ret_count = -1;
+	if (!devpath)
+		return false;
+	snprintf(dir, sizeof(dir), "/sys%.4000s", devpath);
+	snprintf(path, sizeof(path), "%s/sriov_numvfs", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	*ret_count = strtol(buf, NULL, 10);
+	if (*ret_count != e->numvfs)
+		return false;
+	if (strcmp(e->driver, "default") == 0)
+		return true;
+	for (int i = 0; i < e->numvfs; i++) {
+		snprintf(path, sizeof(path), "%s/virtfn%d/driver", dir, i);
+		ssize_t t = readlink(path, target, sizeof(target) - 1);
+		if (t <= 0)
+			return false;
+		target[t] = '\0';
+		const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+		if (strcmp(base, e->driver) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* @dev's recorded VFs, applied when it is the PF the record names and
+ * they are not in force. */
+static void apply_sriov(struct dm_device *dev)
+{
+	char bus[WORD_MAX], seen[ID_MAX];
+	if (!bus_of(dev, bus) || strcmp(bus, "pci") != 0)
+		return;
+	pthread_mutex_lock(&lock);
+	struct sriov_entry *found = find_sriov_locked(dm_device_get_sysname(dev));
+	struct sriov_entry e = found ? *found : (struct sriov_entry){ 0 };
+	pthread_mutex_unlock(&lock);
+	if (!found)
+		return;
+	int id = dm_persist_identity(dev, "pci", seen, sizeof(seen));
+	if (id == -ENODEV)
+		return;
+	if (id <= 0 || strcmp(seen, e.id) != 0) {
+		pthread_mutex_lock(&lock);
+		struct sriov_entry *now = find_sriov_locked(e.name);
+		bool first = now && !now->other_logged;
+		if (first)
+			now->other_logged = true;
+		pthread_mutex_unlock(&lock);
+		if (first)
+			log_warn("persisted VFs of %s not applied: another device is there (%s; the "
+				 "record is %s's)",
+				 e.name, id > 0 ? seen : "its identity unreadable", e.id);
+		return;
+	}
+	long count;
+	if (sriov_in_force(dev, &e, &count))
+		return;
+	struct dm_sriov_request req = {
+		.numvfs = (unsigned)e.numvfs,
+		.driver = strcmp(e.driver, "default") == 0 ? NULL : e.driver,
+	};
+	int r = dm_sriov_request(dev, &req);
+	if (r < 0)
+		log_warn("persisted VFs of %s (%d on %s): %s (its sriov file has the report)", e.name,
+			 e.numvfs, e.driver, strerror(-r));
+	else
+		log_info("persisted VFs of %s applied: %d on %s", e.name, e.numvfs, e.driver);
+}
+
+static void apply_binding(struct dm_device *dev)
 {
 	char bus[WORD_MAX], seen[ID_MAX];
 	struct entry e;
@@ -528,6 +707,15 @@ static void apply(struct dm_device *dev)
 	}
 	if (r == 0)
 		note_in_force(bus, &e, id > 0 ? seen : NULL);
+}
+
+/* A device's persisted binding, then its persisted VFs (a PF's own
+ * binding first: its driver makes them). */
+static void apply(struct dm_device *dev)
+{
+	apply_binding(dev);
+	if (!dm_device_is_dead(dev))
+		apply_sriov(dev);
 }
 
 /* ---- the worker: what the monitor saw added, applied off its thread ---- */
@@ -586,9 +774,16 @@ static int queue_locked(struct dm_device *dev, const char *bus)
 
 void dm_persist_device_added(struct dm_device *dev)
 {
-	char bus[WORD_MAX];
-	if (!recorded(dev, bus, NULL))
-		return;
+	char bus[WORD_MAX] = "";
+	if (!recorded(dev, bus, NULL)) {
+		if (strcmp(bus, "pci") != 0)
+			return;
+		pthread_mutex_lock(&lock);
+		bool pf = find_sriov_locked(dm_device_get_sysname(dev)) != NULL;
+		pthread_mutex_unlock(&lock);
+		if (!pf)
+			return;
+	}
 	pthread_mutex_lock(&lock);
 	int r = queue_locked(dev, bus);
 	pthread_mutex_unlock(&lock);
@@ -622,6 +817,19 @@ static struct entry *copy_entries(size_t *ret_n)
 	return copy;
 }
 
+/* A copy of the SR-IOV records, as copy_entries(). */
+static struct sriov_entry *copy_sriovs(size_t *ret_n)
+{
+	pthread_mutex_lock(&lock);
+	size_t n = n_sriovs;
+	struct sriov_entry *copy = n ? malloc(n * sizeof(*copy)) : NULL;
+	if (copy)
+		memcpy(copy, sriovs, n * sizeof(*copy));
+	pthread_mutex_unlock(&lock);
+	*ret_n = n;
+	return copy;
+}
+
 void dm_persist_apply_all(struct dm_model *m)
 {
 	size_t n;
@@ -634,6 +842,17 @@ void dm_persist_apply_all(struct dm_model *m)
 		}
 	}
 	free(copy);
+	/* the PFs without a binding of their own */
+	size_t ns;
+	struct sriov_entry *pfs = copy_sriovs(&ns);
+	for (size_t i = 0; pfs && i < ns; i++) {
+		struct dm_device *dev = dm_model_find_on_bus(m, "pci", pfs[i].name);
+		if (dev) {
+			apply_sriov(dev);
+			dm_device_unref(dev);
+		}
+	}
+	free(pfs);
 }
 
 /* ---- the bindings file ---- */
@@ -682,6 +901,44 @@ static int bindings_show(struct dm_device *root, const struct dm_attribute *attr
 			dm_device_unref(dev);
 	}
 	free(copy);
+	/* a PF's VFs: "pci NAME sriov:N:DRIVER STATE", STATE in-force,
+	 * absent, other-device or numvfs:M (its count now, or VFs not on the
+	 * driver) */
+	size_t ns;
+	struct sriov_entry *pfs = copy_sriovs(&ns);
+	if (ns && !pfs)
+		ns = 0;
+	char *grown = ns ? realloc(buf, len + ns * (3 * WORD_MAX + 64) + 1) : buf;
+	if (!grown)
+		ns = 0;
+	else
+		buf = grown;
+	size = len + ns * (3 * WORD_MAX + 64) + 1;
+	for (size_t i = 0; i < ns; i++) {
+		struct dm_device *dev = dm_model_find_on_bus(m, "pci", pfs[i].name);
+		char seen[ID_MAX];
+		int id = dev ? dm_persist_identity(dev, "pci", seen, sizeof(seen)) : 0;
+		if (id == -ENODEV) {
+			dm_device_unref(dev);
+			dev = NULL;
+		}
+		bool other = dev && (id <= 0 || strcmp(seen, pfs[i].id) != 0);
+		long count = -1;
+		bool in_force = dev && !other && sriov_in_force(dev, &pfs[i], &count);
+		char state[32];
+		snprintf(state, sizeof(state), "numvfs:%ld", count);
+		int w = snprintf(buf + len, size - len, "pci %s sriov:%d:%s %s\n", pfs[i].name,
+				 pfs[i].numvfs, pfs[i].driver,
+				 !dev	     ? "absent"
+				 : other    ? "other-device"
+				 : in_force ? "in-force"
+					    : state);
+		if (w > 0 && (size_t)w < size - len)
+			len += (size_t)w;
+		if (dev)
+			dm_device_unref(dev);
+	}
+	free(pfs);
 	*ret = buf;
 	*ret_len = len;
 	return 0;

@@ -53,8 +53,17 @@ int dm_persist_load(const char *path);
 int dm_persist_set(struct dm_device *dev, const char *bus, const char *name, const char *driver,
 		   char *msg, size_t size);
 
+/* Records @numvfs VFs on @driver (NULL: the kernel's own probe) for the
+ * PCI PF @pf named @name, with its identity: a "sriov pci NAME N DRIVER
+ * IDENTITY" line, applied (dm_sriov_request()) where the binding records
+ * are, after the PF's own. 0 or -errno, its reason in @msg. */
+int dm_persist_set_sriov(struct dm_device *pf, const char *name, int numvfs, const char *driver,
+			 char *msg, size_t size);
+/* Forgets the VFs recorded for the PF @name. 0 or -errno. */
+int dm_persist_forget_sriov(const char *name, char *msg, size_t size);
+
 /* Applies every recorded binding whose device is in @m and bound
- * otherwise. */
+ * otherwise, and every PF's recorded VFs not in force. */
 void dm_persist_apply_all(struct dm_model *m);
 
 /* A device appeared (hotplug add): its recorded binding, if any, is

@@ -217,7 +217,8 @@ bool dm_snapshot_is_derived(const char *name, bool root)
 	 * daemon's state: docs/design.md §7.5) */
 	static const char *const derived[] = { "devpath",     "kernel_driver", "power",
 					       "power_error", "power_log",     "binding",
-					       "bindings",    "suppliers",     "consumers" };
+					       "bindings",    "suppliers",     "consumers",
+					       "sriov" };
 	for (size_t i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
 		if (strcmp(name, derived[i]) == 0)
 			return true;
