@@ -113,7 +113,7 @@ def test_every_driverfsctl_option_is_offered():
     named = help_options("DRIVERFSCTL")
     offered = set()
     for cmd in ("", "list", "tree", "info", "dot", "suspend", "resume", "bind", "unbind",
-                "save", "diff"):
+                "sriov", "save", "diff"):
         words = ["driverfsctl"] + ([cmd] if cmd else []) + ["--"]
         offered |= set(complete("driverfsctl", words))
     assert named <= offered, named - offered
