@@ -60,13 +60,14 @@ static const struct command {
 	  "  unbind DEV [--force] [--dry-run] [--persist]\n"
 	  "                             unbind DEV from its kernel driver\n" },
 	{ "sriov", ctl_cmd_sriov,
-	  "  sriov DEV N [--driver DRIVER] [--force] [--dry-run] [--persist]\n"
+	  "  sriov DEV N [--driver DRIVER] [--force] [--dry-run] [--persist|--forget]\n"
 	  "                             set the PF DEV's SR-IOV VF count to N (through 0)\n"
 	  "                             and bind the new VFs to DRIVER (vfio-pci ...), as\n"
 	  "                             one transaction: a failure puts back the count and\n"
 	  "                             every VF; refused while a VF that goes is in use\n"
 	  "                             (--force proceeds); --persist: kept across boots\n"
-	  "                             and applied when the PF appears\n" },
+	  "                             and applied when the PF appears (--forget: no\n"
+	  "                             longer)\n" },
 	{ "bindings", ctl_cmd_bindings,
 	  "  bindings                   the persisted bindings, and whether each is in\n"
 	  "                             force\n" },

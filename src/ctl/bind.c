@@ -176,11 +176,11 @@ int ctl_cmd_bindings(const char *mnt, int argc, char **argv)
 }
 
 /* driverfsctl sriov DEV N [--driver DRIVER] [--force] [--dry-run]
- * [--persist]: a request written to the PF's sriov file, which the daemon
+ * [--persist|--forget]: a request written to the PF's sriov file, which the daemon
  * runs as one transaction (docs/design.md §7.5, SR-IOV), and its report. */
 int ctl_cmd_sriov(const char *mnt, int argc, char **argv)
 {
-	bool force = false, dry_run = false, persist = false;
+	bool force = false, dry_run = false, persist = false, forget = false;
 	const char *dev = NULL, *count = NULL, *driver = NULL;
 	for (int i = 0; i < argc; i++) {
 		const char *s = argv[i];
@@ -190,6 +190,8 @@ int ctl_cmd_sriov(const char *mnt, int argc, char **argv)
 			dry_run = true;
 		else if (strcmp(s, "--persist") == 0)
 			persist = true;
+		else if (strcmp(s, "--forget") == 0)
+			forget = true;
 		else if (strcmp(s, "--driver") == 0 && i + 1 < argc && !driver)
 			driver = argv[++i];
 		else if (strncmp(s, "--driver=", 9) == 0 && !driver)
@@ -205,12 +207,14 @@ int ctl_cmd_sriov(const char *mnt, int argc, char **argv)
 	}
 	if (!dev || !count)
 		return ctl_usage_error("sriov", "needs a DEV and a VF count N", NULL);
+	if (persist && forget)
+		return ctl_usage_error("sriov", "takes --persist or --forget, not both", NULL);
 	if (!count[0] || strspn(count, "0123456789") != strlen(count) || strlen(count) > 5)
 		return ctl_usage_error("sriov", "not a VF count:", count);
 	if (driver && (!driver[0] || strchr(driver, ' ') || strchr(driver, '/') ||
 		       strchr(driver, '\n') || strcmp(driver, ".") == 0 || strcmp(driver, "..") == 0 ||
 		       strcmp(driver, "force") == 0 || strcmp(driver, "dry-run") == 0 ||
-		       strcmp(driver, "persist") == 0))
+		       strcmp(driver, "persist") == 0 || strcmp(driver, "forget") == 0))
 		return ctl_usage_error("sriov", "not a driver name:", driver);
 
 	char rel[PATH_MAX], file[PATH_MAX + 256], req[512];
@@ -218,8 +222,9 @@ int ctl_cmd_sriov(const char *mnt, int argc, char **argv)
 	if (r < 0)
 		return ctl_fail_device(dev, -r);
 	ctl_own_file(mnt, rel, "sriov", file, sizeof(file));
-	snprintf(req, sizeof(req), "%s%s%s%s%s%s", count, driver ? " " : "", driver ? driver : "",
-		 force ? " force" : "", dry_run ? " dry-run" : "", persist ? " persist" : "");
+	snprintf(req, sizeof(req), "%s%s%s%s%s%s%s", count, driver ? " " : "", driver ? driver : "",
+		 force ? " force" : "", dry_run ? " dry-run" : "", persist ? " persist" : "",
+		 forget ? " forget" : "");
 	static char after[65536];
 	ssize_t len;
 	bool ran;

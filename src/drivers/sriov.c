@@ -563,6 +563,14 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 		if (p < 0)
 			r = p;
 	}
+	if (r == 0 && req->forget && !req->dry_run) {
+		char why[128];
+		int p = dm_persist_forget_sriov(name, why, sizeof(why));
+		say(t, p < 0 ? "persisted: not forgotten (%s)\n" : "persisted: forgotten\n",
+		    p < 0 ? (*why ? why : strerror(-p)) : "");
+		if (p < 0)
+			r = p;
+	}
 	if (!req->dry_run && r < 0)
 		log_warn("sriov %s: %u VFs: %s", name, req->numvfs, strerror(-r));
 	else if (!req->dry_run)
@@ -601,10 +609,13 @@ int dm_sriov_parse(char *buf, struct dm_sriov_request *req)
 			req->force = true;
 		} else if (strcmp(word, "dry-run") == 0 && !req->dry_run) {
 			req->dry_run = true;
-		} else if (strcmp(word, "persist") == 0 && !req->persist) {
+		} else if (strcmp(word, "persist") == 0 && !req->persist && !req->forget) {
 			req->persist = true;
+		} else if (strcmp(word, "forget") == 0 && !req->persist && !req->forget) {
+			req->forget = true;
 		} else if (!have_driver && is_driver_name(word) && strcmp(word, "force") != 0 &&
-			   strcmp(word, "dry-run") != 0 && strcmp(word, "persist") != 0) {
+			   strcmp(word, "dry-run") != 0 && strcmp(word, "persist") != 0 &&
+			   strcmp(word, "forget") != 0) {
 			have_driver = true;
 			req->driver = strcmp(word, "default") == 0 ? NULL : word;
 		} else {

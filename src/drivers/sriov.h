@@ -33,11 +33,12 @@ struct dm_sriov_request {
 	unsigned numvfs;
 	const char *driver; /* the VFs' driver; NULL: the kernel's own probe */
 	bool force, dry_run, persist;
+	bool forget; /* once done, the PF's persisted VFs forgotten */
 };
 
 /* Parses what was written to a PF's sriov file: "N [DRIVER] [force]
- * [dry-run] [persist]" (one trailing newline allowed); DRIVER "default"
- * is none. 0 or -EINVAL; @req->driver points into @buf. */
+ * [dry-run] [persist|forget]" (one trailing newline allowed); DRIVER
+ * "default" is none. 0 or -EINVAL; @req->driver points into @buf. */
 int dm_sriov_parse(char *buf, struct dm_sriov_request *req);
 
 /*

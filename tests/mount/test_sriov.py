@@ -377,6 +377,13 @@ def test_persisted_vfs_applied_at_start_and_when_the_pf_appears(tmp_path):
         wait_log(d, f"persisted VFs of {PF} applied: 3 on vfio-pci", count=2)
         assert kernel_state(d) == (3, "1", on("vfio-pci", 3)), d.output()
         assert bindings(d) == f"pci {PF} sriov:3:vfio-pci in-force\n"
+
+        # forgotten
+        r = sriov(d, "0", "--forget")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "persisted: forgotten" in r.stdout
+        assert bindings(d) == ""
+        assert PF not in read(state_file)
     finally:
         k.stopped = True
         k.thread.join()

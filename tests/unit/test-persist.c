@@ -307,10 +307,13 @@ static void test_sriov_parse(void **state)
 	snprintf(buf, sizeof(buf), "2 default");
 	assert_int_equal(dm_sriov_parse(buf, &req), 0);
 	assert_null(req.driver);
+	snprintf(buf, sizeof(buf), "0 forget");
+	assert_int_equal(dm_sriov_parse(buf, &req), 0);
+	assert_true(req.forget && !req.persist);
 	static const char *const bad[] = {
 		"", "\n", "x", "-1", "+2", " ", "65536", "99999999999999999999", "2 a/b",
 		"2 vfio-pci igb", "2 force force", "2 dry-run dry-run", "vfio-pci 2", "2 a\nb",
-		"2\n\n",
+		"2\n\n", "2 persist forget", "2 forget forget",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(buf, sizeof(buf), "%s", bad[i]);
