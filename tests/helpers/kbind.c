@@ -47,15 +47,17 @@
  *                            sriov_totalvfs, nothing for the count it has,
  *                            -ENOENT when the PF has no driver, -EBUSY from
  *                            one non-zero count to another; 0 removes the
- *                            VFs, last first (each unbound, then its
+ *                            VFs, VF 0 first (each unbound, then its
  *                            "remove"), N creates them: VF i at routing id
  *                            PF + sriov_offset + i * sriov_stride, a
  *                            sibling of the PF with its ids (device:
  *                            sriov_vf_device), physfn and the PF's virtfnI
  *                            links, an IOMMU group of its own (number
- *                            65536 + routing id), its "add", then probed
- *                            as drivers_probe does when the PF's
- *                            sriov_drivers_autoprobe is not 0
+ *                            65536 + routing id), its "add" and "change",
+ *                            then probed as drivers_probe does when the
+ *                            PF's sriov_drivers_autoprobe is not 0; the
+ *                            PF's "change" after all of them (the order
+ *                            the vm tier's guest shows, test_sriov.sh)
  *
  * A VF's removal asks the test for its "remove" ("remove /devices/..."),
  * which the test sends while the directory is there and then deletes the
@@ -577,7 +579,10 @@ static int add_vf(const char *sys, const char *pfdir, const char *pfname, int i)
 	(void)mkdir(group, 0755);
 	put_link(group, name, vfdir);
 	put_link(vfdir, "iommu_group", path);
+	/* the kernel's add, then its change once the links are made (seen in
+	 * the vm tier's guest, tests/vm/guest/test_sriov.sh), then the probe */
 	tell_test("add", vfdir + strlen(sys));
+	tell_test("change", vfdir + strlen(sys));
 	if (number_in(pfdir, "sriov_drivers_autoprobe", 1) != 0)
 		(void)do_probe(sys, "pci", name);
 	return 0;
@@ -604,14 +609,18 @@ static int set_numvfs(const char *sys, const char *pfdir, const char *value)
 	const char *pfname = strrchr(pfdir, '/') + 1;
 	int r = 0;
 	if (n == 0) {
-		for (int i = now - 1; i >= 0; i--)
+		/* sriov_disable(): VF 0 first, each unbound then removed (the
+		 * guest's order, test_sriov.sh); no event for the PF */
+		for (int i = 0; i < now; i++)
 			remove_vf(sys, pfdir, i);
 	} else {
 		for (int i = 0; i < n && r == 0; i++)
 			r = add_vf(sys, pfdir, pfname, i);
-		if (r < 0) /* the kernel disables what it enabled */
+		if (r < 0) /* the kernel disables what it enabled, last first */
 			for (int i = vf_count(pfdir) - 1; i >= 0; i--)
 				remove_vf(sys, pfdir, i);
+		else /* and the PF's change, after all its VFs */
+			tell_test("change", pfdir + strlen(sys));
 	}
 	snprintf(text, sizeof(text), "%d\n", vf_count(pfdir));
 	(void)replace_file(path, text);
