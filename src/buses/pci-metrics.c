@@ -2,188 +2,34 @@
 /* pci-metrics.c - per-device PCI families of the metrics file (pci-metrics.h). */
 #include "pci-metrics.h"
 
-#include "pcie-link.h"
+#include "pci-functions.h"
 
-#include "core/array.h"
 #include "core/metrics.h"
-#include "core/model.h"
-#include "drivers/runner.h"
-#include "fleet/aer.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* the severities of the kernel's AER counter files, by family */
-enum { AER_CORRECTABLE, AER_NONFATAL, AER_FATAL, AER_N };
+/* the AER families, by severity (pci-functions.h) */
 static const struct {
-	const char *file, *total, *family, *help;
-} aer_files[AER_N] = {
-	{ "aer_dev_correctable", "TOTAL_ERR_COR", "driverfsd_pcidevice_aer_correctable_errors_total",
-	  "PCIe AER correctable errors the kernel counted for the function (aer_dev_correctable)." },
-	{ "aer_dev_nonfatal", "TOTAL_ERR_NONFATAL", "driverfsd_pcidevice_aer_nonfatal_errors_total",
-	  "PCIe AER non-fatal uncorrectable errors the kernel counted (aer_dev_nonfatal)." },
-	{ "aer_dev_fatal", "TOTAL_ERR_FATAL", "driverfsd_pcidevice_aer_fatal_errors_total",
-	  "PCIe AER fatal uncorrectable errors the kernel counted (aer_dev_fatal)." },
+	const char *family, *help;
+} aer_families[DM_PCI_AER_N] = {
+	[DM_PCI_AER_CORRECTABLE] = { "driverfsd_pcidevice_aer_correctable_errors_total",
+				     "PCIe AER correctable errors the kernel counted for the "
+				     "function (aer_dev_correctable)." },
+	[DM_PCI_AER_NONFATAL] = { "driverfsd_pcidevice_aer_nonfatal_errors_total",
+				  "PCIe AER non-fatal uncorrectable errors the kernel counted "
+				  "(aer_dev_nonfatal)." },
+	[DM_PCI_AER_FATAL] = { "driverfsd_pcidevice_aer_fatal_errors_total",
+			       "PCIe AER fatal uncorrectable errors the kernel counted "
+			       "(aer_dev_fatal)." },
 };
 
-/* A PCI function, as the model and its sysfs directory say. */
-struct fn {
-	char *devpath, *driver;
-	char name[16], parent[16]; /* "dddd:bb:dd.f"; parent "" for none */
-	char *netdev, *nvme, *block; /* the names below it, comma-separated */
-	char vendor[16], device[16], sub_vendor[16], sub_device[16], class_id[16], revision[16];
-	char numa[16]; /* "" when the kernel does not say */
-	bool has_link;
-	struct dm_pcie_link link; /* the function's own, and with both ends */
-	bool has_aer[AER_N];
-	unsigned long long aer[AER_N];
-	bool has_vfs;
-	unsigned long long numvfs, totalvfs;
-};
-
-struct fns {
-	struct fn *v;
-	size_t n, cap;
-};
-
-/* ---- under the model's lock: which functions, and their names ---- */
-
-/* Appends @name to the comma-separated list *@list. */
-static void list_add(char **list, const char *name)
-{
-	size_t old = *list ? strlen(*list) : 0, len = strlen(name);
-	char *p = realloc(*list, old + len + 2);
-	if (!p)
-		return;
-	if (old)
-		p[old++] = ',';
-	memcpy(p + old, name, len + 1);
-	*list = p;
-}
-
-static const char *class_of(struct dm_device *dev)
-{
-	struct dm_class *c = dm_device_get_class_locked(dev);
-	return c ? dm_class_get_name(c) : "";
-}
-
-static const char *kernel_name(const struct dm_device *dev)
-{
-	const char *s = dm_device_get_sysname(dev);
-	return s ? s : dm_device_get_name(dev);
-}
-
-/* The network interfaces, NVMe controllers and disks below a function
- * (a partition is its disk's, not listed). */
-static int joins_of(struct dm_device *dev, void *data)
-{
-	struct fn *f = data;
-	if (dm_device_is_dead(dev))
-		return 0;
-	const char *cls = class_of(dev);
-	struct dm_device *parent = dm_device_get_parent_locked(dev);
-	if (strcmp(cls, "net") == 0)
-		list_add(&f->netdev, kernel_name(dev));
-	else if (strcmp(cls, "nvme") == 0)
-		list_add(&f->nvme, kernel_name(dev));
-	else if (strcmp(cls, "block") == 0 && !(parent && strcmp(class_of(parent), "block") == 0))
-		list_add(&f->block, kernel_name(dev));
-	return dm_device_for_each_child_locked(dev, joins_of, f);
-}
-
-static int collect(struct dm_device *dev, void *data)
-{
-	struct fns *fs = data;
-	const char *devpath = dm_device_get_devpath(dev);
-	if (dm_device_is_dead(dev) || !devpath || strlen(kernel_name(dev)) >= sizeof(fs->v->name))
-		return 0;
-	if (!dm_array_grow((void **)&fs->v, &fs->cap, fs->n, sizeof(*fs->v), 64))
-		return -ENOMEM;
-	struct fn *f = &fs->v[fs->n];
-	*f = (struct fn){ .devpath = strdup(devpath) };
-	if (!f->devpath)
-		return -ENOMEM;
-	fs->n++;
-	snprintf(f->name, sizeof(f->name), "%s", kernel_name(dev));
-	const char *drv = dm_device_get_kernel_driver(dev);
-	f->driver = drv ? strdup(drv) : NULL;
-	struct dm_device *parent = dm_device_get_parent_locked(dev);
-	struct dm_bus *pbus = parent ? dm_device_get_bus_locked(parent) : NULL;
-	if (pbus && strcmp(dm_bus_get_name(pbus), "pci") == 0 &&
-	    strlen(kernel_name(parent)) < sizeof(f->parent))
-		snprintf(f->parent, sizeof(f->parent), "%s", kernel_name(parent));
-	return dm_device_for_each_child_locked(dev, joins_of, f);
-}
-
-static int find_pci(struct dm_bus *bus, void *data)
-{
-	if (strcmp(dm_bus_get_name(bus), "pci") != 0)
-		return 0;
-	*(struct dm_bus **)data = bus;
-	return 1;
-}
-
-/* ---- without it: what sysfs says of each ---- */
-
-static bool read_file(const struct fn *f, const char *name, char *buf, size_t size)
-{
-	char path[PATH_MAX];
-	int n = snprintf(path, sizeof(path), "/sys%s/%s", f->devpath, name);
-	return n > 0 && (size_t)n < sizeof(path) && dm_run_read(path, buf, size) > 0;
-}
-
-static void read_id(const struct fn *f, const char *name, char *buf, size_t size)
-{
-	if (!read_file(f, name, buf, size))
-		buf[0] = '\0';
-}
-
-static bool read_ull(const struct fn *f, const char *name, unsigned long long *ret)
-{
-	char buf[32], *end;
-	if (!read_file(f, name, buf, sizeof(buf)))
-		return false;
-	errno = 0;
-	*ret = strtoull(buf, &end, 10);
-	return end != buf && !*end && !errno;
-}
-
-/* The count on @key's line of the AER counter file @file. */
-static bool read_aer(const struct fn *f, const char *file, const char *key,
-		     unsigned long long *ret)
-{
-	char buf[4096];
-	return read_file(f, file, buf, sizeof(buf)) && dm_aer_count(buf, key, ret);
-}
-
-static void read_sysfs(struct fn *f)
-{
-	read_id(f, "vendor", f->vendor, sizeof(f->vendor));
-	read_id(f, "device", f->device, sizeof(f->device));
-	read_id(f, "subsystem_vendor", f->sub_vendor, sizeof(f->sub_vendor));
-	read_id(f, "subsystem_device", f->sub_device, sizeof(f->sub_device));
-	read_id(f, "class", f->class_id, sizeof(f->class_id));
-	read_id(f, "revision", f->revision, sizeof(f->revision));
-	char buf[32], *end;
-	/* "-1": no node */
-	if (read_file(f, "numa_node", buf, sizeof(buf)) && buf[0] >= '0' && buf[0] <= '9') {
-		errno = 0;
-		unsigned long long numa = strtoull(buf, &end, 10);
-		if (!*end && !errno)
-			snprintf(f->numa, sizeof(f->numa), "%llu", numa);
-	}
-	char dir[PATH_MAX];
-	f->has_link = snprintf(dir, sizeof(dir), "/sys%s", f->devpath) < (int)sizeof(dir) &&
-		      dm_pcie_link_read(dir, &f->link) == 0;
-	for (int k = 0; k < AER_N; k++)
-		f->has_aer[k] = read_aer(f, aer_files[k].file, aer_files[k].total, &f->aer[k]);
-	f->has_vfs = read_ull(f, "sriov_totalvfs", &f->totalvfs) &&
-		     read_ull(f, "sriov_numvfs", &f->numvfs);
-}
+/* what the families show of each function */
+#define WANT                                                                              \
+	(DM_PCI_FN_JOINS | DM_PCI_FN_IDS | DM_PCI_FN_NUMA | DM_PCI_FN_LINK | DM_PCI_FN_AER | \
+	 DM_PCI_FN_SRIOV)
 
 /* ---- the families ---- */
 
@@ -211,14 +57,14 @@ static void location(const char *name, char seg[8], char bus[4], char dev[4], ch
 	location((f)->name, seg, bus, dev, fnn)
 #define LOC_LABELS "segment", seg, "bus", bus, "device", dev, "function", fnn
 
-static void info_family(struct dm_metrics *w, const struct fns *fs)
+static void info_family(struct dm_metrics *w, const struct dm_pci_fns *fs)
 {
 	dm_metrics_family(w, "driverfsd_pcidevice_info", "gauge",
 			  "A PCI function: its place, its parent's, its ids, and what joins it to "
 			  "other data (kernel driver, NUMA node, network interfaces, NVMe "
 			  "controllers, disks); always 1.");
 	for (size_t i = 0; i < fs->n; i++) {
-		const struct fn *f = &fs->v[i];
+		const struct dm_pci_fn *f = &fs->v[i];
 		LOC(f);
 		char pseg[8], pbus[4], pdev[4], pfn[4];
 		location(f->parent, pseg, pbus, pdev, pfn);
@@ -233,11 +79,11 @@ static void info_family(struct dm_metrics *w, const struct fns *fs)
 	}
 }
 
-/* One gauge of each function with a link: @field of struct fn or its
+/* One gauge of each function with a link: @field of struct dm_pci_fn or its
  * link, by @which. */
 enum link_value { CUR_TS, CUR_W, MAX_TS, MAX_W, CAP_TS, CAP_W, DEGRADED };
 
-static double link_value(const struct fn *f, enum link_value which)
+static double link_value(const struct dm_pci_fn *f, enum link_value which)
 {
 	switch (which) {
 	case CUR_TS:
@@ -258,12 +104,12 @@ static double link_value(const struct fn *f, enum link_value which)
 	return 0;
 }
 
-static void link_family(struct dm_metrics *w, const struct fns *fs, const char *name,
+static void link_family(struct dm_metrics *w, const struct dm_pci_fns *fs, const char *name,
 			const char *help, enum link_value which)
 {
 	dm_metrics_family(w, name, "gauge", help);
 	for (size_t i = 0; i < fs->n; i++) {
-		const struct fn *f = &fs->v[i];
+		const struct dm_pci_fn *f = &fs->v[i];
 		if (!f->has_link)
 			continue;
 		LOC(f);
@@ -271,24 +117,24 @@ static void link_family(struct dm_metrics *w, const struct fns *fs, const char *
 	}
 }
 
-static void aer_family(struct dm_metrics *w, const struct fns *fs, int k)
+static void aer_family(struct dm_metrics *w, const struct dm_pci_fns *fs, int k)
 {
-	dm_metrics_family(w, aer_files[k].family, "counter", aer_files[k].help);
+	dm_metrics_family(w, aer_families[k].family, "counter", aer_families[k].help);
 	for (size_t i = 0; i < fs->n; i++) {
-		const struct fn *f = &fs->v[i];
+		const struct dm_pci_fn *f = &fs->v[i];
 		if (!f->has_aer[k])
 			continue;
 		LOC(f);
-		dm_metrics_sample(w, aer_files[k].family, (double)f->aer[k], LOC_LABELS, NULL);
+		dm_metrics_sample(w, aer_families[k].family, (double)f->aer[k], LOC_LABELS, NULL);
 	}
 }
 
-static void numa_family(struct dm_metrics *w, const struct fns *fs)
+static void numa_family(struct dm_metrics *w, const struct dm_pci_fns *fs)
 {
 	dm_metrics_family(w, "driverfsd_pcidevice_numa_node", "gauge",
 			  "The NUMA node of the function (numa_node), where the kernel says.");
 	for (size_t i = 0; i < fs->n; i++) {
-		const struct fn *f = &fs->v[i];
+		const struct dm_pci_fn *f = &fs->v[i];
 		if (!f->numa[0])
 			continue;
 		LOC(f);
@@ -297,7 +143,7 @@ static void numa_family(struct dm_metrics *w, const struct fns *fs)
 	}
 }
 
-static void vf_family(struct dm_metrics *w, const struct fns *fs, bool total)
+static void vf_family(struct dm_metrics *w, const struct dm_pci_fns *fs, bool total)
 {
 	const char *name = total ? "driverfsd_pcidevice_sriov_totalvfs"
 				 : "driverfsd_pcidevice_sriov_numvfs";
@@ -305,7 +151,7 @@ static void vf_family(struct dm_metrics *w, const struct fns *fs, bool total)
 			  total ? "SR-IOV virtual functions the physical function can have."
 				: "SR-IOV virtual functions the physical function has now.");
 	for (size_t i = 0; i < fs->n; i++) {
-		const struct fn *f = &fs->v[i];
+		const struct dm_pci_fn *f = &fs->v[i];
 		if (!f->has_vfs)
 			continue;
 		LOC(f);
@@ -313,18 +159,19 @@ static void vf_family(struct dm_metrics *w, const struct fns *fs, bool total)
 	}
 }
 
+/* a name the location labels can hold (dm_pci_fn.name) */
+static bool named(const struct dm_pci_fn *f)
+{
+	return f->name[0] != '\0';
+}
+
 void dm_pci_metrics(struct dm_metrics *w, void *data)
 {
 	struct dm_model *m = data;
-	struct fns fs = { 0 };
-	struct dm_bus *bus = NULL;
-	dm_model_read_lock(m);
-	dm_model_for_each_bus_locked(m, find_pci, &bus);
-	if (bus)
-		dm_bus_for_each_device_locked(bus, collect, &fs);
-	dm_model_unlock(m);
-	for (size_t i = 0; i < fs.n; i++)
-		read_sysfs(&fs.v[i]);
+	struct dm_pci_fns fs = { 0 };
+	/* out of memory: the families of the functions listed */
+	dm_pci_fns_collect(m, WANT, &fs);
+	dm_pci_fns_keep(&fs, named);
 
 	info_family(w, &fs);
 	link_family(w, &fs, "driverfsd_pcidevice_current_link_transfers_per_second",
@@ -348,18 +195,11 @@ void dm_pci_metrics(struct dm_metrics *w, void *data)
 		    "1 when the function's link trained below what both its ends can do while it "
 		    "is awake (pcie_link/state degraded), else 0.",
 		    DEGRADED);
-	for (int k = 0; k < AER_N; k++)
+	for (int k = 0; k < DM_PCI_AER_N; k++)
 		aer_family(w, &fs, k);
 	numa_family(w, &fs);
 	vf_family(w, &fs, false);
 	vf_family(w, &fs, true);
 
-	for (size_t i = 0; i < fs.n; i++) {
-		free(fs.v[i].devpath);
-		free(fs.v[i].driver);
-		free(fs.v[i].netdev);
-		free(fs.v[i].nvme);
-		free(fs.v[i].block);
-	}
-	free(fs.v);
+	dm_pci_fns_free(&fs);
 }
