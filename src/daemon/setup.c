@@ -9,6 +9,7 @@
 #include "nfd.h"
 
 #include "background.h"
+#include "buses/deferred.h"
 #include "buses/sources.h"
 #include "core/model.h"
 #include "drivers/binding.h"
@@ -240,6 +241,10 @@ static int enumerate(struct daemon *d)
 		return daemon_fail(r);
 	if (o->save)
 		return 0;
+	/* the kernel's deferred probes, a live machine's */
+	r = dm_model_add_root_group(m, &dm_deferred_root_group);
+	if (r < 0)
+		return daemon_fail(r);
 	dm_pm_set_prepare(d->pm, sync_links, m);
 	recover_transition(d->pm, o->record ? o->record : d->cfg.transition_record);
 	return set_up_binding(d);

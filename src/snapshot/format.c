@@ -211,7 +211,9 @@ int dm_snapshot_add_file(json_object *owner, const char *name, mode_t mode, cons
 
 bool dm_snapshot_is_derived(const char *name, bool root)
 {
-	if (root && strcmp(name, "metrics") == 0)
+	/* the daemon's, and the kernel's deferred probes (debugfs's, not
+	 * the device's) */
+	if (root && (strcmp(name, "metrics") == 0 || strcmp(name, "devices_deferred") == 0))
 		return true;
 	/* driverfsd's own files, and its binding control files (the serving
 	 * daemon's state: docs/design.md §7.5) */

@@ -133,3 +133,70 @@ def test_a_device_whose_config_space_lies(d):
     cfg[0x41] = 0xff
     tb.set_attribute_binary(NVME1, "config", bytes(cfg))
     assert link(d, "0001:04:00.0")["max_width"] == "4"
+
+
+def test_deferred_probes(d):
+    """The kernel's deferred probes (debugfs's devices_deferred, which the
+    testbed's sys/kernel/debug holds: umockdev's preload takes every path
+    under /sys to the testbed) in the mount's devices_deferred and in
+    health: a device of the tree by its name, with the reason its driver
+    gave; one the tree does not have listed after them. Drivers' text:
+    control characters and bytes past ASCII escaped, an overlong reason
+    cut, an overlong name (no sysfs directory has one), a line with no tab
+    (a reason's second line) and a last line the read's bound cut left
+    out."""
+    top = os.path.join(d.mnt, "devices_deferred")
+    assert open(top).read() == ""  # debugfs not mounted: nothing known
+    assert os.stat(top).st_mode & 0o777 == 0o400  # root only, as debugfs
+    debug = os.path.join(d.testbed.get_root_dir(), "sys", "kernel", "debug")
+    os.makedirs(debug, exist_ok=True)
+    with open(os.path.join(debug, "devices_deferred"), "wb") as f:
+        f.write(b"0000:03:00.0\tnvme: waiting for the \xe2\x80\x9cfirmware\xe2\x80\x9d\n"
+                b"0001:04:00.0\t\n"
+                b"spi-gone.0\tspi_gpio: supplier gpio-7 not ready\n"
+                b"evil\x1b[2J\tdrv: \x07bell\x1b]0;title\x07 a\ttab\n"
+                + b"n" * 300 + b"\tnvme: a name no sysfs directory has\n"
+                b"second line of a reason\n"
+                b"0000:07:00.0\t" + b"r" * 1000 + b"\n"
+                b"0000:00:1f.0\tcut by the read's bound")
+    want_file = ("0000:03:00.0\tnvme: waiting for the \\xe2\\x80\\x9cfirmware\\xe2\\x80\\x9d\n"
+                 "0001:04:00.0\t\n"
+                 "spi-gone.0\tspi_gpio: supplier gpio-7 not ready\n"
+                 "evil\\x1b[2J\tdrv: \\x07bell\\x1b]0;title\\x07 a\\x09tab\n"
+                 "0000:07:00.0\t" + "r" * 256 + "...\n")
+    assert open(top).read() == want_file
+
+    code, out, err = health(d)
+    assert code == 3, (code, out, err)
+    lines = out.splitlines()
+    # the tree's devices in its order, then the rest by name
+    assert sorted(lines[:3]) == sorted([
+        "0000:03:00.0\tprobe\tdeferred: nvme: waiting for the "
+        "\\xe2\\x80\\x9cfirmware\\xe2\\x80\\x9d",
+        "0001:04:00.0\tprobe\tdeferred",
+        "0000:07:00.0\tprobe\tdeferred: " + "r" * 256 + "..."]), lines
+    assert lines[3:] == [
+        "evil\\x1b[2J\tprobe\tdeferred: drv: \\x07bell\\x1b]0;title\\x07 a\\x09tab",
+        "spi-gone.0\tprobe\tdeferred: spi_gpio: supplier gpio-7 not ready"], lines
+    assert all(c == "\t" or " " <= c <= "~" for c in out.replace("\n", "")), out
+
+    code, out, err = health(d, "--json")
+    assert code == 3, err
+    doc = {x["id"]: x for x in json.loads(out)}
+    assert doc["0001:04:00.0"]["problems"] == [{"kind": "probe", "detail": "deferred"}]
+    assert doc["0001:04:00.0"]["path"].endswith("/0001:04:00.0")
+    assert doc["spi-gone.0"] == {
+        "path": None, "id": "spi-gone.0",
+        "problems": [{"kind": "probe",
+                      "detail": "deferred: spi_gpio: supplier gpio-7 not ready"}]}
+    assert "evil\\x1b[2J" in doc and not any(k.startswith("n" * 20) for k in doc), doc.keys()
+    # DEV: that device and those below it; the devices the tree does not
+    # have are no device's
+    code, out, err = health(d, "0000:02:08.0")
+    assert (code, out.splitlines()) == (3, [
+        "0000:03:00.0\tprobe\tdeferred: nvme: waiting for the "
+        "\\xe2\\x80\\x9cfirmware\\xe2\\x80\\x9d"]), (code, out, err)
+    # the probes done: healthy again
+    open(os.path.join(debug, "devices_deferred"), "wb").close()
+    code, out, err = health(d)
+    assert (code, out) == (0, ""), (code, out, err)

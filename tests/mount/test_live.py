@@ -224,13 +224,13 @@ def test_nobody_reads_what_sysfs_gives_nobody(d):
 def whole_tree(mnt):
     """{path: (kind, bytes or read error or link target, mode)} of a mount,
     less pm/ (the machine's runtime PM, live, which a snapshot does not keep),
-    the binding control files and the metrics at the top (the serving
-    daemon's state and counters)."""
+    the binding control files, the metrics and the kernel's deferred probes
+    at the top (the serving daemon's state and counters, debugfs's list)."""
     out = {}
     for top, dirs, files in os.walk(mnt):
         dirs[:] = [x for x in dirs if x != "pm"]
         files = [x for x in files if x not in ("binding", "bindings") and
-                 (x != "metrics" or top != mnt)]
+                 (x not in ("metrics", "devices_deferred") or top != mnt)]
         for name in dirs + files:
             p = os.path.join(top, name)
             st = os.lstat(p)

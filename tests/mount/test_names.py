@@ -62,8 +62,9 @@ def ctl(d, *args):
 
 
 def test_the_whole_systems_files_are_at_the_top_and_root_holds_devices(d):
-    assert sorted(os.listdir(d.mnt)) == ["bindings", "bus", "class", "metrics", "name",
-                                         "power", "power_error", "power_log", "root"]
+    assert sorted(os.listdir(d.mnt)) == ["bindings", "bus", "class", "devices_deferred",
+                                         "metrics", "name", "power", "power_error", "power_log",
+                                         "root"]
     assert sorted(os.listdir(d.path("root"))) == sorted(TOP_PMUS + ["platform", "virtual"])
     assert read(d.path("power")) == "on\n"
     assert read(d.path("power_error")) == ""

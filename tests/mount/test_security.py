@@ -79,12 +79,17 @@ def as_nobody(fn, *args):
 def read_everything(mnt):
     """Errors reading any file or listing any directory, as nobody. Write-
     only files (kernel drivers' bind and unbind, 0200 as in sysfs) are
-    nobody's to read: they must be only those."""
+    nobody's to read: they must be only those; and the top's
+    devices_deferred (0400: debugfs's, root's alone in the kernel too)."""
     errors, n = [], 0
     for top, dirs, files in os.walk(mnt, onerror=lambda e: errors.append(str(e))):
         for name in files:
             p = os.path.join(top, name)
             if os.path.islink(p):
+                continue
+            if top == mnt and name == "devices_deferred":
+                if os.stat(p).st_mode & 0o777 != 0o400:
+                    errors.append(f"{p}: not root's alone")
                 continue
             if not os.stat(p).st_mode & 0o444:
                 if name not in ("bind", "unbind") or os.path.basename(

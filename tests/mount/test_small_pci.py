@@ -40,8 +40,8 @@ def read(path):
 
 def test_top_level(d):
     # the three views, and the whole system's files, where no device can be
-    assert sorted(os.listdir(d.mnt)) == ["bindings", "bus", "class", "metrics", "name", "power",
-                                         "power_error", "power_log", "root"]
+    assert sorted(os.listdir(d.mnt)) == ["bindings", "bus", "class", "devices_deferred", "metrics",
+                                         "name", "power", "power_error", "power_log", "root"]
     # root/ holds the devices at the top of the hierarchy and nothing else
     assert sorted(os.listdir(d.path("root"))) == ["pci0000:00"]
     assert sorted(os.listdir(d.path("bus"))) == ["pci", "sys"]

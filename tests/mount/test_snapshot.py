@@ -173,7 +173,9 @@ def tree(mnt):
     a mount, less the pm/ directories: they pass the machine's sysfs
     through, live, and a snapshot has no machine behind it; and less the
     binding control files (a device's binding, the top's bindings) and
-    the top's metrics and journal, the serving daemon's state and counters. Everything else
+    the top's metrics and journal, the serving daemon's state and counters,
+    and its devices_deferred, the kernel's deferred probes (debugfs's, a
+    live machine's). Everything else
     a snapshot (format 2) keeps: values as bytes, binary ones too, modes,
     attribute directories."""
     out = {}
@@ -185,7 +187,8 @@ def tree(mnt):
         dirs[:] = [d for d in dirs
                    if d != pm or has_devpath(os.listdir(os.path.join(top, d)))]
         files = [f for f in files if f != binding and
-                 (f not in ("bindings", "metrics", "power_log") or top != mnt)]
+                 (f not in ("bindings", "metrics", "power_log", "devices_deferred") or
+                  top != mnt)]
         for name in dirs + files:
             p = os.path.join(top, name)
             rel = os.path.relpath(p, mnt)
