@@ -14,6 +14,11 @@ PCI families, the median and longest of ROUNDS (default 7) reads of
 MOUNT/metrics, the tmpfs copy's median, their ratio; then the feature
 file's bytes and the median time of `driverfsctl nfd -`. DRIVERFSD and
 DRIVERFSCTL name the programs (default build/).
+
+BASELINE=DIR (another build directory, main's) serves the same testbed
+from DIR/driverfsd beside it, and its reads alternate with this build's in
+the same rounds, so that both see the same load: each build's median per
+PCI function and their ratio.
 """
 import os
 import shutil
@@ -76,6 +81,36 @@ def timed_read(path):
     return time.monotonic() - t, data
 
 
+def compare(tb, tmp, n, baseline):
+    """This build's and @baseline's metrics builds, read in turn."""
+    import harness
+    mnts = []
+    for name, daemon in (("this", harness.DAEMON), ("base", os.path.join(baseline, "driverfsd"))):
+        os.mkdir(os.path.join(tmp, name))
+        saved, harness.DAEMON = harness.DAEMON, daemon  # what Daemon() starts
+        try:
+            mnts.append(Daemon(None, testbed=tb, mnt=os.path.join(tmp, name), ready=600))
+        finally:
+            harness.DAEMON = saved
+    try:
+        times = {0: [], 1: []}
+        texts = {}
+        for _ in range(ROUNDS):
+            for k, d in enumerate(mnts):
+                t, texts[k] = timed_read(d.path("metrics"))
+                times[k].append(t)
+        pci = n // 10
+        this, base = statistics.median(times[0]), statistics.median(times[1])
+        same = [l for l in texts[0].decode().splitlines() if l.startswith("driverfsd_pcidevice_")] \
+            == [l for l in texts[1].decode().splitlines() if l.startswith("driverfsd_pcidevice_")]
+        print(f"  this build {this * 1e3:.1f} ms ({this / pci * 1e6:.0f} us per PCI function), "
+              f"baseline {base * 1e3:.1f} ms ({base / pci * 1e6:.0f} us per PCI function); "
+              f"this/baseline {this / base:.2f}; pcidevice series identical: {same}")
+    finally:
+        for d in mnts:
+            d.stop()
+
+
 def main():
     if os.geteuid() != 0:
         raise SystemExit("fleet-bench: run as root (a FUSE mount with allow_other)")
@@ -117,6 +152,8 @@ def main():
                       f"driverfsctl nfd - median {statistics.median(nfd_times) * 1e3:.1f} ms")
             finally:
                 d.stop()
+            if os.environ.get("BASELINE"):
+                compare(tb, tmp, n, os.environ["BASELINE"])
 
 
 if __name__ == "__main__":
