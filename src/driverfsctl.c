@@ -89,7 +89,8 @@ static const struct command {
 	  "                             healthy, one line per problem: a PCIe link\n"
 	  "                             trained below what both its ends can do, or one\n"
 	  "                             above it; AER errors counted; a failed PM hook;\n"
-	  "                             a failed binding request (exit status 3 when any)\n" },
+	  "                             a failed binding request; a probe the kernel\n"
+	  "                             deferred (as root) (exit status 3 when any)\n" },
 	{ "nfd", ctl_cmd_nfd,
 	  "  nfd [FILE]                 Kubernetes node labels for Node Feature\n"
 	  "                             Discovery's local source: per PCI class and\n"
