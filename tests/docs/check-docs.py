@@ -34,6 +34,8 @@ CODE_DIRS = ("src", "tests", "include", "bench", "scripts")
 KNOWN = {
     # Linux, drivers/base/power/main.c
     "dpm_wait_for_suppliers",
+    # Linux, drivers/base/core.c (a deferred probe's reason, design §6.10)
+    "dev_err_probe",
     # Linux, drivers/pci/remove.c (the unplug's unbind, design §9.1)
     "pci_stop_dev",
     # Linux, drivers/vfio/container.c
