@@ -1123,6 +1123,202 @@ static void test_a_failed_resume_is_reported_and_the_walk_completes(void **state
 	fixture_teardown(&f);
 }
 
+/* ---- the serial walk's order, call by call (issue 35 item 6) ---- */
+
+/* A fixed tree of three levels with siblings, named so that the list's
+ * natural order (strverscmp, §3.2) differs from the text's and from the
+ * order the devices are added in:
+ *
+ *   a            the global list: a a1 a2 a2x9 a2x10 a10 b b1 b1a c
+ *     a1
+ *     a2
+ *       a2x9
+ *       a2x10
+ *     a10
+ *   b
+ *     b1
+ *       b1a
+ *   c
+ */
+static const char *const fixed_names[] = { "a",	"a1",  "a2", "a2x9", "a2x10",
+					   "a10", "b", "b1", "b1a", "c" };
+static const int fixed_parent[] = { -1, 0, 0, 2, 2, 0, -1, 6, 7, -1 };
+/* the order they are added in: parents before children, nothing else kept */
+static const int fixed_added[] = { 9, 6, 0, 5, 7, 2, 4, 1, 8, 3 };
+#define FIXED_N (sizeof(fixed_names) / sizeof(fixed_names[0]))
+
+/* The fixed tree in @f; @hooks false: devices without a driver (no hook:
+ * the dispatcher runs them inline whatever the flags). */
+static void fixed_setup(struct fixture *f, bool hooks)
+{
+	assert_int_equal(dm_model_new(&f->m), 0);
+	assert_int_equal(dm_bus_get(f->m, "test", NULL, &f->bus), 0);
+	assert_int_equal(dm_driver_new("rec", DM_DRIVER_USER, 1, &rec_ops, NULL, NULL, &f->drv), 0);
+	assert_int_equal(dm_driver_register(f->bus, f->drv), 0);
+	assert_int_equal(dm_pm_new(f->m, &f->pm), 0);
+	struct test_tree *t = &f->t;
+	t->n = FIXED_N;
+	t->parent = calloc(FIXED_N, sizeof(*t->parent));
+	t->name = calloc(FIXED_N, sizeof(*t->name));
+	t->dev = calloc(FIXED_N, sizeof(*t->dev));
+	assert_true(t->parent && t->name && t->dev);
+	for (size_t k = 0; k < FIXED_N; k++) {
+		int i = fixed_added[k], p = fixed_parent[i];
+		t->parent[i] = p;
+		t->name[i] = strdup(fixed_names[i]);
+		assert_non_null(t->name[i]);
+		assert_true(p < 0 || t->dev[p]);
+		assert_int_equal(dm_device_new(f->m, t->name[i], &t->dev[i]), 0);
+		if (hooks)
+			dm_device_set_bus(t->dev[i], f->bus);
+		assert_int_equal(dm_device_add(t->dev[i], p < 0 ? NULL : t->dev[p]), 0);
+	}
+	rec.t = t;
+	rec.n = 0;
+	rec.fail_at = -1;
+	rec.resume_fail_at = -1;
+	rec.slow = 0;
+}
+
+static int fixed_index(const char *name)
+{
+	for (size_t i = 0; i < FIXED_N; i++)
+		if (strcmp(fixed_names[i], name) == 0)
+			return (int)i;
+	fail_msg("no device %s in the fixed tree", name);
+	return -1;
+}
+
+/* The hook calls recorded since rec.n was 0, as "name name ...". */
+static void calls_text(char *buf, size_t size)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (size_t k = 0; k < rec.n; k++) {
+		int i = rec.calls[k] > 0 ? rec.calls[k] - 1 : -rec.calls[k] - 1;
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", k ? " " : "",
+					rec.t->name[i]);
+		assert_true(len < size);
+	}
+}
+
+/* The devices power_log names for @phase, as "name name ..." (each line's
+ * last path component; the root, ".", left out: it has no hook). */
+static void log_text(struct fixture *f, const char *phase, char *buf, size_t size)
+{
+	char *log;
+	size_t log_len, len = 0;
+	assert_int_equal(dm_pm_show_log(f->pm, &log, &log_len), 0);
+	buf[0] = '\0';
+	char *save = NULL;
+	for (char *line = strtok_r(log, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char ph[32], path[256], res[32];
+		if (sscanf(line, "%*u %31s %255s %31s", ph, path, res) != 3)
+			fail_msg("power_log line '%s'", line);
+		if (strcmp(ph, phase) != 0 || strcmp(path, ".") == 0)
+			continue;
+		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? " " : "", base);
+		assert_true(len < size);
+	}
+	free(log);
+}
+
+/* One step of a walk: suspend (true) or resume @dev (NULL: the whole
+ * tree), expecting the hooks in exactly the order @want gives. */
+static void walk_expect(struct fixture *f, bool hooks, unsigned flags, bool suspend,
+			const char *dev, const char *want)
+{
+	struct dm_device *d = dev ? f->t.dev[fixed_index(dev)] : NULL;
+	rec.n = 0;
+	int r = suspend ? dm_pm_suspend(f->pm, d, flags) : dm_pm_resume(f->pm, d, flags);
+	assert_int_equal(r, 0);
+	char got[512];
+	if (hooks) {
+		calls_text(got, sizeof(got));
+		if (strcmp(got, want) != 0)
+			fail_msg("%s %s: hooks called\n  %s\nexpected\n  %s",
+				 suspend ? "suspend" : "resume", dev ? dev : "(all)", got, want);
+	} else {
+		assert_int_equal(rec.n, 0);
+	}
+	/* the journal has them in the same order */
+	log_text(f, suspend ? "suspend" : "resume", got, sizeof(got));
+	if (strcmp(got, want) != 0)
+		fail_msg("%s %s: power_log\n  %s\nexpected\n  %s", suspend ? "suspend" : "resume",
+			 dev ? dev : "(all)", got, want);
+}
+
+/* Design §8.2: suspend goes backwards over the global list (every child
+ * before its parent, the last sibling first), resume forwards (parents
+ * first, siblings in the list's order), a resume waking the device's
+ * suspended ancestors first, top-down; devices already in the target
+ * state are skipped. Exactly, call by call: serially (DM_PM_SERIAL), and
+ * on the dispatcher with every hook inline (devices without a hook),
+ * which reproduces the serial order. */
+static void check_fixed_order(bool hooks, unsigned flags)
+{
+	struct fixture f;
+	fixed_setup(&f, hooks);
+	walk_expect(&f, hooks, flags, true, NULL, "c b1a b1 b a10 a2x10 a2x9 a2 a1 a");
+	walk_expect(&f, hooks, flags, false, NULL, "a a1 a2 a2x9 a2x10 a10 b b1 b1a c");
+	walk_expect(&f, hooks, flags, true, "a", "a10 a2x10 a2x9 a2 a1 a");
+	walk_expect(&f, hooks, flags, false, "a2", "a a2 a2x9 a2x10");
+	walk_expect(&f, hooks, flags, true, "b1", "b1a b1");
+	walk_expect(&f, hooks, flags, false, NULL, "a1 a10 b1 b1a");
+	fixture_teardown(&f);
+}
+
+static void test_serial_walk_order_exactly(void **state)
+{
+	(void)state;
+	check_fixed_order(true, DM_PM_SERIAL);
+}
+
+static void test_inline_dispatch_keeps_the_serial_order(void **state)
+{
+	(void)state;
+	check_fixed_order(false, 0);
+}
+
+/* The same tree with device links (§3.5, §8.2): b1 supplies a1 and c
+ * supplies a2x9, both against the list's order, and a2x10 supplies b1a.
+ * A consumer suspends before its supplier, and resumes after it. The walk
+ * still goes along the list (down on suspend, up on resume), taking each
+ * device it reaches that is ready (a2x10, readied by b1a, waits for the
+ * walk to reach it, after a10); a device readied behind the walk (a
+ * supplier whose last consumer came after it in the walk: b1, c) is taken
+ * at once (src/pm/pm.c, push_ready()). */
+static void check_fixed_order_links(bool hooks, unsigned flags)
+{
+	struct fixture f;
+	fixed_setup(&f, hooks);
+	assert_int_equal(dm_link_add(f.t.dev[fixed_index("b1")], f.t.dev[fixed_index("a1")], 0,
+				     NULL),
+			 0);
+	assert_int_equal(dm_link_add(f.t.dev[fixed_index("c")], f.t.dev[fixed_index("a2x9")], 0,
+				     NULL),
+			 0);
+	assert_int_equal(dm_link_add(f.t.dev[fixed_index("a2x10")], f.t.dev[fixed_index("b1a")], 0,
+				     NULL),
+			 0);
+	walk_expect(&f, hooks, flags, true, NULL, "b1a a10 a2x10 a2x9 c a2 a1 b1 b a");
+	walk_expect(&f, hooks, flags, false, NULL, "a a2 a2x10 a10 b b1 a1 b1a c a2x9");
+	fixture_teardown(&f);
+}
+
+static void test_serial_walk_order_with_links(void **state)
+{
+	(void)state;
+	check_fixed_order_links(true, DM_PM_SERIAL);
+}
+
+static void test_inline_dispatch_order_with_links(void **state)
+{
+	(void)state;
+	check_fixed_order_links(false, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1145,6 +1341,10 @@ int main(void)
 		cmocka_unit_test(test_record_follows_no_symlink),
 		cmocka_unit_test(test_recovery_keeps_what_failed),
 		cmocka_unit_test(test_untrusted_record_is_refused),
+		cmocka_unit_test(test_serial_walk_order_exactly),
+		cmocka_unit_test(test_inline_dispatch_keeps_the_serial_order),
+		cmocka_unit_test(test_serial_walk_order_with_links),
+		cmocka_unit_test(test_inline_dispatch_order_with_links),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
