@@ -1319,6 +1319,184 @@ static void test_inline_dispatch_order_with_links(void **state)
 	check_fixed_order_links(false, 0);
 }
 
+/* ---- the words power refuses (issue 35 item 6) ---- */
+
+/* What a refused write must leave as it was: every device's power state
+ * and power_error, and the journal. */
+struct power_seen {
+	enum dm_power_state power[FIXED_N];
+	char error[FIXED_N][DM_ATTR_MAX];
+	char *log;
+};
+
+static void power_seen_take(struct fixture *f, struct power_seen *s)
+{
+	size_t len;
+	for (size_t i = 0; i < FIXED_N; i++) {
+		s->power[i] = dm_device_get_power(f->t.dev[i]);
+		int n = dm_device_show(f->t.dev[i], NULL, "power_error", s->error[i],
+				       sizeof(s->error[i]));
+		assert_true(n >= 0);
+		s->error[i][n] = '\0';
+	}
+	assert_int_equal(dm_pm_show_log(f->pm, &s->log, &len), 0);
+}
+
+static void power_seen_check(struct fixture *f, const struct power_seen *before, const char *what)
+{
+	struct power_seen now;
+	power_seen_take(f, &now);
+	if (rec.n)
+		fail_msg("%s: %zu hooks called", what, rec.n);
+	for (size_t i = 0; i < FIXED_N; i++) {
+		if (now.power[i] != before->power[i])
+			fail_msg("%s: the power of %s changed", what, fixed_names[i]);
+		if (strcmp(now.error[i], before->error[i]) != 0)
+			fail_msg("%s: power_error of %s is now '%s'", what, fixed_names[i],
+				 now.error[i]);
+	}
+	if (strcmp(now.log, before->log) != 0)
+		fail_msg("%s: power_log changed:\n%s", what, now.log);
+	free(now.log);
+}
+
+/* Design §6.4, §6.5: power takes "suspend", "resume", "suspend-dry-run" or
+ * "resume-dry-run", one trailing newline allowed, and nothing else: every
+ * other write is EINVAL (EFBIG past 4096 bytes) and changes nothing, no
+ * hook called, no state, no power_error, power_log as it was; whether the
+ * device is on or suspended, or the root. */
+static void test_power_refuses_every_other_word(void **state)
+{
+	(void)state;
+#define WORD(s) { s, sizeof(s) - 1 }
+	static const struct {
+		const char *buf;
+		size_t len;
+	} bad[] = {
+		WORD(""), WORD("\n"), WORD("\n\n"), WORD(" "),
+		/* trailing or leading garbage */
+		WORD("suspend\n\n"), WORD("resume\n\n"), WORD("on\n\n"),
+		WORD("suspend-dry-run\n\n"), WORD("suspend\r\n"), WORD("suspend\r"),
+		WORD("suspend "), WORD(" suspend"), WORD("\tresume"), WORD("resume\t"),
+		WORD("suspendx"), WORD("suspend x"), WORD("suspend resume"),
+		WORD("suspend\nresume"), WORD("resume\nsuspend"), WORD("\nsuspend"),
+		WORD("suspend-dry-run-x"), WORD("resume-dry-runs"),
+		/* prefixes of the words */
+		WORD("s"), WORD("susp"), WORD("suspen"), WORD("r"), WORD("resum\n"),
+		WORD("suspend-"), WORD("suspend-dry"), WORD("resume-dry-ru"),
+		/* another case, another script */
+		WORD("Suspend"), WORD("SUSPEND\n"), WORD("Resume"), WORD("RESUME"),
+		WORD("suspend-Dry-Run"), WORD("resume-DRY-RUN"),
+		WORD("\xd1\x95uspend"), /* a Cyrillic dze for the s */
+		/* a NUL inside or after the word */
+		WORD("suspend\0"), WORD("suspend\0\n"), WORD("sus\0pend"), WORD("\0suspend"),
+		WORD("resume\0x"), WORD("\0"),
+		/* states and words of other files: what power reads, pm/control,
+		 * pm/wakeup, /sys/power/state, PCI power states */
+		WORD("on"), WORD("on\n"), WORD("suspended"), WORD("suspended\n"), WORD("off"),
+		WORD("auto"), WORD("enabled"), WORD("disabled"), WORD("mem"), WORD("freeze"),
+		WORD("standby"), WORD("disk"), WORD("D3hot"), WORD("D0"), WORD("active"),
+		WORD("1"), WORD("0"), WORD("-1"), WORD("ok"),
+	};
+#undef WORD
+	struct fixture f;
+	fixed_setup(&f, true);
+	/* a journal and states to keep: a's subtree rolled back from a failure
+	 * at a1 (its power_error set), then b's subtree suspended */
+	rec.fail_at = fixed_index("a1");
+	assert_int_equal(dm_pm_suspend(f.pm, f.t.dev[fixed_index("a")], DM_PM_SERIAL), -EIO);
+	rec.fail_at = -1;
+	assert_int_equal(dm_pm_suspend(f.pm, f.t.dev[fixed_index("b")], DM_PM_SERIAL), 0);
+	rec.n = 0;
+	struct power_seen before;
+	power_seen_take(&f, &before);
+	assert_non_null(strstr(before.error[fixed_index("a1")], "suspend EIO"));
+
+	/* a device on, one suspended, and the root */
+	struct dm_device *targets[] = { f.t.dev[fixed_index("a2")], f.t.dev[fixed_index("b1a")],
+					dm_model_get_root(f.m) };
+	char long_word[DM_ATTR_MAX + 2];
+	for (size_t t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
+		char what[128];
+		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			/* the word, escaped, for the message */
+			char word[64];
+			size_t w = 0;
+			for (size_t i = 0; i < bad[k].len && w + 5 < sizeof(word); i++) {
+				unsigned char ch = (unsigned char)bad[k].buf[i];
+				w += (size_t)snprintf(word + w, sizeof(word) - w,
+						      ch > ' ' && ch < 0x7f ? "%c" : "\\x%02x", ch);
+			}
+			word[w] = '\0';
+			snprintf(what, sizeof(what), "'%s' (%zu bytes) to %s", word, bad[k].len,
+				 t == 2 ? "the root" : dm_device_get_name(targets[t]));
+			int r = dm_device_store(targets[t], NULL, "power", bad[k].buf, bad[k].len);
+			if (r != -EINVAL)
+				fail_msg("%s: %d, expected -EINVAL", what, r);
+			power_seen_check(&f, &before, what);
+		}
+		/* too long: a word padded to the most a write carries, and past it */
+		memset(long_word, ' ', sizeof(long_word));
+		memcpy(long_word, "suspend", 7);
+		long_word[DM_ATTR_MAX - 1] = '\n';
+		assert_int_equal(dm_device_store(targets[t], NULL, "power", long_word, DM_ATTR_MAX),
+				 -EINVAL);
+		power_seen_check(&f, &before, "a padded word");
+		memcpy(long_word, "suspend\n", 8);
+		assert_int_equal(dm_device_store(targets[t], NULL, "power", long_word, DM_ATTR_MAX + 1),
+				 -EFBIG);
+		power_seen_check(&f, &before, "a word past 4096 bytes");
+	}
+	free(before.log);
+
+	/* the four words, with one newline or none, are taken */
+	struct dm_device *c = f.t.dev[fixed_index("c")];
+	assert_int_equal(dm_device_store(c, NULL, "power", "suspend-dry-run\n", 16), 0);
+	assert_int_equal(rec.n, 0);
+	assert_int_equal(dm_device_store(c, NULL, "power", "suspend", 7), 0);
+	assert_int_equal(dm_device_get_power(c), DM_POWER_SUSPENDED);
+	assert_int_equal(dm_device_store(c, NULL, "power", "resume-dry-run", 14), 0);
+	assert_int_equal(dm_device_get_power(c), DM_POWER_SUSPENDED);
+	assert_int_equal(dm_device_store(c, NULL, "power", "resume\n", 7), 0);
+	assert_int_equal(dm_device_get_power(c), DM_POWER_ON);
+	assert_int_equal(rec.n, 2);
+	fixture_teardown(&f);
+}
+
+/* What a driver keeps for its resume (dm_device_keep_pm_state(), the
+ * transition record's "=STATE DEVPATH" line) is one word of printable
+ * ASCII shorter than DM_PM_STATE_MAX: anything else is EINVAL, a line
+ * of the record never split or joined. */
+static void test_kept_state_is_one_printable_word(void **state)
+{
+	(void)state;
+	char longest[DM_PM_STATE_MAX + 1];
+	memset(longest, 'x', sizeof(longest));
+	longest[DM_PM_STATE_MAX - 1] = '\0';
+	static const char *const good[] = { "x", "!", "~", "control=on,delay=2000",
+					    "pm=0x44,cfg=8680..." };
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!dm_pm_state_is_valid(good[i]))
+			fail_msg("'%s' refused", good[i]);
+	assert_true(dm_pm_state_is_valid(longest));
+	static const char *const bad[] = { "",	    " x",    "x ",	   "a b",     "a\tb",
+					   "a\nb",  "a\rb",  "x\n",	   "\x01",    "\x7f",
+					   "a\x7f", "caf\xc3\xa9", "\xff" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (dm_pm_state_is_valid(bad[i]))
+			fail_msg("state #%zu ('%s') taken", i, bad[i]);
+	longest[DM_PM_STATE_MAX - 1] = 'x';
+	longest[DM_PM_STATE_MAX] = '\0';
+	assert_false(dm_pm_state_is_valid(longest));
+
+	/* and a driver asking to keep one is refused before the engine hears it */
+	struct fixture f;
+	fixed_setup(&f, true);
+	assert_int_equal(dm_device_keep_pm_state(f.t.dev[0], "two words"), -EINVAL);
+	assert_int_equal(dm_device_keep_pm_state(f.t.dev[0], longest), -EINVAL);
+	fixture_teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1345,6 +1523,8 @@ int main(void)
 		cmocka_unit_test(test_inline_dispatch_keeps_the_serial_order),
 		cmocka_unit_test(test_serial_walk_order_with_links),
 		cmocka_unit_test(test_inline_dispatch_order_with_links),
+		cmocka_unit_test(test_power_refuses_every_other_word),
+		cmocka_unit_test(test_kept_state_is_one_printable_word),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
