@@ -265,7 +265,7 @@ int dm_binding_set_protected(const char *names)
 	return 0;
 }
 
-static bool is_protected(const char *name)
+bool dm_binding_is_protected(const char *name)
 {
 	char word[300];
 	if (!name[0] || (size_t)snprintf(word, sizeof(word), " %s ", name) >= sizeof(word))
@@ -316,11 +316,11 @@ static int vetoes(struct txn *t)
 {
 	char reasons[REPORT_MAX] = "", pub[REPORT_MAX] = "";
 	int n = 0;
-	if (is_protected(t->name)) {
+	if (dm_binding_is_protected(t->name)) {
 		say(t, "in use: %s is protected (driverfsd.conf, Protect=)\n", t->name);
 		n++;
 	}
-	if (is_protected(t->old_driver)) {
+	if (dm_binding_is_protected(t->old_driver)) {
 		say(t, "in use: its driver %s is protected (driverfsd.conf, Protect=)\n",
 		    t->old_driver);
 		n++;
@@ -336,19 +336,11 @@ static int vetoes(struct txn *t)
 	return n > 0 ? -EBUSY : 0;
 }
 
-/* vfio-pci, or one of its variants (mlx5_vfio_pci, hisi_acc_vfio_pci ...). */
-static bool is_vfio_driver(const char *drv)
-{
-	size_t l = strlen(drv);
-	return strcmp(drv, "vfio-pci") == 0 ||
-	       (l > 8 && (strcmp(drv + l - 8, "vfio-pci") == 0 || strcmp(drv + l - 8, "vfio_pci") == 0));
-}
-
 /* A driver that lets VFIO own its device's DMA (the kernel's rule since
  * 5.19), or none. */
 static bool lets_vfio_own(const char *drv)
 {
-	return !drv[0] || is_vfio_driver(drv) || strcmp(drv, "pci-stub") == 0 ||
+	return !drv[0] || dm_inuse_is_vfio_driver(drv) || strcmp(drv, "pci-stub") == 0 ||
 	       strcmp(drv, "pcieport") == 0;
 }
 
@@ -554,7 +546,7 @@ static int run(struct txn *t)
 		return 0;
 	}
 	int veto = unbind ? vetoes(t) : 0;
-	if (target && is_vfio_driver(target) && !req->companions_moved) {
+	if (target && dm_inuse_is_vfio_driver(target) && !req->companions_moved) {
 		int g = iommu_group_check(t);
 		if (g == -EOPNOTSUPP && !req->dry_run)
 			return g;
@@ -843,7 +835,7 @@ int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req)
 	 * EINVAL is the kernel's: a failure, its report naming the step */
 	bool invalid = false;
 	int r = req->group && req->action == DM_BIND_TO && req->driver &&
-				is_vfio_driver(req->driver)
+				dm_inuse_is_vfio_driver(req->driver)
 			? bind_group(dev, req, &invalid)
 			: bind_one(dev, req, &invalid);
 	if (!req->dry_run)

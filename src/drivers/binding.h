@@ -100,6 +100,8 @@ int dm_binding_recover(struct dm_model *m, char *why, size_t size);
 /* The devices (by name) and kernel drivers never unbound without force
  * (driverfsd.conf's Protect=, space-separated; NULL: none). Copied. */
 int dm_binding_set_protected(const char *names);
+/* Whether @name (a device's or a kernel driver's) is one Protect= names. */
+bool dm_binding_is_protected(const char *name);
 
 /* Parses what was written to a device's binding file: "DRIVER", "default" or
  * "none", then optionally "force", "dry-run", "persist" and/or "group",

@@ -36,6 +36,8 @@ struct thing {
 	char via[NAME_LEN]; /* a holder: the device of the subtree it holds; a
 			     * multipath namespace: its controller */
 	bool namespace; /* an NVMe multipath namespace (or its partition) */
+	bool vfio; /* a VFIO node of the device via, bound to driver */
+	char driver[NAME_LEN];
 };
 
 struct things {
@@ -446,16 +448,90 @@ static void check_open_nodes(struct out *o, const struct things *nodes)
 			if (held[i]) {
 				/* other users' processes, which /proc hides
 				 * from them: root's alone, nor how many */
-				char pub[PATH_MAX + 64];
+				char pub[PATH_MAX + 160], node[PATH_MAX + 96];
+				if (nodes->v[i].vfio)
+					snprintf(node, sizeof(node), "%.4000s (VFIO, %s on %s)",
+						 nodes->v[i].node, nodes->v[i].via, nodes->v[i].driver);
+				else
+					snprintf(node, sizeof(node), "%.4000s", nodes->v[i].node);
 				snprintf(pub, sizeof(pub),
-					 "%.4000s is open in a process (which: details for root only)",
-					 nodes->v[i].node);
-				reason_as(o, pub, "%s is open in process %ld (%s)", nodes->v[i].node,
-					  pid, comm);
+					 "%.4090s is open in a process (which: details for root only)",
+					 node);
+				reason_as(o, pub, "%s is open in process %ld (%s)", node, pid, comm);
 			}
 		free(held);
 	}
 	closedir(procs);
+}
+
+bool dm_inuse_is_vfio_driver(const char *drv)
+{
+	size_t l = strlen(drv);
+	return strcmp(drv, "vfio-pci") == 0 ||
+	       (l > 8 && (strcmp(drv + l - 8, "vfio-pci") == 0 || strcmp(drv + l - 8, "vfio_pci") == 0));
+}
+
+/* The base name of the link @devdir/@name into @buf ("" none). */
+static void link_name(const char *devdir, const char *name, char *buf, size_t size)
+{
+	char link[PATH_MAX + 32], target[PATH_MAX];
+	snprintf(link, sizeof(link), "%s/%s", devdir, name);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	buf[0] = '\0';
+	if (n <= 0)
+		return;
+	target[n] = '\0';
+	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	if (strlen(base) < size)
+		memcpy(buf, base, strlen(base) + 1);
+}
+
+/* The VFIO node /dev/vfio/@node of @name (bound to @drv) in @nodes. */
+static void add_vfio_node(struct things *nodes, const char *node, const char *drv,
+			  const char *name)
+{
+	char key[NAME_LEN];
+	snprintf(key, sizeof(key), "vfio:%.40s", node);
+	struct thing *x = add(nodes, key);
+	if (!x)
+		return; /* known: a group's members share it */
+	snprintf(x->node, sizeof(x->node), "/dev/vfio/%.40s", node);
+	snprintf(x->driver, sizeof(x->driver), "%s", drv);
+	snprintf(x->via, sizeof(x->via), "%s", name);
+	x->vfio = true;
+}
+
+/* A device bound to a vfio driver (read in sysfs: the kernel's binding
+ * now) is held by whoever has its VFIO nodes open: its IOMMU group's
+ * /dev/vfio/G (a VM, DPDK; /dev/vfio/noiommu-G in the kernel's no-IOMMU
+ * mode) and its iommufd cdev /dev/vfio/devices/vfioN. */
+static void add_vfio_nodes(struct things *nodes, const char *devpath, const char *name)
+{
+	char devdir[PATH_MAX], drv[NAME_LEN], group[NAME_LEN], node[NAME_LEN];
+	if (!devpath || (size_t)snprintf(devdir, sizeof(devdir), "/sys%s", devpath) >= sizeof(devdir))
+		return;
+	link_name(devdir, "driver", drv, sizeof(drv));
+	if (!dm_inuse_is_vfio_driver(drv))
+		return;
+	link_name(devdir, "iommu_group", group, sizeof(group));
+	if (group[0] && dm_name_is_plain(group, strlen(group))) {
+		add_vfio_node(nodes, group, drv, name);
+		snprintf(node, sizeof(node), "noiommu-%.40s", group);
+		add_vfio_node(nodes, node, drv, name);
+	}
+	/* the cdev's directory, vfio-dev/vfioN */
+	char dir[PATH_MAX + 16];
+	snprintf(dir, sizeof(dir), "%s/vfio-dev", devdir);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (strncmp(e->d_name, "vfio", 4) == 0 &&
+		    dm_name_is_plain(e->d_name, strlen(e->d_name))) {
+			snprintf(node, sizeof(node), "devices/%.40s", e->d_name);
+			add_vfio_node(nodes, node, drv, name);
+		}
+	if (d)
+		closedir(d);
 }
 
 int dm_inuse_check(struct dm_device *dev, char *buf, size_t size, char *pub, size_t pub_size)
@@ -485,6 +561,7 @@ int dm_inuse_check(struct dm_device *dev, char *buf, size_t size, char *pub, siz
 		}
 		if (node[0] && (x = add(&nodes, name)))
 			snprintf(x->node, sizeof(x->node), "%s", node);
+		add_vfio_nodes(&nodes, dm_device_get_devpath(dev_i), name);
 		dm_device_unref(dev_i);
 	}
 	bool failed = s.failed;

@@ -9,7 +9,10 @@
  *   - a network interface that carries a route (IPv4 or IPv6: an address
  *     gives its interface the route of its prefix);
  *   - a /dev node (of the subtree or of a holder) that a process holds
- *     open, named with its pid and command.
+ *     open, named with its pid and command;
+ *   - for a device bound to vfio-pci (or a variant), its VFIO nodes that a
+ *     process holds open (a VM, DPDK): its IOMMU group's /dev/vfio/G (or
+ *     /dev/vfio/noiommu-G) and its cdev /dev/vfio/devices/vfioN.
  *
  * Mounts, swaps, routes and processes are read under the proc root
  * (dm_inuse_set_proc_root(), "/proc" unless a test points it elsewhere);
@@ -20,6 +23,7 @@
 
 #include "core/model.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Where mounts, swaps, routes and /proc/PID/fd are read ("/proc"). Before
@@ -37,5 +41,9 @@ void dm_inuse_set_proc_root(const char *dir);
  * read. Call without the model lock.
  */
 int dm_inuse_check(struct dm_device *dev, char *buf, size_t size, char *pub, size_t pub_size);
+
+/* vfio-pci, or one of its variants (mlx5_vfio_pci, hisi_acc_vfio_pci ...):
+ * a name ending in vfio-pci or vfio_pci. */
+bool dm_inuse_is_vfio_driver(const char *drv);
 
 #endif

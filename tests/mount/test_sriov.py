@@ -388,3 +388,38 @@ def test_persisted_vfs_applied_at_start_and_when_the_pf_appears(tmp_path):
         k.stopped = True
         k.thread.join()
         d.stop()
+
+
+def test_a_vf_held_through_vfio_refuses_the_count(served):
+    """2 VFs on vfio-pci, the first's IOMMU group /dev/vfio/G held open by
+    a process (a VM, DPDK: in the test's proc root): 0 VFs refused with
+    EBUSY, naming the node, its VF and the process (for root); the VF's own
+    unbind through binding refused too; the holder gone, it goes through."""
+    d, k, proc = served
+    assert sriov(d, "2", "--driver", "vfio-pci").returncode == 0
+    wait_event(d, "bind", VFS[1])
+    vf = os.path.join(d.testbed.get_root_dir(), "sys/bus/pci/devices", VFS[0])
+    group = os.path.basename(os.readlink(os.path.join(vf, "iommu_group")))
+    fd = os.path.join(proc, "4242", "fd")
+    os.makedirs(fd)
+    with open(os.path.join(proc, "4242", "comm"), "w") as f:
+        f.write("qemu-system-x86\n")
+    os.symlink(f"/dev/vfio/{group}", os.path.join(fd, "7"))
+    before = kernel_state(d)
+    r = sriov(d, "0")
+    assert r.returncode != 0
+    held = f"/dev/vfio/{group} (VFIO, {VFS[0]} on vfio-pci) is open in process 4242 " \
+           "(qemu-system-x86)"
+    assert f"in use: {held}" in r.stdout, r.stdout
+    assert kernel_state(d) == before
+    # the count kept, the VFs moved: the same
+    r = sriov(d, "2", "--driver", "mlx5_core")
+    assert r.returncode != 0 and held in r.stdout, r.stdout
+    r = ctl(d, "unbind", VFS[0])
+    assert r.returncode != 0 and held in r.stdout, r.stdout
+    assert kernel_state(d) == before
+    # a process holding the second VF's group is not the first's
+    os.unlink(os.path.join(fd, "7"))
+    assert sriov(d, "0").returncode == 0
+    assert kernel_state(d) == (0, "1", [])
+
