@@ -308,6 +308,18 @@ static int vetoes(struct txn *t, bool count_changes)
 			continue;
 		if (!count_changes && !v->driver[0])
 			continue;
+		const char *why = count_changes ? "removed by the new count" : "moved";
+		if (dm_binding_is_protected(v->name)) {
+			say(t, "in use: VF %s (%s) is protected (driverfsd.conf, Protect=)\n", v->name,
+			    why);
+			n++;
+		}
+		if (v->driver[0] && dm_binding_is_protected(v->driver)) {
+			say(t, "in use: VF %s (%s): its driver %s is protected (driverfsd.conf, "
+			       "Protect=)\n",
+			    v->name, why, v->driver);
+			n++;
+		}
 		struct dm_device *dev = dm_model_find_on_bus(t->m, "pci", v->name);
 		if (!dev)
 			continue; /* not in the tree: nothing the daemon knows of uses it */
@@ -319,8 +331,7 @@ static int vetoes(struct txn *t, bool count_changes)
 			say(t, "in use: VF %s: cannot tell (%s)\n", v->name, strerror(-r));
 			n++;
 		} else if (r > 0) {
-			say(t, "VF %s (%s):\n", v->name,
-			    count_changes ? "removed by the new count" : "moved");
+			say(t, "VF %s (%s):\n", v->name, why);
 			say_private(t, reasons, pub);
 			n += r;
 		}

@@ -423,3 +423,40 @@ def test_a_vf_held_through_vfio_refuses_the_count(served):
     assert sriov(d, "0").returncode == 0
     assert kernel_state(d) == (0, "1", [])
 
+
+def test_protected_vfs_refuse_without_force(tmp_path):
+    """driverfsd.conf's Protect= naming a VF and the VFs' native driver: a
+    count that removes them, or a move off their driver, is refused with
+    EBUSY naming each, nothing written; force proceeds."""
+    conf = str(tmp_path / "driverfsd.conf")
+    with open(conf, "w") as f:
+        f.write(f"[Binding]\nProtect={VFS[1]} mlx5_core\n")
+    k = SriovKernel(str(tmp_path))
+    proc = proc_root(str(tmp_path))
+    d = Daemon(TESTBED, ["--proc-root", proc, "-c", conf], prepare=add_sriov,
+               extra_env=k.env(IDS))
+    k.serve(d)
+    try:
+        # none there yet: nothing protected goes
+        r = sriov(d, "2")
+        assert r.returncode == 0, r.stdout + r.stderr
+        before = kernel_state(d)
+        assert before == (2, "1", native(2))
+        r = sriov(d, "2", "--driver", "vfio-pci")
+        assert r.returncode != 0
+        assert f"in use: VF {VFS[0]} (moved): its driver mlx5_core is protected " \
+               "(driverfsd.conf, Protect=)" in r.stdout, r.stdout
+        assert f"in use: VF {VFS[1]} (moved) is protected (driverfsd.conf, Protect=)" \
+            in r.stdout, r.stdout
+        assert kernel_state(d) == before
+        r = sriov(d, "1")
+        assert r.returncode != 0
+        assert f"in use: VF {VFS[1]} (removed by the new count) is protected" in r.stdout
+        assert kernel_state(d) == before
+        r = sriov(d, "0", "--force")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert kernel_state(d) == (0, "1", [])
+    finally:
+        k.stopped = True
+        k.thread.join()
+        d.stop()
