@@ -20,6 +20,7 @@
 #include "drivers/needs.h"
 #include "drivers/persist.h"
 #include "drivers/pci-pm.h"
+#include "drivers/sriov.h"
 #include "drivers/vfio-pci.h"
 #include "fuse/fs.h"
 #include "hotplug/helper.h"
@@ -138,6 +139,13 @@ static void recover_binding(struct dm_model *m, const char *path)
 			"rolled back or completed", path, why);
 	else if (r < 0)
 		log_err("%s: %s; nothing in it is rolled back or completed", path, why);
+	if (r < 0)
+		return;
+	/* the SR-IOV transactions it holds (none once refused) */
+	r = dm_sriov_recover(m);
+	if (r > 0)
+		log_info("%s: acted on %d SR-IOV transaction%s an earlier run left unfinished",
+			 path, r, r == 1 ? "" : "s");
 }
 
 int daemon_fail(int r)

@@ -26,10 +26,17 @@
 /* The longest line: a group of DM_JOURNAL_MEMBERS_MAX members, every
  * devpath escaped. */
 #define LINE_MAX_BYTES (3 * 4096 * 3 * (DM_JOURNAL_MEMBERS_MAX + 1))
+/* An SR-IOV transaction's: its devpath, 6 short fields and each VF's 3
+ * names (at most 63 bytes each), escaped. */
+#define SRIOV_LINE_MAX_BYTES (3 * 4096 + 8 * 3 * 64 + DM_JOURNAL_VFS_MAX * 3 * (3 * 64 + 1))
+/* The most words a line has: an sriov line's. */
+#define SRIOV_WORDS (9 + 3 * DM_JOURNAL_VFS_MAX)
+#define GROUP_WORDS (3 + 3 * DM_JOURNAL_MEMBERS_MAX)
+#define WORDS_MAX (SRIOV_WORDS > GROUP_WORDS ? SRIOV_WORDS : GROUP_WORDS)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *journal_path;
-/* key ("txn DEVPATH" / "group DEVPATH") -> its line, both one malloc()ed
+/* key ("txn DEVPATH" / "group DEVPATH" / "sriov DEVPATH") -> its line, both one malloc()ed
  * block: the key first, NUL, then the line */
 static struct dm_hashmap entries;
 static bool ready;
@@ -319,6 +326,37 @@ int dm_journal_put_group(const struct dm_journal_group *g, char *why, size_t siz
 	return put_entry("group", g->devpath, line, ok, why, size);
 }
 
+int dm_journal_put_sriov(const struct dm_journal_sriov *s, char *why, size_t size)
+{
+	char num[32];
+	const size_t max = SRIOV_LINE_MAX_BYTES;
+	if (s->n > DM_JOURNAL_VFS_MAX) {
+		snprintf(why, size, "more than %d VFs to record", DM_JOURNAL_VFS_MAX);
+		return -E2BIG;
+	}
+	char *line = malloc(max);
+	if (!line) {
+		snprintf(why, size, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	size_t len = (size_t)snprintf(line, max, "sriov");
+	bool ok = put_field(line, max, &len, s->devpath) && put_field(line, max, &len, s->name);
+	snprintf(num, sizeof(num), "%ld", s->old_count);
+	ok = ok && put_field(line, max, &len, num);
+	snprintf(num, sizeof(num), "%d", s->autoprobe);
+	ok = ok && put_field(line, max, &len, num);
+	snprintf(num, sizeof(num), "%ld", s->numvfs);
+	ok = ok && put_field(line, max, &len, num) && put_field(line, max, &len, s->driver);
+	snprintf(num, sizeof(num), "%d", s->step);
+	ok = ok && put_field(line, max, &len, num) &&
+	     put_field(line, max, &len, s->pending ? "1" : "0");
+	for (size_t i = 0; ok && i < s->n; i++)
+		ok = put_field(line, max, &len, s->vfs[i].name) &&
+		     put_field(line, max, &len, s->vfs[i].driver) &&
+		     put_field(line, max, &len, s->vfs[i].override);
+	return put_entry("sriov", s->devpath, line, ok, why, size);
+}
+
 static void drop(const char *kind, const char *devpath)
 {
 	char key[4200], why[160];
@@ -343,6 +381,11 @@ void dm_journal_drop_txn(const char *devpath)
 void dm_journal_drop_group(const char *devpath)
 {
 	drop("group", devpath);
+}
+
+void dm_journal_drop_sriov(const char *devpath)
+{
+	drop("sriov", devpath);
 }
 
 /* The words of @line (split in place at spaces) into @w (@max): their
@@ -403,63 +446,126 @@ static bool parse_group(char **w, size_t n, struct dm_journal_group *g)
 	return true;
 }
 
+/* The largest count sriov_numvfs takes (a PCI function's 16 bits). */
+#define COUNT_MAX 65535
+
+static bool parse_sriov(char **w, size_t n, struct dm_journal_sriov *s)
+{
+	int old, numvfs, pend;
+	memset(s, 0, sizeof(*s));
+	if (n < 9 || (n - 9) % 3 != 0 || (n - 9) / 3 > DM_JOURNAL_VFS_MAX ||
+	    !get_field(w[1], s->devpath, sizeof(s->devpath)) || s->devpath[0] != '/' ||
+	    !get_field(w[2], s->name, sizeof(s->name)) || !s->name[0] ||
+	    !get_int(w[3], 0, COUNT_MAX, &old) || !get_int(w[4], -1, 1, &s->autoprobe) ||
+	    !get_int(w[5], 0, COUNT_MAX, &numvfs) || !get_field(w[6], s->driver, sizeof(s->driver)) ||
+	    !get_int(w[7], 0, DM_JOURNAL_SRIOV_STEP_MAX, &s->step) || !get_int(w[8], 0, 1, &pend))
+		return false;
+	s->old_count = old;
+	s->numvfs = numvfs;
+	s->pending = pend;
+	for (size_t i = 9; i < n; i += 3, s->n++)
+		if (!get_field(w[i], s->vfs[s->n].name, sizeof(s->vfs[0].name)) ||
+		    !s->vfs[s->n].name[0] ||
+		    !get_field(w[i + 1], s->vfs[s->n].driver, sizeof(s->vfs[0].driver)) ||
+		    !get_field(w[i + 2], s->vfs[s->n].override, sizeof(s->vfs[0].override)))
+			return false;
+	return true;
+}
+
+/* One more element of *@v (@n of them, of @size bytes): NULL when out of
+ * memory (*@v kept). */
+static void *grow(void **v, size_t n, size_t size)
+{
+	void *p = realloc(*v, (n + 1) * size);
+	if (p)
+		*v = p;
+	return p ? (char *)p + n * size : NULL;
+}
+
 int dm_journal_parse(char *text, const char *boot, struct dm_journal_txn **ret_txns,
 		     size_t *ret_n_txns, struct dm_journal_group **ret_groups,
-		     size_t *ret_n_groups)
+		     size_t *ret_n_groups, struct dm_journal_sriov **ret_sriovs,
+		     size_t *ret_n_sriovs)
 {
 	*ret_txns = NULL;
 	*ret_groups = NULL;
 	*ret_n_txns = *ret_n_groups = 0;
+	if (ret_sriovs) {
+		*ret_sriovs = NULL;
+		*ret_n_sriovs = 0;
+	}
 	/* a last line without its newline was cut short: no journal of ours
 	 * (it is written whole) */
 	size_t len = strlen(text);
 	if (len == 0 || text[len - 1] != '\n')
 		return -EINVAL;
 	char *save = NULL, *line = strtok_r(text, "\n", &save);
-	char *w[3 + 3 * DM_JOURNAL_MEMBERS_MAX + 1];
-	if (!line || split(line, w, 4) != 3 || strcmp(w[0], MAGIC) != 0 || strcmp(w[1], "1") != 0)
+	char **w = malloc((WORDS_MAX + 1) * sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	if (!line || split(line, w, 4) != 3 || strcmp(w[0], MAGIC) != 0 || strcmp(w[1], "1") != 0) {
+		free(w);
 		return -EINVAL;
-	if (boot && strcmp(w[2], boot) != 0)
+	}
+	if (boot && strcmp(w[2], boot) != 0) {
+		free(w);
 		return -ESTALE;
+	}
 	struct dm_journal_txn *txns = NULL;
 	struct dm_journal_group *groups = NULL;
-	size_t nt = 0, ng = 0;
+	struct dm_journal_sriov *sriovs = NULL, *scratch = NULL;
+	size_t nt = 0, ng = 0, ns = 0;
 	int r = 0;
 	while (r == 0 && (line = strtok_r(NULL, "\n", &save))) {
-		size_t n = split(line, w, sizeof(w) / sizeof(w[0]));
+		size_t n = split(line, w, WORDS_MAX + 1);
+		void *p;
 		if (n == 0) {
 			r = -EINVAL;
 		} else if (strcmp(w[0], "txn") == 0) {
-			struct dm_journal_txn *p = realloc(txns, (nt + 1) * sizeof(*p));
-			if (!p) {
+			if (!(p = grow((void **)&txns, nt, sizeof(*txns))))
 				r = -ENOMEM;
-				break;
-			}
-			txns = p;
-			r = parse_txn(w, n, &txns[nt]) ? 0 : -EINVAL;
-			nt += r == 0;
+			else if (parse_txn(w, n, p))
+				nt++;
+			else
+				r = -EINVAL;
 		} else if (strcmp(w[0], "group") == 0) {
-			struct dm_journal_group *p = realloc(groups, (ng + 1) * sizeof(*p));
-			if (!p) {
+			if (!(p = grow((void **)&groups, ng, sizeof(*groups))))
 				r = -ENOMEM;
-				break;
-			}
-			groups = p;
-			r = parse_group(w, n, &groups[ng]) ? 0 : -EINVAL;
-			ng += r == 0;
+			else if (parse_group(w, n, p))
+				ng++;
+			else
+				r = -EINVAL;
+		} else if (strcmp(w[0], "sriov") == 0) {
+			/* checked alone when not wanted */
+			p = ret_sriovs ? grow((void **)&sriovs, ns, sizeof(*sriovs))
+				       : scratch ? scratch
+						 : (scratch = malloc(sizeof(*scratch)));
+			if (!p)
+				r = -ENOMEM;
+			else if (parse_sriov(w, n, p))
+				ns += ret_sriovs != NULL;
+			else
+				r = -EINVAL;
 		} else {
 			r = -EINVAL;
 		}
 	}
+	free(w);
+	free(scratch);
 	if (r < 0) {
 		free(txns);
 		free(groups);
+		free(sriovs);
 		return r;
 	}
 	*ret_txns = txns;
 	*ret_groups = groups;
 	*ret_n_txns = nt;
 	*ret_n_groups = ng;
+	if (ret_sriovs) {
+		*ret_sriovs = sriovs;
+		*ret_n_sriovs = ns;
+	}
 	return 0;
 }
 
@@ -526,8 +632,11 @@ int dm_journal_load(struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
 	}
 	char boot[64];
 	boot_id(boot, sizeof(boot));
+	struct dm_journal_sriov *sriovs = NULL;
+	size_t ns = 0;
 	if (r == 0)
-		r = dm_journal_parse(text, boot, ret_txns, ret_n_txns, ret_groups, ret_n_groups);
+		r = dm_journal_parse(text, boot, ret_txns, ret_n_txns, ret_groups, ret_n_groups,
+				     &sriovs, &ns);
 	free(text);
 	if (r == -ESTALE)
 		snprintf(why, size, "written in another boot (the kernel's bindings started afresh "
@@ -547,7 +656,13 @@ int dm_journal_load(struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
 		r = dm_journal_put_group(&(*ret_groups)[i], ignored, sizeof(ignored));
 		pthread_mutex_lock(&lock);
 	}
+	for (size_t i = 0; r == 0 && i < ns; i++) {
+		pthread_mutex_unlock(&lock);
+		r = dm_journal_put_sriov(&sriovs[i], ignored, sizeof(ignored));
+		pthread_mutex_lock(&lock);
+	}
 	pthread_mutex_unlock(&lock);
+	free(sriovs);
 	if (r < 0 && r != -EPERM && r != -ESTALE && r != -EINVAL && !why[0])
 		snprintf(why, size, "%s", strerror(-r));
 	if (r < 0) {
@@ -558,4 +673,44 @@ int dm_journal_load(struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
 		*ret_n_txns = *ret_n_groups = 0;
 	}
 	return r;
+}
+
+struct sriov_list {
+	struct dm_journal_sriov *v;
+	size_t n;
+	int r;
+};
+
+static int add_sriov(void *value, void *data)
+{
+	const char *block = value;
+	struct sriov_list *l = data;
+	if (strncmp(block, "sriov ", 6) != 0)
+		return 0;
+	char *line = strdup(block + strlen(block) + 1);
+	char **w = malloc((WORDS_MAX + 1) * sizeof(*w));
+	struct dm_journal_sriov *p = line && w ? grow((void **)&l->v, l->n, sizeof(*l->v)) : NULL;
+	if (!p)
+		l->r = -ENOMEM;
+	else if (parse_sriov(w, split(line, w, WORDS_MAX + 1), p))
+		l->n++;
+	free(line);
+	free(w);
+	return l->r;
+}
+
+int dm_journal_sriov_entries(struct dm_journal_sriov **ret)
+{
+	struct sriov_list l = { 0 };
+	pthread_mutex_lock(&lock);
+	init_locked();
+	dm_hashmap_for_each(&entries, add_sriov, &l);
+	pthread_mutex_unlock(&lock);
+	if (l.r < 0) {
+		free(l.v);
+		*ret = NULL;
+		return l.r;
+	}
+	*ret = l.v;
+	return (int)l.n;
 }

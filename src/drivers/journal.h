@@ -20,6 +20,11 @@
  *   txn DEVPATH BUS NAME OLD_DRIVER HAS_OVERRIDE OLD_OVERRIDE ACTION DRIVER
  *       SET_OVERRIDE STEP PENDING
  *   group DEVPATH DRIVER MEMBER_DEVPATH OLD_DRIVER HAD_OVERRIDE [...]
+ *   sriov DEVPATH NAME OLD_COUNT AUTOPROBE NUMVFS DRIVER STEP PENDING
+ *       [VF_NAME VF_DRIVER VF_OVERRIDE ...]
+ * (an sriov line, an SR-IOV transaction's, is of a later daemon: a journal
+ * without one reads as before; an earlier daemon refuses a journal with
+ * one as not one, and leaves it.)
  * Thread-safe.
  */
 #ifndef DM_JOURNAL_H
@@ -59,6 +64,36 @@ struct dm_journal_group {
 	} members[DM_JOURNAL_MEMBERS_MAX];
 };
 
+#define DM_JOURNAL_VFS_MAX 256
+
+/* An SR-IOV transaction's steps, as its entry records the last begun. */
+enum dm_sriov_step {
+	DM_SRIOV_STEP_CHECK, /* recorded, nothing written yet */
+	DM_SRIOV_STEP_AUTOPROBE, /* sriov_drivers_autoprobe <- 0 */
+	DM_SRIOV_STEP_DISABLE, /* sriov_numvfs <- 0 */
+	DM_SRIOV_STEP_ENABLE, /* sriov_numvfs <- N */
+	DM_SRIOV_STEP_BIND, /* the VFs bound to the driver */
+	DM_SRIOV_STEP_VERIFY, /* all done but sriov_drivers_autoprobe restored */
+};
+#define DM_JOURNAL_SRIOV_STEP_MAX DM_SRIOV_STEP_VERIFY
+
+/* An SR-IOV transaction (sriov.c): the PF as it was, what was asked, and
+ * the step it reached. */
+struct dm_journal_sriov {
+	char devpath[4096];
+	char name[64];
+	long old_count; /* sriov_numvfs before */
+	int autoprobe; /* sriov_drivers_autoprobe before; -1: no such file */
+	long numvfs; /* asked for */
+	char driver[64]; /* the VFs' driver asked for; "": the kernel's own */
+	int step; /* enum dm_sriov_step: the last one begun */
+	bool pending; /* a step's write did not return in time */
+	size_t n; /* the VFs before, each with its binding */
+	struct {
+		char name[64], driver[64], override[64];
+	} vfs[DM_JOURNAL_VFS_MAX];
+};
+
 /* The file used from now on (NULL: DM_BIND_JOURNAL_FILE). Copied. */
 int dm_journal_set_path(const char *path);
 const char *dm_journal_path(void);
@@ -67,14 +102,23 @@ const char *dm_journal_path(void);
  * with why in @why. */
 int dm_journal_put_txn(const struct dm_journal_txn *t, char *why, size_t size);
 int dm_journal_put_group(const struct dm_journal_group *g, char *why, size_t size);
-/* Drops the transaction of @devpath, or the group move of @devpath. */
+int dm_journal_put_sriov(const struct dm_journal_sriov *s, char *why, size_t size);
+/* Drops the transaction of @devpath, or the group move of @devpath, or
+ * the SR-IOV transaction of the PF @devpath. */
 void dm_journal_drop_txn(const char *devpath);
 void dm_journal_drop_group(const char *devpath);
+void dm_journal_drop_sriov(const char *devpath);
+
+/* The SR-IOV transactions the journal holds now (those dm_journal_load()
+ * kept of a killed daemon's, at start) into *ret (malloc()ed, to free()):
+ * their number, or -errno. */
+int dm_journal_sriov_entries(struct dm_journal_sriov **ret);
 
 /*
  * Reads the file a killed daemon left, once trusted: its transactions and
  * group moves into *ret_txns, *ret_groups (malloc()ed arrays, to free()),
- * which stay in the journal (on disk too) until dropped one by one.
+ * which stay in the journal (on disk too) until dropped one by one; its
+ * SR-IOV transactions stay too, for dm_journal_sriov_entries().
  * 0 (none, also when there is no file), or -errno with why in @why:
  * -EPERM untrusted, -ESTALE written in another boot, -EINVAL not a
  * journal. Nothing is kept of a file refused.
@@ -84,9 +128,12 @@ int dm_journal_load(struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
 		    size_t size);
 
 /* The parsing alone, of @text (modified), for load and the unit tests;
- * @boot_id: the boot it must name (NULL: any). */
+ * @boot_id: the boot it must name (NULL: any). Its SR-IOV transactions
+ * into *ret_sriovs (malloc()ed) when @ret_sriovs is not NULL (checked
+ * either way). */
 int dm_journal_parse(char *text, const char *boot_id, struct dm_journal_txn **ret_txns,
 		     size_t *ret_n_txns, struct dm_journal_group **ret_groups,
-		     size_t *ret_n_groups);
+		     size_t *ret_n_groups, struct dm_journal_sriov **ret_sriovs,
+		     size_t *ret_n_sriovs);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "binding.h"
 #include "inuse.h"
+#include "journal.h"
 #include "kernel.h"
 #include "log.h"
 #include "persist.h"
@@ -58,6 +59,10 @@ struct txn {
 	bool autoprobe_off, disabled, enabled;
 	bool pending;
 	int bound; /* VFs bound by the request */
+	/* the journal's entry (journal.h): written before the first write,
+	 * its step moved on before each step's, dropped at the end */
+	struct dm_journal_sriov *jr;
+	bool journaled;
 	char text[REPORT_MAX], pub[REPORT_MAX];
 	struct dm_report_text rt; /* writes text and pub */
 };
@@ -341,6 +346,58 @@ static int vetoes(struct txn *t, bool count_changes)
 	return n ? -EBUSY : 0;
 }
 
+static const char *const step_names[] = {
+	[DM_SRIOV_STEP_CHECK] = "check",     [DM_SRIOV_STEP_AUTOPROBE] = "autoprobe",
+	[DM_SRIOV_STEP_DISABLE] = "disable", [DM_SRIOV_STEP_ENABLE] = "enable",
+	[DM_SRIOV_STEP_BIND] = "bind VF",    [DM_SRIOV_STEP_VERIFY] = "verify",
+};
+
+/* The journal's entry of @t, its step now @step, written durably before
+ * that step's write; 0 or -errno (the report says why). */
+static int journal_step(struct txn *t, enum dm_sriov_step step)
+{
+	char why[256];
+	t->jr->step = (int)step;
+	int r = dm_journal_put_sriov(t->jr, why, sizeof(why));
+	if (r < 0)
+		say(t, "journal %s: %s\n", dm_journal_path(), why);
+	return r;
+}
+
+/* Before the first write: what the transaction found (the count, the
+ * autoprobe, each VF's driver and driver_override) and what it asks,
+ * recorded; refused (nothing written) when it cannot be. */
+static int journal_begin(struct txn *t)
+{
+	struct dm_journal_sriov *j = t->jr = calloc(1, sizeof(*t->jr));
+	int r = -ENOMEM;
+	if (j) {
+		snprintf(j->devpath, sizeof(j->devpath), "%s", t->devdir + 4);
+		snprintf(j->name, sizeof(j->name), "%s", t->name);
+		j->old_count = t->old_count;
+		j->autoprobe = t->autoprobe < 0 ? -1 : t->autoprobe > 0;
+		j->numvfs = (long)t->req->numvfs;
+		snprintf(j->driver, sizeof(j->driver), "%s", t->req->driver ? t->req->driver : "");
+		j->n = (size_t)t->old_count;
+		for (size_t i = 0; i < j->n && i < DM_JOURNAL_VFS_MAX; i++) {
+			snprintf(j->vfs[i].name, sizeof(j->vfs[i].name), "%s", t->old[i].name);
+			snprintf(j->vfs[i].driver, sizeof(j->vfs[i].driver), "%s", t->old[i].driver);
+			snprintf(j->vfs[i].override, sizeof(j->vfs[i].override), "%s",
+				 t->old[i].override);
+		}
+		r = journal_step(t, DM_SRIOV_STEP_CHECK);
+	} else {
+		say(t, "journal %s: %s\n", dm_journal_path(), strerror(ENOMEM));
+	}
+	if (r < 0) {
+		say(t, "refused: the transaction cannot be recorded, and a daemon killed in its "
+		       "middle would leave the PF's VFs half-made (nothing written)\n");
+		return r;
+	}
+	t->journaled = true;
+	return 0;
+}
+
 static int run(struct txn *t)
 {
 	const struct dm_sriov_request *req = t->req;
@@ -405,19 +462,27 @@ static int run(struct txn *t)
 		say(t, "done: already %ld VF%s\n", n, n == 1 ? "" : "s");
 		return 0;
 	}
+	if ((r = journal_begin(t)) < 0)
+		return r;
 	if (autoprobe_off) {
+		if ((r = journal_step(t, DM_SRIOV_STEP_AUTOPROBE)) < 0)
+			return failed(t, "autoprobe", r);
 		r = write_autoprobe(t, 0);
 		if (r < 0)
 			return failed(t, "autoprobe", r);
 		t->autoprobe_off = true;
 	}
 	if (count_changes && t->old_count > 0) {
+		if ((r = journal_step(t, DM_SRIOV_STEP_DISABLE)) < 0)
+			return failed(t, "disable", r);
 		r = write_count(t, 0);
 		if (r < 0)
 			return failed(t, "disable", r);
 		t->disabled = true;
 	}
 	if (count_changes && n > 0) {
+		if ((r = journal_step(t, DM_SRIOV_STEP_ENABLE)) < 0)
+			return failed(t, "enable", r);
 		r = write_count(t, n);
 		/* the kernel tears down what it made when it fails */
 		if (r < 0)
@@ -429,6 +494,8 @@ static int run(struct txn *t)
 			return failed(t, "enable", -EIO);
 		}
 	}
+	if (req->driver && n > 0 && (r = journal_step(t, DM_SRIOV_STEP_BIND)) < 0)
+		return failed(t, "bind VF", r);
 	for (long i = 0; req->driver && i < n; i++) {
 		struct vf v;
 		if (!vf_at(t, i, &v)) {
@@ -444,6 +511,10 @@ static int run(struct txn *t)
 			return failed(t, NULL, r);
 		t->bound++;
 	}
+	/* verified: the count read back, each VF's driver link; past this a
+	 * daemon killed is completed at start */
+	if ((r = journal_step(t, DM_SRIOV_STEP_VERIFY)) < 0)
+		return failed(t, "verify", r);
 	if (t->autoprobe_off) {
 		r = write_autoprobe(t, t->autoprobe);
 		if (r < 0)
@@ -562,6 +633,17 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 	if (!req->dry_run)
 		dm_device_set_binding(pf, true);
 	int r = run(t);
+	/* the transaction ended (done, or rolled back): its entry goes; a
+	 * step pending keeps it, marked, for the next start to decide */
+	if (t->journaled && t->pending) {
+		char why[256];
+		t->jr->pending = true;
+		if (dm_journal_put_sriov(t->jr, why, sizeof(why)) < 0)
+			log_warn("sriov %s: journal %s: %s", name, dm_journal_path(), why);
+	} else if (t->journaled) {
+		dm_journal_drop_sriov(devpath);
+	}
+	free(t->jr);
 	if (!req->dry_run)
 		dm_device_set_binding(pf, false);
 	if (!req->dry_run)
@@ -597,6 +679,140 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 	free(t->old);
 	free(t);
 	return r;
+}
+
+/* ---- recovery at start: what a killed daemon's journal left ---- */
+
+/* Whether the PF has the count @j asked for, each VF on its driver. */
+static bool as_requested(struct txn *t, const struct dm_journal_sriov *j)
+{
+	if (read_number(t->devdir, "sriov_numvfs") != j->numvfs)
+		return false;
+	for (long i = 0; j->driver[0] && i < j->numvfs; i++) {
+		struct vf v;
+		if (!vf_at(t, i, &v) || strcmp(v.driver, j->driver) != 0 ||
+		    strcmp(v.override, j->driver) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* The report of a recovery kept as @devpath's last request's. */
+static void keep_report(const char *devpath, const struct txn *t)
+{
+	pthread_mutex_lock(&reports.lock);
+	struct report *rep = dm_report_table_get_locked(&reports, devpath);
+	if (rep) {
+		memcpy(rep->text, t->text, t->rt.len + 1);
+		memcpy(rep->pub, t->pub, t->rt.pub_len + 1);
+		rep->seq++;
+	}
+	pthread_mutex_unlock(&reports.lock);
+}
+
+/* One SR-IOV transaction a killed daemon left: completed when it had
+ * reached its verify step (or its last step was pending) and the PF is as
+ * requested (only the autoprobe put back), else rolled back by the live
+ * path's roll_back(), told what was done by what it finds. */
+static void recover_one(struct dm_model *m, const struct dm_journal_sriov *j)
+{
+	const char *step = j->step >= 0 && j->step <= DM_JOURNAL_SRIOV_STEP_MAX
+				   ? step_names[j->step]
+				   : "?";
+	struct dm_device *pf = dm_model_find_devpath(m, j->devpath);
+	if (!pf) {
+		log_warn("binding journal: %s: an SR-IOV transaction the daemon died in (at step "
+			 "%s) and the PF is gone; nothing to do",
+			 j->devpath, step);
+		dm_journal_drop_sriov(j->devpath);
+		return;
+	}
+	struct txn *t = txn_new();
+	struct dm_sriov_request req = { .numvfs = (unsigned)j->numvfs,
+					.driver = j->driver[0] ? j->driver : NULL };
+	if (t)
+		t->old = calloc(j->n + 1, sizeof(*t->old));
+	if (!t || !t->old) {
+		if (t)
+			free(t);
+		dm_device_unref(pf);
+		return; /* left in the journal for the next start */
+	}
+	t->pf = pf;
+	t->req = &req;
+	t->m = m;
+	t->name = j->name;
+	snprintf(t->devdir, sizeof(t->devdir), "/sys%.4000s", j->devpath);
+	t->old_count = (long)j->n;
+	t->autoprobe = j->autoprobe;
+	/* what the journal says is written to sysfs: names, not paths */
+	bool sane = (!j->driver[0] || is_driver_name(j->driver)) && j->old_count == (long)j->n;
+	for (size_t i = 0; i < j->n; i++) {
+		struct vf *v = &t->old[i];
+		snprintf(v->name, sizeof(v->name), "%s", j->vfs[i].name);
+		snprintf(v->driver, sizeof(v->driver), "%s", j->vfs[i].driver);
+		snprintf(v->override, sizeof(v->override), "%s", j->vfs[i].override);
+		sane = sane && dm_name_is_plain(v->name, strlen(v->name)) &&
+		       (!v->driver[0] || is_driver_name(v->driver)) &&
+		       (!v->override[0] || is_driver_name(v->override));
+	}
+	dm_device_set_binding(pf, true);
+	bool complete = sane && (j->step == DM_SRIOV_STEP_VERIFY || j->pending) && as_requested(t, j);
+	long autoprobe_now = read_number(t->devdir, "sriov_drivers_autoprobe");
+	if (!sane) {
+		say(t, "recovered at start: nothing done: the journal's entry (at step %s) names "
+		       "what is no VF or driver\n",
+		    step);
+	} else if (complete) {
+		say(t, "recovered at start: completed: the daemon died at step %s%s; the PF has %ld "
+		       "VF%s%s%s as requested\n",
+		    step, j->pending ? " (pending)" : "", j->numvfs, j->numvfs == 1 ? "" : "s",
+		    j->driver[0] ? " on " : "", j->driver);
+		if (j->autoprobe >= 0 && autoprobe_now >= 0 && autoprobe_now != j->autoprobe) {
+			int r = write_autoprobe(t, j->autoprobe);
+			say(t, "sriov_drivers_autoprobe <- %d: %s\n", j->autoprobe,
+			    r < 0 ? strerror(-r) : "ok");
+		}
+		say_state(t, "done");
+	} else {
+		say(t, "recovered at start: rolled back after the daemon died at step %s%s\n", step,
+		    j->pending ? " (pending)" : "");
+		say(t, "device %s, was: %ld VF%s, sriov_drivers_autoprobe %s; request: %ld VF%s%s%s\n",
+		    t->name, j->old_count, j->old_count == 1 ? "" : "s",
+		    j->autoprobe < 0 ? "(none)" : j->autoprobe ? "1" : "0", j->numvfs,
+		    j->numvfs == 1 ? "" : "s", j->driver[0] ? " bound to " : "", j->driver);
+		/* what was done, as found: the count changed (made, or only
+		 * removed), the autoprobe off, with the count kept VFs moved */
+		long now = read_number(t->devdir, "sriov_numvfs");
+		t->disabled = now != t->old_count;
+		t->enabled = t->disabled && now > 0;
+		t->autoprobe_off = j->autoprobe >= 0 && autoprobe_now >= 0 &&
+				   autoprobe_now != j->autoprobe;
+		for (long i = 0; !t->disabled && i < t->old_count; i++) {
+			struct vf v;
+			t->old[i].moved = vf_at(t, i, &v) && strcmp(v.name, t->old[i].name) == 0 &&
+					  (strcmp(v.driver, t->old[i].driver) != 0 ||
+					   strcmp(v.override, t->old[i].override) != 0);
+		}
+		roll_back(t);
+	}
+	dm_device_set_binding(pf, false);
+	log_warn("sriov %s: %.*s", t->name, (int)strcspn(t->text, "\n"), t->text);
+	keep_report(j->devpath, t);
+	dm_journal_drop_sriov(j->devpath);
+	free(t->old);
+	free(t);
+	dm_device_unref(pf);
+}
+
+int dm_sriov_recover(struct dm_model *m)
+{
+	struct dm_journal_sriov *v;
+	int n = dm_journal_sriov_entries(&v);
+	for (int i = 0; i < n; i++)
+		recover_one(m, &v[i]);
+	free(v);
+	return n;
 }
 
 int dm_sriov_parse(char *buf, struct dm_sriov_request *req)

@@ -53,6 +53,16 @@ int dm_sriov_parse(char *buf, struct dm_sriov_request *req);
  */
 int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req);
 
+/*
+ * At start, after dm_binding_recover() loaded the binding journal: each
+ * SR-IOV transaction a killed daemon left in it completed (past its
+ * verify step, the PF as requested: the autoprobe put back) or rolled
+ * back (the count, the autoprobe and each old VF's binding as recorded),
+ * logged, kept as the PF's report, and dropped. The number acted on, or
+ * -errno. Call without the model lock, before the tree is served.
+ */
+int dm_sriov_recover(struct dm_model *m);
+
 /* The state of @pf's VFs (count, total, autoprobe, each VF's driver) and
  * the report of its last request into @buf, as the sriov file has them;
  * its length. @details: root's view (the in-use reasons whole). */
