@@ -141,6 +141,20 @@ void dm_model_set_bind_request(struct dm_model *m, dm_bind_request_fn fn, void *
 	dm_model_unlock(m);
 }
 
+void dm_model_get_bind_request(struct dm_model *m, dm_bind_request_fn *ret_fn, void **ret_data)
+{
+	dm_model_read_lock(m);
+	dm_model_get_bind_request_locked(m, ret_fn, ret_data);
+	dm_model_unlock(m);
+}
+
+void dm_model_get_bind_request_locked(struct dm_model *m, dm_bind_request_fn *ret_fn,
+				      void **ret_data)
+{
+	*ret_fn = m->bind_request;
+	*ret_data = m->bind_request_data;
+}
+
 int dm_blob_new(char *data, size_t len, struct dm_blob **ret)
 {
 	struct dm_blob *b = malloc(sizeof(*b));

@@ -128,6 +128,11 @@ void dm_model_set_pm_handler(struct dm_model *m, const struct dm_pm_handler *h, 
  * 0 or -errno. Kernel drivers' bind and unbind files go through it. */
 typedef int (*dm_bind_request_fn)(struct dm_device *dev, const char *driver, void *data);
 void dm_model_set_bind_request(struct dm_model *m, dm_bind_request_fn fn, void *data);
+/* Who runs them, and its data (NULL, NULL: nobody); _locked: the lock
+ * held. */
+void dm_model_get_bind_request(struct dm_model *m, dm_bind_request_fn *ret_fn, void **ret_data);
+void dm_model_get_bind_request_locked(struct dm_model *m, dm_bind_request_fn *ret_fn,
+				      void **ret_data);
 /* A write naming the device @devname to kernel driver @drv's bind file
  * (@unbind false) or unbind file: -ENODEV when its bus has no such device
  * (or, to unbind, the kernel has not bound it to @drv), -EOPNOTSUPP when

@@ -64,6 +64,9 @@ struct daemon {
 	bool taken_over; /* that connection is the fs's (dm_fs_adopt()) */
 	bool left; /* the mount left to the next daemon (daemon_serve()) */
 	struct dm_model *model;
+	/* binding's state (binding.h): made at set-up, sysfs at "/sys";
+	 * persistence is attached to it. NULL with --snapshot */
+	struct dm_binder *binder;
 	struct dm_pm *pm; /* NULL with --snapshot */
 	struct dm_driver *pci_pm, *vfio;
 	struct dm_exec_set *exec; /* drivers.d's exec drivers */

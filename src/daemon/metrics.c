@@ -114,7 +114,7 @@ void daemon_register_metrics(struct daemon *d)
 	} sources[] = {
 		{ daemon_metrics, d },
 		{ d->pm ? dm_pm_metrics : NULL, d->pm },
-		{ d->o->snapshot ? NULL : dm_binding_metrics, NULL },
+		{ d->binder ? dm_binding_metrics : NULL, d->binder },
 		{ d->o->snapshot ? NULL : dm_sriov_metrics, NULL },
 		{ d->monitor ? dm_monitor_metrics : NULL, d->monitor },
 		{ d->helper ? dm_helper_metrics : NULL, d->helper },

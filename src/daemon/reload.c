@@ -161,7 +161,7 @@ void daemon_reload(void *data, char *status, size_t size)
 	}
 	warn_unreloadable(&d->cfg, &cfg);
 	dm_log_set_level(daemon_log_level(d->o, &cfg));
-	if (dm_binding_set_protected(cfg.protect) < 0)
+	if (d->binder && dm_binder_set_protected(d->binder, cfg.protect) < 0)
 		log_err("reload: out of memory for Protect=; the list in effect stays");
 	dm_config_done(&d->cfg);
 	d->cfg = cfg;

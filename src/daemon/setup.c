@@ -122,14 +122,14 @@ static void recover_transition(struct dm_pm *pm, const char *path)
 /* The binding journal (docs/design.md §7.5), and the transactions a killed
  * daemon left in it: each completed or rolled back before the tree is
  * served, before the persisted bindings are applied. */
-static void recover_binding(struct dm_model *m, const char *path)
+static void recover_binding(struct dm_binder *b, struct dm_model *m, const char *path)
 {
 	if (dm_journal_set_path(path) < 0) {
 		log_err("binding journal: %s", strerror(ENOMEM));
 		return;
 	}
 	char why[PATH_MAX + 128];
-	int r = dm_binding_recover(m, why, sizeof(why));
+	int r = dm_binding_recover(b, m, why, sizeof(why));
 	path = dm_journal_path();
 	if (r > 0)
 		log_info("%s: acted on %d binding transaction%s an earlier run left unfinished",
@@ -197,13 +197,20 @@ static int set_up_binding(struct daemon *d)
 		dm_inuse_set_proc_root(d->o->proc_root);
 	if (d->o->modules_dir)
 		dm_modules_set_dir(d->o->modules_dir);
-	if (dm_binding_set_protected(d->cfg.protect) < 0)
-		return daemon_fail(-ENOMEM);
-	dm_model_set_bind_request(d->model, dm_binding_request, NULL);
-	recover_binding(d->model, d->o->journal ? d->o->journal : d->cfg.binding_journal);
-	int r = dm_model_add_root_group(d->model, &dm_persist_root_group);
+	int r = dm_binder_new("/sys", &d->binder);
 	if (r < 0)
 		return daemon_fail(r);
+	if (dm_binder_set_protected(d->binder, d->cfg.protect) < 0)
+		return daemon_fail(-ENOMEM);
+	dm_model_set_bind_request(d->model, dm_binding_request, d->binder);
+	recover_binding(d->binder, d->model,
+			d->o->journal ? d->o->journal : d->cfg.binding_journal);
+	r = dm_model_add_root_group(d->model, &dm_persist_root_group);
+	if (r < 0)
+		return daemon_fail(r);
+	/* persistence on top of binding: it applies its records through the
+	 * binder, which tells it of each request's "persist" */
+	dm_persist_attach(d->binder);
 	/* a state file anyone but root could change is not applied */
 	if (dm_persist_load(d->cfg.persist_file) == 0)
 		dm_persist_apply_all(d->model);
@@ -449,4 +456,6 @@ void daemon_tear_down(struct daemon *d)
 	driver_drop(d->vfio);
 	dm_pm_free(d->pm);
 	dm_model_free(d->model);
+	/* after every user of it: the workers stopped, the model gone */
+	dm_binder_free(d->binder);
 }

@@ -28,16 +28,19 @@ static int bind_store(struct dm_device *dev, const struct dm_attribute *attr, co
 		return -EINVAL;
 	memcpy(copy, buf, len);
 	copy[len] = '\0';
+	struct dm_binder *b = dm_binder_of(dev);
+	if (!b)
+		return -EOPNOTSUPP;
 	int r = dm_bind_parse(copy, &req);
-	return r < 0 ? r : dm_bind_device(dev, &req);
+	return r < 0 ? r : dm_bind_device(b, dev, &req);
 }
 
 /* Why @dev is bound as it is, a line or three, into @buf. */
-static int why(struct dm_device *dev, char *buf, size_t size)
+static int why(struct dm_binder *b, struct dm_device *dev, char *buf, size_t size)
 {
 	const char *devpath = dm_device_get_devpath(dev);
 	char devdir[PATH_MAX], path[PATH_MAX + 32], now[256], ovr[256] = "";
-	snprintf(devdir, sizeof(devdir), "/sys%.4000s", devpath ? devpath : "");
+	snprintf(devdir, sizeof(devdir), "%s%.4000s", dm_binder_sysfs(b), devpath ? devpath : "");
 	dm_binding_driver_of(devdir, now, sizeof(now));
 	snprintf(path, sizeof(path), "%s/driver_override", devdir);
 	if (dm_run_read(path, ovr, sizeof(ovr)) < 0 || strcmp(ovr, "(null)") == 0)
@@ -48,7 +51,7 @@ static int why(struct dm_device *dev, char *buf, size_t size)
 		      strcmp(authorized, "0") == 0;
 	bool done = false, failed = false;
 	char left[64] = "";
-	(void)dm_binding_last_outcome(devpath, &done, &failed, left, sizeof(left));
+	(void)dm_binding_last_outcome(b, devpath, &done, &failed, left, sizeof(left));
 	/* a request's binding holds while the kernel's stays the one it left */
 	bool by_request = done && strcmp(left, now) == 0;
 	int n;
@@ -95,17 +98,20 @@ static int status_show(struct dm_device *dev, const struct dm_attribute *attr, c
 		       size_t *ret_len)
 {
 	(void)attr;
+	struct dm_binder *b = dm_binder_of(dev);
+	if (!b)
+		return -EOPNOTSUPP;
 	size_t size = DM_BINDING_REPORT_MAX + 1024;
 	char *buf = malloc(size);
 	if (!buf)
 		return -ENOMEM;
-	int n = why(dev, buf, size);
+	int n = why(b, dev, buf, size);
 	char *report = buf + n + 64;
 	unsigned long seq;
 	/* room left for the heading */
 	/* who uses the device (other users' processes, the daemon's mount
 	 * points) for root's eyes alone: a file root opened */
-	int m = dm_binding_status(dev, dm_attr_reader() == 0, report, size - (size_t)n - 64,
+	int m = dm_binding_status(b, dev, dm_attr_reader() == 0, report, size - (size_t)n - 64,
 				  &seq);
 	if (m > 0) {
 		/* numbered: a reader (driverfsctl) tells its own request's
@@ -128,9 +134,10 @@ static const struct dm_attribute binding_attr = {
 };
 static const struct dm_attribute *const binding_attrs[] = { &binding_attr, NULL };
 
-/* Whether the kernel has drivers on bus @name (/sys/bus/<name>/drivers/),
- * asked of sysfs once per bus: the buses are few and stay. */
-static bool bus_has_drivers(const char *name)
+/* Whether the kernel has drivers on bus @name (<sysfs>/bus/<name>/drivers/),
+ * asked of sysfs once per bus: the buses are few and stay (and the
+ * daemon's one binder has one sysfs root). */
+static bool bus_has_drivers(const char *sysfs, const char *name)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static struct {
@@ -148,7 +155,7 @@ static bool bus_has_drivers(const char *name)
 	if (!found) {
 		char path[PATH_MAX];
 		struct stat st;
-		has = (size_t)snprintf(path, sizeof(path), "/sys/bus/%s/drivers", name) <
+		has = (size_t)snprintf(path, sizeof(path), "%s/bus/%s/drivers", sysfs, name) <
 			      sizeof(path) &&
 		      stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 		if (n_known < sizeof(known) / sizeof(known[0]) && strlen(name) < sizeof(known[0].name)) {
@@ -166,7 +173,9 @@ static bool binding_visible(struct dm_device *dev, const struct dm_attribute *at
 {
 	(void)attr;
 	struct dm_bus *bus = dm_device_get_bus_locked(dev);
-	return dm_device_get_devpath(dev) && bus && bus_has_drivers(dm_bus_get_name(bus));
+	struct dm_binder *b = dm_binder_of_locked(dev);
+	return b && dm_device_get_devpath(dev) && bus &&
+	       bus_has_drivers(dm_binder_sysfs(b), dm_bus_get_name(bus));
 }
 
 const struct dm_attribute_group dm_binding_group = {

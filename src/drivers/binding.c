@@ -9,7 +9,6 @@
 #include "journal.h"
 #include "kernel.h"
 #include "modules.h"
-#include "persist.h"
 #include "report.h"
 #include "log.h"
 #include "runner.h"
@@ -54,22 +53,127 @@ struct report {
 	char pub[REPORT_MAX];
 };
 
-static struct dm_report_table reports = DM_REPORT_TABLE_INIT(struct report);
+/* the metrics file: the requests that were not dry runs, by how they ended */
+enum { RES_OK, RES_REFUSED, RES_PENDING, RES_INVALID, RES_FAILED, N_RES };
 
-int dm_binding_status(struct dm_device *dev, bool details, char *buf, size_t size,
-		      unsigned long *ret_seq)
+struct dm_binder {
+	char *sysfs; /* "/sys", or a test's directory */
+	struct dm_binder_kernel kernel;
+	pthread_mutex_t observer_lock;
+	struct dm_binder_observer observer;
+	struct dm_report_table reports; /* struct report, by devpath */
+	/* driverfsd.conf's Protect=, " name name ... " (spaces around each) */
+	pthread_mutex_t protected_lock;
+	char *protected_names;
+	atomic_uint_fast64_t results[N_RES];
+};
+
+/* The runner's write: the daemon's kernel. */
+static int runner_write(void *data, const char *label, const char *path, const char *value,
+			int timeout_ms)
+{
+	(void)data;
+	return dm_run_write(label, path, value, timeout_ms);
+}
+
+int dm_binder_new(const char *sysfs_root, struct dm_binder **ret)
+{
+	struct dm_binder *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->sysfs = strdup(sysfs_root ? sysfs_root : "/sys");
+	if (!b->sysfs) {
+		free(b);
+		return -ENOMEM;
+	}
+	b->kernel = (struct dm_binder_kernel){ .write = runner_write };
+	pthread_mutex_init(&b->observer_lock, NULL);
+	pthread_mutex_init(&b->protected_lock, NULL);
+	b->reports = (struct dm_report_table)DM_REPORT_TABLE_INIT(struct report);
+	*ret = b;
+	return 0;
+}
+
+void dm_binder_free(struct dm_binder *b)
+{
+	if (!b)
+		return;
+	dm_report_table_clear(&b->reports);
+	pthread_mutex_destroy(&b->reports.lock);
+	pthread_mutex_destroy(&b->observer_lock);
+	pthread_mutex_destroy(&b->protected_lock);
+	free(b->protected_names);
+	free(b->sysfs);
+	free(b);
+}
+
+void dm_binder_set_kernel(struct dm_binder *b, const struct dm_binder_kernel *k)
+{
+	b->kernel = k && k->write ? *k : (struct dm_binder_kernel){ .write = runner_write };
+}
+
+void dm_binder_set_observer(struct dm_binder *b, const struct dm_binder_observer *o)
+{
+	pthread_mutex_lock(&b->observer_lock);
+	b->observer = o ? *o : (struct dm_binder_observer){ 0 };
+	pthread_mutex_unlock(&b->observer_lock);
+}
+
+static struct dm_binder_observer observer_of(struct dm_binder *b)
+{
+	pthread_mutex_lock(&b->observer_lock);
+	struct dm_binder_observer o = b->observer;
+	pthread_mutex_unlock(&b->observer_lock);
+	return o;
+}
+
+const char *dm_binder_sysfs(const struct dm_binder *b)
+{
+	return b->sysfs;
+}
+
+struct dm_binder *dm_binder_of(struct dm_device *dev)
+{
+	dm_bind_request_fn fn;
+	void *data;
+	dm_model_get_bind_request(dm_device_get_model(dev), &fn, &data);
+	return fn == dm_binding_request ? data : NULL;
+}
+
+struct dm_binder *dm_binder_of_locked(struct dm_device *dev)
+{
+	dm_bind_request_fn fn;
+	void *data;
+	dm_model_get_bind_request_locked(dm_device_get_model(dev), &fn, &data);
+	return fn == dm_binding_request ? data : NULL;
+}
+
+int dm_binder_persist_sriov(struct dm_binder *b, struct dm_device *pf, const char *name,
+			    int numvfs, const char *driver, char *msg, size_t size)
+{
+	struct dm_binder_observer o = b ? observer_of(b) : (struct dm_binder_observer){ 0 };
+	if (numvfs >= 0 && o.sriov_persisted)
+		return o.sriov_persisted(o.data, pf, name, numvfs, driver, msg, size);
+	if (numvfs < 0 && o.sriov_forgotten)
+		return o.sriov_forgotten(o.data, name, msg, size);
+	snprintf(msg, size, "no state file");
+	return -EOPNOTSUPP;
+}
+
+int dm_binding_status(struct dm_binder *b, struct dm_device *dev, bool details, char *buf,
+		      size_t size, unsigned long *ret_seq)
 {
 	const char *devpath = dm_device_get_devpath(dev);
 	buf[0] = '\0';
 	*ret_seq = 0;
 	if (!devpath || size == 0)
 		return 0;
-	pthread_mutex_lock(&reports.lock);
-	struct report *r = dm_report_table_find_locked(&reports, devpath);
+	pthread_mutex_lock(&b->reports.lock);
+	struct report *r = dm_report_table_find_locked(&b->reports, devpath);
 	int n = r ? snprintf(buf, size, "%s", details ? r->text : r->pub) : 0;
 	if (r)
 		*ret_seq = r->seq;
-	pthread_mutex_unlock(&reports.lock);
+	pthread_mutex_unlock(&b->reports.lock);
 	return n < 0 ? 0 : (size_t)n >= size ? (int)size - 1 : n;
 }
 
@@ -82,10 +186,12 @@ static bool is_driver_name(const char *s)
 /* ---- a transaction ---- */
 
 struct txn {
+	struct dm_binder *b;
 	struct dm_device *dev;
 	const struct dm_bind_request *req;
-	char devdir[PATH_MAX]; /* /sys<devpath> */
-	char busdir[PATH_MAX]; /* /sys/bus/<bus> */
+	char devdir[PATH_MAX]; /* <sysfs><devpath> */
+	char busdir[PATH_MAX]; /* <sysfs>/bus/<bus> */
+	const char *devpath, *bus;
 	const char *name; /* the device's name on its bus */
 	char old_driver[256]; /* "" when unbound */
 	bool has_override;
@@ -176,7 +282,7 @@ static int sysfs_write(struct txn *t, const char *path, const char *value)
 	char label[512];
 	/* the log's label: the file's path, cut if it must be */
 	snprintf(label, sizeof(label), "binding %.200s: %.290s", t->name, path);
-	return dm_run_write(label, path, value, DM_BIND_TIMEOUT_MS);
+	return t->b->kernel.write(t->b->kernel.data, label, path, value, DM_BIND_TIMEOUT_MS);
 }
 
 static int write_override(struct txn *t, const char *value)
@@ -244,11 +350,7 @@ static int failed(struct txn *t, enum dm_bind_step step, int r)
 	return r;
 }
 
-/* driverfsd.conf's Protect=, " name name ... " (spaces around each). */
-static pthread_mutex_t protected_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *protected_names;
-
-int dm_binding_set_protected(const char *names)
+int dm_binder_set_protected(struct dm_binder *b, const char *names)
 {
 	char *copy = NULL;
 	if (names && *names) {
@@ -258,21 +360,21 @@ int dm_binding_set_protected(const char *names)
 			return -ENOMEM;
 		snprintf(copy, len + 3, " %s ", names);
 	}
-	pthread_mutex_lock(&protected_lock);
-	free(protected_names);
-	protected_names = copy;
-	pthread_mutex_unlock(&protected_lock);
+	pthread_mutex_lock(&b->protected_lock);
+	free(b->protected_names);
+	b->protected_names = copy;
+	pthread_mutex_unlock(&b->protected_lock);
 	return 0;
 }
 
-bool dm_binding_is_protected(const char *name)
+bool dm_binder_is_protected(struct dm_binder *b, const char *name)
 {
 	char word[300];
-	if (!name[0] || (size_t)snprintf(word, sizeof(word), " %s ", name) >= sizeof(word))
+	if (!b || !name[0] || (size_t)snprintf(word, sizeof(word), " %s ", name) >= sizeof(word))
 		return false;
-	pthread_mutex_lock(&protected_lock);
-	bool found = protected_names && strstr(protected_names, word);
-	pthread_mutex_unlock(&protected_lock);
+	pthread_mutex_lock(&b->protected_lock);
+	bool found = b->protected_names && strstr(b->protected_names, word);
+	pthread_mutex_unlock(&b->protected_lock);
 	return found;
 }
 
@@ -316,11 +418,11 @@ static int vetoes(struct txn *t)
 {
 	char reasons[REPORT_MAX] = "", pub[REPORT_MAX] = "";
 	int n = 0;
-	if (dm_binding_is_protected(t->name)) {
+	if (dm_binder_is_protected(t->b, t->name)) {
 		say(t, "in use: %s is protected (driverfsd.conf, Protect=)\n", t->name);
 		n++;
 	}
-	if (dm_binding_is_protected(t->old_driver)) {
+	if (dm_binder_is_protected(t->b, t->old_driver)) {
 		say(t, "in use: its driver %s is protected (driverfsd.conf, Protect=)\n",
 		    t->old_driver);
 		n++;
@@ -354,8 +456,10 @@ static int iommu_group_check(struct txn *t)
 	snprintf(link, sizeof(link), "%s/iommu_group", t->devdir);
 	ssize_t n = readlink(link, target, sizeof(target) - 1);
 	if (n <= 0) {
-		if (dm_run_read("/sys/module/vfio/parameters/enable_unsafe_noiommu_mode", value,
-				sizeof(value)) >= 0 &&
+		char param[PATH_MAX];
+		snprintf(param, sizeof(param), "%s/module/vfio/parameters/enable_unsafe_noiommu_mode",
+			 t->b->sysfs);
+		if (dm_run_read(param, value, sizeof(value)) >= 0 &&
 		    (value[0] == 'Y' || value[0] == '1')) {
 			say(t, "no IOMMU: the kernel's no-IOMMU mode is on "
 			       "(vfio.enable_unsafe_noiommu_mode): the device gets no DMA "
@@ -370,7 +474,7 @@ static int iommu_group_check(struct txn *t)
 	target[n] = '\0';
 	const char *group = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "/sys/kernel/iommu_groups/%.64s/devices", group);
+	snprintf(dir, sizeof(dir), "%s/kernel/iommu_groups/%.64s/devices", t->b->sysfs, group);
 	DIR *d = opendir(dir);
 	if (!d) {
 		say(t, "in use: IOMMU group %s cannot be read (%s)\n", group, strerror(errno));
@@ -445,8 +549,8 @@ static int journal_begin(struct txn *t, const char *target, bool set_override)
 {
 	struct dm_journal_txn *j = &t->jt;
 	*j = (struct dm_journal_txn){ 0 };
-	snprintf(j->devpath, sizeof(j->devpath), "%s", t->devdir + 4);
-	snprintf(j->bus, sizeof(j->bus), "%s", t->busdir + 9);
+	snprintf(j->devpath, sizeof(j->devpath), "%s", t->devpath);
+	snprintf(j->bus, sizeof(j->bus), "%s", t->bus);
 	snprintf(j->name, sizeof(j->name), "%s", t->name);
 	snprintf(j->old_driver, sizeof(j->old_driver), "%s", t->old_driver);
 	j->has_override = t->has_override;
@@ -628,7 +732,8 @@ static int run(struct txn *t)
 	return 0;
 }
 
-static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bool *ret_invalid);
+static int bind_one(struct dm_binder *b, struct dm_device *dev, const struct dm_bind_request *req,
+		    bool *ret_invalid);
 
 /* Whether driver_override in @devdir names a driver. */
 static bool has_override(const char *devdir)
@@ -638,17 +743,18 @@ static bool has_override(const char *devdir)
 	return dm_run_read(path, ovr, sizeof(ovr)) >= 0 && ovr[0] && strcmp(ovr, "(null)") != 0;
 }
 
-void dm_binding_save(struct dm_device *dev, struct dm_binding_saved *ret)
+void dm_binding_save(struct dm_binder *b, struct dm_device *dev, struct dm_binding_saved *ret)
 {
 	char devdir[PATH_MAX];
 	const char *devpath = dm_device_get_devpath(dev);
 	*ret = (struct dm_binding_saved){ 0 };
-	snprintf(devdir, sizeof(devdir), "/sys%.4000s", devpath ? devpath : "");
+	snprintf(devdir, sizeof(devdir), "%s%.4000s", b->sysfs, devpath ? devpath : "");
 	driver_of(devdir, ret->driver, sizeof(ret->driver));
 	ret->had_override = has_override(devdir);
 }
 
-int dm_binding_restore(struct dm_device *dev, const struct dm_binding_saved *saved, bool force)
+int dm_binding_restore(struct dm_binder *b, struct dm_device *dev,
+		       const struct dm_binding_saved *saved, bool force)
 {
 	struct dm_bind_request back = {
 		.action = saved->had_override && saved->driver[0] ? DM_BIND_TO
@@ -658,7 +764,7 @@ int dm_binding_restore(struct dm_device *dev, const struct dm_binding_saved *sav
 		.force = force,
 		.companions_moved = true,
 	};
-	return dm_bind_device(dev, &back);
+	return dm_bind_device(b, dev, &back);
 }
 
 /* A member of an IOMMU group moved for a --group request, and how to put
@@ -671,18 +777,18 @@ struct member {
 
 /* The members of @dev's IOMMU group (itself aside) bound to a driver that
  * keeps VFIO out, referenced, into *ret; their number, or -errno. */
-static int group_companions(struct dm_device *dev, struct member **ret)
+static int group_companions(struct dm_binder *b, struct dm_device *dev, struct member **ret)
 {
 	char devdir[PATH_MAX], link[PATH_MAX + 16], target[PATH_MAX], dir[PATH_MAX];
 	*ret = NULL;
-	snprintf(devdir, sizeof(devdir), "/sys%.4000s", dm_device_get_devpath(dev));
+	snprintf(devdir, sizeof(devdir), "%s%.4000s", b->sysfs, dm_device_get_devpath(dev));
 	snprintf(link, sizeof(link), "%s/iommu_group", devdir);
 	ssize_t n = readlink(link, target, sizeof(target) - 1);
 	if (n <= 0)
 		return 0; /* no group: the request itself says so */
 	target[n] = '\0';
 	const char *group = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
-	snprintf(dir, sizeof(dir), "/sys/kernel/iommu_groups/%.64s/devices", group);
+	snprintf(dir, sizeof(dir), "%s/kernel/iommu_groups/%.64s/devices", b->sysfs, group);
 	DIR *d = opendir(dir);
 	if (!d)
 		return -errno;
@@ -709,7 +815,7 @@ static int group_companions(struct dm_device *dev, struct member **ret)
 			break;
 		}
 		v[count] = (struct member){ .dev = m };
-		dm_binding_save(m, &v[count].before);
+		dm_binding_save(b, m, &v[count].before);
 		count++;
 	}
 	closedir(d);
@@ -727,10 +833,11 @@ static int group_companions(struct dm_device *dev, struct member **ret)
  * by its own transaction, then the device; a failure puts back every
  * member moved, last first (a companion's override cleared and the kernel's
  * driver probed, or its old driver named when it had an override). */
-static int bind_group(struct dm_device *dev, const struct dm_bind_request *req, bool *ret_invalid)
+static int bind_group(struct dm_binder *b, struct dm_device *dev, const struct dm_bind_request *req,
+		      bool *ret_invalid)
 {
 	struct member *v;
-	int n = group_companions(dev, &v);
+	int n = group_companions(b, dev, &v);
 	if (n < 0)
 		return n;
 	char preface[1024] = "";
@@ -776,7 +883,7 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req, 
 		sub.persist = false;
 		sub.companions_moved = true;
 		bool invalid;
-		int m = bind_one(v[i].dev, &sub, &invalid);
+		int m = bind_one(b, v[i].dev, &sub, &invalid);
 		if (r == 0) {
 			r = m;
 			*ret_invalid = invalid;
@@ -794,20 +901,20 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req, 
 	own.companions_moved = n > 0;
 	own.preface = preface;
 	if (r == 0) {
-		r = bind_one(dev, &own, ret_invalid);
+		r = bind_one(b, dev, &own, ret_invalid);
 	} else if (req->dry_run) {
 		bool invalid;
-		(void)bind_one(dev, &own, &invalid);
+		(void)bind_one(b, dev, &own, &invalid);
 	}
 	if (r < 0) {
 		for (int i = n - 1; i >= 0; i--) {
 			if (!v[i].moved)
 				continue;
-			int b = dm_binding_restore(v[i].dev, &v[i].before, true);
+			int back = dm_binding_restore(b, v[i].dev, &v[i].before, true);
 			log_warn("binding %s: group rollback of %s to %s: %s",
 				 dm_device_get_sysname(dev), dm_device_get_sysname(v[i].dev),
 				 v[i].before.driver[0] ? v[i].before.driver : "no driver",
-				 b < 0 ? strerror(-b) : "ok");
+				 back < 0 ? strerror(-back) : "ok");
 		}
 		if (r == -EINVAL && !*ret_invalid)
 			r = -EIO; /* a member's failure, not the request's value */
@@ -821,25 +928,22 @@ static int bind_group(struct dm_device *dev, const struct dm_bind_request *req, 
 	return r;
 }
 
-/* the metrics file: the requests that were not dry runs, by how they ended */
-enum { RES_OK, RES_REFUSED, RES_PENDING, RES_INVALID, RES_FAILED, N_RES };
 static const char *const result_names[N_RES] = {
 	[RES_OK] = "ok",	     [RES_REFUSED] = "refused", [RES_PENDING] = "pending",
 	[RES_INVALID] = "invalid", [RES_FAILED] = "failed",
 };
-static atomic_uint_fast64_t results[N_RES];
 
-int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req)
+int dm_bind_device(struct dm_binder *b, struct dm_device *dev, const struct dm_bind_request *req)
 {
 	/* the request's own value refused (no such driver), where a step's
 	 * EINVAL is the kernel's: a failure, its report naming the step */
 	bool invalid = false;
 	int r = req->group && req->action == DM_BIND_TO && req->driver &&
 				dm_inuse_is_vfio_driver(req->driver)
-			? bind_group(dev, req, &invalid)
-			: bind_one(dev, req, &invalid);
+			? bind_group(b, dev, req, &invalid)
+			: bind_one(b, dev, req, &invalid);
 	if (!req->dry_run)
-		atomic_fetch_add_explicit(&results[r == 0		 ? RES_OK
+		atomic_fetch_add_explicit(&b->results[r == 0		 ? RES_OK
 						   : r == -EBUSY	 ? RES_REFUSED
 						   : r == -EINPROGRESS ? RES_PENDING
 						   : (r == -EINVAL && invalid) || r == -EOPNOTSUPP
@@ -851,18 +955,19 @@ int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req)
 
 void dm_binding_metrics(struct dm_metrics *w, void *data)
 {
-	(void)data;
+	struct dm_binder *b = data;
 	dm_metrics_family(w, "driverfsd_binding_requests_total", "counter",
 			  "Binding requests (dry runs aside), by result: refused (in use, EBUSY), "
 			  "pending (EINPROGRESS), invalid (no such driver, a device of no bus "
 			  "with drivers), failed (a step failed and was rolled back).");
 	for (size_t i = 0; i < N_RES; i++)
 		dm_metrics_sample(w, "driverfsd_binding_requests_total",
-				  (double)atomic_load_explicit(&results[i], memory_order_relaxed),
+				  (double)atomic_load_explicit(&b->results[i], memory_order_relaxed),
 				  "result", result_names[i], NULL);
 }
 
-static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bool *ret_invalid)
+static int bind_one(struct dm_binder *b, struct dm_device *dev, const struct dm_bind_request *req,
+		    bool *ret_invalid)
 {
 	*ret_invalid = false;
 	const char *devpath = dm_device_get_devpath(dev);
@@ -883,11 +988,15 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 	if (!t)
 		return -ENOMEM;
 	report_init(t);
+	t->b = b;
 	t->dev = dev;
 	t->req = req;
 	t->name = name;
-	if ((size_t)snprintf(t->devdir, sizeof(t->devdir), "/sys%s", devpath) >= sizeof(t->devdir) ||
-	    (size_t)snprintf(t->busdir, sizeof(t->busdir), "/sys/bus/%s", busname) >=
+	t->devpath = devpath;
+	t->bus = busname;
+	if ((size_t)snprintf(t->devdir, sizeof(t->devdir), "%s%s", b->sysfs, devpath) >=
+		    sizeof(t->devdir) ||
+	    (size_t)snprintf(t->busdir, sizeof(t->busdir), "%s/bus/%s", b->sysfs, busname) >=
 		    sizeof(t->busdir)) {
 		free(t);
 		return -ENAMETOOLONG;
@@ -898,12 +1007,12 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 		return -EOPNOTSUPP; /* a bus of the model the kernel has no drivers for */
 	}
 
-	pthread_mutex_lock(&reports.lock);
-	struct report *rep = dm_report_table_get_locked(&reports, devpath);
+	pthread_mutex_lock(&b->reports.lock);
+	struct report *rep = dm_report_table_get_locked(&b->reports, devpath);
 	bool busy = rep && rep->running;
 	if (rep && !busy)
 		rep->running = true;
-	pthread_mutex_unlock(&reports.lock);
+	pthread_mutex_unlock(&b->reports.lock);
 	if (!rep || busy) {
 		free(t);
 		return rep ? -EINPROGRESS : -ENOMEM;
@@ -925,12 +1034,17 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 	if (!req->dry_run)
 		dm_device_set_binding(dev, false);
 	if (r == 0 && req->persist && !req->dry_run) {
-		char why[128];
-		int p = dm_persist_set(dev, busname, name,
-				       req->action == DM_BIND_TO     ? req->driver
-				       : req->action == DM_BIND_NONE ? "none"
-								     : NULL,
-				       why, sizeof(why));
+		char why[128] = "";
+		/* persistence is the observer's (persist.h), not binding's */
+		struct dm_binder_observer o = observer_of(b);
+		int p = o.persisted ? o.persisted(o.data, dev, busname, name,
+						  req->action == DM_BIND_TO     ? req->driver
+						  : req->action == DM_BIND_NONE ? "none"
+										: NULL,
+						  why, sizeof(why))
+				    : -EOPNOTSUPP;
+		if (!o.persisted)
+			snprintf(why, sizeof(why), "no state file");
 		say(t, p < 0 ? "persisted: no (%s)\n" : "persisted: %s\n",
 		    p < 0 ? (*why ? why : strerror(-p))
 		    : req->action == DM_BIND_DEFAULT ? "forgotten"
@@ -944,7 +1058,7 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 		log_info("binding %s: %s", name, t->rt.len ? "done" : "");
 
 	*ret_invalid = r == -EINVAL && t->invalid;
-	pthread_mutex_lock(&reports.lock);
+	pthread_mutex_lock(&b->reports.lock);
 	/* A request for a driver the bus does not have is bad input: its
 	 * EINVAL alone, nothing changed, the last report included. A step's
 	 * EINVAL (the kernel's, a probe's own) is the same number: the new
@@ -963,7 +1077,7 @@ static int bind_one(struct dm_device *dev, const struct dm_bind_request *req, bo
 		current_driver(t, rep->left, sizeof(rep->left));
 	}
 	rep->running = false;
-	pthread_mutex_unlock(&reports.lock);
+	pthread_mutex_unlock(&b->reports.lock);
 	free(t);
 	return r;
 }
@@ -1006,12 +1120,12 @@ int dm_bind_parse(char *buf, struct dm_bind_request *req)
 
 int dm_binding_request(struct dm_device *dev, const char *driver, void *data)
 {
-	(void)data;
+	struct dm_binder *b = data;
 	struct dm_bind_request req = {
 		.action = driver ? DM_BIND_TO : DM_BIND_NONE,
 		.driver = driver,
 	};
-	return dm_bind_device(dev, &req);
+	return dm_bind_device(b, dev, &req);
 }
 
 void dm_binding_driver_of(const char *devdir, char *buf, size_t size)
@@ -1019,17 +1133,17 @@ void dm_binding_driver_of(const char *devdir, char *buf, size_t size)
 	driver_of(devdir, buf, size);
 }
 
-bool dm_binding_last_outcome(const char *devpath, bool *done, bool *failed, char *left,
+bool dm_binding_last_outcome(struct dm_binder *b, const char *devpath, bool *done, bool *failed, char *left,
 			     size_t size)
 {
-	pthread_mutex_lock(&reports.lock);
-	struct report *r = dm_report_table_find_locked(&reports, devpath);
+	pthread_mutex_lock(&b->reports.lock);
+	struct report *r = dm_report_table_find_locked(&b->reports, devpath);
 	if (r) {
 		*done = r->done;
 		*failed = r->failed;
 		snprintf(left, size, "%s", r->left);
 	}
-	pthread_mutex_unlock(&reports.lock);
+	pthread_mutex_unlock(&b->reports.lock);
 	return r != NULL;
 }
 
@@ -1037,14 +1151,15 @@ bool dm_binding_last_outcome(const char *devpath, bool *done, bool *failed, char
 
 /* @text kept as @devpath's report, a new one (@append: added to the one
  * recovery made for it already: @more). */
-static void keep_report(struct dm_device *dev, const char *text, bool more, bool done,
+static void keep_report(struct dm_binder *b, struct dm_device *dev, const char *text, bool more,
+			bool done,
 			bool failed_)
 {
 	const char *devpath = dm_device_get_devpath(dev);
 	char devdir[PATH_MAX];
-	snprintf(devdir, sizeof(devdir), "/sys%.4000s", devpath);
-	pthread_mutex_lock(&reports.lock);
-	struct report *rep = dm_report_table_get_locked(&reports, devpath);
+	snprintf(devdir, sizeof(devdir), "%s%.4000s", b->sysfs, devpath);
+	pthread_mutex_lock(&b->reports.lock);
+	struct report *rep = dm_report_table_get_locked(&b->reports, devpath);
 	if (rep) {
 		more = more && rep->seq > 0;
 		size_t len = more ? strlen(rep->text) : 0, plen = more ? strlen(rep->pub) : 0;
@@ -1058,7 +1173,7 @@ static void keep_report(struct dm_device *dev, const char *text, bool more, bool
 		rep->failed = failed_;
 		driver_of(devdir, rep->left, sizeof(rep->left));
 	}
-	pthread_mutex_unlock(&reports.lock);
+	pthread_mutex_unlock(&b->reports.lock);
 }
 
 /* Whether the device is as @j requested. */
@@ -1083,7 +1198,8 @@ static bool as_requested(const struct txn *t, const struct dm_journal_txn *j)
 /* One transaction a killed daemon left: completed when it had reached its
  * verify step (or its last step was pending) and the device is as
  * requested, else rolled back by the live path's roll_back(). */
-static void recover_txn(struct dm_model *m, const struct dm_journal_txn *j, bool *ret_recovered)
+static void recover_txn(struct dm_binder *b, struct dm_model *m, const struct dm_journal_txn *j,
+			bool *ret_recovered)
 {
 	*ret_recovered = false;
 	struct dm_device *dev = dm_model_find_devpath(m, j->devpath);
@@ -1103,11 +1219,14 @@ static void recover_txn(struct dm_model *m, const struct dm_journal_txn *j, bool
 	struct dm_bind_request req = { .action = (enum dm_bind_action)j->action,
 				       .driver = j->driver };
 	report_init(t);
+	t->b = b;
 	t->dev = dev;
 	t->req = &req;
 	t->name = j->name;
-	snprintf(t->devdir, sizeof(t->devdir), "/sys%.4000s", j->devpath);
-	snprintf(t->busdir, sizeof(t->busdir), "/sys/bus/%.60s", j->bus);
+	t->devpath = j->devpath;
+	t->bus = j->bus;
+	snprintf(t->devdir, sizeof(t->devdir), "%s%.4000s", b->sysfs, j->devpath);
+	snprintf(t->busdir, sizeof(t->busdir), "%s/bus/%.60s", b->sysfs, j->bus);
 	snprintf(t->old_driver, sizeof(t->old_driver), "%s", j->old_driver);
 	t->has_override = j->has_override;
 	snprintf(t->old_override, sizeof(t->old_override), "%s", j->old_override);
@@ -1137,7 +1256,7 @@ static void recover_txn(struct dm_model *m, const struct dm_journal_txn *j, bool
 	}
 	dm_device_set_binding(dev, false);
 	log_warn("binding %s: %.*s", t->name, (int)strcspn(t->text, "\n"), t->text);
-	keep_report(dev, t->text, false, complete && req.action != DM_BIND_DEFAULT, !complete);
+	keep_report(b, dev, t->text, false, complete && req.action != DM_BIND_DEFAULT, !complete);
 	dm_journal_drop_txn(j->devpath);
 	*ret_recovered = true;
 	free(t);
@@ -1147,13 +1266,13 @@ static void recover_txn(struct dm_model *m, const struct dm_journal_txn *j, bool
 /* A group move a killed daemon left: complete when its device is bound to
  * the driver, else each member put back (dm_binding_restore(), as the live
  * rollback does). */
-static void recover_group(struct dm_model *m, const struct dm_journal_group *g)
+static void recover_group(struct dm_binder *b, struct dm_model *m, const struct dm_journal_group *g)
 {
 	struct dm_device *dev = dm_model_find_devpath(m, g->devpath);
 	char devdir[PATH_MAX], now[256] = "", text[REPORT_MAX];
 	size_t len = 0;
 	text[0] = '\0';
-	snprintf(devdir, sizeof(devdir), "/sys%.4000s", g->devpath);
+	snprintf(devdir, sizeof(devdir), "%s%.4000s", b->sysfs, g->devpath);
 	driver_of(devdir, now, sizeof(now));
 	bool complete = dev && strcmp(now, g->driver) == 0;
 	char line[1024];
@@ -1164,23 +1283,23 @@ static void recover_group(struct dm_model *m, const struct dm_journal_group *g)
 		struct dm_device *md = dm_model_find_devpath(m, g->members[i].devpath);
 		struct dm_binding_saved before = { .had_override = g->members[i].had_override };
 		snprintf(before.driver, sizeof(before.driver), "%s", g->members[i].old_driver);
-		int b = md ? dm_binding_restore(md, &before, true) : -ENODEV;
+		int back = md ? dm_binding_restore(b, md, &before, true) : -ENODEV;
 		snprintf(line, sizeof(line), "group: %s back to %s: %s\n",
 			 strrchr(g->members[i].devpath, '/') + 1,
-			 before.driver[0] ? before.driver : "no driver", b < 0 ? strerror(-b) : "ok");
+			 before.driver[0] ? before.driver : "no driver", back < 0 ? strerror(-back) : "ok");
 		dm_report_append(text, sizeof(text), &len, line);
 		if (md)
 			dm_device_unref(md);
 	}
 	log_warn("binding journal: %s: %s", g->devpath, text);
 	if (dev) {
-		keep_report(dev, text, true, complete, !complete);
+		keep_report(b, dev, text, true, complete, !complete);
 		dm_device_unref(dev);
 	}
 	dm_journal_drop_group(g->devpath);
 }
 
-int dm_binding_recover(struct dm_model *m, char *why, size_t size)
+int dm_binding_recover(struct dm_binder *b, struct dm_model *m, char *why, size_t size)
 {
 	struct dm_journal_txn *txns;
 	struct dm_journal_group *groups;
@@ -1191,11 +1310,11 @@ int dm_binding_recover(struct dm_model *m, char *why, size_t size)
 	int n = 0;
 	for (size_t i = 0; i < nt; i++) {
 		bool done;
-		recover_txn(m, &txns[i], &done);
+		recover_txn(b, m, &txns[i], &done);
 		n += done;
 	}
 	for (size_t i = 0; i < ng; i++) {
-		recover_group(m, &groups[i]);
+		recover_group(b, m, &groups[i]);
 		n++;
 	}
 	free(txns);

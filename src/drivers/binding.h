@@ -10,8 +10,14 @@
  * While the transaction runs the device is offered to no driver
  * (dm_device_set_binding()).
  *
- * Every sysfs access goes through the runner (timed, logged, bounded). The
- * report of each device's last request is kept for its binding file. Call without the model lock.
+ * Binding's state is a binder's (struct dm_binder, below): the sysfs root
+ * its paths are under, the kernel's side of its writes, each device's
+ * last report, Protect= and the requests' counts. Persistence is built on
+ * it (persist.h registers an observer and calls dm_bind_device()); the
+ * binder never calls persistence. Every sysfs write goes through the
+ * binder's kernel (the runner's: timed, logged, bounded, unless a test
+ * plays the kernel). The report of each device's last request is kept for
+ * its binding file. Call without the model lock.
  */
 #ifndef DM_BINDING_H
 #define DM_BINDING_H
@@ -20,6 +26,61 @@
 #include "core/model.h"
 
 #include <stdbool.h>
+
+/* ---- the binder ---- */
+struct dm_binder;
+
+/* The kernel's side of a transaction: @write makes one sysfs write (as
+ * dm_run_write(): 0 or -errno, -ETIMEDOUT past @timeout_ms). The daemon's
+ * is the runner's; a unit test plays the kernel through it, acting on
+ * each write in a temporary directory laid out as sysfs. */
+struct dm_binder_kernel {
+	int (*write)(void *data, const char *label, const char *path, const char *value,
+		     int timeout_ms);
+	void *data;
+};
+
+/* Who is told of what binding did (persistence, persist.h): @persisted
+ * when a request made with "persist" succeeded (@driver as
+ * dm_persist_set() takes it: a driver, "none", or NULL to forget); the
+ * SR-IOV requests' (sriov.h) @sriov_persisted (@driver NULL: the kernel's
+ * own probe) and @sriov_forgotten. Each 0 or -errno, why in @msg. A NULL
+ * member (or no observer): the request says it cannot be persisted. */
+struct dm_binder_observer {
+	int (*persisted)(void *data, struct dm_device *dev, const char *bus, const char *name,
+			 const char *driver, char *msg, size_t size);
+	int (*sriov_persisted)(void *data, struct dm_device *pf, const char *name, int numvfs,
+			       const char *driver, char *msg, size_t size);
+	int (*sriov_forgotten)(void *data, const char *name, char *msg, size_t size);
+	void *data;
+};
+
+/* A binder whose sysfs is under @sysfs_root (NULL: "/sys"; a test's
+ * temporary directory), its kernel the runner's, no observer, nothing
+ * protected. 0 or -errno. */
+int dm_binder_new(const char *sysfs_root, struct dm_binder **ret);
+/* Frees @b (no request may run: at exit, after persist's and needs'
+ * workers stopped). NULL is nothing. */
+void dm_binder_free(struct dm_binder *b);
+/* @k (copied; NULL: the runner's) makes @b's writes. Before any request. */
+void dm_binder_set_kernel(struct dm_binder *b, const struct dm_binder_kernel *k);
+/* @o (copied; NULL: none) is told of what @b did. */
+void dm_binder_set_observer(struct dm_binder *b, const struct dm_binder_observer *o);
+/* @b's sysfs root, "/sys" or a test's. */
+const char *dm_binder_sysfs(const struct dm_binder *b);
+/* The binder that runs @dev's model's binding requests (the data of its
+ * dm_model_set_bind_request(), set with dm_binding_request()), NULL when
+ * none. For the device files and the modules built on binding. */
+struct dm_binder *dm_binder_of(struct dm_device *dev);
+/* The same with the model lock held (an attribute's is_visible). */
+struct dm_binder *dm_binder_of_locked(struct dm_device *dev);
+
+/* An SR-IOV request's (sriov.h) "persist": @numvfs VFs on @driver (NULL:
+ * the kernel's probe) recorded for the PF @pf named @name, or with @numvfs
+ * < 0 forgotten, by @b's observer (@b NULL: none). 0 or -errno, why in
+ * @msg. */
+int dm_binder_persist_sriov(struct dm_binder *b, struct dm_device *pf, const char *name,
+			    int numvfs, const char *driver, char *msg, size_t size);
 
 /* The time each sysfs write of a transaction may take, in milliseconds. */
 #define DM_BIND_TIMEOUT_MS 5000
@@ -35,7 +96,8 @@ struct dm_bind_request {
 	const char *driver; /* DM_BIND_TO's */
 	bool force; /* proceed past the vetoes (logged) */
 	bool dry_run; /* the plan and the vetoes, nothing written */
-	bool persist; /* once done, recorded (persist.h); default forgets */
+	bool persist; /* once done, told to the binder's observer (persistence,
+		       * persist.h: recorded; default forgets) */
 	bool group; /* vfio-pci: the IOMMU group's companions in the way move too */
 	/* set by the group move for each member's own transaction */
 	bool companions_moved; /* the group's viability is being made */
@@ -60,8 +122,8 @@ enum dm_bind_step {
  * else the -errno of the failed step (everything undone). The report is
  * kept for dm_binding_status().
  */
-int dm_bind_device(struct dm_device *dev, const struct dm_bind_request *req);
-/* the metrics file's source (a dm_metrics_fn; @data unused): the requests made
+int dm_bind_device(struct dm_binder *b, struct dm_device *dev, const struct dm_bind_request *req);
+/* the metrics file's source (a dm_metrics_fn; @data the binder): the requests made
  * (dry runs aside) by result: ok, refused, pending, invalid, failed. */
 void dm_binding_metrics(struct dm_metrics *w, void *data);
 
@@ -72,16 +134,17 @@ struct dm_binding_saved {
 	bool had_override;
 };
 
-/* @dev's binding now, into @ret (read from sysfs). */
-void dm_binding_save(struct dm_device *dev, struct dm_binding_saved *ret);
+/* @dev's binding now, into @ret (read from @b's sysfs). */
+void dm_binding_save(struct dm_binder *b, struct dm_device *dev, struct dm_binding_saved *ret);
 
 /* Puts back the binding @saved as one transaction: the old driver named
  * when an override chose it, else the kernel's default, or no driver;
  * @force passes the vetoes. As dm_bind_device(). */
-int dm_binding_restore(struct dm_device *dev, const struct dm_binding_saved *saved, bool force);
+int dm_binding_restore(struct dm_binder *b, struct dm_device *dev, const struct dm_binding_saved *saved, bool force);
 
 /* A request of a kernel driver's bind file (@driver) or unbind file (NULL),
- * as dm_model_set_bind_request() takes it: the same transaction. */
+ * as dm_model_set_bind_request() takes it (@data: the binder): the same
+ * transaction. */
 int dm_binding_request(struct dm_device *dev, const char *driver, void *data);
 
 /* At start, before serving: the binding journal (journal.h) a killed
@@ -95,13 +158,14 @@ int dm_binding_request(struct dm_device *dev, const char *driver, void *data);
  * for a journal anyone but root could change, -ESTALE for one of another
  * boot, -EINVAL for a file that is no journal; nothing in those is acted
  * on (the file is left). */
-int dm_binding_recover(struct dm_model *m, char *why, size_t size);
+int dm_binding_recover(struct dm_binder *b, struct dm_model *m, char *why, size_t size);
 
-/* The devices (by name) and kernel drivers never unbound without force
+/* The devices (by name) and kernel drivers @b never unbinds without force
  * (driverfsd.conf's Protect=, space-separated; NULL: none). Copied. */
-int dm_binding_set_protected(const char *names);
-/* Whether @name (a device's or a kernel driver's) is one Protect= names. */
-bool dm_binding_is_protected(const char *name);
+int dm_binder_set_protected(struct dm_binder *b, const char *names);
+/* Whether @name (a device's or a kernel driver's) is one @b's Protect=
+ * names (@b NULL: none is). */
+bool dm_binder_is_protected(struct dm_binder *b, const char *name);
 
 /* Parses what was written to a device's binding file: "DRIVER", "default" or
  * "none", then optionally "force", "dry-run", "persist" and/or "group",
@@ -116,7 +180,7 @@ int dm_bind_parse(char *buf, struct dm_bind_request *req);
  * input: no such driver; a dry run's is kept) does not move. With
  * @details (root's view) the in-use reasons name the processes (pid and
  * command) and mount points; without, they say "details for root only". */
-int dm_binding_status(struct dm_device *dev, bool details, char *buf, size_t size,
+int dm_binding_status(struct dm_binder *b, struct dm_device *dev, bool details, char *buf, size_t size,
 		      unsigned long *ret_seq);
 
 /* The device file binding (0644): root writes a request, anyone reads the

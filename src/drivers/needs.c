@@ -87,10 +87,13 @@ static struct entry *next_job_locked(enum job *job)
 
 static void run_move(struct entry *e)
 {
-	struct dm_binding_saved before;
-	dm_binding_save(e->dev, &before);
+	struct dm_binding_saved before = { 0 };
+	/* the binder that runs the model's requests (the daemon's) */
+	struct dm_binder *b = dm_binder_of(e->dev);
+	if (b)
+		dm_binding_save(b, e->dev, &before);
 	struct dm_bind_request req = { .action = DM_BIND_TO, .driver = e->kdriver };
-	int r = dm_bind_device(e->dev, &req);
+	int r = b ? dm_bind_device(b, e->dev, &req) : -EOPNOTSUPP;
 	pthread_mutex_lock(&lock);
 	e->before = before;
 	/* pending: the kernel's uevent will say; the device is offered then */
@@ -113,12 +116,14 @@ static void run_give_back(struct entry *e)
 	pthread_mutex_unlock(&lock);
 	if (still_held)
 		return; /* a new driver took it meanwhile (a reload) */
-	struct dm_binding_saved now;
-	dm_binding_save(e->dev, &now);
+	struct dm_binding_saved now = { 0 };
+	struct dm_binder *b = dm_binder_of(e->dev);
+	if (b)
+		dm_binding_save(b, e->dev, &now);
 	int r = 0;
-	bool ours = strcmp(now.driver, e->kdriver) == 0;
+	bool ours = b && strcmp(now.driver, e->kdriver) == 0;
 	if (ours && !dm_device_is_dead(e->dev)) {
-		r = dm_binding_restore(e->dev, &e->before, false);
+		r = dm_binding_restore(b, e->dev, &e->before, false);
 		if (r == 0)
 			log_info("needs: %s given back to %s", dm_device_get_sysname(e->dev),
 				 e->before.driver[0] ? e->before.driver : "no driver");

@@ -57,6 +57,9 @@ static struct sriov_entry *sriovs;
 static size_t n_sriovs, cap_sriovs;
 static pthread_t worker;
 static bool worker_started, stopping;
+/* what applies the records (dm_persist_attach()): persistence is built on
+ * binding, which tells it of a request's "persist" through its observer */
+static struct dm_binder *binder;
 
 static const char *state_file(void)
 {
@@ -502,6 +505,47 @@ int dm_persist_set_sriov(struct dm_device *pf, const char *name, int numvfs, con
 	return saved(r, "the VFs", name, msg, size);
 }
 
+static int observe_persisted(void *data, struct dm_device *dev, const char *bus, const char *name,
+			     const char *driver, char *msg, size_t size)
+{
+	(void)data;
+	return dm_persist_set(dev, bus, name, driver, msg, size);
+}
+
+static int observe_sriov_persisted(void *data, struct dm_device *pf, const char *name,
+				   int numvfs, const char *driver, char *msg, size_t size)
+{
+	(void)data;
+	return dm_persist_set_sriov(pf, name, numvfs, driver, msg, size);
+}
+
+static int observe_sriov_forgotten(void *data, const char *name, char *msg, size_t size)
+{
+	(void)data;
+	return dm_persist_forget_sriov(name, msg, size);
+}
+
+void dm_persist_attach(struct dm_binder *b)
+{
+	pthread_mutex_lock(&lock);
+	binder = b;
+	pthread_mutex_unlock(&lock);
+	const struct dm_binder_observer o = {
+		.persisted = observe_persisted,
+		.sriov_persisted = observe_sriov_persisted,
+		.sriov_forgotten = observe_sriov_forgotten,
+	};
+	dm_binder_set_observer(b, &o);
+}
+
+static struct dm_binder *the_binder(void)
+{
+	pthread_mutex_lock(&lock);
+	struct dm_binder *b = binder;
+	pthread_mutex_unlock(&lock);
+	return b;
+}
+
 int dm_persist_forget_sriov(const char *name, char *msg, size_t size)
 {
 	if (size)
@@ -596,7 +640,10 @@ static bool sriov_in_force(struct dm_device *dev, const struct sriov_entry *e, l
 	*ret_count = -1;
 	if (!devpath)
 		return false;
-	snprintf(dir, sizeof(dir), "/sys%.4000s", devpath);
+	struct dm_binder *b = the_binder();
+	if (!b)
+		return false;
+	snprintf(dir, sizeof(dir), "%s%.4000s", dm_binder_sysfs(b), devpath);
 	snprintf(path, sizeof(path), "%s/sriov_numvfs", dir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
@@ -691,14 +738,17 @@ static void apply_binding(struct dm_device *dev)
 	}
 	const char *now = kernel_driver(dev);
 	bool none = strcmp(e.driver, "none") == 0;
+	struct dm_binder *b = the_binder();
 	int r = 0;
+	if (!b)
+		return; /* nothing applies records */
 	if (!(none ? !now : now && strcmp(now, e.driver) == 0)) {
 		/* not in force (a proxy's name is the kernel's) */
 		struct dm_bind_request req = {
 			.action = none ? DM_BIND_NONE : DM_BIND_TO,
 			.driver = none ? NULL : e.driver,
 		};
-		r = dm_bind_device(dev, &req);
+		r = dm_bind_device(b, dev, &req);
 		if (r < 0)
 			log_warn("persisted binding of %s to %s: %s (its binding file has the report)",
 				 e.name, e.driver, strerror(-r));

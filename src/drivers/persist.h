@@ -37,6 +37,7 @@
 #ifndef DM_PERSIST_H
 #define DM_PERSIST_H
 
+#include "binding.h"
 #include "core/model.h"
 
 #define DM_PERSIST_FILE "/var/lib/driverfsd/bindings"
@@ -45,6 +46,12 @@
  * default). A missing file is none. Bad lines are logged (FILE:LINE) and
  * skipped. 0 or -errno (a file anyone but root could change: -EPERM). */
 int dm_persist_load(const char *path);
+
+/* Persistence on top of binding: @b applies the records (at start, on
+ * hotplug), and tells persistence of each request made with "persist"
+ * (its observer, set here: binding never calls persistence). Before
+ * dm_persist_apply_all(). */
+void dm_persist_attach(struct dm_binder *b);
 
 /* Records @driver ("none": kept unbound) for the device @dev, @name of
  * @bus, with its identity, or with @driver NULL forgets it; rewrites the

@@ -59,3 +59,23 @@ void *dm_report_table_get_locked(struct dm_report_table *t, const char *devpath)
 	}
 	return r;
 }
+
+static int free_record(void *value, void *data)
+{
+	(void)data;
+	char **r = value;
+	free(*r);
+	free(r);
+	return 0;
+}
+
+void dm_report_table_clear(struct dm_report_table *t)
+{
+	pthread_mutex_lock(&t->lock);
+	if (t->ready) {
+		dm_hashmap_for_each(&t->map, free_record, NULL);
+		dm_hashmap_done(&t->map);
+		t->ready = false;
+	}
+	pthread_mutex_unlock(&t->lock);
+}

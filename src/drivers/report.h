@@ -45,5 +45,7 @@ struct dm_report_table {
 void *dm_report_table_get_locked(struct dm_report_table *t, const char *devpath);
 /* @devpath's record, NULL when none; the lock held. */
 void *dm_report_table_find_locked(struct dm_report_table *t, const char *devpath);
+/* Every record freed (at exit, nothing using @t). */
+void dm_report_table_clear(struct dm_report_table *t);
 
 #endif

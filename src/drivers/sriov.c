@@ -7,7 +7,6 @@
 #include "journal.h"
 #include "kernel.h"
 #include "log.h"
-#include "persist.h"
 #include "report.h"
 #include "runner.h"
 
@@ -307,6 +306,7 @@ static int failed(struct txn *t, const char *step, int r)
 static int vetoes(struct txn *t, bool count_changes)
 {
 	int n = 0;
+	struct dm_binder *b = dm_binder_of(t->pf); /* its Protect= */
 	for (long i = 0; i < t->old_count; i++) {
 		const struct vf *v = &t->old[i];
 		if (!count_changes && (!t->req->driver || strcmp(v->driver, t->req->driver) == 0))
@@ -314,12 +314,12 @@ static int vetoes(struct txn *t, bool count_changes)
 		if (!count_changes && !v->driver[0])
 			continue;
 		const char *why = count_changes ? "removed by the new count" : "moved";
-		if (dm_binding_is_protected(v->name)) {
+		if (dm_binder_is_protected(b, v->name)) {
 			say(t, "in use: VF %s (%s) is protected (driverfsd.conf, Protect=)\n", v->name,
 			    why);
 			n++;
 		}
-		if (v->driver[0] && dm_binding_is_protected(v->driver)) {
+		if (v->driver[0] && dm_binder_is_protected(b, v->driver)) {
 			say(t, "in use: VF %s (%s): its driver %s is protected (driverfsd.conf, "
 			       "Protect=)\n",
 			    v->name, why, v->driver);
@@ -650,7 +650,8 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 		atomic_fetch_add_explicit(&vfs_bound, (uint_fast64_t)t->bound, memory_order_relaxed);
 	if (r == 0 && req->persist && !req->dry_run) {
 		char why[128];
-		int p = dm_persist_set_sriov(pf, name, (int)req->numvfs, req->driver, why, sizeof(why));
+		int p = dm_binder_persist_sriov(dm_binder_of(pf), pf, name, (int)req->numvfs, req->driver, why,
+						   sizeof(why));
 		say(t, p < 0 ? "persisted: no (%s)\n" : "persisted: %s\n",
 		    p < 0 ? (*why ? why : strerror(-p)) : "yes");
 		if (p < 0)
@@ -658,7 +659,7 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 	}
 	if (r == 0 && req->forget && !req->dry_run) {
 		char why[128];
-		int p = dm_persist_forget_sriov(name, why, sizeof(why));
+		int p = dm_binder_persist_sriov(dm_binder_of(pf), pf, name, -1, NULL, why, sizeof(why));
 		say(t, p < 0 ? "persisted: not forgotten (%s)\n" : "persisted: forgotten\n",
 		    p < 0 ? (*why ? why : strerror(-p)) : "");
 		if (p < 0)
