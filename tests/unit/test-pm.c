@@ -670,11 +670,7 @@ static void test_removed_during_the_walk(void **state)
 
 static void read_file(const char *path, char *buf, size_t size)
 {
-	FILE *f = fopen(path, "r");
-	assert_non_null(f);
-	size_t n = fread(buf, 1, size - 1, f);
-	buf[n] = '\0';
-	fclose(f);
+	assert_true(test_read_file(path, buf, size));
 }
 
 /* The record's file: "+" before a suspend, "-" after a resume, gone with

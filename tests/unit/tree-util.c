@@ -128,6 +128,18 @@ void test_rm_rf(const char *dir)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+bool test_read_file(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	buf[0] = '\0';
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, size - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return true;
+}
+
 void test_write_file(const char *dir, const char *name, const char *content)
 {
 	char path[512];

@@ -5,6 +5,7 @@
 
 #include "core/model.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct test_tree {
@@ -29,6 +30,10 @@ void test_rm_rf(const char *dir);
 /* Writes @content to @dir/@name (created or truncated); aborts the test
  * program when it cannot. */
 void test_write_file(const char *dir, const char *name, const char *content);
+
+/* The file @path into @buf of @size bytes (cut there), NUL-terminated:
+ * true, or false when it cannot be opened (@buf ""). */
+bool test_read_file(const char *path, char *buf, size_t size);
 
 /* True when @a is an ancestor of @b (strictly). */
 int test_tree_is_ancestor(const struct test_tree *t, int a, int b);

@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit tests of the binding transaction (src/drivers/binding.c, issue 33
+ * item 6), without LD_PRELOAD: a binder whose sysfs root is a temporary
+ * directory laid out as sysfs (a PCI function at 0000:00:02.0 bound to
+ * nvme, its IOMMU group, the bus's drivers nvme and vfio-pci), and a small
+ * "kernel" of the test's own as the binder's kernel: it makes each write
+ * act as the kernel's would (driver_override kept, unbind and bind move
+ * the driver link, drivers_probe binds the override's driver or the
+ * default), logs every write, and fails the one it is told to with the
+ * errno it is told.
+ *
+ * A bind that succeeds (its writes in order, the journal left empty); a
+ * probe the driver refuses with EINVAL, rolled back (driver_override
+ * restored, the old driver bound again, the report naming the step, the
+ * kernel's errno and each undo); an unbind that fails, rolled back; a dry
+ * run that names every reason it would be refused and writes nothing; a
+ * refusal for Protect= (the device, then its driver) and force past it; a
+ * request made with "persist" tells the binder's observer, the binder
+ * itself knowing nothing of persistence; the journal names the device
+ * during each write and not after; a transaction a killed daemon left at
+ * its unbind step is rolled back at the next start, one at verify with
+ * the device as requested completed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "drivers/binding.h"
+#include "drivers/inuse.h"
+#include "drivers/journal.h"
+#include "drivers/modules.h"
+#include "tree-util.h"
+
+#define DEVNAME "0000:00:02.0"
+#define DEVPATH "/devices/pci0000:00/" DEVNAME
+/* a report's most (DM_BINDING_REPORT_MAX) */
+#define REPORT_SIZE 8192
+
+/* ---- the test's kernel ---- */
+
+struct kernel {
+	char root[256]; /* the sysfs root (a short temporary directory) */
+	char log[4096]; /* every write: "FILE=VALUE\n", FILE relative to the root */
+	const char *fail_suffix; /* the write whose path ends so fails */
+	int fail_errno;
+	const char *journal; /* the binding journal's file */
+	int journaled; /* the writes made while it named the device */
+};
+
+/* Whether the journal's file names the device now. */
+static bool journal_names_device(const char *path)
+{
+	char text[16384];
+	return test_read_file(path, text, sizeof(text)) && strstr(text, DEVPATH) != NULL;
+}
+
+static char *path_of(const struct kernel *k, const char *rel, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/%s", k->root, rel);
+	return buf;
+}
+
+/* The device's driver link to @drv (NULL: none). */
+static void set_driver(struct kernel *k, const char *drv)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	path_of(k, "devices/pci0000:00/" DEVNAME "/driver", link, sizeof(link));
+	(void)unlink(link);
+	if (drv) {
+		snprintf(target, sizeof(target), "%s/bus/pci/drivers/%s", k->root, drv);
+		assert_int_equal(symlink(target, link), 0);
+	}
+}
+
+static void get_driver(struct kernel *k, char *buf, size_t size)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	path_of(k, "devices/pci0000:00/" DEVNAME "/driver", link, sizeof(link));
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	buf[0] = '\0';
+	if (n > 0) {
+		target[n] = '\0';
+		snprintf(buf, size, "%s", strrchr(target, '/') + 1);
+	}
+}
+
+static void get_override(struct kernel *k, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	assert_true(test_read_file(
+		path_of(k, "devices/pci0000:00/" DEVNAME "/driver_override", path, sizeof(path)), buf,
+		size));
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* One sysfs write as the kernel takes it. */
+static int kernel_write(void *data, const char *label, const char *path, const char *value,
+			int timeout_ms)
+{
+	(void)label;
+	(void)timeout_ms;
+	struct kernel *k = data;
+	size_t rl = strlen(k->root);
+	assert_true(strncmp(path, k->root, rl) == 0 && path[rl] == '/');
+	const char *rel = path + rl + 1;
+	k->journaled += journal_names_device(k->journal);
+	size_t len = strlen(k->log);
+	snprintf(k->log + len, sizeof(k->log) - len, "%s=%s\n", rel,
+		 strcmp(value, "\n") == 0 ? "(clear)" : value);
+	size_t pl = strlen(path);
+	if (k->fail_suffix && pl >= strlen(k->fail_suffix) &&
+	    strcmp(path + pl - strlen(k->fail_suffix), k->fail_suffix) == 0)
+		return -k->fail_errno;
+
+	char now[64], ovr[64], drv[64];
+	get_driver(k, now, sizeof(now));
+	get_override(k, ovr, sizeof(ovr));
+	if (strcmp(rel, "devices/pci0000:00/" DEVNAME "/driver_override") == 0) {
+		test_write_file(k->root, "devices/pci0000:00/" DEVNAME "/driver_override",
+				strcmp(value, "\n") == 0 ? "(null)\n" : value);
+		return 0;
+	}
+	if (strcmp(rel, "bus/pci/drivers_probe") == 0) {
+		assert_string_equal(value, DEVNAME);
+		if (now[0])
+			return 0;
+		set_driver(k, strcmp(ovr, "(null)") == 0 ? "nvme" : ovr);
+		return 0;
+	}
+	char file[16];
+	if (sscanf(rel, "bus/pci/drivers/%63[^/]/%15s", drv, file) == 2) {
+		assert_string_equal(value, DEVNAME);
+		if (strcmp(file, "unbind") == 0) {
+			if (strcmp(now, drv) != 0)
+				return -ENODEV;
+			set_driver(k, NULL);
+			return 0;
+		}
+		if (strcmp(file, "bind") == 0) {
+			if (now[0])
+				return -EBUSY;
+			/* the override names the one driver that may take it */
+			if (strcmp(ovr, "(null)") != 0 && strcmp(ovr, drv) != 0)
+				return -ENODEV;
+			set_driver(k, drv);
+			return 0;
+		}
+	}
+	fail_msg("a write the kernel has no file for: %s", rel);
+	return -ENOENT;
+}
+
+/* ---- the fixture: the tree, the model, the binder ---- */
+
+struct fixture {
+	struct kernel k;
+	struct dm_model *m;
+	struct dm_device *dev;
+	struct dm_binder *b;
+	char journal[PATH_MAX + 16];
+	/* what the observer was told */
+	int persisted;
+	char persisted_driver[64];
+};
+
+static void mkdirs(const char *root, const char *rel)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		(void)mkdir(path, 0755);
+		*p = '/';
+	}
+	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+}
+
+static void link_to(const char *root, const char *rel, const char *target_rel)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	snprintf(link, sizeof(link), "%s/%s", root, rel);
+	snprintf(target, sizeof(target), "%s/%s", root, target_rel);
+	assert_int_equal(symlink(target, link), 0);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	snprintf(f->k.root, sizeof(f->k.root), "/tmp/test-binder-XXXXXX");
+	assert_non_null(mkdtemp(f->k.root));
+	const char *r = f->k.root;
+	mkdirs(r, "devices/pci0000:00/" DEVNAME);
+	mkdirs(r, "bus/pci/drivers/nvme");
+	mkdirs(r, "bus/pci/drivers/vfio-pci");
+	mkdirs(r, "kernel/iommu_groups/7/devices");
+	mkdirs(r, "proc");
+	mkdirs(r, "modules");
+	test_write_file(r, "devices/pci0000:00/" DEVNAME "/driver_override", "(null)\n");
+	test_write_file(r, "bus/pci/drivers_probe", "");
+	static const char *const files[] = { "nvme/bind", "nvme/unbind", "vfio-pci/bind",
+					     "vfio-pci/unbind" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char rel[64];
+		snprintf(rel, sizeof(rel), "bus/pci/drivers/%s", files[i]);
+		test_write_file(r, rel, "");
+	}
+	link_to(r, "devices/pci0000:00/" DEVNAME "/iommu_group", "kernel/iommu_groups/7");
+	link_to(r, "kernel/iommu_groups/7/devices/" DEVNAME, "devices/pci0000:00/" DEVNAME);
+	set_driver(&f->k, "nvme");
+
+	/* nothing of the live machine: no /proc to scan, no module index */
+	char dir[PATH_MAX + 16];
+	snprintf(dir, sizeof(dir), "%s/proc", r);
+	dm_inuse_set_proc_root(dir);
+	snprintf(dir, sizeof(dir), "%s/modules", r);
+	dm_modules_set_dir(dir);
+	snprintf(f->journal, sizeof(f->journal), "%s/journal", r);
+	assert_int_equal(dm_journal_set_path(f->journal), 0);
+	f->k.journal = f->journal;
+
+	assert_int_equal(dm_model_new(&f->m), 0);
+	struct dm_bus *pci;
+	assert_int_equal(dm_bus_get(f->m, "pci", NULL, &pci), 0);
+	assert_int_equal(dm_device_new(f->m, DEVNAME, &f->dev), 0);
+	dm_device_set_bus(f->dev, pci);
+	assert_int_equal(dm_device_set_devpath(f->dev, DEVPATH), 0);
+	assert_int_equal(dm_device_add(f->dev, NULL), 0);
+
+	assert_int_equal(dm_binder_new(r, &f->b), 0);
+	const struct dm_binder_kernel k = { .write = kernel_write, .data = &f->k };
+	dm_binder_set_kernel(f->b, &k);
+	dm_model_set_bind_request(f->m, dm_binding_request, f->b);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	dm_device_unref(f->dev);
+	dm_model_free(f->m);
+	dm_binder_free(f->b);
+	test_rm_rf(f->k.root);
+	free(f);
+	return 0;
+}
+
+static void report_of(struct fixture *f, char *buf, size_t size)
+{
+	unsigned long seq;
+	dm_binding_status(f->b, f->dev, true, buf, size, &seq);
+}
+
+/* The journal holds no transaction: each ended (done or rolled back). */
+static void assert_journal_empty(struct fixture *f)
+{
+	struct dm_journal_txn *txns;
+	struct dm_journal_group *groups;
+	size_t nt = 0, ng = 0;
+	char why[256];
+	int r = dm_journal_load(&txns, &nt, &groups, &ng, why, sizeof(why));
+	if (r == -EPERM)
+		return; /* a file of another user than root: not read (not root) */
+	assert_true(r >= 0 || r == -ENOENT);
+	if (r >= 0) {
+		free(txns);
+		free(groups);
+	}
+	assert_int_equal(nt, 0);
+	assert_int_equal(ng, 0);
+}
+
+static void assert_state(struct fixture *f, const char *drv, const char *ovr)
+{
+	char now[64];
+	get_driver(&f->k, now, sizeof(now));
+	assert_string_equal(now, drv);
+	get_override(&f->k, now, sizeof(now));
+	assert_string_equal(now, ovr);
+}
+
+static void test_bind_done(void **state)
+{
+	struct fixture *f = *state;
+	struct dm_bind_request req = { .action = DM_BIND_TO, .driver = "vfio-pci" };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	assert_state(f, "vfio-pci", "vfio-pci");
+	/* the transaction's writes, in order */
+	assert_string_equal(f->k.log, "devices/pci0000:00/" DEVNAME "/driver_override=vfio-pci\n"
+				      "bus/pci/drivers/nvme/unbind=" DEVNAME "\n"
+				      "bus/pci/drivers/vfio-pci/bind=" DEVNAME "\n");
+	char rep[REPORT_SIZE];
+	report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "device " DEVNAME ", bound to nvme, driver_override (none)\n"));
+	assert_non_null(strstr(rep, "plan: driver_override <- vfio-pci\n"
+				    "plan: unbind from nvme\n"
+				    "plan: bind to vfio-pci\n"));
+	assert_non_null(strstr(rep, "done: vfio-pci\n"));
+	/* recorded before the first write, dropped once done */
+	assert_int_equal(f->k.journaled, 3);
+	assert_false(journal_names_device(f->journal));
+	assert_journal_empty(f);
+
+	/* and back to the kernel's default: override cleared, probed */
+	f->k.log[0] = '\0';
+	req = (struct dm_bind_request){ .action = DM_BIND_DEFAULT };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	assert_state(f, "nvme", "(null)");
+	assert_string_equal(f->k.log, "devices/pci0000:00/" DEVNAME "/driver_override=(clear)\n"
+				      "bus/pci/drivers/vfio-pci/unbind=" DEVNAME "\n"
+				      "bus/pci/drivers_probe=" DEVNAME "\n");
+}
+
+/* A step that fails, and what the rollback writes and says: everything
+ * undone, in reverse (driver_override first, then the old driver bound
+ * again), the device exactly as before the request. */
+static const struct rollback_case {
+	const char *fail_suffix;
+	int fail_errno;
+	const char *writes; /* after the override's and the unbind's */
+	const char *report;
+} rollback_cases[] = {
+	/* the probe refused by the driver with EINVAL (vfio-pci does, for a
+	 * header type it does not take): the kernel's errno, not a bad
+	 * request */
+	{ "/drivers/vfio-pci/bind", EINVAL,
+	  "bus/pci/drivers/vfio-pci/bind=" DEVNAME "\n"
+	  "devices/pci0000:00/" DEVNAME "/driver_override=(clear)\n"
+	  "bus/pci/drivers/nvme/bind=" DEVNAME "\n",
+	  "failed: probe: Invalid argument (EINVAL)\n"
+	  "rollback: driver_override restored to (none): ok\n"
+	  "rollback: bind to nvme again: ok\n"
+	  "after rollback: nvme\n" },
+	/* the unbind fails: nvme, still bound, is not bound again */
+	{ "/drivers/nvme/unbind", EIO,
+	  "devices/pci0000:00/" DEVNAME "/driver_override=(clear)\n",
+	  "failed: unbind: Input/output error (EIO)\n"
+	  "rollback: driver_override restored to (none): ok\n"
+	  "after rollback: nvme\n" },
+};
+
+static void test_step_fails_rolled_back(void **state)
+{
+	struct fixture *f = *state;
+	for (size_t i = 0; i < sizeof(rollback_cases) / sizeof(rollback_cases[0]); i++) {
+		const struct rollback_case *c = &rollback_cases[i];
+		f->k.log[0] = '\0';
+		f->k.fail_suffix = c->fail_suffix;
+		f->k.fail_errno = c->fail_errno;
+		struct dm_bind_request req = { .action = DM_BIND_TO, .driver = "vfio-pci" };
+		assert_int_equal(dm_bind_device(f->b, f->dev, &req), -c->fail_errno);
+		assert_state(f, "nvme", "(null)");
+		char want[1024];
+		snprintf(want, sizeof(want),
+			 "devices/pci0000:00/" DEVNAME "/driver_override=vfio-pci\n"
+			 "bus/pci/drivers/nvme/unbind=" DEVNAME "\n%s",
+			 c->writes);
+		assert_string_equal(f->k.log, want);
+		char rep[REPORT_SIZE];
+		report_of(f, rep, sizeof(rep));
+		assert_non_null(strstr(rep, c->report));
+		/* not taken for a request naming no driver of the bus */
+		assert_null(strstr(rep, "no driver"));
+		assert_journal_empty(f);
+	}
+}
+
+/* A dry run is the plan read before the real thing: every reason it would
+ * be refused (a driver the bus does not have, a deauthorized device, the
+ * device protected), and nothing written. */
+static void test_dry_run_every_reason(void **state)
+{
+	struct fixture *f = *state;
+	test_write_file(f->k.root, "devices/pci0000:00/" DEVNAME "/authorized", "0\n");
+	assert_int_equal(dm_binder_set_protected(f->b, "other " DEVNAME), 0);
+	struct dm_bind_request req = { .action = DM_BIND_TO, .driver = "uio_pci_generic",
+				       .dry_run = true };
+	/* the first refusal's errno, as the real request returns */
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), -EINVAL);
+	assert_string_equal(f->k.log, "");
+	assert_state(f, "nvme", "(null)");
+	char rep[REPORT_SIZE];
+	report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "request: bind to uio_pci_generic, dry run\n"));
+	assert_non_null(strstr(rep, "refused: the bus has no driver uio_pci_generic"));
+	assert_non_null(strstr(rep, "refused: the device is deauthorized"));
+	assert_non_null(strstr(rep, "in use: " DEVNAME " is protected (driverfsd.conf, Protect=)\n"));
+	assert_non_null(strstr(rep, "plan: bind to uio_pci_generic\n"));
+	assert_non_null(strstr(rep, "dry run: nothing written; refused: the bus has no driver "
+				    "uio_pci_generic, the device is deauthorized, in use (force "
+				    "passes in use alone)\n"));
+	/* the real request stops at the first */
+	req.dry_run = false;
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), -EINVAL);
+	assert_string_equal(f->k.log, "");
+}
+
+/* Protect=: the device by name, or its driver, refuses an unbind without
+ * force; nothing written. Force passes. */
+static void test_protect_refusal(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(dm_binder_set_protected(f->b, "nvme"), 0);
+	struct dm_bind_request req = { .action = DM_BIND_TO, .driver = "vfio-pci" };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), -EBUSY);
+	assert_string_equal(f->k.log, "");
+	assert_state(f, "nvme", "(null)");
+	char rep[REPORT_SIZE];
+	report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "in use: its driver nvme is protected (driverfsd.conf, "
+				    "Protect=)\n"));
+	assert_non_null(strstr(rep, "refused: in use (force proceeds)\n"));
+
+	/* the device's own name; an unbind too */
+	assert_int_equal(dm_binder_set_protected(f->b, DEVNAME), 0);
+	req = (struct dm_bind_request){ .action = DM_BIND_NONE };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), -EBUSY);
+	assert_string_equal(f->k.log, "");
+
+	/* a name that only contains it is not it */
+	assert_int_equal(dm_binder_set_protected(f->b, "nvme0 0000:00:02.00"), 0);
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	assert_state(f, "", "(null)");
+
+	/* force passes */
+	assert_int_equal(dm_binder_set_protected(f->b, "vfio-pci nvme"), 0);
+	req = (struct dm_bind_request){ .action = DM_BIND_TO, .driver = "nvme" };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	req = (struct dm_bind_request){ .action = DM_BIND_TO, .driver = "vfio-pci", .force = true };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "forced: proceeding although in use\n"));
+	assert_state(f, "vfio-pci", "vfio-pci");
+}
+
+static int observe(void *data, struct dm_device *dev, const char *bus, const char *name,
+		   const char *driver, char *msg, size_t size)
+{
+	(void)msg;
+	(void)size;
+	struct fixture *f = data;
+	assert_ptr_equal(dev, f->dev);
+	assert_string_equal(bus, "pci");
+	assert_string_equal(name, DEVNAME);
+	f->persisted++;
+	snprintf(f->persisted_driver, sizeof(f->persisted_driver), "%s", driver ? driver : "(forget)");
+	return 0;
+}
+
+/* "persist" is the observer's: told once a request succeeded, never for a
+ * dry run or a failure; without one, the request says so. */
+static void test_persist_observer(void **state)
+{
+	struct fixture *f = *state;
+	struct dm_bind_request req = { .action = DM_BIND_NONE, .persist = true };
+	/* no observer: done, but not persisted (-EOPNOTSUPP) */
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), -EOPNOTSUPP);
+	char rep[REPORT_SIZE];
+	report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "persisted: no (no state file)\n"));
+	assert_state(f, "", "(null)");
+
+	const struct dm_binder_observer o = { .persisted = observe, .data = f };
+	dm_binder_set_observer(f->b, &o);
+	req = (struct dm_bind_request){ .action = DM_BIND_TO, .driver = "vfio-pci", .persist = true,
+					.dry_run = true };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	assert_int_equal(f->persisted, 0);
+	f->k.fail_suffix = "/drivers/vfio-pci/bind";
+	f->k.fail_errno = ENXIO;
+	req.dry_run = false;
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), -ENXIO);
+	assert_int_equal(f->persisted, 0);
+	f->k.fail_suffix = NULL;
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	assert_int_equal(f->persisted, 1);
+	assert_string_equal(f->persisted_driver, "vfio-pci");
+	report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "persisted: yes\n"));
+	req = (struct dm_bind_request){ .action = DM_BIND_DEFAULT, .persist = true };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	assert_int_equal(f->persisted, 2);
+	assert_string_equal(f->persisted_driver, "(forget)");
+	assert_state(f, "nvme", "(null)");
+}
+
+/* A daemon killed after its unbind step (override set, no driver bound):
+ * the next one's recovery rolls the transaction back, and the report says
+ * so. */
+static void test_recover_rolls_back(void **state)
+{
+	struct fixture *f = *state;
+	struct dm_journal_txn j = {
+		.devpath = DEVPATH, .bus = "pci", .name = DEVNAME, .old_driver = "nvme",
+		.has_override = true, .action = DM_BIND_TO, .driver = "vfio-pci",
+		.set_override = true, .step = DM_STEP_UNBIND,
+	};
+	char why[256];
+	assert_int_equal(dm_journal_put_txn(&j, why, sizeof(why)), 0);
+	test_write_file(f->k.root, "devices/pci0000:00/" DEVNAME "/driver_override", "vfio-pci\n");
+	set_driver(&f->k, NULL);
+	assert_int_equal(dm_binding_recover(f->b, f->m, why, sizeof(why)), 1);
+	assert_state(f, "nvme", "(null)");
+	assert_string_equal(f->k.log, "devices/pci0000:00/" DEVNAME "/driver_override=(clear)\n"
+				      "bus/pci/drivers/nvme/bind=" DEVNAME "\n");
+	char rep[REPORT_SIZE];
+	report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "recovered at start: rolled back after the daemon died at step "
+				    "unbind\n"));
+	assert_non_null(strstr(rep, "after rollback: nvme\n"));
+	assert_false(journal_names_device(f->journal));
+
+	/* one that had reached verify with the device as requested: completed */
+	j.step = DM_STEP_VERIFY;
+	assert_int_equal(dm_journal_put_txn(&j, why, sizeof(why)), 0);
+	test_write_file(f->k.root, "devices/pci0000:00/" DEVNAME "/driver_override", "vfio-pci\n");
+	set_driver(&f->k, "vfio-pci");
+	f->k.log[0] = '\0';
+	assert_int_equal(dm_binding_recover(f->b, f->m, why, sizeof(why)), 1);
+	assert_string_equal(f->k.log, "");
+	assert_state(f, "vfio-pci", "vfio-pci");
+	report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "recovered at start: completed: the daemon died at step verify"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_bind_done, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_step_fails_rolled_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dry_run_every_reason, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_protect_refusal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_persist_observer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recover_rolls_back, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
