@@ -122,15 +122,11 @@ static void recover_transition(struct dm_pm *pm, const char *path)
 /* The binding journal (docs/design.md §7.5), and the transactions a killed
  * daemon left in it: each completed or rolled back before the tree is
  * served, before the persisted bindings are applied. */
-static void recover_binding(struct dm_binder *b, struct dm_model *m, const char *path)
+static void recover_binding(struct dm_binder *b, struct dm_model *m)
 {
-	if (dm_journal_set_path(path) < 0) {
-		log_err("binding journal: %s", strerror(ENOMEM));
-		return;
-	}
 	char why[PATH_MAX + 128];
 	int r = dm_binding_recover(b, m, why, sizeof(why));
-	path = dm_journal_path();
+	const char *path = dm_journal_path(dm_binder_journal(b));
 	if (r > 0)
 		log_info("%s: acted on %d binding transaction%s an earlier run left unfinished",
 			 path, r, r == 1 ? "" : "s");
@@ -142,7 +138,7 @@ static void recover_binding(struct dm_binder *b, struct dm_model *m, const char 
 	if (r < 0)
 		return;
 	/* the SR-IOV transactions it holds (none once refused) */
-	r = dm_sriov_recover(m);
+	r = dm_sriov_recover(b, m);
 	if (r > 0)
 		log_info("%s: acted on %d SR-IOV transaction%s an earlier run left unfinished",
 			 path, r, r == 1 ? "" : "s");
@@ -197,14 +193,14 @@ static int set_up_binding(struct daemon *d)
 		dm_inuse_set_proc_root(d->o->proc_root);
 	if (d->o->modules_dir)
 		dm_modules_set_dir(d->o->modules_dir);
-	int r = dm_binder_new("/sys", &d->binder);
+	int r = dm_binder_new("/sys", d->o->journal ? d->o->journal : d->cfg.binding_journal,
+			      &d->binder);
 	if (r < 0)
 		return daemon_fail(r);
 	if (dm_binder_set_protected(d->binder, d->cfg.protect) < 0)
 		return daemon_fail(-ENOMEM);
 	dm_model_set_bind_request(d->model, dm_binding_request, d->binder);
-	recover_binding(d->binder, d->model,
-			d->o->journal ? d->o->journal : d->cfg.binding_journal);
+	recover_binding(d->binder, d->model);
 	r = dm_model_add_root_group(d->model, &dm_persist_root_group);
 	if (r < 0)
 		return daemon_fail(r);

@@ -58,6 +58,7 @@ enum { RES_OK, RES_REFUSED, RES_PENDING, RES_INVALID, RES_FAILED, N_RES };
 
 struct dm_binder {
 	char *sysfs; /* "/sys", or a test's directory */
+	struct dm_journal *journal; /* the binding journal (journal.h) */
 	struct dm_binder_kernel kernel;
 	pthread_mutex_t observer_lock;
 	struct dm_binder_observer observer;
@@ -76,13 +77,14 @@ static int runner_write(void *data, const char *label, const char *path, const c
 	return dm_run_write(label, path, value, timeout_ms);
 }
 
-int dm_binder_new(const char *sysfs_root, struct dm_binder **ret)
+int dm_binder_new(const char *sysfs_root, const char *journal, struct dm_binder **ret)
 {
 	struct dm_binder *b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->sysfs = strdup(sysfs_root ? sysfs_root : "/sys");
-	if (!b->sysfs) {
+	if (!b->sysfs || dm_journal_new(journal, &b->journal) < 0) {
+		free(b->sysfs);
 		free(b);
 		return -ENOMEM;
 	}
@@ -103,6 +105,7 @@ void dm_binder_free(struct dm_binder *b)
 	pthread_mutex_destroy(&b->observer_lock);
 	pthread_mutex_destroy(&b->protected_lock);
 	free(b->protected_names);
+	dm_journal_free(b->journal);
 	free(b->sysfs);
 	free(b);
 }
@@ -130,6 +133,11 @@ static struct dm_binder_observer observer_of(struct dm_binder *b)
 const char *dm_binder_sysfs(const struct dm_binder *b)
 {
 	return b->sysfs;
+}
+
+struct dm_journal *dm_binder_journal(struct dm_binder *b)
+{
+	return b->journal;
 }
 
 struct dm_binder *dm_binder_of(struct dm_device *dev)
@@ -538,9 +546,9 @@ static int journal_step(struct txn *t, enum dm_bind_step step)
 {
 	char why[256];
 	t->jt.step = (int)step;
-	int r = dm_journal_put_txn(&t->jt, why, sizeof(why));
+	int r = dm_journal_put_txn(t->b->journal, &t->jt, why, sizeof(why));
 	if (r < 0)
-		say(t, "journal %s: %s\n", dm_journal_path(), why);
+		say(t, "journal %s: %s\n", dm_journal_path(t->b->journal), why);
 	return r;
 }
 
@@ -864,9 +872,9 @@ static int bind_group(struct dm_binder *b, struct dm_device *dev, const struct d
 				g->members[g->n++].had_override = v[i].before.had_override;
 			}
 		}
-		if (r == 0 && (r = dm_journal_put_group(g, why, sizeof(why))) < 0)
+		if (r == 0 && (r = dm_journal_put_group(b->journal, g, why, sizeof(why))) < 0)
 			log_warn("binding %s: journal %s: %s; the group is not moved",
-				 dm_device_get_sysname(dev), dm_journal_path(), why);
+				 dm_device_get_sysname(dev), dm_journal_path(b->journal), why);
 		if (r < 0) {
 			for (int i = 0; i < n; i++)
 				dm_device_unref(v[i].dev);
@@ -920,7 +928,7 @@ static int bind_group(struct dm_binder *b, struct dm_device *dev, const struct d
 			r = -EIO; /* a member's failure, not the request's value */
 	}
 	if (g)
-		dm_journal_drop_group(g->devpath);
+		dm_journal_drop_group(b->journal, g->devpath);
 	free(g);
 	for (int i = 0; i < n; i++)
 		dm_device_unref(v[i].dev);
@@ -1026,10 +1034,11 @@ static int bind_one(struct dm_binder *b, struct dm_device *dev, const struct dm_
 	if (t->journaled && t->pending) {
 		char why[256];
 		t->jt.pending = true;
-		if (dm_journal_put_txn(&t->jt, why, sizeof(why)) < 0)
-			log_warn("binding %s: journal %s: %s", name, dm_journal_path(), why);
+		if (dm_journal_put_txn(b->journal, &t->jt, why, sizeof(why)) < 0)
+			log_warn("binding %s: journal %s: %s", name, dm_journal_path(b->journal),
+				 why);
 	} else if (t->journaled) {
-		dm_journal_drop_txn(devpath);
+		dm_journal_drop_txn(b->journal, devpath);
 	}
 	if (!req->dry_run)
 		dm_device_set_binding(dev, false);
@@ -1208,7 +1217,7 @@ static void recover_txn(struct dm_binder *b, struct dm_model *m, const struct dm
 		log_warn("binding journal: %s: a transaction the daemon died in (at step %s) and "
 			 "the device is gone; nothing to do",
 			 j->devpath, step);
-		dm_journal_drop_txn(j->devpath);
+		dm_journal_drop_txn(b->journal, j->devpath);
 		return;
 	}
 	struct txn *t = calloc(1, sizeof(*t));
@@ -1257,7 +1266,7 @@ static void recover_txn(struct dm_binder *b, struct dm_model *m, const struct dm
 	dm_device_set_binding(dev, false);
 	log_warn("binding %s: %.*s", t->name, (int)strcspn(t->text, "\n"), t->text);
 	keep_report(b, dev, t->text, false, complete && req.action != DM_BIND_DEFAULT, !complete);
-	dm_journal_drop_txn(j->devpath);
+	dm_journal_drop_txn(b->journal, j->devpath);
 	*ret_recovered = true;
 	free(t);
 	dm_device_unref(dev);
@@ -1296,7 +1305,7 @@ static void recover_group(struct dm_binder *b, struct dm_model *m, const struct 
 		keep_report(b, dev, text, true, complete, !complete);
 		dm_device_unref(dev);
 	}
-	dm_journal_drop_group(g->devpath);
+	dm_journal_drop_group(b->journal, g->devpath);
 }
 
 int dm_binding_recover(struct dm_binder *b, struct dm_model *m, char *why, size_t size)
@@ -1304,7 +1313,7 @@ int dm_binding_recover(struct dm_binder *b, struct dm_model *m, char *why, size_
 	struct dm_journal_txn *txns;
 	struct dm_journal_group *groups;
 	size_t nt, ng;
-	int r = dm_journal_load(&txns, &nt, &groups, &ng, why, size);
+	int r = dm_journal_load(b->journal, &txns, &nt, &groups, &ng, why, size);
 	if (r < 0)
 		return r;
 	int n = 0;

@@ -11,8 +11,8 @@
  * (dm_device_set_binding()).
  *
  * Binding's state is a binder's (struct dm_binder, below): the sysfs root
- * its paths are under, the kernel's side of its writes, each device's
- * last report, Protect= and the requests' counts. Persistence is built on
+ * its paths are under, the kernel's side of its writes, the journal, each
+ * device's last report, Protect= and the requests' counts. Persistence is built on
  * it (persist.h registers an observer and calls dm_bind_device()); the
  * binder never calls persistence. Every sysfs write goes through the
  * binder's kernel (the runner's: timed, logged, bounded, unless a test
@@ -29,6 +29,7 @@
 
 /* ---- the binder ---- */
 struct dm_binder;
+struct dm_journal; /* journal.h */
 
 /* The kernel's side of a transaction: @write makes one sysfs write (as
  * dm_run_write(): 0 or -errno, -ETIMEDOUT past @timeout_ms). The daemon's
@@ -56,9 +57,10 @@ struct dm_binder_observer {
 };
 
 /* A binder whose sysfs is under @sysfs_root (NULL: "/sys"; a test's
- * temporary directory), its kernel the runner's, no observer, nothing
- * protected. 0 or -errno. */
-int dm_binder_new(const char *sysfs_root, struct dm_binder **ret);
+ * temporary directory), its transactions journaled in the file @journal
+ * (NULL: DM_BIND_JOURNAL_FILE; journal.h), its kernel the runner's, no
+ * observer, nothing protected. 0 or -errno. */
+int dm_binder_new(const char *sysfs_root, const char *journal, struct dm_binder **ret);
 /* Frees @b (no request may run: at exit, after persist's and needs'
  * workers stopped). NULL is nothing. */
 void dm_binder_free(struct dm_binder *b);
@@ -68,6 +70,8 @@ void dm_binder_set_kernel(struct dm_binder *b, const struct dm_binder_kernel *k)
 void dm_binder_set_observer(struct dm_binder *b, const struct dm_binder_observer *o);
 /* @b's sysfs root, "/sys" or a test's. */
 const char *dm_binder_sysfs(const struct dm_binder *b);
+/* @b's binding journal (journal.h), for the SR-IOV transactions' too. */
+struct dm_journal *dm_binder_journal(struct dm_binder *b);
 /* The binder that runs @dev's model's binding requests (the data of its
  * dm_model_set_bind_request(), set with dm_binding_request()), NULL when
  * none. For the device files and the modules built on binding. */

@@ -34,36 +34,51 @@
 #define GROUP_WORDS (3 + 3 * DM_JOURNAL_MEMBERS_MAX)
 #define WORDS_MAX (SRIOV_WORDS > GROUP_WORDS ? SRIOV_WORDS : GROUP_WORDS)
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char *journal_path;
-/* key ("txn DEVPATH" / "group DEVPATH" / "sriov DEVPATH") -> its line, both one malloc()ed
- * block: the key first, NUL, then the line */
-static struct dm_hashmap entries;
-static bool ready;
+struct dm_journal {
+	pthread_mutex_t lock;
+	char *path;
+	/* key ("txn DEVPATH" / "group DEVPATH" / "sriov DEVPATH") -> its
+	 * line, both one malloc()ed block: the key first, NUL, then the line */
+	struct dm_hashmap entries;
+};
 
-static void init_locked(void)
+int dm_journal_new(const char *path, struct dm_journal **ret)
 {
-	if (!ready) {
-		dm_hashmap_init(&entries, dm_hash_string, dm_cmp_string);
-		ready = true;
-	}
-}
-
-int dm_journal_set_path(const char *path)
-{
-	char *copy = path ? strdup(path) : NULL;
-	if (path && !copy)
+	struct dm_journal *j = calloc(1, sizeof(*j));
+	if (!j)
 		return -ENOMEM;
-	pthread_mutex_lock(&lock);
-	free(journal_path);
-	journal_path = copy;
-	pthread_mutex_unlock(&lock);
+	j->path = strdup(path ? path : DM_BIND_JOURNAL_FILE);
+	if (!j->path) {
+		free(j);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&j->lock, NULL);
+	dm_hashmap_init(&j->entries, dm_hash_string, dm_cmp_string);
+	*ret = j;
 	return 0;
 }
 
-const char *dm_journal_path(void)
+static int free_entry(void *value, void *data)
 {
-	return journal_path ? journal_path : DM_BIND_JOURNAL_FILE;
+	(void)data;
+	free(value);
+	return 0;
+}
+
+void dm_journal_free(struct dm_journal *j)
+{
+	if (!j)
+		return;
+	dm_hashmap_for_each(&j->entries, free_entry, NULL);
+	dm_hashmap_done(&j->entries);
+	pthread_mutex_destroy(&j->lock);
+	free(j->path);
+	free(j);
+}
+
+const char *dm_journal_path(const struct dm_journal *j)
+{
+	return j->path;
 }
 
 /* This boot's id, into @buf ("unknown" when the kernel does not say). */
@@ -136,18 +151,17 @@ static bool get_field(const char *f, char *out, size_t size)
 }
 
 /* Stores the line @line under @key; lock held. */
-static int put_locked(const char *key, const char *line)
+static int put_locked(struct dm_journal *j, const char *key, const char *line)
 {
-	init_locked();
 	size_t kl = strlen(key), ll = strlen(line);
 	char *block = malloc(kl + ll + 2);
 	if (!block)
 		return -ENOMEM;
 	memcpy(block, key, kl + 1);
 	memcpy(block + kl + 1, line, ll + 1);
-	char *old = dm_hashmap_remove(&entries, key);
+	char *old = dm_hashmap_remove(&j->entries, key);
 	free(old);
-	int r = dm_hashmap_put(&entries, block, block);
+	int r = dm_hashmap_put(&j->entries, block, block);
 	if (r < 0)
 		free(block);
 	return r;
@@ -215,12 +229,12 @@ static void make_parents(const char *path)
 
 /* The file as the entries say: written whole, or removed when none is
  * left. Lock held. */
-static int write_locked(char *why, size_t size)
+static int write_locked(struct dm_journal *j, char *why, size_t size)
 {
-	const char *path = dm_journal_path();
+	const char *path = j->path;
 	if (why && size)
 		why[0] = '\0';
-	if (!ready || dm_hashmap_size(&entries) == 0) {
+	if (dm_hashmap_size(&j->entries) == 0) {
 		if (unlink(path) < 0 && errno != ENOENT) {
 			int r = -errno;
 			if (why)
@@ -243,7 +257,7 @@ static int write_locked(char *why, size_t size)
 	add_line(block, &t);
 	free(block);
 	if (t.r == 0)
-		dm_hashmap_for_each(&entries, add_line, &t);
+		dm_hashmap_for_each(&j->entries, add_line, &t);
 	if (t.r < 0) {
 		free(t.buf);
 		return t.r;
@@ -261,8 +275,8 @@ static int write_locked(char *why, size_t size)
 
 /* Stores @line (malloc()ed, taken) as the entry @kind of
  * @devpath and writes the file; @ok false: it did not fit. */
-static int put_entry(const char *kind, const char *devpath, char *line, bool ok, char *why,
-		     size_t size)
+static int put_entry(struct dm_journal *j, const char *kind, const char *devpath, char *line,
+		     bool ok, char *why, size_t size)
 {
 	char key[4200];
 	if (!ok) {
@@ -271,18 +285,19 @@ static int put_entry(const char *kind, const char *devpath, char *line, bool ok,
 		return -ENAMETOOLONG;
 	}
 	snprintf(key, sizeof(key), "%s %.4090s", kind, devpath);
-	pthread_mutex_lock(&lock);
-	int r = put_locked(key, line);
+	pthread_mutex_lock(&j->lock);
+	int r = put_locked(j, key, line);
 	if (r == 0)
-		r = write_locked(why, size);
+		r = write_locked(j, why, size);
 	else
 		snprintf(why, size, "%s", strerror(-r));
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&j->lock);
 	free(line);
 	return r;
 }
 
-int dm_journal_put_txn(const struct dm_journal_txn *t, char *why, size_t size)
+int dm_journal_put_txn(struct dm_journal *j, const struct dm_journal_txn *t, char *why,
+		       size_t size)
 {
 	char num[16];
 	const size_t max = TXN_LINE_MAX_BYTES;
@@ -305,10 +320,11 @@ int dm_journal_put_txn(const struct dm_journal_txn *t, char *why, size_t size)
 	snprintf(num, sizeof(num), "%d", t->step);
 	ok = ok && put_field(line, max, &len, num) &&
 	     put_field(line, max, &len, t->pending ? "1" : "0");
-	return put_entry("txn", t->devpath, line, ok, why, size);
+	return put_entry(j, "txn", t->devpath, line, ok, why, size);
 }
 
-int dm_journal_put_group(const struct dm_journal_group *g, char *why, size_t size)
+int dm_journal_put_group(struct dm_journal *j, const struct dm_journal_group *g, char *why,
+			 size_t size)
 {
 	const size_t max = LINE_MAX_BYTES;
 	char *line = malloc(max);
@@ -323,10 +339,11 @@ int dm_journal_put_group(const struct dm_journal_group *g, char *why, size_t siz
 		ok = put_field(line, max, &len, g->members[i].devpath) &&
 		     put_field(line, max, &len, g->members[i].old_driver) &&
 		     put_field(line, max, &len, g->members[i].had_override ? "1" : "0");
-	return put_entry("group", g->devpath, line, ok, why, size);
+	return put_entry(j, "group", g->devpath, line, ok, why, size);
 }
 
-int dm_journal_put_sriov(const struct dm_journal_sriov *s, char *why, size_t size)
+int dm_journal_put_sriov(struct dm_journal *j, const struct dm_journal_sriov *s, char *why,
+			 size_t size)
 {
 	char num[32];
 	const size_t max = SRIOV_LINE_MAX_BYTES;
@@ -354,38 +371,37 @@ int dm_journal_put_sriov(const struct dm_journal_sriov *s, char *why, size_t siz
 		ok = put_field(line, max, &len, s->vfs[i].name) &&
 		     put_field(line, max, &len, s->vfs[i].driver) &&
 		     put_field(line, max, &len, s->vfs[i].override);
-	return put_entry("sriov", s->devpath, line, ok, why, size);
+	return put_entry(j, "sriov", s->devpath, line, ok, why, size);
 }
 
-static void drop(const char *kind, const char *devpath)
+static void drop(struct dm_journal *j, const char *kind, const char *devpath)
 {
 	char key[4200], why[160];
 	snprintf(key, sizeof(key), "%s %.4090s", kind, devpath);
-	pthread_mutex_lock(&lock);
-	init_locked();
-	char *old = dm_hashmap_remove(&entries, key);
+	pthread_mutex_lock(&j->lock);
+	char *old = dm_hashmap_remove(&j->entries, key);
 	if (old) {
 		free(old);
-		if (write_locked(why, sizeof(why)) < 0)
+		if (write_locked(j, why, sizeof(why)) < 0)
 			log_warn("binding journal %s: %s; its next start may act on a transaction "
-				 "that ended", dm_journal_path(), why);
+				 "that ended", j->path, why);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&j->lock);
 }
 
-void dm_journal_drop_txn(const char *devpath)
+void dm_journal_drop_txn(struct dm_journal *j, const char *devpath)
 {
-	drop("txn", devpath);
+	drop(j, "txn", devpath);
 }
 
-void dm_journal_drop_group(const char *devpath)
+void dm_journal_drop_group(struct dm_journal *j, const char *devpath)
 {
-	drop("group", devpath);
+	drop(j, "group", devpath);
 }
 
-void dm_journal_drop_sriov(const char *devpath)
+void dm_journal_drop_sriov(struct dm_journal *j, const char *devpath)
 {
-	drop("sriov", devpath);
+	drop(j, "sriov", devpath);
 }
 
 /* The words of @line (split in place at spaces) into @w (@max): their
@@ -614,7 +630,7 @@ static int read_trusted(const char *path, char **ret, char *why, size_t size)
 	return 0;
 }
 
-int dm_journal_load(struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
+int dm_journal_load(struct dm_journal *j, struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
 		    struct dm_journal_group **ret_groups, size_t *ret_n_groups, char *why,
 		    size_t size)
 {
@@ -622,12 +638,12 @@ int dm_journal_load(struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
 	*ret_groups = NULL;
 	*ret_n_txns = *ret_n_groups = 0;
 	why[0] = '\0';
-	pthread_mutex_lock(&lock);
-	const char *path = dm_journal_path();
+	pthread_mutex_lock(&j->lock);
+	const char *path = j->path;
 	char *text = NULL;
 	int r = read_trusted(path, &text, why, size);
 	if (r == -ENOENT) {
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&j->lock);
 		return 0;
 	}
 	char boot[64];
@@ -647,21 +663,21 @@ int dm_journal_load(struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
 	char ignored[8];
 	for (size_t i = 0; r == 0 && i < *ret_n_txns; i++) {
 		struct dm_journal_txn *t = &(*ret_txns)[i];
-		pthread_mutex_unlock(&lock);
-		r = dm_journal_put_txn(t, ignored, sizeof(ignored));
-		pthread_mutex_lock(&lock);
+		pthread_mutex_unlock(&j->lock);
+		r = dm_journal_put_txn(j, t, ignored, sizeof(ignored));
+		pthread_mutex_lock(&j->lock);
 	}
 	for (size_t i = 0; r == 0 && i < *ret_n_groups; i++) {
-		pthread_mutex_unlock(&lock);
-		r = dm_journal_put_group(&(*ret_groups)[i], ignored, sizeof(ignored));
-		pthread_mutex_lock(&lock);
+		pthread_mutex_unlock(&j->lock);
+		r = dm_journal_put_group(j, &(*ret_groups)[i], ignored, sizeof(ignored));
+		pthread_mutex_lock(&j->lock);
 	}
 	for (size_t i = 0; r == 0 && i < ns; i++) {
-		pthread_mutex_unlock(&lock);
-		r = dm_journal_put_sriov(&sriovs[i], ignored, sizeof(ignored));
-		pthread_mutex_lock(&lock);
+		pthread_mutex_unlock(&j->lock);
+		r = dm_journal_put_sriov(j, &sriovs[i], ignored, sizeof(ignored));
+		pthread_mutex_lock(&j->lock);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&j->lock);
 	free(sriovs);
 	if (r < 0 && r != -EPERM && r != -ESTALE && r != -EINVAL && !why[0])
 		snprintf(why, size, "%s", strerror(-r));
@@ -699,13 +715,12 @@ static int add_sriov(void *value, void *data)
 	return l->r;
 }
 
-int dm_journal_sriov_entries(struct dm_journal_sriov **ret)
+int dm_journal_sriov_entries(struct dm_journal *j, struct dm_journal_sriov **ret)
 {
 	struct sriov_list l = { 0 };
-	pthread_mutex_lock(&lock);
-	init_locked();
-	dm_hashmap_for_each(&entries, add_sriov, &l);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&j->lock);
+	dm_hashmap_for_each(&j->entries, add_sriov, &l);
+	pthread_mutex_unlock(&j->lock);
 	if (l.r < 0) {
 		free(l.v);
 		*ret = NULL;

@@ -25,7 +25,8 @@
  * (an sriov line, an SR-IOV transaction's, is of a later daemon: a journal
  * without one reads as before; an earlier daemon refuses a journal with
  * one as not one, and leaves it.)
- * Thread-safe.
+ * A journal is an object (struct dm_journal, its file and entries); the
+ * daemon's is its binder's (binding.h). Thread-safe.
  */
 #ifndef DM_JOURNAL_H
 #define DM_JOURNAL_H
@@ -34,6 +35,8 @@
 #include <stddef.h>
 
 #define DM_BIND_JOURNAL_FILE "/run/driverfsd/binding-journal"
+
+struct dm_journal;
 
 /* A transaction: what it found and how far it went. */
 struct dm_journal_txn {
@@ -94,25 +97,32 @@ struct dm_journal_sriov {
 	} vfs[DM_JOURNAL_VFS_MAX];
 };
 
-/* The file used from now on (NULL: DM_BIND_JOURNAL_FILE). Copied. */
-int dm_journal_set_path(const char *path);
-const char *dm_journal_path(void);
+/* A journal kept in the file @path (NULL: DM_BIND_JOURNAL_FILE; copied),
+ * no entry in it yet (dm_journal_load() takes a killed daemon's). The
+ * binder owns the daemon's (binding.h). 0 or -ENOMEM. */
+int dm_journal_new(const char *path, struct dm_journal **ret);
+/* Frees @j (its file stays as it is); NULL is nothing. */
+void dm_journal_free(struct dm_journal *j);
+const char *dm_journal_path(const struct dm_journal *j);
 
 /* Records @t (replacing the entry of its device), durably. 0 or -errno,
  * with why in @why. */
-int dm_journal_put_txn(const struct dm_journal_txn *t, char *why, size_t size);
-int dm_journal_put_group(const struct dm_journal_group *g, char *why, size_t size);
-int dm_journal_put_sriov(const struct dm_journal_sriov *s, char *why, size_t size);
+int dm_journal_put_txn(struct dm_journal *j, const struct dm_journal_txn *t, char *why,
+		       size_t size);
+int dm_journal_put_group(struct dm_journal *j, const struct dm_journal_group *g, char *why,
+			 size_t size);
+int dm_journal_put_sriov(struct dm_journal *j, const struct dm_journal_sriov *s, char *why,
+			 size_t size);
 /* Drops the transaction of @devpath, or the group move of @devpath, or
  * the SR-IOV transaction of the PF @devpath. */
-void dm_journal_drop_txn(const char *devpath);
-void dm_journal_drop_group(const char *devpath);
-void dm_journal_drop_sriov(const char *devpath);
+void dm_journal_drop_txn(struct dm_journal *j, const char *devpath);
+void dm_journal_drop_group(struct dm_journal *j, const char *devpath);
+void dm_journal_drop_sriov(struct dm_journal *j, const char *devpath);
 
 /* The SR-IOV transactions the journal holds now (those dm_journal_load()
  * kept of a killed daemon's, at start) into *ret (malloc()ed, to free()):
  * their number, or -errno. */
-int dm_journal_sriov_entries(struct dm_journal_sriov **ret);
+int dm_journal_sriov_entries(struct dm_journal *j, struct dm_journal_sriov **ret);
 
 /*
  * Reads the file a killed daemon left, once trusted: its transactions and
@@ -123,7 +133,7 @@ int dm_journal_sriov_entries(struct dm_journal_sriov **ret);
  * -EPERM untrusted, -ESTALE written in another boot, -EINVAL not a
  * journal. Nothing is kept of a file refused.
  */
-int dm_journal_load(struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
+int dm_journal_load(struct dm_journal *j, struct dm_journal_txn **ret_txns, size_t *ret_n_txns,
 		    struct dm_journal_group **ret_groups, size_t *ret_n_groups, char *why,
 		    size_t size);
 

@@ -47,6 +47,7 @@ struct vf {
 
 struct txn {
 	struct dm_device *pf;
+	struct dm_journal *journal; /* the binder's (binding.h) */
 	const struct dm_sriov_request *req;
 	struct dm_model *m;
 	char devdir[PATH_MAX];
@@ -358,9 +359,9 @@ static int journal_step(struct txn *t, enum dm_sriov_step step)
 {
 	char why[256];
 	t->jr->step = (int)step;
-	int r = dm_journal_put_sriov(t->jr, why, sizeof(why));
+	int r = dm_journal_put_sriov(t->journal, t->jr, why, sizeof(why));
 	if (r < 0)
-		say(t, "journal %s: %s\n", dm_journal_path(), why);
+		say(t, "journal %s: %s\n", dm_journal_path(t->journal), why);
 	return r;
 }
 
@@ -387,7 +388,7 @@ static int journal_begin(struct txn *t)
 		}
 		r = journal_step(t, DM_SRIOV_STEP_CHECK);
 	} else {
-		say(t, "journal %s: %s\n", dm_journal_path(), strerror(ENOMEM));
+		say(t, "journal %s: %s\n", dm_journal_path(t->journal), strerror(ENOMEM));
 	}
 	if (r < 0) {
 		say(t, "refused: the transaction cannot be recorded, and a daemon killed in its "
@@ -581,10 +582,17 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 		count_result(req, -EINVAL, true);
 		return -EINVAL;
 	}
+	/* the binder's journal records it (binding.h) */
+	struct dm_binder *b = dm_binder_of(pf);
+	if (!b) {
+		count_result(req, -EOPNOTSUPP, true);
+		return -EOPNOTSUPP;
+	}
 	struct txn *t = txn_new();
 	if (!t)
 		return -ENOMEM;
 	t->pf = pf;
+	t->journal = dm_binder_journal(b);
 	t->req = req;
 	t->m = m;
 	t->name = name;
@@ -638,10 +646,10 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 	if (t->journaled && t->pending) {
 		char why[256];
 		t->jr->pending = true;
-		if (dm_journal_put_sriov(t->jr, why, sizeof(why)) < 0)
-			log_warn("sriov %s: journal %s: %s", name, dm_journal_path(), why);
+		if (dm_journal_put_sriov(t->journal, t->jr, why, sizeof(why)) < 0)
+			log_warn("sriov %s: journal %s: %s", name, dm_journal_path(t->journal), why);
 	} else if (t->journaled) {
-		dm_journal_drop_sriov(devpath);
+		dm_journal_drop_sriov(t->journal, devpath);
 	}
 	free(t->jr);
 	if (!req->dry_run)
@@ -715,7 +723,8 @@ static void keep_report(const char *devpath, const struct txn *t)
  * reached its verify step (or its last step was pending) and the PF is as
  * requested (only the autoprobe put back), else rolled back by the live
  * path's roll_back(), told what was done by what it finds. */
-static void recover_one(struct dm_model *m, const struct dm_journal_sriov *j)
+static void recover_one(struct dm_journal *journal, struct dm_model *m,
+			const struct dm_journal_sriov *j)
 {
 	const char *step = j->step >= 0 && j->step <= DM_JOURNAL_SRIOV_STEP_MAX
 				   ? step_names[j->step]
@@ -725,7 +734,7 @@ static void recover_one(struct dm_model *m, const struct dm_journal_sriov *j)
 		log_warn("binding journal: %s: an SR-IOV transaction the daemon died in (at step "
 			 "%s) and the PF is gone; nothing to do",
 			 j->devpath, step);
-		dm_journal_drop_sriov(j->devpath);
+		dm_journal_drop_sriov(journal, j->devpath);
 		return;
 	}
 	struct txn *t = txn_new();
@@ -740,6 +749,7 @@ static void recover_one(struct dm_model *m, const struct dm_journal_sriov *j)
 		return; /* left in the journal for the next start */
 	}
 	t->pf = pf;
+	t->journal = journal;
 	t->req = &req;
 	t->m = m;
 	t->name = j->name;
@@ -800,18 +810,19 @@ static void recover_one(struct dm_model *m, const struct dm_journal_sriov *j)
 	dm_device_set_binding(pf, false);
 	log_warn("sriov %s: %.*s", t->name, (int)strcspn(t->text, "\n"), t->text);
 	keep_report(j->devpath, t);
-	dm_journal_drop_sriov(j->devpath);
+	dm_journal_drop_sriov(journal, j->devpath);
 	free(t->old);
 	free(t);
 	dm_device_unref(pf);
 }
 
-int dm_sriov_recover(struct dm_model *m)
+int dm_sriov_recover(struct dm_binder *b, struct dm_model *m)
 {
 	struct dm_journal_sriov *v;
-	int n = dm_journal_sriov_entries(&v);
+	struct dm_journal *journal = dm_binder_journal(b);
+	int n = dm_journal_sriov_entries(journal, &v);
 	for (int i = 0; i < n; i++)
-		recover_one(m, &v[i]);
+		recover_one(journal, m, &v[i]);
 	free(v);
 	return n;
 }

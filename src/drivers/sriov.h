@@ -27,6 +27,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct dm_binder; /* binding.h */
+
 #define DM_SRIOV_TIMEOUT_MS 30000
 
 struct dm_sriov_request {
@@ -54,14 +56,14 @@ int dm_sriov_parse(char *buf, struct dm_sriov_request *req);
 int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req);
 
 /*
- * At start, after dm_binding_recover() loaded the binding journal: each
+ * At start, after dm_binding_recover() loaded @b's binding journal: each
  * SR-IOV transaction a killed daemon left in it completed (past its
  * verify step, the PF as requested: the autoprobe put back) or rolled
  * back (the count, the autoprobe and each old VF's binding as recorded),
  * logged, kept as the PF's report, and dropped. The number acted on, or
  * -errno. Call without the model lock, before the tree is served.
  */
-int dm_sriov_recover(struct dm_model *m);
+int dm_sriov_recover(struct dm_binder *b, struct dm_model *m);
 
 /* The state of @pf's VFs (count, total, autoprobe, each VF's driver) and
  * the report of its last request into @buf, as the sriov file has them;

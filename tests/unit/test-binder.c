@@ -228,7 +228,6 @@ static int setup(void **state)
 	snprintf(dir, sizeof(dir), "%s/modules", r);
 	dm_modules_set_dir(dir);
 	snprintf(f->journal, sizeof(f->journal), "%s/journal", r);
-	assert_int_equal(dm_journal_set_path(f->journal), 0);
 	f->k.journal = f->journal;
 
 	assert_int_equal(dm_model_new(&f->m), 0);
@@ -239,7 +238,7 @@ static int setup(void **state)
 	assert_int_equal(dm_device_set_devpath(f->dev, DEVPATH), 0);
 	assert_int_equal(dm_device_add(f->dev, NULL), 0);
 
-	assert_int_equal(dm_binder_new(r, &f->b), 0);
+	assert_int_equal(dm_binder_new(r, f->journal, &f->b), 0);
 	const struct dm_binder_kernel k = { .write = kernel_write, .data = &f->k };
 	dm_binder_set_kernel(f->b, &k);
 	dm_model_set_bind_request(f->m, dm_binding_request, f->b);
@@ -271,7 +270,7 @@ static void assert_journal_empty(struct fixture *f)
 	struct dm_journal_group *groups;
 	size_t nt = 0, ng = 0;
 	char why[256];
-	int r = dm_journal_load(&txns, &nt, &groups, &ng, why, sizeof(why));
+	int r = dm_journal_load(dm_binder_journal(f->b), &txns, &nt, &groups, &ng, why, sizeof(why));
 	if (r == -EPERM)
 		return; /* a file of another user than root: not read (not root) */
 	assert_true(r >= 0 || r == -ENOENT);
@@ -509,7 +508,7 @@ static void test_recover_rolls_back(void **state)
 		.set_override = true, .step = DM_STEP_UNBIND,
 	};
 	char why[256];
-	assert_int_equal(dm_journal_put_txn(&j, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_put_txn(dm_binder_journal(f->b), &j, why, sizeof(why)), 0);
 	test_write_file(f->k.root, "devices/pci0000:00/" DEVNAME "/driver_override", "vfio-pci\n");
 	set_driver(&f->k, NULL);
 	assert_int_equal(dm_binding_recover(f->b, f->m, why, sizeof(why)), 1);
@@ -525,7 +524,7 @@ static void test_recover_rolls_back(void **state)
 
 	/* one that had reached verify with the device as requested: completed */
 	j.step = DM_STEP_VERIFY;
-	assert_int_equal(dm_journal_put_txn(&j, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_put_txn(dm_binder_journal(f->b), &j, why, sizeof(why)), 0);
 	test_write_file(f->k.root, "devices/pci0000:00/" DEVNAME "/driver_override", "vfio-pci\n");
 	set_driver(&f->k, "vfio-pci");
 	f->k.log[0] = '\0';

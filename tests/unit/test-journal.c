@@ -26,6 +26,7 @@
 #include "drivers/journal.h"
 
 static char dir[64], path[128];
+static struct dm_journal *jr;
 
 static int setup(void **state)
 {
@@ -35,13 +36,15 @@ static int setup(void **state)
 		return -1;
 	chmod(dir, 0755);
 	snprintf(path, sizeof(path), "%s/journal", dir);
-	return dm_journal_set_path(path);
+	return dm_journal_new(path, &jr);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
 	char cmd[128];
+	dm_journal_free(jr);
+	jr = NULL;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -71,14 +74,14 @@ static void test_round_trip(void **state)
 	b.has_override = false;
 	b.pending = true;
 	b.step = DM_STEP_VERIFY;
-	assert_int_equal(dm_journal_put_txn(&a, why, sizeof(why)), 0);
-	assert_int_equal(dm_journal_put_txn(&b, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_put_txn(jr, &a, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_put_txn(jr, &b, why, sizeof(why)), 0);
 	struct dm_journal_group g = { .n = 1 };
 	snprintf(g.devpath, sizeof(g.devpath), "%s", a.devpath);
 	snprintf(g.driver, sizeof(g.driver), "vfio-pci");
 	snprintf(g.members[0].devpath, sizeof(g.members[0].devpath), "/devices/pci0000:00/x y");
 	snprintf(g.members[0].old_driver, sizeof(g.members[0].old_driver), "snd_hda_intel");
-	assert_int_equal(dm_journal_put_group(&g, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_put_group(jr, &g, why, sizeof(why)), 0);
 	struct stat st;
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0644);
@@ -86,7 +89,7 @@ static void test_round_trip(void **state)
 	struct dm_journal_txn *txns;
 	struct dm_journal_group *groups;
 	size_t nt, ng;
-	assert_int_equal(dm_journal_load(&txns, &nt, &groups, &ng, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_load(jr, &txns, &nt, &groups, &ng, why, sizeof(why)), 0);
 	assert_int_equal(nt, 2);
 	assert_int_equal(ng, 1);
 	const struct dm_journal_txn *ra = strcmp(txns[0].devpath, a.devpath) == 0 ? &txns[0] : &txns[1];
@@ -98,12 +101,12 @@ static void test_round_trip(void **state)
 	free(txns);
 	free(groups);
 
-	dm_journal_drop_txn(a.devpath);
-	dm_journal_drop_group(a.devpath);
+	dm_journal_drop_txn(jr, a.devpath);
+	dm_journal_drop_group(jr, a.devpath);
 	assert_int_equal(stat(path, &st), 0);
-	dm_journal_drop_txn(b.devpath);
+	dm_journal_drop_txn(jr, b.devpath);
 	assert_int_equal(stat(path, &st), -1); /* the last entry gone: the file too */
-	assert_int_equal(dm_journal_load(&txns, &nt, &groups, &ng, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_load(jr, &txns, &nt, &groups, &ng, why, sizeof(why)), 0);
 	assert_int_equal(nt + ng, 0);
 }
 
@@ -168,26 +171,26 @@ static void test_sriov_round_trip(void **state)
 	snprintf(s->vfs[0].driver, sizeof(s->vfs[0].driver), "mlx5_core");
 	snprintf(s->vfs[1].name, sizeof(s->vfs[1].name), "0000:04:00.3");
 	snprintf(s->vfs[1].override, sizeof(s->vfs[1].override), "a b\n%%");
-	assert_int_equal(dm_journal_put_sriov(s, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_put_sriov(jr, s, why, sizeof(why)), 0);
 
 	struct dm_journal_txn *txns;
 	struct dm_journal_group *groups;
 	size_t nt, ng;
-	assert_int_equal(dm_journal_load(&txns, &nt, &groups, &ng, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_load(jr, &txns, &nt, &groups, &ng, why, sizeof(why)), 0);
 	assert_int_equal(nt + ng, 0);
 	free(txns);
 	free(groups);
-	assert_int_equal(dm_journal_sriov_entries(&back), 1);
+	assert_int_equal(dm_journal_sriov_entries(jr, &back), 1);
 	assert_memory_equal(back, s, sizeof(*s));
 	free(back);
-	dm_journal_drop_sriov(s->devpath);
+	dm_journal_drop_sriov(jr, s->devpath);
 	struct stat st;
 	assert_int_equal(stat(path, &st), -1);
-	assert_int_equal(dm_journal_sriov_entries(&back), 0);
+	assert_int_equal(dm_journal_sriov_entries(jr, &back), 0);
 	free(back);
 	/* more VFs than a line records: refused, nothing written */
 	s->n = DM_JOURNAL_VFS_MAX + 1;
-	assert_int_equal(dm_journal_put_sriov(s, why, sizeof(why)), -E2BIG);
+	assert_int_equal(dm_journal_put_sriov(jr, s, why, sizeof(why)), -E2BIG);
 	assert_int_equal(stat(path, &st), -1);
 	free(s);
 }
@@ -253,27 +256,27 @@ static void test_untrusted_is_refused(void **state)
 		skip();
 	char why[256];
 	struct dm_journal_txn a = sample("/devices/pci0000:00/0000:00:1f.6");
-	assert_int_equal(dm_journal_put_txn(&a, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_put_txn(jr, &a, why, sizeof(why)), 0);
 	struct dm_journal_txn *txns;
 	struct dm_journal_group *groups;
 	size_t nt, ng;
 	assert_int_equal(chmod(path, 0666), 0);
-	assert_int_equal(dm_journal_load(&txns, &nt, &groups, &ng, why, sizeof(why)), -EPERM);
+	assert_int_equal(dm_journal_load(jr, &txns, &nt, &groups, &ng, why, sizeof(why)), -EPERM);
 	assert_non_null(strstr(why, "writable by"));
 	assert_int_equal(nt + ng, 0);
 	assert_int_equal(chmod(path, 0644), 0);
 	assert_int_equal(chown(path, 65534, 0), 0);
-	assert_int_equal(dm_journal_load(&txns, &nt, &groups, &ng, why, sizeof(why)), -EPERM);
+	assert_int_equal(dm_journal_load(jr, &txns, &nt, &groups, &ng, why, sizeof(why)), -EPERM);
 	assert_non_null(strstr(why, "owned by uid 65534"));
 	assert_int_equal(chown(path, 0, 0), 0);
 	assert_int_equal(chmod(dir, 0777), 0); /* a directory above anyone writes to */
-	assert_int_equal(dm_journal_load(&txns, &nt, &groups, &ng, why, sizeof(why)), -EPERM);
+	assert_int_equal(dm_journal_load(jr, &txns, &nt, &groups, &ng, why, sizeof(why)), -EPERM);
 	assert_int_equal(chmod(dir, 0755), 0);
-	assert_int_equal(dm_journal_load(&txns, &nt, &groups, &ng, why, sizeof(why)), 0);
+	assert_int_equal(dm_journal_load(jr, &txns, &nt, &groups, &ng, why, sizeof(why)), 0);
 	assert_int_equal(nt, 1);
 	free(txns);
 	free(groups);
-	dm_journal_drop_txn(a.devpath);
+	dm_journal_drop_txn(jr, a.devpath);
 }
 
 int main(void)
