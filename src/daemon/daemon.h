@@ -67,6 +67,9 @@ struct daemon {
 	/* binding's state (binding.h): made at set-up, sysfs at "/sys";
 	 * persistence is attached to it. NULL with --snapshot */
 	struct dm_binder *binder;
+	/* KernelDriver='s moves (needs.h), on the binder, for the exec
+	 * drivers; NULL with --snapshot */
+	struct dm_needs *needs;
 	struct dm_pm *pm; /* NULL with --snapshot */
 	struct dm_driver *pci_pm, *vfio;
 	struct dm_exec_set *exec; /* drivers.d's exec drivers */

@@ -92,8 +92,8 @@ int daemon_load_drivers(struct daemon *d)
 	FILE *errors = open_memstream(&text, &size);
 	if (!errors)
 		return -ENOMEM;
-	int r = dm_exec_load_dir(d->model, d->cfg.drivers_dir, d->cfg.hook_timeout_s, errors,
-				 &d->exec);
+	int r = dm_exec_load_dir(d->model, d->needs, d->cfg.drivers_dir, d->cfg.hook_timeout_s,
+				 errors, &d->exec);
 	fclose(errors);
 	log_lines(LOG_ERR, text);
 	free(text);

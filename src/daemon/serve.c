@@ -204,7 +204,7 @@ int daemon_serve(struct daemon *d)
 		return r;
 	/* served: the devices exec drivers need are moved now, on the
 	 * needs thread, while this one serves (needs.h) */
-	r = dm_needs_start();
+	r = d->needs ? dm_needs_start(d->needs) : 0;
 	if (r < 0)
 		log_warn("exec drivers' KernelDriver=: cannot start: %s", strerror(-r));
 	/* NfdFile=: the node labels, written now and after each run of

@@ -193,10 +193,7 @@ static int set_up_binding(struct daemon *d)
 		dm_inuse_set_proc_root(d->o->proc_root);
 	if (d->o->modules_dir)
 		dm_modules_set_dir(d->o->modules_dir);
-	int r = dm_binder_new("/sys", d->o->journal ? d->o->journal : d->cfg.binding_journal,
-			      &d->binder);
-	if (r < 0)
-		return daemon_fail(r);
+	int r;
 	if (dm_binder_set_protected(d->binder, d->cfg.protect) < 0)
 		return daemon_fail(-ENOMEM);
 	dm_model_set_bind_request(d->model, dm_binding_request, d->binder);
@@ -238,6 +235,14 @@ static int enumerate(struct daemon *d)
 	r = dm_vfio_pci_register(m, &dm_vfio_kernel_ops, NULL, &d->vfio);
 	if (r < 0)
 		log_warn("vfio-pci driver not available: %s", strerror(-r));
+	/* binding's state, and what moves devices for the exec drivers on
+	 * it: made before those are registered (set_up_binding() does the
+	 * rest once the tree is there) */
+	r = dm_binder_new("/sys", o->journal ? o->journal : d->cfg.binding_journal, &d->binder);
+	if (r == 0)
+		r = dm_needs_new(d->binder, &d->needs);
+	if (r < 0)
+		return daemon_fail(r);
 	r = daemon_load_drivers(d);
 	if (r != 0)
 		return r > 0 ? -EINVAL : r;
@@ -437,7 +442,8 @@ void daemon_tear_down(struct daemon *d)
 		 * next daemon's test saw a device removed meanwhile still
 		 * there, 2 runs in 5: test_handover's what_changed.) */
 		dm_fs_stop_notifier(d->fs);
-		dm_needs_stop();
+		if (d->needs)
+			dm_needs_stop(d->needs);
 		daemon_nfd_stop();
 		dm_exec_unload(d->exec);
 		fflush(NULL);
@@ -445,13 +451,15 @@ void daemon_tear_down(struct daemon *d)
 	}
 	dm_fs_free(d->fs);
 	/* the kernel drivers exec drivers needed stay bound (needs.h) */
-	dm_needs_stop();
+	if (d->needs)
+		dm_needs_stop(d->needs);
 	daemon_nfd_stop();
 	dm_exec_unload(d->exec);
 	driver_drop(d->pci_pm);
 	driver_drop(d->vfio);
 	dm_pm_free(d->pm);
 	dm_model_free(d->model);
-	/* after every user of it: the workers stopped, the model gone */
+	/* after every user of them: the workers stopped, the model gone */
+	dm_needs_free(d->needs);
 	dm_binder_free(d->binder);
 }

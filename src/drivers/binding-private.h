@@ -21,7 +21,7 @@ void dm_binding_driver_of(const char *devdir, char *buf, size_t size);
 /* The outcome of @devpath's last request that wrote anything: whether it
  * succeeded (not for the kernel's default), failed, and the driver it left
  * bound ("" none); false when it had none. */
-bool dm_binding_last_outcome(struct dm_binder *b, const char *devpath, bool *done, bool *failed, char *left,
-			     size_t size);
+bool dm_binding_last_outcome(struct dm_binder *b, const char *devpath, bool *done, bool *failed,
+			     char *left, size_t size);
 
 #endif

@@ -1142,8 +1142,8 @@ void dm_binding_driver_of(const char *devdir, char *buf, size_t size)
 	driver_of(devdir, buf, size);
 }
 
-bool dm_binding_last_outcome(struct dm_binder *b, const char *devpath, bool *done, bool *failed, char *left,
-			     size_t size)
+bool dm_binding_last_outcome(struct dm_binder *b, const char *devpath, bool *done, bool *failed,
+			     char *left, size_t size)
 {
 	pthread_mutex_lock(&b->reports.lock);
 	struct report *r = dm_report_table_find_locked(&b->reports, devpath);

@@ -144,7 +144,8 @@ void dm_binding_save(struct dm_binder *b, struct dm_device *dev, struct dm_bindi
 /* Puts back the binding @saved as one transaction: the old driver named
  * when an override chose it, else the kernel's default, or no driver;
  * @force passes the vetoes. As dm_bind_device(). */
-int dm_binding_restore(struct dm_binder *b, struct dm_device *dev, const struct dm_binding_saved *saved, bool force);
+int dm_binding_restore(struct dm_binder *b, struct dm_device *dev,
+		       const struct dm_binding_saved *saved, bool force);
 
 /* A request of a kernel driver's bind file (@driver) or unbind file (NULL),
  * as dm_model_set_bind_request() takes it (@data: the binder): the same
@@ -184,8 +185,8 @@ int dm_bind_parse(char *buf, struct dm_bind_request *req);
  * input: no such driver; a dry run's is kept) does not move. With
  * @details (root's view) the in-use reasons name the processes (pid and
  * command) and mount points; without, they say "details for root only". */
-int dm_binding_status(struct dm_binder *b, struct dm_device *dev, bool details, char *buf, size_t size,
-		      unsigned long *ret_seq);
+int dm_binding_status(struct dm_binder *b, struct dm_device *dev, bool details, char *buf,
+		      size_t size, unsigned long *ret_seq);
 
 /* The device file binding (0644): root writes a request, anyone reads the
  * report of the last one, the in-use details in it to a reader whose file

@@ -26,6 +26,7 @@ struct exec_driver {
 	struct dm_model *model;
 	char *name;
 	char *kernel_driver; /* KernelDriver=: the one it needs, or NULL */
+	struct dm_needs *needs; /* what moves the device to it (NULL: none) */
 	int timeout_ms;
 	char **argv[N_HOOKS];
 };
@@ -86,13 +87,14 @@ static int exec_probe(struct dm_device *dev, void *data)
 {
 	struct exec_driver *ed = data;
 	if (ed->kernel_driver) {
-		int r = dm_needs_kernel_driver(dev, ed->kernel_driver, ed->name);
+		int r = ed->needs ? dm_needs_kernel_driver(ed->needs, dev, ed->kernel_driver, ed->name)
+				  : -ENODEV;
 		if (r < 0)
 			return r == -EAGAIN ? -ENODEV : r;
 	}
 	int r = ed->argv[HOOK_PROBE] ? exec_call(ed, HOOK_PROBE, dev) : 0;
-	if (r < 0 && ed->kernel_driver)
-		dm_needs_release(dev, true);
+	if (r < 0 && ed->kernel_driver && ed->needs)
+		dm_needs_release(ed->needs, dev, true);
 	return r;
 }
 
@@ -101,8 +103,8 @@ static void exec_remove(struct dm_device *dev, void *data)
 	struct exec_driver *ed = data;
 	if (ed->argv[HOOK_REMOVE])
 		(void)exec_call(ed, HOOK_REMOVE, dev); /* logged by the runner */
-	if (ed->kernel_driver)
-		dm_needs_release(dev, false);
+	if (ed->kernel_driver && ed->needs)
+		dm_needs_release(ed->needs, dev, false);
 }
 
 static int exec_suspend(struct dm_device *dev, void *data)
@@ -154,8 +156,8 @@ static int exec_driver_new(struct dm_model *m, const struct exec_conf *c,
 
 /* Creates and registers the driver of @c. Returns 0, 1 for a conflict with
  * a driver already on the bus (reported to @errors), or -errno. */
-static int exec_register(struct dm_model *m, struct exec_conf *c, FILE *errors,
-			 struct dm_driver **ret)
+static int exec_register(struct dm_model *m, struct dm_needs *needs, struct exec_conf *c,
+			 FILE *errors, struct dm_driver **ret)
 {
 	struct exec_driver *ed;
 	struct dm_driver *drv;
@@ -169,6 +171,7 @@ static int exec_register(struct dm_model *m, struct exec_conf *c, FILE *errors,
 	r = exec_driver_new(m, c, &ed);
 	if (r < 0)
 		return r;
+	ed->needs = needs;
 	r = dm_driver_new(c->name, DM_DRIVER_USER, c->priority, &ed->ops, ed, exec_driver_free,
 			  &drv);
 	if (r < 0) {
@@ -203,6 +206,7 @@ static int exec_register(struct dm_model *m, struct exec_conf *c, FILE *errors,
 
 /* The drivers of one drivers.d, and the files they were made from. */
 struct dm_exec_set {
+	struct dm_needs *needs; /* the KernelDriver= moves' (needs.h), or NULL */
 	struct conf_list confs;
 	struct dm_driver **drivers; /* registered, each with our reference */
 	size_t n;
@@ -235,11 +239,12 @@ void dm_exec_unload(struct dm_exec_set *set)
 }
 
 /* A set of the files of @l (taken over, @l emptied), not registered. */
-static int exec_set_new(struct conf_list *l, struct dm_exec_set **ret)
+static int exec_set_new(struct conf_list *l, struct dm_needs *needs, struct dm_exec_set **ret)
 {
 	struct dm_exec_set *set = calloc(1, sizeof(*set));
 	if (!set)
 		return -ENOMEM;
+	set->needs = needs;
 	set->drivers = calloc(l->n + 1, sizeof(*set->drivers));
 	if (!set->drivers) {
 		free(set);
@@ -257,7 +262,7 @@ static int exec_set_register(struct dm_model *m, struct dm_exec_set *set, FILE *
 {
 	int r = 0;
 	for (size_t i = 0; i < set->confs.n; i++) {
-		r = exec_register(m, set->confs.v[i], errors, &set->drivers[set->n]);
+		r = exec_register(m, set->needs, set->confs.v[i], errors, &set->drivers[set->n]);
 		if (r != 0)
 			break;
 		set->n++;
@@ -267,8 +272,8 @@ static int exec_set_register(struct dm_model *m, struct dm_exec_set *set, FILE *
 	return r;
 }
 
-int dm_exec_load_dir(struct dm_model *m, const char *dir, int default_timeout_s, FILE *errors,
-		     struct dm_exec_set **ret)
+int dm_exec_load_dir(struct dm_model *m, struct dm_needs *needs, const char *dir,
+		     int default_timeout_s, FILE *errors, struct dm_exec_set **ret)
 {
 	struct dm_exec_set *set = NULL;
 	struct conf_list l;
@@ -278,7 +283,7 @@ int dm_exec_load_dir(struct dm_model *m, const char *dir, int default_timeout_s,
 		return -EINVAL;
 	r = dm_exec_conf_load_dir(dir, default_timeout_s, errors, &l);
 	if (r == 0)
-		r = exec_set_new(&l, &set);
+		r = exec_set_new(&l, needs, &set);
 	if (r == 0)
 		r = exec_set_register(m, set, errors);
 	if (r == 0)
@@ -319,13 +324,14 @@ int dm_exec_reload(struct dm_model *m, struct dm_exec_set **set, const char *dir
 		   int default_timeout_s, FILE *errors)
 {
 	struct dm_exec_set *old = *set, *new = NULL;
+	struct dm_needs *needs = old ? old->needs : NULL; /* the new set's too */
 	struct device_list released = { 0 };
 	struct conf_list l;
 	int r;
 
 	r = dm_exec_conf_load_dir(dir, default_timeout_s, errors, &l);
 	if (r == 0)
-		r = exec_set_new(&l, &new);
+		r = exec_set_new(&l, needs, &new);
 	dm_exec_conf_list_done(&l);
 	if (r == 0)
 		r = exec_set_bound_devices(m, old, &released);
@@ -336,7 +342,8 @@ int dm_exec_reload(struct dm_model *m, struct dm_exec_set **set, const char *dir
 	/* the old drivers go first: the new ones may have their names; no
 	 * device is given back meanwhile to the kernel driver it had before
 	 * a driver needed another (a new one may need the same) */
-	dm_needs_hold(true);
+	if (needs)
+		dm_needs_hold(needs, true);
 	exec_set_unregister(old);
 	r = exec_set_register(m, new, errors);
 	if (r != 0) {
@@ -354,7 +361,8 @@ int dm_exec_reload(struct dm_model *m, struct dm_exec_set **set, const char *dir
 	 * be asked again about a device it just declined. */
 	for (size_t i = 0; i < released.n; i++)
 		dm_device_attach(released.v[i]);
-	dm_needs_hold(false);
+	if (needs)
+		dm_needs_hold(needs, false);
 out_put:
 	for (size_t i = 0; i < released.n; i++)
 		dm_device_unref(released.v[i]);

@@ -34,6 +34,8 @@
 
 #include "core/model.h"
 
+struct dm_needs; /* needs.h */
+
 #include <stdio.h>
 
 #define DM_EXEC_DEFAULT_TIMEOUT_S 5
@@ -66,12 +68,15 @@ int dm_exec_check_dir(const char *dir, int default_timeout_s, FILE *errors);
  * number of errors (> 0) after writing them to @errors. A name already
  * taken on its bus counts as an error too, and the drivers registered
  * before it are unregistered again. On success (0) *ret holds what was
- * registered, for dm_exec_unload(); it is untouched otherwise. Registering
+ * registered, for dm_exec_unload(); it is untouched otherwise. A driver
+ * with KernelDriver= has @needs (needs.h) move each device it takes to
+ * that kernel driver (NULL: it takes none); a reload keeps the set's.
+ * Registering
  * probes the bus's unbound devices, so Probe hooks run during the call.
  * Call without the model lock.
  */
-int dm_exec_load_dir(struct dm_model *m, const char *dir, int default_timeout_s, FILE *errors,
-		     struct dm_exec_set **ret);
+int dm_exec_load_dir(struct dm_model *m, struct dm_needs *needs, const char *dir,
+		     int default_timeout_s, FILE *errors, struct dm_exec_set **ret);
 /*
  * Replaces the drivers of *@set by those of @dir, without stopping anything
  * else: when every file of @dir is valid, the old drivers are unregistered

@@ -39,66 +39,78 @@ struct entry {
 	struct dm_binding_saved before; /* the binding to give back */
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-static struct entry **entries;
-static size_t n_entries, cap_entries;
-static pthread_t worker;
-static bool running, worker_started, stopping, held;
+struct dm_needs {
+	struct dm_binder *binder; /* what moves and gives back */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct entry **entries;
+	size_t n_entries, cap_entries;
+	pthread_t worker;
+	bool running, worker_started, stopping, held;
+};
 
-static struct entry *find_locked(struct dm_device *dev)
+int dm_needs_new(struct dm_binder *b, struct dm_needs **ret)
 {
-	for (size_t i = 0; i < n_entries; i++)
-		if (entries[i]->dev == dev)
-			return entries[i];
+	struct dm_needs *nd = calloc(1, sizeof(*nd));
+	if (!nd)
+		return -ENOMEM;
+	nd->binder = b;
+	pthread_mutex_init(&nd->lock, NULL);
+	pthread_cond_init(&nd->wake, NULL);
+	*ret = nd;
+	return 0;
+}
+
+static struct entry *find_locked(struct dm_needs *nd, struct dm_device *dev)
+{
+	for (size_t i = 0; i < nd->n_entries; i++)
+		if (nd->entries[i]->dev == dev)
+			return nd->entries[i];
 	return NULL;
 }
 
 /* Drops entry @i (lock held). */
-static void drop_locked(size_t i)
+static void drop_locked(struct dm_needs *nd, size_t i)
 {
-	dm_device_unref(entries[i]->dev);
-	free(entries[i]);
-	entries[i] = entries[--n_entries];
+	dm_device_unref(nd->entries[i]->dev);
+	free(nd->entries[i]);
+	nd->entries[i] = nd->entries[--nd->n_entries];
 }
 
 /* Entries of devices gone from the model, with no job, go (lock held). */
-static void purge_locked(void)
+static void purge_locked(struct dm_needs *nd)
 {
-	for (size_t i = n_entries; i > 0; i--)
-		if (entries[i - 1]->job == NO_JOB && dm_device_is_dead(entries[i - 1]->dev))
-			drop_locked(i - 1);
+	for (size_t i = nd->n_entries; i > 0; i--)
+		if (nd->entries[i - 1]->job == NO_JOB && dm_device_is_dead(nd->entries[i - 1]->dev))
+			drop_locked(nd, i - 1);
 }
 
 /* The next entry with a job to run, its job taken; NULL when none (lock
  * held). */
-static struct entry *next_job_locked(enum job *job)
+static struct entry *next_job_locked(struct dm_needs *nd, enum job *job)
 {
-	if (held)
+	if (nd->held)
 		return NULL;
-	for (size_t i = 0; i < n_entries; i++)
-		if (entries[i]->job != NO_JOB) {
-			*job = entries[i]->job;
-			entries[i]->job = NO_JOB;
-			return entries[i];
+	for (size_t i = 0; i < nd->n_entries; i++)
+		if (nd->entries[i]->job != NO_JOB) {
+			*job = nd->entries[i]->job;
+			nd->entries[i]->job = NO_JOB;
+			return nd->entries[i];
 		}
 	return NULL;
 }
 
-static void run_move(struct entry *e)
+static void run_move(struct dm_needs *nd, struct entry *e)
 {
-	struct dm_binding_saved before = { 0 };
-	/* the binder that runs the model's requests (the daemon's) */
-	struct dm_binder *b = dm_binder_of(e->dev);
-	if (b)
-		dm_binding_save(b, e->dev, &before);
+	struct dm_binding_saved before;
+	dm_binding_save(nd->binder, e->dev, &before);
 	struct dm_bind_request req = { .action = DM_BIND_TO, .driver = e->kdriver };
-	int r = b ? dm_bind_device(b, e->dev, &req) : -EOPNOTSUPP;
-	pthread_mutex_lock(&lock);
+	int r = dm_bind_device(nd->binder, e->dev, &req);
+	pthread_mutex_lock(&nd->lock);
 	e->before = before;
 	/* pending: the kernel's uevent will say; the device is offered then */
 	e->state = r == 0 || r == -EINPROGRESS ? HELD : FAILED;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&nd->lock);
 	if (r == 0 || r == -EINPROGRESS)
 		log_info("%s needs %s: %s moved to it from %s%s", e->who, e->kdriver,
 			 dm_device_get_sysname(e->dev), before.driver[0] ? before.driver : "no driver",
@@ -108,36 +120,34 @@ static void run_move(struct entry *e)
 			 e->kdriver, dm_device_get_sysname(e->dev), strerror(-r));
 }
 
-static void run_give_back(struct entry *e)
+static void run_give_back(struct dm_needs *nd, struct entry *e)
 {
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&nd->lock);
 	bool still_held = e->holders > 0 || e->state != HELD;
 	bool declined = e->declined;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&nd->lock);
 	if (still_held)
 		return; /* a new driver took it meanwhile (a reload) */
-	struct dm_binding_saved now = { 0 };
-	struct dm_binder *b = dm_binder_of(e->dev);
-	if (b)
-		dm_binding_save(b, e->dev, &now);
+	struct dm_binding_saved now;
+	dm_binding_save(nd->binder, e->dev, &now);
 	int r = 0;
-	bool ours = b && strcmp(now.driver, e->kdriver) == 0;
+	bool ours = strcmp(now.driver, e->kdriver) == 0;
 	if (ours && !dm_device_is_dead(e->dev)) {
-		r = dm_binding_restore(b, e->dev, &e->before, false);
+		r = dm_binding_restore(nd->binder, e->dev, &e->before, false);
 		if (r == 0)
 			log_info("needs: %s given back to %s", dm_device_get_sysname(e->dev),
 				 e->before.driver[0] ? e->before.driver : "no driver");
 	}
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&nd->lock);
 	e->state = !ours ? LEFT : declined || r < 0 ? DECLINED : e->state;
 	bool forget = ours && !declined && r == 0;
 	if (forget)
-		for (size_t i = 0; i < n_entries; i++)
-			if (entries[i] == e) {
-				drop_locked(i);
+		for (size_t i = 0; i < nd->n_entries; i++)
+			if (nd->entries[i] == e) {
+				drop_locked(nd, i);
 				break;
 			}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&nd->lock);
 	/* (e is gone when forgotten: the names were logged before) */
 	if (!ours)
 		log_info("needs: %s is bound to %s now, not given back", dm_device_get_sysname(e->dev),
@@ -151,70 +161,71 @@ static void run_give_back(struct entry *e)
 
 static void *work(void *arg)
 {
-	(void)arg;
-	pthread_mutex_lock(&lock);
+	struct dm_needs *nd = arg;
+	pthread_mutex_lock(&nd->lock);
 	for (;;) {
 		enum job job;
 		struct entry *e;
-		while (!stopping && !(e = next_job_locked(&job)))
-			pthread_cond_wait(&wake, &lock);
-		if (stopping)
+		while (!nd->stopping && !(e = next_job_locked(nd, &job)))
+			pthread_cond_wait(&nd->wake, &nd->lock);
+		if (nd->stopping)
 			break;
 		/* the entry stays: only this thread drops one with a job run */
 		dm_device_ref(e->dev);
 		struct dm_device *dev = e->dev;
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&nd->lock);
 		if (job == MOVE)
-			run_move(e);
+			run_move(nd, e);
 		else
-			run_give_back(e);
+			run_give_back(nd, e);
 		dm_device_unref(dev);
-		pthread_mutex_lock(&lock);
-		purge_locked();
+		pthread_mutex_lock(&nd->lock);
+		purge_locked(nd);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&nd->lock);
 	return NULL;
 }
 
 /* The worker, started the first time there is work (lock held). */
-static int start_worker_locked(void)
+static int start_worker_locked(struct dm_needs *nd)
 {
-	if (worker_started || !running)
+	if (nd->worker_started || !nd->running)
 		return 0;
-	int r = dm_thread_start(&worker, 0, work, NULL);
+	int r = dm_thread_start(&nd->worker, 0, work, nd);
 	if (r < 0)
 		return r;
-	worker_started = true;
+	nd->worker_started = true;
 	return 0;
 }
 
 /* Queues @job on @e and wakes the worker (lock held). */
-static int queue_locked(struct entry *e, enum job job)
+static int queue_locked(struct dm_needs *nd, struct entry *e, enum job job)
 {
-	if (stopping)
+	if (nd->stopping)
 		return -ESHUTDOWN;
-	int r = start_worker_locked();
+	int r = start_worker_locked(nd);
 	if (r < 0)
 		return r;
 	e->job = job;
-	pthread_cond_signal(&wake);
+	pthread_cond_signal(&nd->wake);
 	return 0;
 }
 
-int dm_needs_start(void)
+int dm_needs_start(struct dm_needs *nd)
 {
-	pthread_mutex_lock(&lock);
-	running = !stopping;
+	pthread_mutex_lock(&nd->lock);
+	nd->running = !nd->stopping;
 	int r = 0;
-	for (size_t i = 0; i < n_entries && r == 0; i++)
-		if (entries[i]->job != NO_JOB)
-			r = start_worker_locked();
-	pthread_cond_signal(&wake);
-	pthread_mutex_unlock(&lock);
+	for (size_t i = 0; i < nd->n_entries && r == 0; i++)
+		if (nd->entries[i]->job != NO_JOB)
+			r = start_worker_locked(nd);
+	pthread_cond_signal(&nd->wake);
+	pthread_mutex_unlock(&nd->lock);
 	return r;
 }
 
-int dm_needs_kernel_driver(struct dm_device *dev, const char *kdriver, const char *who)
+int dm_needs_kernel_driver(struct dm_needs *nd, struct dm_device *dev, const char *kdriver,
+			   const char *who)
 {
 	struct dm_model *m = dm_device_get_model(dev);
 	dm_model_read_lock(m);
@@ -222,8 +233,8 @@ int dm_needs_kernel_driver(struct dm_device *dev, const char *kdriver, const cha
 	bool bound = now && strcmp(now, kdriver) == 0;
 	dm_model_unlock(m);
 
-	pthread_mutex_lock(&lock);
-	struct entry *e = find_locked(dev);
+	pthread_mutex_lock(&nd->lock);
+	struct entry *e = find_locked(nd, dev);
 	int r;
 	if (bound) {
 		/* the kernel's own, or moved by us */
@@ -235,14 +246,14 @@ int dm_needs_kernel_driver(struct dm_device *dev, const char *kdriver, const cha
 	} else if (!e) {
 		r = -ENOMEM;
 		e = calloc(1, sizeof(*e));
-		if (e && dm_array_grow((void **)&entries, &cap_entries, n_entries, sizeof(*entries),
-				       8)) {
+		if (e && dm_array_grow((void **)&nd->entries, &nd->cap_entries, nd->n_entries,
+				       sizeof(*nd->entries), 8)) {
 			e->dev = dm_device_ref(dev);
 			snprintf(e->kdriver, sizeof(e->kdriver), "%s", kdriver);
 			snprintf(e->who, sizeof(e->who), "%s", who);
 			e->state = MOVING;
-			entries[n_entries++] = e;
-			r = queue_locked(e, MOVE);
+			nd->entries[nd->n_entries++] = e;
+			r = queue_locked(nd, e, MOVE);
 			r = r < 0 ? r : -EAGAIN;
 		} else {
 			free(e);
@@ -252,37 +263,47 @@ int dm_needs_kernel_driver(struct dm_device *dev, const char *kdriver, const cha
 		 * failed, given back or left: not again */
 		r = e->state == MOVING || e->state == HELD ? -EAGAIN : -ENODEV;
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&nd->lock);
 	return r;
 }
 
-void dm_needs_release(struct dm_device *dev, bool declined)
+void dm_needs_release(struct dm_needs *nd, struct dm_device *dev, bool declined)
 {
-	pthread_mutex_lock(&lock);
-	struct entry *e = find_locked(dev);
+	pthread_mutex_lock(&nd->lock);
+	struct entry *e = find_locked(nd, dev);
 	if (e && e->holders > 0 && --e->holders == 0 && e->state == HELD) {
 		e->declined = declined;
 		if (!dm_device_is_dead(dev))
-			(void)queue_locked(e, GIVE_BACK); /* at exit: left as it is */
+			(void)queue_locked(nd, e, GIVE_BACK); /* at exit: left as it is */
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&nd->lock);
 }
 
-void dm_needs_hold(bool hold)
+void dm_needs_hold(struct dm_needs *nd, bool hold)
 {
-	pthread_mutex_lock(&lock);
-	held = hold;
-	pthread_cond_signal(&wake);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&nd->lock);
+	nd->held = hold;
+	pthread_cond_signal(&nd->wake);
+	pthread_mutex_unlock(&nd->lock);
 }
 
-void dm_needs_stop(void)
+void dm_needs_stop(struct dm_needs *nd)
 {
-	dm_thread_stop_worker(&lock, &wake, &stopping, &worker_started, worker);
-	while (n_entries)
-		drop_locked(n_entries - 1);
-	free(entries);
-	entries = NULL;
-	cap_entries = 0;
-	pthread_mutex_unlock(&lock);
+	dm_thread_stop_worker(&nd->lock, &nd->wake, &nd->stopping, &nd->worker_started, nd->worker);
+	while (nd->n_entries)
+		drop_locked(nd, nd->n_entries - 1);
+	free(nd->entries);
+	nd->entries = NULL;
+	nd->cap_entries = 0;
+	pthread_mutex_unlock(&nd->lock);
+}
+
+void dm_needs_free(struct dm_needs *nd)
+{
+	if (!nd)
+		return;
+	dm_needs_stop(nd);
+	pthread_cond_destroy(&nd->wake);
+	pthread_mutex_destroy(&nd->lock);
+	free(nd);
 }

@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct dm_exec_set *set = NULL;
 		if (dm_model_new(&m) < 0)
 			abort();
-		r = dm_exec_load_dir(m, dir, 0, NULL, &set);
+		r = dm_exec_load_dir(m, NULL, dir, 0, NULL, &set);
 		FUZZ_CHECK(r == 0 || r == -ENOMEM, "a checked directory does not load: %d", r);
 		dm_exec_unload(set);
 		dm_model_free(m);

@@ -234,7 +234,7 @@ static void test_missing_dir_is_empty(void **state)
 	free(errors);
 
 	assert_int_equal(dm_model_new(&m), 0);
-	assert_int_equal(dm_exec_load_dir(m, missing, 0, stderr, &set), 0);
+	assert_int_equal(dm_exec_load_dir(m, NULL, missing, 0, stderr, &set), 0);
 	assert_non_null(set);
 	dm_exec_unload(set);
 	dm_model_free(m);
@@ -410,7 +410,7 @@ static void test_invalid_file_registers_nothing(void **state)
 	struct dm_device *dev = add_device(m, usb, NULL, &(struct dev_spec){ .name = "1-1" });
 
 	FILE *errors = open_memstream(&buf, &size);
-	int r = dm_exec_load_dir(m, dir, 0, errors, &set);
+	int r = dm_exec_load_dir(m, NULL, dir, 0, errors, &set);
 	fclose(errors);
 	assert_int_equal(r, 1);
 	assert_ptr_equal(set, (struct dm_exec_set *)&set);
@@ -474,7 +474,7 @@ static void test_name_taken_on_bus_unwinds(void **state)
 	struct dm_device *dev = add_device(m, usb, NULL, &(struct dev_spec){ .name = "1-1" });
 
 	FILE *errors = open_memstream(&buf, &size);
-	int r = dm_exec_load_dir(m, dir, 0, errors, &set);
+	int r = dm_exec_load_dir(m, NULL, dir, 0, errors, &set);
 	fclose(errors);
 	assert_int_equal(r, 1);
 	assert_null(set);
@@ -509,7 +509,7 @@ static void test_reload_replaces_or_keeps(void **state)
 	test_write_file(dir, "10-a.conf", "[Driver]\nName=old\nBus=usb\n");
 
 	m = model_with_usbhid(&usb, &proxy);
-	assert_int_equal(dm_exec_load_dir(m, dir, 0, stderr, &set), 0);
+	assert_int_equal(dm_exec_load_dir(m, NULL, dir, 0, stderr, &set), 0);
 	struct dm_device *dev;
 	assert_int_equal(dm_device_new(m, "1-1", &dev), 0);
 	assert_int_equal(dm_device_set_kernel_driver(dev, "usbhid"), 0); /* the kernel's */
@@ -627,7 +627,7 @@ static void test_binding_and_hook_environment(void **state)
 							    "DRIVERFS_PATH=from-uevent\nPATH=/tmp\n"
 							    "PCI_CLASS=30000" } } });
 
-	assert_int_equal(dm_exec_load_dir(m, dir, 0, stderr, &set), 0);
+	assert_int_equal(dm_exec_load_dir(m, NULL, dir, 0, stderr, &set), 0);
 	assert_non_null(set);
 	assert_string_equal(driver_of(m, gpu), "intel");
 	/* its probe exited 1: declined, left unbound */
@@ -793,7 +793,7 @@ static void test_hook_failures(void **state)
 
 	assert_int_equal(dm_model_new(&m), 0);
 	assert_int_equal(dm_bus_get(m, "test", NULL, &bus), 0);
-	assert_int_equal(dm_exec_load_dir(m, dir, 0, stderr, &set), 0);
+	assert_int_equal(dm_exec_load_dir(m, NULL, dir, 0, stderr, &set), 0);
 	struct dm_device *a = add_device(
 		m, bus, NULL, &(struct dev_spec){ .name = "a", .values = { { "kind", "failing" } } });
 	struct dm_device *b = add_device(
