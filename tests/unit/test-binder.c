@@ -169,7 +169,7 @@ struct fixture {
 	struct dm_model *m;
 	struct dm_device *dev;
 	struct dm_binder *b;
-	char journal[PATH_MAX + 16];
+	char journal[PATH_MAX + 16], proc[PATH_MAX + 16];
 	/* what the observer was told */
 	int persisted;
 	char persisted_driver[64];
@@ -221,10 +221,11 @@ static int setup(void **state)
 	link_to(r, "kernel/iommu_groups/7/devices/" DEVNAME, "devices/pci0000:00/" DEVNAME);
 	set_driver(&f->k, "nvme");
 
-	/* nothing of the live machine: no /proc to scan, no module index */
+	/* nothing of the live machine: no /proc to scan (the string is
+	 * kept: the fixture's), no module index */
+	snprintf(f->proc, sizeof(f->proc), "%s/proc", r);
+	dm_inuse_set_proc_root(f->proc);
 	char dir[PATH_MAX + 16];
-	snprintf(dir, sizeof(dir), "%s/proc", r);
-	dm_inuse_set_proc_root(dir);
 	snprintf(dir, sizeof(dir), "%s/modules", r);
 	dm_modules_set_dir(dir);
 	snprintf(f->journal, sizeof(f->journal), "%s/journal", r);
