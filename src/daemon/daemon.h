@@ -70,6 +70,9 @@ struct daemon {
 	/* KernelDriver='s moves (needs.h), on the binder, for the exec
 	 * drivers; NULL with --snapshot */
 	struct dm_needs *needs;
+	/* the persisted bindings (persist.h), on the binder; NULL with
+	 * --snapshot */
+	struct dm_persist *persist;
 	struct dm_pm *pm; /* NULL with --snapshot */
 	struct dm_driver *pci_pm, *vfio;
 	struct dm_exec_set *exec; /* drivers.d's exec drivers */

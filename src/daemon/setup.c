@@ -203,10 +203,12 @@ static int set_up_binding(struct daemon *d)
 		return daemon_fail(r);
 	/* persistence on top of binding: it applies its records through the
 	 * binder, which tells it of each request's "persist" */
-	dm_persist_attach(d->binder);
+	r = dm_persist_new(d->binder, d->cfg.persist_file, &d->persist);
+	if (r < 0)
+		return daemon_fail(r);
 	/* a state file anyone but root could change is not applied */
-	if (dm_persist_load(d->cfg.persist_file) == 0)
-		dm_persist_apply_all(d->model);
+	if (dm_persist_load(d->persist) == 0)
+		dm_persist_apply_all(d->persist, d->model);
 	return 0;
 }
 
@@ -430,7 +432,8 @@ void daemon_tear_down(struct daemon *d)
 	dm_helper_free(d->helper);
 	/* persisted bindings the monitor queued: an apply under way ends
 	 * first, the rest are dropped (the next start applies them) */
-	dm_persist_stop();
+	if (d->persist)
+		dm_persist_stop(d->persist);
 	if (d->left) {
 		/* The next daemon starts once this one has exited, and the
 		 * readers wait until it answers: what the kernel, the next
@@ -460,6 +463,7 @@ void daemon_tear_down(struct daemon *d)
 	dm_pm_free(d->pm);
 	dm_model_free(d->model);
 	/* after every user of them: the workers stopped, the model gone */
+	dm_persist_free(d->persist);
 	dm_needs_free(d->needs);
 	dm_binder_free(d->binder);
 }

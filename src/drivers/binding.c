@@ -130,6 +130,11 @@ static struct dm_binder_observer observer_of(struct dm_binder *b)
 	return o;
 }
 
+void dm_binder_get_observer(struct dm_binder *b, struct dm_binder_observer *ret)
+{
+	*ret = observer_of(b);
+}
+
 const char *dm_binder_sysfs(const struct dm_binder *b)
 {
 	return b->sysfs;

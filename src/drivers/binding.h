@@ -68,6 +68,8 @@ void dm_binder_free(struct dm_binder *b);
 void dm_binder_set_kernel(struct dm_binder *b, const struct dm_binder_kernel *k);
 /* @o (copied; NULL: none) is told of what @b did. */
 void dm_binder_set_observer(struct dm_binder *b, const struct dm_binder_observer *o);
+/* @b's observer now into @ret (all NULL: none). */
+void dm_binder_get_observer(struct dm_binder *b, struct dm_binder_observer *ret);
 /* @b's sysfs root, "/sys" or a test's. */
 const char *dm_binder_sysfs(const struct dm_binder *b);
 /* @b's binding journal (journal.h), for the SR-IOV transactions' too. */

@@ -46,24 +46,24 @@ struct queued {
 	char bus[WORD_MAX];
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-static struct entry *entries;
-static size_t n_entries, cap_entries;
-static char *file_path;
-static struct queued *queue;
-static size_t n_queue, cap_queue;
-static struct sriov_entry *sriovs;
-static size_t n_sriovs, cap_sriovs;
-static pthread_t worker;
-static bool worker_started, stopping;
-/* what applies the records (dm_persist_attach()): persistence is built on
- * binding, which tells it of a request's "persist" through its observer */
-static struct dm_binder *binder;
+struct dm_persist {
+	struct dm_binder *binder; /* what applies the records (NULL: nothing does) */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct entry *entries;
+	size_t n_entries, cap_entries;
+	char *file_path;
+	struct queued *queue;
+	size_t n_queue, cap_queue;
+	struct sriov_entry *sriovs;
+	size_t n_sriovs, cap_sriovs;
+	pthread_t worker;
+	bool worker_started, stopping;
+};
 
-static const char *state_file(void)
+static const char *state_file(struct dm_persist *ps)
 {
-	return file_path ? file_path : DM_PERSIST_FILE;
+	return ps->file_path;
 }
 
 /* A word of a line: what bus, device and driver names are made of. */
@@ -72,21 +72,23 @@ static bool is_word(const char *s)
 	return strlen(s) < WORD_MAX && dm_name_is_plain(s, strlen(s));
 }
 
-static struct entry *find_locked(const char *bus, const char *name)
+static struct entry *find_locked(struct dm_persist *ps, const char *bus, const char *name)
 {
-	for (size_t i = 0; i < n_entries; i++)
-		if (strcmp(entries[i].bus, bus) == 0 && strcmp(entries[i].name, name) == 0)
-			return &entries[i];
+	for (size_t i = 0; i < ps->n_entries; i++)
+		if (strcmp(ps->entries[i].bus, bus) == 0 && strcmp(ps->entries[i].name, name) == 0)
+			return &ps->entries[i];
 	return NULL;
 }
 
-static int add_locked(const char *bus, const char *name, const char *driver, const char *id)
+static int add_locked(struct dm_persist *ps, const char *bus, const char *name, const char *driver,
+		      const char *id)
 {
-	struct entry *e = find_locked(bus, name);
+	struct entry *e = find_locked(ps, bus, name);
 	if (!e) {
-		if (!dm_array_grow((void **)&entries, &cap_entries, n_entries, sizeof(*entries), 8))
+		if (!dm_array_grow((void **)&ps->entries, &ps->cap_entries, ps->n_entries,
+				   sizeof(*ps->entries), 8))
 			return -ENOMEM;
-		e = &entries[n_entries++];
+		e = &ps->entries[ps->n_entries++];
 		snprintf(e->bus, sizeof(e->bus), "%s", bus);
 		snprintf(e->name, sizeof(e->name), "%s", name);
 	}
@@ -96,21 +98,22 @@ static int add_locked(const char *bus, const char *name, const char *driver, con
 	return 0;
 }
 
-static struct sriov_entry *find_sriov_locked(const char *name)
+static struct sriov_entry *find_sriov_locked(struct dm_persist *ps, const char *name)
 {
-	for (size_t i = 0; i < n_sriovs; i++)
-		if (strcmp(sriovs[i].name, name) == 0)
-			return &sriovs[i];
+	for (size_t i = 0; i < ps->n_sriovs; i++)
+		if (strcmp(ps->sriovs[i].name, name) == 0)
+			return &ps->sriovs[i];
 	return NULL;
 }
 
-static int add_sriov_locked(const char *name, int numvfs, const char *driver, const char *id)
+static int add_sriov_locked(struct dm_persist *ps, const char *name, int numvfs, const char *driver,
+			    const char *id)
 {
-	struct sriov_entry *e = find_sriov_locked(name);
+	struct sriov_entry *e = find_sriov_locked(ps, name);
 	if (!e) {
-		if (!dm_array_grow((void **)&sriovs, &cap_sriovs, n_sriovs, sizeof(*sriovs), 4))
+		if (!dm_array_grow((void **)&ps->sriovs, &ps->cap_sriovs, ps->n_sriovs, sizeof(*ps->sriovs), 4))
 			return -ENOMEM;
-		e = &sriovs[n_sriovs++];
+		e = &ps->sriovs[ps->n_sriovs++];
 		snprintf(e->name, sizeof(e->name), "%s", name);
 	}
 	e->numvfs = numvfs;
@@ -334,29 +337,27 @@ static bool skip_long_line(FILE *f, const char *line)
 	return skipped;
 }
 
-int dm_persist_load(const char *path)
+int dm_persist_load(struct dm_persist *ps)
 {
 	char msg[256];
-	pthread_mutex_lock(&lock);
-	free(file_path);
-	file_path = path ? strdup(path) : NULL;
-	n_entries = 0;
-	n_sriovs = 0;
-	int r = path && !file_path ? -ENOMEM : 0;
-	int fd = r < 0 ? r : dm_trust_open(state_file(), O_RDONLY, msg, sizeof(msg));
+	pthread_mutex_lock(&ps->lock);
+	ps->n_entries = 0;
+	ps->n_sriovs = 0;
+	int r = 0;
+	int fd = dm_trust_open(state_file(ps), O_RDONLY, msg, sizeof(msg));
 	if (fd == -ENOENT) {
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&ps->lock);
 		return 0;
 	}
 	if (fd < 0) {
-		log_err("%s: %s; no persisted bindings", state_file(), r < 0 ? strerror(-r) : msg);
-		pthread_mutex_unlock(&lock);
+		log_err("%s: %s; no persisted bindings", state_file(ps), msg);
+		pthread_mutex_unlock(&ps->lock);
 		return fd;
 	}
 	FILE *f = fdopen(fd, "re");
 	if (!f) {
 		close(fd);
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&ps->lock);
 		return -errno;
 	}
 	char line[LINE_MAX_LEN];
@@ -367,7 +368,7 @@ int dm_persist_load(const char *path)
 			norm[ID_MAX], extra[2];
 		no++;
 		if (skip_long_line(f, line)) {
-			log_err("%s:%u: too long for a binding; skipped", state_file(), no);
+			log_err("%s:%u: too long for a binding; skipped", state_file(ps), no);
 			continue;
 		}
 		if (line[0] == '#' || line[strspn(line, " \t\n")] == '\0')
@@ -385,10 +386,10 @@ int dm_persist_load(const char *path)
 			    strncmp(norm, "pci:", 4) != 0) {
 				log_err("%s:%u: not an SR-IOV record (sriov pci NAME N DRIVER "
 					"IDENTITY); skipped",
-					state_file(), no);
+					state_file(ps), no);
 				continue;
 			}
-			r = add_sriov_locked(name, (int)vfs, driver, norm);
+			r = add_sriov_locked(ps, name, (int)vfs, driver, norm);
 			continue;
 		}
 		/* BUS NAME DRIVER IDENTITY, or an older BUS NAME DRIVER */
@@ -396,17 +397,17 @@ int dm_persist_load(const char *path)
 		if ((n != 3 && n != 4) || !is_word(bus) || !is_word(name) || !is_word(driver) ||
 		    (n == 4 && !dm_persist_normalize_id(id, norm, sizeof(norm)))) {
 			log_err("%s:%u: not a binding (BUS NAME DRIVER [IDENTITY]); skipped",
-				state_file(), no);
+				state_file(ps), no);
 			continue;
 		}
 		old += n == 3;
-		r = add_locked(bus, name, driver, n == 4 ? norm : "");
+		r = add_locked(ps, bus, name, driver, n == 4 ? norm : "");
 	}
 	fclose(f);
-	size_t n = n_entries + n_sriovs;
-	pthread_mutex_unlock(&lock);
+	size_t n = ps->n_entries + ps->n_sriovs;
+	pthread_mutex_unlock(&ps->lock);
 	if (r == 0 && n)
-		log_info("%zu persisted binding%s in %s%s", n, n == 1 ? "" : "s", state_file(),
+		log_info("%zu persisted binding%s in %s%s", n, n == 1 ? "" : "s", state_file(ps),
 			 old ? " (some without the device's identity: applied to whatever device is "
 			       "there, and given its identity then)"
 			     : "");
@@ -415,9 +416,9 @@ int dm_persist_load(const char *path)
 
 /* Writes the entries to the state file, whole (dm_replace_file()). Lock
  * held. */
-static int save_locked(char *msg, size_t size)
+static int save_locked(struct dm_persist *ps, char *msg, size_t size)
 {
-	const char *path = state_file();
+	const char *path = state_file(ps);
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", path);
 	char *slash = strrchr(dir, '/');
@@ -433,12 +434,12 @@ static int save_locked(char *msg, size_t size)
 		return -ENOMEM;
 	fprintf(f, "# driverfsd's persisted bindings: BUS NAME DRIVER IDENTITY (driverfsctl bind "
 		   "--persist)\n");
-	for (size_t i = 0; i < n_entries; i++)
-		fprintf(f, "%s %s %s%s%s\n", entries[i].bus, entries[i].name, entries[i].driver,
-			entries[i].id[0] ? " " : "", entries[i].id);
-	for (size_t i = 0; i < n_sriovs; i++)
-		fprintf(f, "sriov pci %s %d %s %s\n", sriovs[i].name, sriovs[i].numvfs,
-			sriovs[i].driver, sriovs[i].id);
+	for (size_t i = 0; i < ps->n_entries; i++)
+		fprintf(f, "%s %s %s%s%s\n", ps->entries[i].bus, ps->entries[i].name, ps->entries[i].driver,
+			ps->entries[i].id[0] ? " " : "", ps->entries[i].id);
+	for (size_t i = 0; i < ps->n_sriovs; i++)
+		fprintf(f, "sriov pci %s %d %s %s\n", ps->sriovs[i].name, ps->sriovs[i].numvfs,
+			ps->sriovs[i].driver, ps->sriovs[i].id);
 	bool failed = ferror(f);
 	int r = fclose(f) != 0 || failed ? -ENOMEM : dm_replace_file(path, text, len, msg, size);
 	free(text);
@@ -448,21 +449,22 @@ static int save_locked(char *msg, size_t size)
 /* A change of the entries (@r: 0, or its -errno) written to the state
  * file; the lock held, and let go. 0 or -errno, the reason in @msg, and
  * logged (@what of @name cannot be recorded). */
-static int saved(int r, const char *what, const char *name, char *msg, size_t size)
+static int saved(struct dm_persist *ps, int r, const char *what, const char *name, char *msg,
+		 size_t size)
 {
 	if (r == 0)
-		r = save_locked(msg, size);
-	pthread_mutex_unlock(&lock);
+		r = save_locked(ps, msg, size);
+	pthread_mutex_unlock(&ps->lock);
 	if (r < 0 && size && !*msg)
 		snprintf(msg, size, "%s", strerror(-r));
 	if (r < 0)
-		log_err("%s: cannot record %s of %s: %s", state_file(), what, name,
+		log_err("%s: cannot record %s of %s: %s", state_file(ps), what, name,
 			size ? msg : strerror(-r));
 	return r;
 }
 
-int dm_persist_set(struct dm_device *dev, const char *bus, const char *name, const char *driver,
-		   char *msg, size_t size)
+int dm_persist_set(struct dm_persist *ps, struct dm_device *dev, const char *bus, const char *name,
+		   const char *driver, char *msg, size_t size)
 {
 	if (size)
 		*msg = '\0';
@@ -476,20 +478,20 @@ int dm_persist_set(struct dm_device *dev, const char *bus, const char *name, con
 				 "its place alone",
 				 name);
 	}
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&ps->lock);
 	int r = 0;
 	if (driver) {
-		r = add_locked(bus, name, driver, id);
+		r = add_locked(ps, bus, name, driver, id);
 	} else {
-		struct entry *e = find_locked(bus, name);
+		struct entry *e = find_locked(ps, bus, name);
 		if (e)
-			*e = entries[--n_entries];
+			*e = ps->entries[--ps->n_entries];
 	}
-	return saved(r, "the binding", name, msg, size);
+	return saved(ps, r, "the binding", name, msg, size);
 }
 
-int dm_persist_set_sriov(struct dm_device *pf, const char *name, int numvfs, const char *driver,
-			 char *msg, size_t size)
+int dm_persist_set_sriov(struct dm_persist *ps, struct dm_device *pf, const char *name, int numvfs,
+			 const char *driver, char *msg, size_t size)
 {
 	if (size)
 		*msg = '\0';
@@ -500,64 +502,96 @@ int dm_persist_set_sriov(struct dm_device *pf, const char *name, int numvfs, con
 		snprintf(msg, size, "the PF's identity cannot be read");
 		return -ENODEV;
 	}
-	pthread_mutex_lock(&lock);
-	int r = add_sriov_locked(name, numvfs, driver ? driver : "default", id);
-	return saved(r, "the VFs", name, msg, size);
+	pthread_mutex_lock(&ps->lock);
+	int r = add_sriov_locked(ps, name, numvfs, driver ? driver : "default", id);
+	return saved(ps, r, "the VFs", name, msg, size);
 }
 
 static int observe_persisted(void *data, struct dm_device *dev, const char *bus, const char *name,
 			     const char *driver, char *msg, size_t size)
 {
-	(void)data;
-	return dm_persist_set(dev, bus, name, driver, msg, size);
+	struct dm_persist *ps = data;
+	return dm_persist_set(ps, dev, bus, name, driver, msg, size);
 }
 
 static int observe_sriov_persisted(void *data, struct dm_device *pf, const char *name,
 				   int numvfs, const char *driver, char *msg, size_t size)
 {
-	(void)data;
-	return dm_persist_set_sriov(pf, name, numvfs, driver, msg, size);
+	struct dm_persist *ps = data;
+	return dm_persist_set_sriov(ps, pf, name, numvfs, driver, msg, size);
 }
 
 static int observe_sriov_forgotten(void *data, const char *name, char *msg, size_t size)
 {
-	(void)data;
-	return dm_persist_forget_sriov(name, msg, size);
+	struct dm_persist *ps = data;
+	return dm_persist_forget_sriov(ps, name, msg, size);
 }
 
-void dm_persist_attach(struct dm_binder *b)
+int dm_persist_new(struct dm_binder *b, const char *path, struct dm_persist **ret)
 {
-	pthread_mutex_lock(&lock);
-	binder = b;
-	pthread_mutex_unlock(&lock);
-	const struct dm_binder_observer o = {
-		.persisted = observe_persisted,
-		.sriov_persisted = observe_sriov_persisted,
-		.sriov_forgotten = observe_sriov_forgotten,
-	};
-	dm_binder_set_observer(b, &o);
+	struct dm_persist *ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return -ENOMEM;
+	ps->file_path = strdup(path ? path : DM_PERSIST_FILE);
+	if (!ps->file_path) {
+		free(ps);
+		return -ENOMEM;
+	}
+	ps->binder = b;
+	pthread_mutex_init(&ps->lock, NULL);
+	pthread_cond_init(&ps->wake, NULL);
+	if (b) {
+		const struct dm_binder_observer o = {
+			.persisted = observe_persisted,
+			.sriov_persisted = observe_sriov_persisted,
+			.sriov_forgotten = observe_sriov_forgotten,
+			.data = ps,
+		};
+		dm_binder_set_observer(b, &o);
+	}
+	*ret = ps;
+	return 0;
 }
 
-static struct dm_binder *the_binder(void)
+void dm_persist_free(struct dm_persist *ps)
 {
-	pthread_mutex_lock(&lock);
-	struct dm_binder *b = binder;
-	pthread_mutex_unlock(&lock);
-	return b;
+	if (!ps)
+		return;
+	dm_persist_stop(ps);
+	if (ps->binder)
+		dm_binder_set_observer(ps->binder, NULL);
+	free(ps->entries);
+	free(ps->sriovs);
+	free(ps->file_path);
+	pthread_cond_destroy(&ps->wake);
+	pthread_mutex_destroy(&ps->lock);
+	free(ps);
 }
 
-int dm_persist_forget_sriov(const char *name, char *msg, size_t size)
+/* The persistence the binder of @dev's model tells (dm_persist_new()),
+ * NULL when none. */
+static struct dm_persist *persist_of(struct dm_device *dev)
+{
+	struct dm_binder *b = dm_binder_of(dev);
+	struct dm_binder_observer o;
+	if (!b)
+		return NULL;
+	dm_binder_get_observer(b, &o);
+	return o.persisted == observe_persisted ? o.data : NULL;
+}
+
+int dm_persist_forget_sriov(struct dm_persist *ps, const char *name, char *msg, size_t size)
 {
 	if (size)
 		*msg = '\0';
-	pthread_mutex_lock(&lock);
-	struct sriov_entry *e = find_sriov_locked(name);
+	pthread_mutex_lock(&ps->lock);
+	struct sriov_entry *e = find_sriov_locked(ps, name);
 	int r = 0;
 	if (e) {
-		*e = sriovs[--n_sriovs];
-		r = save_locked(msg, size);
+		*e = ps->sriovs[--ps->n_sriovs];
+		r = save_locked(ps, msg, size);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&ps->lock);
 	return r;
 }
 
@@ -577,15 +611,15 @@ static bool bus_of(struct dm_device *dev, char *bus_buf)
 }
 
 /* The record of @dev, copied into @out, if any; its bus into @bus_buf. */
-static bool recorded(struct dm_device *dev, char *bus_buf, struct entry *out)
+static bool recorded(struct dm_persist *ps, struct dm_device *dev, char *bus_buf, struct entry *out)
 {
 	if (!bus_of(dev, bus_buf))
 		return false;
-	pthread_mutex_lock(&lock);
-	struct entry *e = find_locked(bus_buf, dm_device_get_sysname(dev));
+	pthread_mutex_lock(&ps->lock);
+	struct entry *e = find_locked(ps, bus_buf, dm_device_get_sysname(dev));
 	if (e && out)
 		*out = *e;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&ps->lock);
 	return e != NULL;
 }
 
@@ -608,11 +642,12 @@ static bool names_device(const struct entry *e, const char *seen)
 
 /* The record @e of @bus was in force on its device, whose identity is
  * @seen (NULL: unknown): an old record takes it, and the file is rewritten. */
-static void note_in_force(const char *bus, const struct entry *e, const char *seen)
+static void note_in_force(struct dm_persist *ps, const char *bus, const struct entry *e,
+			  const char *seen)
 {
 	char msg[256];
-	pthread_mutex_lock(&lock);
-	struct entry *now = find_locked(bus, e->name);
+	pthread_mutex_lock(&ps->lock);
+	struct entry *now = find_locked(ps, bus, e->name);
 	bool same = now && strcmp(now->driver, e->driver) == 0 && strcmp(now->id, e->id) == 0;
 	if (same)
 		now->other_logged = false;
@@ -620,30 +655,30 @@ static void note_in_force(const char *bus, const struct entry *e, const char *se
 	int r = 0;
 	if (upgrade) {
 		snprintf(now->id, sizeof(now->id), "%s", seen);
-		r = save_locked(msg, sizeof(msg));
+		r = save_locked(ps, msg, sizeof(msg));
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&ps->lock);
 	if (upgrade && r == 0)
 		log_info("persisted binding of %s to %s: recorded as the device's %s", e->name,
 			 e->driver, seen);
 	else if (upgrade)
-		log_warn("%s: cannot record the identity of %s (%s): %s", state_file(), e->name, seen,
+		log_warn("%s: cannot record the identity of %s (%s): %s", state_file(ps), e->name, seen,
 			 msg[0] ? msg : strerror(-r));
 }
 
 /* Whether @dev's VFs are as @e records them: its count, and each VF on
  * the driver (any, for "default"); the count in *ret_count (-1 unread). */
-static bool sriov_in_force(struct dm_device *dev, const struct sriov_entry *e, long *ret_count)
+static bool sriov_in_force(struct dm_persist *ps, struct dm_device *dev,
+			   const struct sriov_entry *e, long *ret_count)
 {
 	char dir[PATH_MAX], buf[32], path[PATH_MAX + 64], target[PATH_MAX];
 	const char *devpath = dm_device_get_devpath(dev);
 	*ret_count = -1;
 	if (!devpath)
 		return false;
-	struct dm_binder *b = the_binder();
-	if (!b)
+	if (!ps->binder)
 		return false;
-	snprintf(dir, sizeof(dir), "%s%.4000s", dm_binder_sysfs(b), devpath);
+	snprintf(dir, sizeof(dir), "%s%.4000s", dm_binder_sysfs(ps->binder), devpath);
 	snprintf(path, sizeof(path), "%s/sriov_numvfs", dir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
@@ -672,27 +707,27 @@ static bool sriov_in_force(struct dm_device *dev, const struct sriov_entry *e, l
 
 /* @dev's recorded VFs, applied when it is the PF the record names and
  * they are not in force. */
-static void apply_sriov(struct dm_device *dev)
+static void apply_sriov(struct dm_persist *ps, struct dm_device *dev)
 {
 	char bus[WORD_MAX], seen[ID_MAX];
 	if (!bus_of(dev, bus) || strcmp(bus, "pci") != 0)
 		return;
-	pthread_mutex_lock(&lock);
-	struct sriov_entry *found = find_sriov_locked(dm_device_get_sysname(dev));
+	pthread_mutex_lock(&ps->lock);
+	struct sriov_entry *found = find_sriov_locked(ps, dm_device_get_sysname(dev));
 	struct sriov_entry e = found ? *found : (struct sriov_entry){ 0 };
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&ps->lock);
 	if (!found)
 		return;
 	int id = dm_persist_identity(dev, "pci", seen, sizeof(seen));
 	if (id == -ENODEV)
 		return;
 	if (id <= 0 || strcmp(seen, e.id) != 0) {
-		pthread_mutex_lock(&lock);
-		struct sriov_entry *now = find_sriov_locked(e.name);
+		pthread_mutex_lock(&ps->lock);
+		struct sriov_entry *now = find_sriov_locked(ps, e.name);
 		bool first = now && !now->other_logged;
 		if (first)
 			now->other_logged = true;
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&ps->lock);
 		if (first)
 			log_warn("persisted VFs of %s not applied: another device is there (%s; the "
 				 "record is %s's)",
@@ -700,7 +735,7 @@ static void apply_sriov(struct dm_device *dev)
 		return;
 	}
 	long count;
-	if (sriov_in_force(dev, &e, &count))
+	if (sriov_in_force(ps, dev, &e, &count))
 		return;
 	struct dm_sriov_request req = {
 		.numvfs = (unsigned)e.numvfs,
@@ -714,22 +749,22 @@ static void apply_sriov(struct dm_device *dev)
 		log_info("persisted VFs of %s applied: %d on %s", e.name, e.numvfs, e.driver);
 }
 
-static void apply_binding(struct dm_device *dev)
+static void apply_binding(struct dm_persist *ps, struct dm_device *dev)
 {
 	char bus[WORD_MAX], seen[ID_MAX];
 	struct entry e;
-	if (!recorded(dev, bus, &e))
+	if (!recorded(ps, dev, bus, &e))
 		return;
 	int id = dm_persist_identity(dev, bus, seen, sizeof(seen));
 	if (id == -ENODEV)
 		return; /* removed meanwhile */
 	if (!names_device(&e, id > 0 ? seen : NULL)) {
-		pthread_mutex_lock(&lock);
-		struct entry *now = find_locked(bus, e.name);
+		pthread_mutex_lock(&ps->lock);
+		struct entry *now = find_locked(ps, bus, e.name);
 		bool first = now && strcmp(now->id, e.id) == 0 && !now->other_logged;
 		if (first)
 			now->other_logged = true;
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&ps->lock);
 		if (first)
 			log_warn("persisted binding of %s to %s not applied: another device is there "
 				 "(%s; the binding is %s's)",
@@ -738,7 +773,7 @@ static void apply_binding(struct dm_device *dev)
 	}
 	const char *now = kernel_driver(dev);
 	bool none = strcmp(e.driver, "none") == 0;
-	struct dm_binder *b = the_binder();
+	struct dm_binder *b = ps->binder;
 	int r = 0;
 	if (!b)
 		return; /* nothing applies records */
@@ -756,149 +791,152 @@ static void apply_binding(struct dm_device *dev)
 			log_info("persisted binding of %s to %s applied", e.name, e.driver);
 	}
 	if (r == 0)
-		note_in_force(bus, &e, id > 0 ? seen : NULL);
+		note_in_force(ps, bus, &e, id > 0 ? seen : NULL);
 }
 
 /* A device's persisted binding, then its persisted VFs (a PF's own
  * binding first: its driver makes them). */
-static void apply(struct dm_device *dev)
+static void apply(struct dm_persist *ps, struct dm_device *dev)
 {
-	apply_binding(dev);
+	apply_binding(ps, dev);
 	if (!dm_device_is_dead(dev))
-		apply_sriov(dev);
+		apply_sriov(ps, dev);
 }
 
 /* ---- the worker: what the monitor saw added, applied off its thread ---- */
 
 static void *work(void *arg)
 {
-	(void)arg;
-	pthread_mutex_lock(&lock);
+	struct dm_persist *ps = arg;
+	pthread_mutex_lock(&ps->lock);
 	for (;;) {
-		while (!stopping && n_queue == 0)
-			pthread_cond_wait(&wake, &lock);
-		if (stopping)
+		while (!ps->stopping && ps->n_queue == 0)
+			pthread_cond_wait(&ps->wake, &ps->lock);
+		if (ps->stopping)
 			break;
-		struct queued q = queue[0];
-		memmove(queue, queue + 1, --n_queue * sizeof(*queue));
-		pthread_mutex_unlock(&lock);
+		struct queued q = ps->queue[0];
+		memmove(ps->queue, ps->queue + 1, --ps->n_queue * sizeof(*ps->queue));
+		pthread_mutex_unlock(&ps->lock);
 		/* removed before its turn: nothing to apply */
 		if (!dm_device_is_dead(q.dev))
-			apply(q.dev);
+			apply(ps, q.dev);
 		dm_device_unref(q.dev);
-		pthread_mutex_lock(&lock);
+		pthread_mutex_lock(&ps->lock);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&ps->lock);
 	return NULL;
 }
 
 /* Queues @dev of @bus for the worker, started the first time (lock
  * held). A device of the same place already queued (one that replugs in
  * a loop) is replaced by it: one apply per place waits at most. */
-static int queue_locked(struct dm_device *dev, const char *bus)
+static int queue_locked(struct dm_persist *ps, struct dm_device *dev, const char *bus)
 {
-	if (stopping)
+	if (ps->stopping)
 		return -ESHUTDOWN;
-	if (!worker_started) {
-		int r = dm_thread_start(&worker, 0, work, NULL);
+	if (!ps->worker_started) {
+		int r = dm_thread_start(&ps->worker, 0, work, ps);
 		if (r < 0)
 			return r;
-		worker_started = true;
+		ps->worker_started = true;
 	}
 	const char *name = dm_device_get_sysname(dev);
-	for (size_t i = 0; i < n_queue; i++)
-		if (strcmp(queue[i].bus, bus) == 0 &&
-		    strcmp(dm_device_get_sysname(queue[i].dev), name) == 0) {
-			dm_device_unref(queue[i].dev);
-			queue[i].dev = dm_device_ref(dev);
+	for (size_t i = 0; i < ps->n_queue; i++)
+		if (strcmp(ps->queue[i].bus, bus) == 0 &&
+		    strcmp(dm_device_get_sysname(ps->queue[i].dev), name) == 0) {
+			dm_device_unref(ps->queue[i].dev);
+			ps->queue[i].dev = dm_device_ref(dev);
 			return 0;
 		}
-	if (!dm_array_grow((void **)&queue, &cap_queue, n_queue, sizeof(*queue), 8))
+	if (!dm_array_grow((void **)&ps->queue, &ps->cap_queue, ps->n_queue, sizeof(*ps->queue), 8))
 		return -ENOMEM;
-	queue[n_queue].dev = dm_device_ref(dev);
-	snprintf(queue[n_queue].bus, sizeof(queue[n_queue].bus), "%s", bus);
-	n_queue++;
-	pthread_cond_signal(&wake);
+	ps->queue[ps->n_queue].dev = dm_device_ref(dev);
+	snprintf(ps->queue[ps->n_queue].bus, sizeof(ps->queue[ps->n_queue].bus), "%s", bus);
+	ps->n_queue++;
+	pthread_cond_signal(&ps->wake);
 	return 0;
 }
 
 void dm_persist_device_added(struct dm_device *dev)
 {
 	char bus[WORD_MAX] = "";
-	if (!recorded(dev, bus, NULL)) {
+	struct dm_persist *ps = persist_of(dev);
+	if (!ps)
+		return;
+	if (!recorded(ps, dev, bus, NULL)) {
 		if (strcmp(bus, "pci") != 0)
 			return;
-		pthread_mutex_lock(&lock);
-		bool pf = find_sriov_locked(dm_device_get_sysname(dev)) != NULL;
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_lock(&ps->lock);
+		bool pf = find_sriov_locked(ps, dm_device_get_sysname(dev)) != NULL;
+		pthread_mutex_unlock(&ps->lock);
 		if (!pf)
 			return;
 	}
-	pthread_mutex_lock(&lock);
-	int r = queue_locked(dev, bus);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&ps->lock);
+	int r = queue_locked(ps, dev, bus);
+	pthread_mutex_unlock(&ps->lock);
 	if (r < 0 && r != -ESHUTDOWN)
 		log_warn("persisted binding of %s: not applied: %s", dm_device_get_sysname(dev),
 			 strerror(-r));
 }
 
-void dm_persist_stop(void)
+void dm_persist_stop(struct dm_persist *ps)
 {
-	dm_thread_stop_worker(&lock, &wake, &stopping, &worker_started, worker);
-	while (n_queue)
-		dm_device_unref(queue[--n_queue].dev);
-	free(queue);
-	queue = NULL;
-	cap_queue = 0;
-	pthread_mutex_unlock(&lock);
+	dm_thread_stop_worker(&ps->lock, &ps->wake, &ps->stopping, &ps->worker_started, ps->worker);
+	while (ps->n_queue)
+		dm_device_unref(ps->queue[--ps->n_queue].dev);
+	free(ps->queue);
+	ps->queue = NULL;
+	ps->cap_queue = 0;
+	pthread_mutex_unlock(&ps->lock);
 }
 
 /* A copy of the entries (to walk without the lock), *ret_n of them; NULL
  * when none, or out of memory. */
-static struct entry *copy_entries(size_t *ret_n)
+static struct entry *copy_entries(struct dm_persist *ps, size_t *ret_n)
 {
-	pthread_mutex_lock(&lock);
-	size_t n = n_entries;
+	pthread_mutex_lock(&ps->lock);
+	size_t n = ps->n_entries;
 	struct entry *copy = n ? malloc(n * sizeof(*copy)) : NULL;
 	if (copy)
-		memcpy(copy, entries, n * sizeof(*copy));
-	pthread_mutex_unlock(&lock);
+		memcpy(copy, ps->entries, n * sizeof(*copy));
+	pthread_mutex_unlock(&ps->lock);
 	*ret_n = n;
 	return copy;
 }
 
-/* A copy of the SR-IOV records, as copy_entries(). */
-static struct sriov_entry *copy_sriovs(size_t *ret_n)
+/* A copy of the SR-IOV records, as copy_entries(ps). */
+static struct sriov_entry *copy_sriovs(struct dm_persist *ps, size_t *ret_n)
 {
-	pthread_mutex_lock(&lock);
-	size_t n = n_sriovs;
+	pthread_mutex_lock(&ps->lock);
+	size_t n = ps->n_sriovs;
 	struct sriov_entry *copy = n ? malloc(n * sizeof(*copy)) : NULL;
 	if (copy)
-		memcpy(copy, sriovs, n * sizeof(*copy));
-	pthread_mutex_unlock(&lock);
+		memcpy(copy, ps->sriovs, n * sizeof(*copy));
+	pthread_mutex_unlock(&ps->lock);
 	*ret_n = n;
 	return copy;
 }
 
-void dm_persist_apply_all(struct dm_model *m)
+void dm_persist_apply_all(struct dm_persist *ps, struct dm_model *m)
 {
 	size_t n;
-	struct entry *copy = copy_entries(&n);
+	struct entry *copy = copy_entries(ps, &n);
 	for (size_t i = 0; copy && i < n; i++) {
 		struct dm_device *dev = dm_model_find_on_bus(m, copy[i].bus, copy[i].name);
 		if (dev) {
-			apply(dev);
+			apply(ps, dev);
 			dm_device_unref(dev);
 		}
 	}
 	free(copy);
 	/* the PFs without a binding of their own */
 	size_t ns;
-	struct sriov_entry *pfs = copy_sriovs(&ns);
+	struct sriov_entry *pfs = copy_sriovs(ps, &ns);
 	for (size_t i = 0; pfs && i < ns; i++) {
 		struct dm_device *dev = dm_model_find_on_bus(m, "pci", pfs[i].name);
 		if (dev) {
-			apply_sriov(dev);
+			apply_sriov(ps, dev);
 			dm_device_unref(dev);
 		}
 	}
@@ -912,8 +950,14 @@ static int bindings_show(struct dm_device *root, const struct dm_attribute *attr
 {
 	(void)attr;
 	struct dm_model *m = dm_device_get_model(root);
+	struct dm_persist *ps = persist_of(root);
+	if (!ps) {
+		*ret = NULL;
+		*ret_len = 0;
+		return 0;
+	}
 	size_t n;
-	struct entry *copy = copy_entries(&n);
+	struct entry *copy = copy_entries(ps, &n);
 	if (n && !copy)
 		return -ENOMEM;
 	size_t size = n * (4 * WORD_MAX + 32) + 1, len = 0;
@@ -955,7 +999,7 @@ static int bindings_show(struct dm_device *root, const struct dm_attribute *attr
 	 * absent, other-device or numvfs:M (its count now, or VFs not on the
 	 * driver) */
 	size_t ns;
-	struct sriov_entry *pfs = copy_sriovs(&ns);
+	struct sriov_entry *pfs = copy_sriovs(ps, &ns);
 	if (ns && !pfs)
 		ns = 0;
 	char *grown = ns ? realloc(buf, len + ns * (3 * WORD_MAX + 64) + 1) : buf;
@@ -974,7 +1018,7 @@ static int bindings_show(struct dm_device *root, const struct dm_attribute *attr
 		}
 		bool other = dev && (id <= 0 || strcmp(seen, pfs[i].id) != 0);
 		long count = -1;
-		bool in_force = dev && !other && sriov_in_force(dev, &pfs[i], &count);
+		bool in_force = dev && !other && sriov_in_force(ps, dev, &pfs[i], &count);
 		char state[32];
 		snprintf(state, sizeof(state), "numvfs:%ld", count);
 		int w = snprintf(buf + len, size - len, "pci %s sriov:%d:%s %s\n", pfs[i].name,

@@ -42,36 +42,42 @@
 
 #define DM_PERSIST_FILE "/var/lib/driverfsd/bindings"
 
-/* Reads the state file at @path (kept for the rewrites; NULL: the
- * default). A missing file is none. Bad lines are logged (FILE:LINE) and
- * skipped. 0 or -errno (a file anyone but root could change: -EPERM). */
-int dm_persist_load(const char *path);
+struct dm_persist;
 
-/* Persistence on top of binding: @b applies the records (at start, on
- * hotplug), and tells persistence of each request made with "persist"
- * (its observer, set here: binding never calls persistence). Before
- * dm_persist_apply_all(). */
-void dm_persist_attach(struct dm_binder *b);
+/* Persistence on top of binding: the records of the state file @path
+ * (NULL: the default), applied through @b (at start, on hotplug), which
+ * tells persistence of each request made with "persist" (its observer,
+ * set here: binding never calls persistence). @b NULL: records kept and
+ * written, none applied (the unit tests). The hotplug monitor's adds and
+ * the bindings file find it through the model's binder. 0 or -ENOMEM. */
+int dm_persist_new(struct dm_binder *b, const char *path, struct dm_persist **ret);
+/* Stops the worker, unregisters the observer, frees; NULL is nothing. */
+void dm_persist_free(struct dm_persist *ps);
+
+/* Reads the state file (its records replace those held). A missing file
+ * is none. Bad lines are logged (FILE:LINE) and skipped. 0 or -errno (a
+ * file anyone but root could change: -EPERM). */
+int dm_persist_load(struct dm_persist *ps);
 
 /* Records @driver ("none": kept unbound) for the device @dev, @name of
  * @bus, with its identity, or with @driver NULL forgets it; rewrites the
  * file (dm_replace_file(): what is not a regular file is refused). 0 or
  * -errno, its reason in @msg (@size bytes). */
-int dm_persist_set(struct dm_device *dev, const char *bus, const char *name, const char *driver,
-		   char *msg, size_t size);
+int dm_persist_set(struct dm_persist *ps, struct dm_device *dev, const char *bus, const char *name,
+		   const char *driver, char *msg, size_t size);
 
 /* Records @numvfs VFs on @driver (NULL: the kernel's own probe) for the
  * PCI PF @pf named @name, with its identity: a "sriov pci NAME N DRIVER
  * IDENTITY" line, applied (dm_sriov_request()) where the binding records
  * are, after the PF's own. 0 or -errno, its reason in @msg. */
-int dm_persist_set_sriov(struct dm_device *pf, const char *name, int numvfs, const char *driver,
-			 char *msg, size_t size);
+int dm_persist_set_sriov(struct dm_persist *ps, struct dm_device *pf, const char *name, int numvfs,
+			 const char *driver, char *msg, size_t size);
 /* Forgets the VFs recorded for the PF @name. 0 or -errno. */
-int dm_persist_forget_sriov(const char *name, char *msg, size_t size);
+int dm_persist_forget_sriov(struct dm_persist *ps, const char *name, char *msg, size_t size);
 
 /* Applies every recorded binding whose device is in @m and bound
  * otherwise, and every PF's recorded VFs not in force. */
-void dm_persist_apply_all(struct dm_model *m);
+void dm_persist_apply_all(struct dm_persist *ps, struct dm_model *m);
 
 /* A device appeared (hotplug add): its recorded binding, if any, is
  * queued for the worker, which applies it if the device is still there
@@ -80,7 +86,7 @@ void dm_persist_device_added(struct dm_device *dev);
 
 /* Stops the worker (waiting for an apply under way) and drops what was
  * queued; nothing is queued after. At exit, the monitor stopped first. */
-void dm_persist_stop(void);
+void dm_persist_stop(struct dm_persist *ps);
 
 /* A serial's most bytes kept in an identity (the rest is not compared),
  * and an identity's size with its NUL. */

@@ -190,12 +190,16 @@ static FILE *state_file(char *dir, char *path)
 	return f;
 }
 
-/* The state file written (@f closed) and loaded, root's. */
-static void load(FILE *f, const char *path)
+/* The state file written (@f closed) and loaded, root's: persistence on
+ * no binder (its records kept and written, none applied). */
+static struct dm_persist *load(FILE *f, const char *path)
 {
 	fclose(f);
 	chmod(path, 0644);
-	assert_int_equal(dm_persist_load(path), 0);
+	struct dm_persist *ps;
+	assert_int_equal(dm_persist_new(NULL, path, &ps), 0);
+	assert_int_equal(dm_persist_load(ps), 0);
+	return ps;
 }
 
 static void test_state_file(void **state)
@@ -219,7 +223,7 @@ static void test_state_file(void **state)
 		   "pci 0000:00:1f.5 vfio-pci pci:8086:15bc:1028:0869\n",
 		lng);
 	free(lng);
-	load(f, path);
+	struct dm_persist *ps = load(f, path);
 
 	struct dm_model *m;
 	assert_int_equal(dm_model_new(&m), 0);
@@ -229,7 +233,7 @@ static void test_state_file(void **state)
 				    (const char *const[]){ "idVendor", "05f3", "idProduct", "0008",
 							   "serial", "x y", NULL });
 	char msg[128];
-	assert_int_equal(dm_persist_set(kbd, "usb", "9-9", "none", msg, sizeof(msg)), 0);
+	assert_int_equal(dm_persist_set(ps, kbd, "usb", "9-9", "none", msg, sizeof(msg)), 0);
 	/* the old line kept as it was (no device of it seen yet), the bad
 	 * ones gone, the new one with its identity */
 	assert_string_equal(slurp(path),
@@ -240,11 +244,11 @@ static void test_state_file(void **state)
 			    "pci 0000:00:1f.5 vfio-pci pci:8086:15bc:1028:0869\n"
 			    "usb 9-9 none usb:05f3:0008:x%20y\n");
 	/* forgotten */
-	assert_int_equal(dm_persist_set(kbd, "usb", "9-9", NULL, msg, sizeof(msg)), 0);
+	assert_int_equal(dm_persist_set(ps, kbd, "usb", "9-9", NULL, msg, sizeof(msg)), 0);
 	assert_null(strstr(slurp(path), "9-9"));
 	dm_device_unref(kbd);
 	dm_model_free(m);
-	dm_persist_stop();
+	dm_persist_free(ps);
 	test_rm_rf(dir);
 }
 
@@ -263,7 +267,7 @@ static void test_sriov_state(void **state)
 		   "sriov pci 0000:08:00.0 2 vfio-pci\n"
 		   "sriov pci 0000:09:00.0 2 a/b pci:15b3:1017:15b3:0020\n"
 		   "pci 0000:00:1f.6 vfio-pci pci:8086:15bc:1028:0869\n");
-	load(f, path);
+	struct dm_persist *ps = load(f, path);
 
 	struct dm_model *m;
 	assert_int_equal(dm_model_new(&m), 0);
@@ -274,7 +278,7 @@ static void test_sriov_state(void **state)
 							  "subsystem_vendor", "0x8086",
 							  "subsystem_device", "0x0001", NULL });
 	char msg[128];
-	assert_int_equal(dm_persist_set_sriov(pf, "0000:81:00.0", 8, NULL, msg, sizeof(msg)), 0);
+	assert_int_equal(dm_persist_set_sriov(ps, pf, "0000:81:00.0", 8, NULL, msg, sizeof(msg)), 0);
 	/* the binding first, then each PF's VFs; the bad lines gone */
 	assert_string_equal(slurp(path),
 			    "# driverfsd's persisted bindings: BUS NAME DRIVER IDENTITY "
@@ -282,11 +286,11 @@ static void test_sriov_state(void **state)
 			    "pci 0000:00:1f.6 vfio-pci pci:8086:15bc:1028:0869\n"
 			    "sriov pci 0000:04:00.0 4 vfio-pci pci:15b3:1017:15b3:0020\n"
 			    "sriov pci 0000:81:00.0 8 default pci:8086:1572:8086:0001\n");
-	assert_int_equal(dm_persist_forget_sriov("0000:04:00.0", msg, sizeof(msg)), 0);
+	assert_int_equal(dm_persist_forget_sriov(ps, "0000:04:00.0", msg, sizeof(msg)), 0);
 	assert_null(strstr(slurp(path), "0000:04:00.0"));
 	dm_device_unref(pf);
 	dm_model_free(m);
-	dm_persist_stop();
+	dm_persist_free(ps);
 	test_rm_rf(dir);
 }
 
