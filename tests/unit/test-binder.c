@@ -20,7 +20,9 @@
  * itself knowing nothing of persistence; the journal names the device
  * during each write and not after; a transaction a killed daemon left at
  * its unbind step is rolled back at the next start, one at verify with
- * the device as requested completed.
+ * the device as requested completed; persistence built on the binder
+ * records a "persist" request with the device's identity, and applies a
+ * record at start to the device it names alone.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,6 +43,7 @@
 #include "drivers/inuse.h"
 #include "drivers/journal.h"
 #include "drivers/modules.h"
+#include "drivers/persist.h"
 #include "tree-util.h"
 
 #define DEVNAME "0000:00:02.0"
@@ -237,6 +240,14 @@ static int setup(void **state)
 	assert_int_equal(dm_device_new(f->m, DEVNAME, &f->dev), 0);
 	dm_device_set_bus(f->dev, pci);
 	assert_int_equal(dm_device_set_devpath(f->dev, DEVPATH), 0);
+	/* its identity (persist.h), and the kernel's driver as the model has it */
+	static const char *const ids[] = {
+		"vendor", "0x8086", "device", "0x0953",
+		"subsystem_vendor", "0x8086", "subsystem_device", "0x3702",
+	};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i += 2)
+		assert_int_equal(dm_device_set_value(f->dev, ids[i], ids[i + 1]), 0);
+	assert_int_equal(dm_device_set_kernel_driver(f->dev, "nvme"), 0);
 	assert_int_equal(dm_device_add(f->dev, NULL), 0);
 
 	assert_int_equal(dm_binder_new(r, f->journal, &f->b), 0);
@@ -536,6 +547,57 @@ static void test_recover_rolls_back(void **state)
 	assert_non_null(strstr(rep, "recovered at start: completed: the daemon died at step verify"));
 }
 
+/* Persistence on top of the binder (persist.h): a request made with
+ * "persist" is recorded by the observer it registered, with the device's
+ * identity, and forgotten by "default persist"; at start a record is
+ * applied through the binder, to the device it names alone. */
+static void test_persistence_on_top(void **state)
+{
+	struct fixture *f = *state;
+	if (geteuid() != 0)
+		skip(); /* the state file is read only when root's */
+	char path[PATH_MAX], text[1024];
+	snprintf(path, sizeof(path), "%s/bindings", f->k.root);
+	assert_int_equal(chmod(f->k.root, 0755), 0);
+	struct dm_persist *ps;
+	assert_int_equal(dm_persist_new(f->b, path, &ps), 0);
+	struct dm_bind_request req = { .action = DM_BIND_TO, .driver = "vfio-pci", .persist = true };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	assert_true(test_read_file(path, text, sizeof(text)));
+	assert_non_null(strstr(text, "\npci " DEVNAME " vfio-pci pci:8086:0953:8086:3702\n"));
+	req = (struct dm_bind_request){ .action = DM_BIND_DEFAULT, .persist = true };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	assert_true(test_read_file(path, text, sizeof(text)));
+	assert_null(strstr(text, DEVNAME));
+	dm_persist_free(ps);
+	assert_state(f, "nvme", "(null)");
+
+	/* at start: the record applied through the binder's kernel */
+	test_write_file(f->k.root, "bindings", "pci " DEVNAME " vfio-pci pci:8086:0953:8086:3702\n");
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(dm_persist_new(f->b, path, &ps), 0);
+	assert_int_equal(dm_persist_load(ps), 0);
+	f->k.log[0] = '\0';
+	dm_persist_apply_all(ps, f->m);
+	assert_state(f, "vfio-pci", "vfio-pci");
+	assert_string_equal(f->k.log, "devices/pci0000:00/" DEVNAME "/driver_override=vfio-pci\n"
+				      "bus/pci/drivers/nvme/unbind=" DEVNAME "\n"
+				      "bus/pci/drivers/vfio-pci/bind=" DEVNAME "\n");
+	dm_persist_free(ps);
+
+	/* another device's record at its place: not applied */
+	req = (struct dm_bind_request){ .action = DM_BIND_DEFAULT };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	test_write_file(f->k.root, "bindings", "pci " DEVNAME " vfio-pci pci:8086:15bc:1028:0869\n");
+	assert_int_equal(dm_persist_new(f->b, path, &ps), 0);
+	assert_int_equal(dm_persist_load(ps), 0);
+	f->k.log[0] = '\0';
+	dm_persist_apply_all(ps, f->m);
+	assert_string_equal(f->k.log, "");
+	assert_state(f, "nvme", "(null)");
+	dm_persist_free(ps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -545,6 +607,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_protect_refusal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_persist_observer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recover_rolls_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_persistence_on_top, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
