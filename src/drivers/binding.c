@@ -140,6 +140,12 @@ const char *dm_binder_sysfs(const struct dm_binder *b)
 	return b->sysfs;
 }
 
+int dm_binder_write(struct dm_binder *b, const char *label, const char *path, const char *value,
+		    int timeout_ms)
+{
+	return b->kernel.write(b->kernel.data, label, path, value, timeout_ms);
+}
+
 struct dm_journal *dm_binder_journal(struct dm_binder *b)
 {
 	return b->journal;

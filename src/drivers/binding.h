@@ -72,6 +72,10 @@ void dm_binder_set_observer(struct dm_binder *b, const struct dm_binder_observer
 void dm_binder_get_observer(struct dm_binder *b, struct dm_binder_observer *ret);
 /* @b's sysfs root, "/sys" or a test's. */
 const char *dm_binder_sysfs(const struct dm_binder *b);
+/* One sysfs write through @b's kernel (the runner's, or a test's), as
+ * dm_run_write(): the SR-IOV transactions' (sriov.h) too. */
+int dm_binder_write(struct dm_binder *b, const char *label, const char *path, const char *value,
+		    int timeout_ms);
 /* @b's binding journal (journal.h), for the SR-IOV transactions' too. */
 struct dm_journal *dm_binder_journal(struct dm_binder *b);
 /* The binder that runs @dev's model's binding requests (the data of its
@@ -128,7 +132,8 @@ enum dm_bind_step {
  * else the -errno of the failed step (everything undone). The report is
  * kept for dm_binding_status().
  */
-int dm_bind_device(struct dm_binder *b, struct dm_device *dev, const struct dm_bind_request *req);
+int dm_bind_device(struct dm_binder *b, struct dm_device *dev,
+		   const struct dm_bind_request *req);
 /* the metrics file's source (a dm_metrics_fn; @data the binder): the requests made
  * (dry runs aside) by result: ok, refused, pending, invalid, failed. */
 void dm_binding_metrics(struct dm_metrics *w, void *data);

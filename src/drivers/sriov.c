@@ -47,7 +47,10 @@ struct vf {
 
 struct txn {
 	struct dm_device *pf;
-	struct dm_journal *journal; /* the binder's (binding.h) */
+	/* the binder (binding.h): its sysfs root, its kernel's writes, its
+	 * journal */
+	struct dm_binder *b;
+	struct dm_journal *journal;
 	const struct dm_sriov_request *req;
 	struct dm_model *m;
 	char devdir[PATH_MAX];
@@ -111,10 +114,10 @@ static void link_base(const char *dir, const char *name, char *buf, size_t size)
 	}
 }
 
-/* The sysfs directory of VF @name (/sys/bus/pci/devices/NAME). */
-static void vf_dir(const char *name, char *buf, size_t size)
+/* The sysfs directory of VF @name (<sysfs>/bus/pci/devices/NAME). */
+static void vf_dir(const struct txn *t, const char *name, char *buf, size_t size)
 {
-	snprintf(buf, size, "/sys/bus/pci/devices/%s", name);
+	snprintf(buf, size, "%s/bus/pci/devices/%s", dm_binder_sysfs(t->b), name);
 }
 
 /* VF @i of the PF (its virtfnI link) into @v; false when there is none. */
@@ -126,7 +129,7 @@ static bool vf_at(const struct txn *t, long i, struct vf *v)
 	link_base(t->devdir, link, v->name, sizeof(v->name));
 	if (!v->name[0] || !dm_name_is_plain(v->name, strlen(v->name)))
 		return false;
-	vf_dir(v->name, dir, sizeof(dir));
+	vf_dir(t, v->name, dir, sizeof(dir));
 	link_base(dir, "driver", v->driver, sizeof(v->driver));
 	snprintf(path, sizeof(path), "%s/driver_override", dir);
 	if (dm_run_read(path, v->override, sizeof(v->override)) < 0 ||
@@ -139,7 +142,7 @@ static int write_value(struct txn *t, const char *path, const char *value, int t
 {
 	char label[256];
 	snprintf(label, sizeof(label), "sriov %.64s", t->name);
-	int r = dm_run_write(label, path, value, timeout_ms);
+	int r = dm_binder_write(t->b, label, path, value, timeout_ms);
 	if (r == -ETIMEDOUT)
 		t->pending = true;
 	return r;
@@ -168,9 +171,10 @@ static int vf_write(struct txn *t, const char *name, const char *file, const cha
 {
 	char path[PATH_MAX + 64];
 	if (strcmp(file, "driver_override") == 0)
-		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override", name);
+		snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/driver_override",
+			 dm_binder_sysfs(t->b), name);
 	else
-		snprintf(path, sizeof(path), "/sys/bus/pci/drivers/%s", file);
+		snprintf(path, sizeof(path), "%s/bus/pci/drivers/%s", dm_binder_sysfs(t->b), file);
 	return write_value(t, path, value, DM_BIND_TIMEOUT_MS);
 }
 
@@ -179,7 +183,7 @@ static int vf_write(struct txn *t, const char *name, const char *file, const cha
 static int vf_bind(struct txn *t, const char *name, const char *driver)
 {
 	char dir[PATH_MAX], now[NAME_MAX_], file[NAME_MAX_ + 16];
-	vf_dir(name, dir, sizeof(dir));
+	vf_dir(t, name, dir, sizeof(dir));
 	int r = vf_write(t, name, "driver_override", driver);
 	const char *step = "driver_override";
 	link_base(dir, "driver", now, sizeof(now));
@@ -211,7 +215,7 @@ static int vf_bind(struct txn *t, const char *name, const char *driver)
 static void vf_put_back(struct txn *t, const struct vf *v)
 {
 	char dir[PATH_MAX], now[NAME_MAX_], file[NAME_MAX_ + 16];
-	vf_dir(v->name, dir, sizeof(dir));
+	vf_dir(t, v->name, dir, sizeof(dir));
 	int r = vf_write(t, v->name, "driver_override", v->override[0] ? v->override : "\n");
 	link_base(dir, "driver", now, sizeof(now));
 	if (now[0] && strcmp(now, v->driver) != 0) {
@@ -373,7 +377,8 @@ static int journal_begin(struct txn *t)
 	struct dm_journal_sriov *j = t->jr = calloc(1, sizeof(*t->jr));
 	int r = -ENOMEM;
 	if (j) {
-		snprintf(j->devpath, sizeof(j->devpath), "%s", t->devdir + 4);
+		snprintf(j->devpath, sizeof(j->devpath), "%s",
+			 t->devdir + strlen(dm_binder_sysfs(t->b)));
 		snprintf(j->name, sizeof(j->name), "%s", t->name);
 		j->old_count = t->old_count;
 		j->autoprobe = t->autoprobe < 0 ? -1 : t->autoprobe > 0;
@@ -592,11 +597,12 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 	if (!t)
 		return -ENOMEM;
 	t->pf = pf;
+	t->b = b;
 	t->journal = dm_binder_journal(b);
 	t->req = req;
 	t->m = m;
 	t->name = name;
-	snprintf(t->devdir, sizeof(t->devdir), "/sys%.4000s", devpath);
+	snprintf(t->devdir, sizeof(t->devdir), "%s%.4000s", dm_binder_sysfs(b), devpath);
 	t->total = read_number(t->devdir, "sriov_totalvfs");
 	t->old_count = read_number(t->devdir, "sriov_numvfs");
 	t->autoprobe = read_number(t->devdir, "sriov_drivers_autoprobe");
@@ -606,7 +612,7 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 		      : (long)req->numvfs > t->total	   ? -ERANGE
 							   : 0;
 	if (!invalid && req->driver) {
-		snprintf(path, sizeof(path), "/sys/bus/pci/drivers/%s", req->driver);
+		snprintf(path, sizeof(path), "%s/bus/pci/drivers/%s", dm_binder_sysfs(b), req->driver);
 		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
 			invalid = -EINVAL;
 	}
@@ -723,9 +729,9 @@ static void keep_report(const char *devpath, const struct txn *t)
  * reached its verify step (or its last step was pending) and the PF is as
  * requested (only the autoprobe put back), else rolled back by the live
  * path's roll_back(), told what was done by what it finds. */
-static void recover_one(struct dm_journal *journal, struct dm_model *m,
-			const struct dm_journal_sriov *j)
+static void recover_one(struct dm_binder *b, struct dm_model *m, const struct dm_journal_sriov *j)
 {
+	struct dm_journal *journal = dm_binder_journal(b);
 	const char *step = j->step >= 0 && j->step <= DM_JOURNAL_SRIOV_STEP_MAX
 				   ? step_names[j->step]
 				   : "?";
@@ -749,11 +755,12 @@ static void recover_one(struct dm_journal *journal, struct dm_model *m,
 		return; /* left in the journal for the next start */
 	}
 	t->pf = pf;
+	t->b = b;
 	t->journal = journal;
 	t->req = &req;
 	t->m = m;
 	t->name = j->name;
-	snprintf(t->devdir, sizeof(t->devdir), "/sys%.4000s", j->devpath);
+	snprintf(t->devdir, sizeof(t->devdir), "%s%.4000s", dm_binder_sysfs(b), j->devpath);
 	t->old_count = (long)j->n;
 	t->autoprobe = j->autoprobe;
 	/* what the journal says is written to sysfs: names, not paths */
@@ -819,10 +826,9 @@ static void recover_one(struct dm_journal *journal, struct dm_model *m,
 int dm_sriov_recover(struct dm_binder *b, struct dm_model *m)
 {
 	struct dm_journal_sriov *v;
-	struct dm_journal *journal = dm_binder_journal(b);
-	int n = dm_journal_sriov_entries(journal, &v);
+	int n = dm_journal_sriov_entries(dm_binder_journal(b), &v);
 	for (int i = 0; i < n; i++)
-		recover_one(journal, m, &v[i]);
+		recover_one(b, m, &v[i]);
 	free(v);
 	return n;
 }
@@ -870,12 +876,14 @@ int dm_sriov_status(struct dm_device *pf, bool details, char *buf, size_t size)
 	if (!size)
 		return 0;
 	buf[0] = '\0';
-	if (!devpath)
+	struct dm_binder *b = dm_binder_of(pf);
+	if (!devpath || !b)
 		return 0;
 	struct txn *t = txn_new();
 	if (!t)
 		return -ENOMEM;
-	snprintf(t->devdir, sizeof(t->devdir), "/sys%.4000s", devpath);
+	t->b = b;
+	snprintf(t->devdir, sizeof(t->devdir), "%s%.4000s", dm_binder_sysfs(b), devpath);
 	long total = read_number(t->devdir, "sriov_totalvfs");
 	long autoprobe = read_number(t->devdir, "sriov_drivers_autoprobe");
 	int n = snprintf(buf, size, "total: %ld\nautoprobe: %s\n", total,
@@ -943,11 +951,12 @@ static bool sriov_visible(struct dm_device *dev, const struct dm_attribute *attr
 	(void)attr;
 	struct dm_bus *bus = dm_device_get_bus_locked(dev);
 	const char *devpath = dm_device_get_devpath(dev);
+	struct dm_binder *b = dm_binder_of_locked(dev);
 	char path[PATH_MAX];
 	struct stat st;
-	return devpath && bus && strcmp(dm_bus_get_name(bus), "pci") == 0 &&
-	       (size_t)snprintf(path, sizeof(path), "/sys%s/sriov_totalvfs", devpath) <
-		       sizeof(path) &&
+	return devpath && bus && b && strcmp(dm_bus_get_name(bus), "pci") == 0 &&
+	       (size_t)snprintf(path, sizeof(path), "%s%s/sriov_totalvfs", dm_binder_sysfs(b),
+				devpath) < sizeof(path) &&
 	       stat(path, &st) == 0;
 }
 
