@@ -22,7 +22,9 @@
  * its unbind step is rolled back at the next start, one at verify with
  * the device as requested completed; persistence built on the binder
  * records a "persist" request with the device's identity, and applies a
- * record at start to the device it names alone.
+ * record at start to the device it names alone; an SR-IOV transaction
+ * through the same binder and kernel makes and binds VFs, and a bind that
+ * fails is rolled back (VFs gone, count and autoprobe as they were).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -44,6 +46,7 @@
 #include "drivers/journal.h"
 #include "drivers/modules.h"
 #include "drivers/persist.h"
+#include "drivers/sriov.h"
 #include "tree-util.h"
 
 #define DEVNAME "0000:00:02.0"
@@ -69,17 +72,19 @@ static bool journal_names_device(const char *path)
 	return test_read_file(path, text, sizeof(text)) && strstr(text, DEVPATH) != NULL;
 }
 
-static char *path_of(const struct kernel *k, const char *rel, char *buf, size_t size)
+/* The sysfs directory of the PCI device @name (through its link in
+ * bus/pci/devices, as the kernel has it). */
+static void dev_dir(const struct kernel *k, const char *name, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s/%s", k->root, rel);
-	return buf;
+	snprintf(buf, size, "%s/bus/pci/devices/%s", k->root, name);
 }
 
-/* The device's driver link to @drv (NULL: none). */
-static void set_driver(struct kernel *k, const char *drv)
+/* @name's driver link to @drv (NULL: none). */
+static void dev_set_driver(struct kernel *k, const char *name, const char *drv)
 {
 	char link[PATH_MAX], target[PATH_MAX];
-	path_of(k, "devices/pci0000:00/" DEVNAME "/driver", link, sizeof(link));
+	dev_dir(k, name, link, sizeof(link) - 8);
+	strcat(link, "/driver");
 	(void)unlink(link);
 	if (drv) {
 		snprintf(target, sizeof(target), "%s/bus/pci/drivers/%s", k->root, drv);
@@ -87,10 +92,11 @@ static void set_driver(struct kernel *k, const char *drv)
 	}
 }
 
-static void get_driver(struct kernel *k, char *buf, size_t size)
+static void dev_driver(struct kernel *k, const char *name, char *buf, size_t size)
 {
 	char link[PATH_MAX], target[PATH_MAX];
-	path_of(k, "devices/pci0000:00/" DEVNAME "/driver", link, sizeof(link));
+	dev_dir(k, name, link, sizeof(link) - 8);
+	strcat(link, "/driver");
 	ssize_t n = readlink(link, target, sizeof(target) - 1);
 	buf[0] = '\0';
 	if (n > 0) {
@@ -99,13 +105,90 @@ static void get_driver(struct kernel *k, char *buf, size_t size)
 	}
 }
 
-static void get_override(struct kernel *k, char *buf, size_t size)
+/* A small sysfs file of the device @name (its trailing newline cut). */
+static void dev_read(struct kernel *k, const char *name, const char *file, char *buf, size_t size)
 {
 	char path[PATH_MAX];
-	assert_true(test_read_file(
-		path_of(k, "devices/pci0000:00/" DEVNAME "/driver_override", path, sizeof(path)), buf,
-		size));
+	dev_dir(k, name, path, sizeof(path) - 64);
+	strcat(path, "/");
+	strcat(path, file);
+	assert_true(test_read_file(path, buf, size));
 	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static void dev_write(struct kernel *k, const char *name, const char *file, const char *value)
+{
+	char dir[PATH_MAX];
+	dev_dir(k, name, dir, sizeof(dir));
+	test_write_file(dir, file, value);
+}
+
+static void set_driver(struct kernel *k, const char *drv)
+{
+	dev_set_driver(k, DEVNAME, drv);
+}
+
+static void get_driver(struct kernel *k, char *buf, size_t size)
+{
+	dev_driver(k, DEVNAME, buf, size);
+}
+
+static void get_override(struct kernel *k, char *buf, size_t size)
+{
+	dev_read(k, DEVNAME, "driver_override", buf, size);
+}
+
+/* The SR-IOV PF, its native driver, and its VFs' names and driver. */
+#define PFNAME "0000:00:03.0"
+#define VF_FMT "0000:00:03.%d"
+#define PF_DRIVER "ixgbe"
+#define VF_DRIVER "ixgbevf"
+
+/* A PCI device @name at devices/pci0000:00/@name, linked from
+ * bus/pci/devices, driver_override "(null)". */
+static void make_device(const char *root, const char *name)
+{
+	char dir[PATH_MAX], link[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/devices/pci0000:00/%s", root, name);
+	assert_true(mkdir(dir, 0755) == 0);
+	snprintf(link, sizeof(link), "%s/bus/pci/devices/%s", root, name);
+	assert_int_equal(symlink(dir, link), 0);
+	test_write_file(dir, "driver_override", "(null)\n");
+}
+
+/* The PF's sriov_numvfs written: @n VFs made (bound to their native
+ * driver when sriov_drivers_autoprobe is 1), or with 0 taken away; a
+ * count changed from one not 0 is EBUSY, as the kernel answers. */
+static int kernel_numvfs(struct kernel *k, const char *pf, const char *value)
+{
+	char buf[16], name[32], link[PATH_MAX + 32], dir[PATH_MAX];
+	dev_read(k, pf, "sriov_numvfs", buf, sizeof(buf));
+	int now = atoi(buf), n = atoi(value);
+	if (now && n)
+		return -EBUSY;
+	dev_dir(k, pf, dir, sizeof(dir));
+	for (int i = 0; i < now && !n; i++) {
+		snprintf(name, sizeof(name), VF_FMT, i + 1);
+		snprintf(link, sizeof(link), "%s/virtfn%d", dir, i);
+		assert_int_equal(unlink(link), 0);
+		snprintf(link, sizeof(link), "%s/bus/pci/devices/%s", k->root, name);
+		assert_int_equal(unlink(link), 0);
+		snprintf(link, sizeof(link), "%s/devices/pci0000:00/%s", k->root, name);
+		test_rm_rf(link);
+	}
+	dev_read(k, pf, "sriov_drivers_autoprobe", buf, sizeof(buf));
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), VF_FMT, i + 1);
+		make_device(k->root, name);
+		char target[PATH_MAX];
+		snprintf(link, sizeof(link), "%s/virtfn%d", dir, i);
+		snprintf(target, sizeof(target), "%s/devices/pci0000:00/%s", k->root, name);
+		assert_int_equal(symlink(target, link), 0);
+		if (strcmp(buf, "1") == 0)
+			dev_set_driver(k, name, VF_DRIVER);
+	}
+	dev_write(k, pf, "sriov_numvfs", value);
+	return 0;
 }
 
 /* One sysfs write as the kernel takes it. */
@@ -128,27 +211,37 @@ static int kernel_write(void *data, const char *label, const char *path, const c
 		return -k->fail_errno;
 
 	char now[64], ovr[64], drv[64];
-	get_driver(k, now, sizeof(now));
-	get_override(k, ovr, sizeof(ovr));
-	if (strcmp(rel, "devices/pci0000:00/" DEVNAME "/driver_override") == 0) {
-		test_write_file(k->root, "devices/pci0000:00/" DEVNAME "/driver_override",
-				strcmp(value, "\n") == 0 ? "(null)\n" : value);
+	const char *base = strrchr(rel, '/') + 1;
+	if (strcmp(base, "driver_override") == 0 || strcmp(base, "sriov_drivers_autoprobe") == 0) {
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(strcmp(value, "\n") == 0 ? "(null)\n" : value, f);
+		fclose(f);
 		return 0;
 	}
+	if (strcmp(base, "sriov_numvfs") == 0) {
+		char pf[64];
+		assert_int_equal(sscanf(rel, "devices/pci0000:00/%63[^/]/", pf), 1);
+		return kernel_numvfs(k, pf, value);
+	}
+	/* a device's name, to the bus's probe or a driver's bind or unbind */
+	dev_driver(k, value, now, sizeof(now));
+	dev_read(k, value, "driver_override", ovr, sizeof(ovr));
 	if (strcmp(rel, "bus/pci/drivers_probe") == 0) {
-		assert_string_equal(value, DEVNAME);
 		if (now[0])
 			return 0;
-		set_driver(k, strcmp(ovr, "(null)") == 0 ? "nvme" : ovr);
+		dev_set_driver(k, value,
+			       strcmp(ovr, "(null)") != 0    ? ovr
+			       : strcmp(value, DEVNAME) == 0 ? "nvme"
+							     : VF_DRIVER);
 		return 0;
 	}
 	char file[16];
 	if (sscanf(rel, "bus/pci/drivers/%63[^/]/%15s", drv, file) == 2) {
-		assert_string_equal(value, DEVNAME);
 		if (strcmp(file, "unbind") == 0) {
 			if (strcmp(now, drv) != 0)
 				return -ENODEV;
-			set_driver(k, NULL);
+			dev_set_driver(k, value, NULL);
 			return 0;
 		}
 		if (strcmp(file, "bind") == 0) {
@@ -157,7 +250,7 @@ static int kernel_write(void *data, const char *label, const char *path, const c
 			/* the override names the one driver that may take it */
 			if (strcmp(ovr, "(null)") != 0 && strcmp(ovr, drv) != 0)
 				return -ENODEV;
-			set_driver(k, drv);
+			dev_set_driver(k, value, drv);
 			return 0;
 		}
 	}
@@ -170,7 +263,7 @@ static int kernel_write(void *data, const char *label, const char *path, const c
 struct fixture {
 	struct kernel k;
 	struct dm_model *m;
-	struct dm_device *dev;
+	struct dm_device *dev, *pf; /* an NVMe drive; an SR-IOV PF */
 	struct dm_binder *b;
 	char journal[PATH_MAX + 16], proc[PATH_MAX + 16];
 	/* what the observer was told */
@@ -205,13 +298,20 @@ static int setup(void **state)
 	snprintf(f->k.root, sizeof(f->k.root), "/tmp/test-binder-XXXXXX");
 	assert_non_null(mkdtemp(f->k.root));
 	const char *r = f->k.root;
-	mkdirs(r, "devices/pci0000:00/" DEVNAME);
+	mkdirs(r, "devices/pci0000:00");
+	mkdirs(r, "bus/pci/devices");
 	mkdirs(r, "bus/pci/drivers/nvme");
 	mkdirs(r, "bus/pci/drivers/vfio-pci");
+	mkdirs(r, "bus/pci/drivers/" PF_DRIVER);
+	mkdirs(r, "bus/pci/drivers/" VF_DRIVER);
+	make_device(r, DEVNAME);
+	make_device(r, PFNAME);
 	mkdirs(r, "kernel/iommu_groups/7/devices");
 	mkdirs(r, "proc");
 	mkdirs(r, "modules");
-	test_write_file(r, "devices/pci0000:00/" DEVNAME "/driver_override", "(null)\n");
+	test_write_file(r, "devices/pci0000:00/" PFNAME "/sriov_totalvfs", "4\n");
+	test_write_file(r, "devices/pci0000:00/" PFNAME "/sriov_numvfs", "0\n");
+	test_write_file(r, "devices/pci0000:00/" PFNAME "/sriov_drivers_autoprobe", "1\n");
 	test_write_file(r, "bus/pci/drivers_probe", "");
 	static const char *const files[] = { "nvme/bind", "nvme/unbind", "vfio-pci/bind",
 					     "vfio-pci/unbind" };
@@ -223,6 +323,7 @@ static int setup(void **state)
 	link_to(r, "devices/pci0000:00/" DEVNAME "/iommu_group", "kernel/iommu_groups/7");
 	link_to(r, "kernel/iommu_groups/7/devices/" DEVNAME, "devices/pci0000:00/" DEVNAME);
 	set_driver(&f->k, "nvme");
+	dev_set_driver(&f->k, PFNAME, PF_DRIVER);
 
 	/* nothing of the live machine: no /proc to scan (the string is
 	 * kept: the fixture's), no module index */
@@ -249,6 +350,10 @@ static int setup(void **state)
 		assert_int_equal(dm_device_set_value(f->dev, ids[i], ids[i + 1]), 0);
 	assert_int_equal(dm_device_set_kernel_driver(f->dev, "nvme"), 0);
 	assert_int_equal(dm_device_add(f->dev, NULL), 0);
+	assert_int_equal(dm_device_new(f->m, PFNAME, &f->pf), 0);
+	dm_device_set_bus(f->pf, pci);
+	assert_int_equal(dm_device_set_devpath(f->pf, "/devices/pci0000:00/" PFNAME), 0);
+	assert_int_equal(dm_device_add(f->pf, NULL), 0);
 
 	assert_int_equal(dm_binder_new(r, f->journal, &f->b), 0);
 	const struct dm_binder_kernel k = { .write = kernel_write, .data = &f->k };
@@ -262,6 +367,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	dm_device_unref(f->dev);
+	dm_device_unref(f->pf);
 	dm_model_free(f->m);
 	dm_binder_free(f->b);
 	test_rm_rf(f->k.root);
@@ -598,6 +704,67 @@ static void test_persistence_on_top(void **state)
 	dm_persist_free(ps);
 }
 
+/* The PF's report (its sriov file's, as root reads it). */
+static void sriov_report_of(struct fixture *f, char *buf, size_t size)
+{
+	assert_true(dm_sriov_status(f->pf, true, buf, size) > 0);
+}
+
+/* An SR-IOV transaction through the same binder and kernel (sriov.h): two
+ * VFs made with the autoprobe off and bound to vfio-pci, then a count
+ * whose first VF's bind fails rolled back (the VFs gone, the autoprobe
+ * and the count as they were). */
+static void test_sriov(void **state)
+{
+	struct fixture *f = *state;
+	struct dm_sriov_request req = { .numvfs = 2, .driver = "vfio-pci" };
+	assert_int_equal(dm_sriov_request(f->pf, &req), 0);
+	char now[64], rep[REPORT_SIZE];
+	dev_read(&f->k, PFNAME, "sriov_numvfs", now, sizeof(now));
+	assert_string_equal(now, "2");
+	dev_read(&f->k, PFNAME, "sriov_drivers_autoprobe", now, sizeof(now));
+	assert_string_equal(now, "1");
+	dev_driver(&f->k, "0000:00:03.1", now, sizeof(now));
+	assert_string_equal(now, "vfio-pci");
+	dev_driver(&f->k, "0000:00:03.2", now, sizeof(now));
+	assert_string_equal(now, "vfio-pci");
+	assert_string_equal(f->k.log,
+			    "devices/pci0000:00/" PFNAME "/sriov_drivers_autoprobe=0\n"
+			    "devices/pci0000:00/" PFNAME "/sriov_numvfs=2\n"
+			    "bus/pci/devices/0000:00:03.1/driver_override=vfio-pci\n"
+			    "bus/pci/drivers/vfio-pci/bind=0000:00:03.1\n"
+			    "bus/pci/devices/0000:00:03.2/driver_override=vfio-pci\n"
+			    "bus/pci/drivers/vfio-pci/bind=0000:00:03.2\n"
+			    "devices/pci0000:00/" PFNAME "/sriov_drivers_autoprobe=1\n");
+	sriov_report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "done: 2 VFs: 0000:00:03.1=vfio-pci 0000:00:03.2=vfio-pci\n"));
+
+	/* back to none, then 3 whose first VF's bind fails */
+	req = (struct dm_sriov_request){ .numvfs = 0 };
+	assert_int_equal(dm_sriov_request(f->pf, &req), 0);
+	f->k.log[0] = '\0';
+	f->k.fail_suffix = "/drivers/vfio-pci/bind";
+	f->k.fail_errno = EINVAL;
+	req = (struct dm_sriov_request){ .numvfs = 3, .driver = "vfio-pci" };
+	assert_int_equal(dm_sriov_request(f->pf, &req), -EINVAL);
+	dev_read(&f->k, PFNAME, "sriov_numvfs", now, sizeof(now));
+	assert_string_equal(now, "0");
+	dev_read(&f->k, PFNAME, "sriov_drivers_autoprobe", now, sizeof(now));
+	assert_string_equal(now, "1");
+	assert_string_equal(f->k.log,
+			    "devices/pci0000:00/" PFNAME "/sriov_drivers_autoprobe=0\n"
+			    "devices/pci0000:00/" PFNAME "/sriov_numvfs=3\n"
+			    "bus/pci/devices/0000:00:03.1/driver_override=vfio-pci\n"
+			    "bus/pci/drivers/vfio-pci/bind=0000:00:03.1\n"
+			    /* the rollback: the new VFs gone, the autoprobe back */
+			    "devices/pci0000:00/" PFNAME "/sriov_numvfs=0\n"
+			    "devices/pci0000:00/" PFNAME "/sriov_drivers_autoprobe=1\n");
+	sriov_report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "rollback: sriov_numvfs <- 0: ok\n"));
+	assert_non_null(strstr(rep, "rollback: sriov_drivers_autoprobe <- 1: ok\n"));
+	assert_non_null(strstr(rep, "after rollback: 0 VFs\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -608,6 +775,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_persist_observer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recover_rolls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_persistence_on_top, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sriov, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
