@@ -3,8 +3,8 @@
 #include "config.h"
 
 #include "buses/sources.h"
-#include "conffile.h"
 #include "drivers/exec.h"
+#include "util/conffile.h"
 
 #include <errno.h>
 #include <libgen.h>

@@ -4,7 +4,7 @@
  * of src/daemon/ in order (daemon.h says which file holds which).
  */
 #include "daemon/daemon.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <malloc.h>
 #include <stdlib.h>

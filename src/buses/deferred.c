@@ -3,7 +3,7 @@
 #include "deferred.h"
 
 #include "fleet/deferred.h"
-#include "readall.h"
+#include "util/readall.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #include "scan/scan.h"
 #include "sysfs-value.h"
 
-#include "log.h"
+#include "util/log.h"
 
 #include "drivers/pci-access.h"
 

@@ -3,7 +3,7 @@
 #include "sysfs-attrs.h"
 
 #include "drivers/runner.h"
-#include "readall.h"
+#include "util/readall.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -24,8 +24,8 @@
 
 #include "scan/scan.h"
 
-#include "readall.h"
 #include "uevent.h"
+#include "util/readall.h"
 
 #include <errno.h>
 #include <fcntl.h>

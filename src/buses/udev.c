@@ -14,7 +14,7 @@
 #include "uevent.h"
 
 #include "drivers/hookenv.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <dirent.h>

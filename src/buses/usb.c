@@ -14,7 +14,7 @@
 #include "sysfs-value.h"
 #include "uevent.h"
 
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

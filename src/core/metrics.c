@@ -6,7 +6,7 @@
 #include "metrics.h"
 
 #include "model-private.h"
-#include "utf8.h"
+#include "util/utf8.h"
 
 #include <errno.h>
 #include <math.h>

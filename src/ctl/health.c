@@ -20,7 +20,7 @@
 #include "ctl.h"
 #include "fleet/aer.h"
 #include "fleet/deferred.h"
-#include "readall.h"
+#include "util/readall.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,8 +9,8 @@
  */
 #include "commands.h"
 #include "ctl.h"
-#include "readall.h"
-#include "replace.h"
+#include "util/readall.h"
+#include "util/replace.h"
 
 #include <errno.h>
 #include <fcntl.h>

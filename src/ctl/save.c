@@ -10,8 +10,8 @@
 #include "ctl.h"
 
 #include "driverfs/driverfs.h"
-#include "readall.h"
 #include "snapshot/format.h"
+#include "util/readall.h"
 
 #include <dirent.h>
 #include <errno.h>

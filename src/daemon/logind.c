@@ -17,7 +17,7 @@
 #include "logind.h"
 
 #include "core/thread.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,8 +16,8 @@
 #include "fuse/fs.h"
 #include "hotplug/helper.h"
 #include "hotplug/monitor.h"
-#include "log.h"
 #include "pm/pm.h"
+#include "util/log.h"
 #include "version.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
 #include "core/metrics.h"
 #include "core/thread.h"
 #include "fleet/nfd-format.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -10,7 +10,7 @@
 #include "drivers/binding.h"
 #include "drivers/exec.h"
 #include "fuse/fs.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  */
 #include "daemon.h"
 
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <stdlib.h>

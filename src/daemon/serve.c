@@ -16,8 +16,8 @@
 #include "fuse/unmount-watch.h"
 #include "hotplug/helper.h"
 #include "hotplug/monitor.h"
-#include "log.h"
 #include "service.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -3,7 +3,7 @@
 #include "service.h"
 
 #include "core/thread.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -18,18 +18,18 @@
 #include "drivers/journal.h"
 #include "drivers/modules.h"
 #include "drivers/needs.h"
-#include "drivers/persist.h"
 #include "drivers/pci-pm.h"
+#include "drivers/persist.h"
 #include "drivers/sriov.h"
 #include "drivers/vfio-pci.h"
 #include "fuse/fs.h"
 #include "hotplug/helper.h"
 #include "hotplug/monitor.h"
-#include "log.h"
 #include "pm/pm.h"
 #include "scan/scan.h"
 #include "service.h"
 #include "snapshot/snapshot.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <limits.h>

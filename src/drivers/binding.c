@@ -10,8 +10,8 @@
 #include "kernel.h"
 #include "modules.h"
 #include "report.h"
-#include "log.h"
 #include "runner.h"
+#include "util/log.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -10,10 +10,10 @@
 #include "drivers/exec.h"
 #include "exec-private.h"
 
-#include "conffile.h"
 #include "drivers/hookenv.h"
 #include "drivers/kernel.h"
-#include "trust.h"
+#include "util/conffile.h"
+#include "util/trust.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,11 +7,11 @@
 #include "drivers/exec.h"
 #include "exec-private.h"
 
-#include "conffile.h"
 #include "drivers/hookenv.h"
 #include "drivers/needs.h"
 #include "drivers/runner.h"
-#include "log.h"
+#include "util/conffile.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <limits.h>

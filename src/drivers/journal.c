@@ -3,9 +3,9 @@
 #include "journal.h"
 
 #include "core/hashmap.h"
-#include "log.h"
-#include "replace.h"
-#include "trust.h"
+#include "util/log.h"
+#include "util/replace.h"
+#include "util/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>

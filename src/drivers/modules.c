@@ -3,7 +3,7 @@
 #include "modules.h"
 
 #include "core/hashmap.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <libkmod.h>

@@ -5,7 +5,7 @@
 #include "binding.h"
 #include "core/array.h"
 #include "core/thread.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "pci-access.h"
 
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <setjmp.h>

@@ -2,7 +2,7 @@
 #include "pci-pm.h"
 
 #include "drivers/pci-access.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -3,12 +3,12 @@
 #include "persist.h"
 
 #include "binding.h"
-#include "sriov.h"
 #include "core/array.h"
 #include "core/thread.h"
-#include "log.h"
-#include "replace.h"
-#include "trust.h"
+#include "sriov.h"
+#include "util/log.h"
+#include "util/replace.h"
+#include "util/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>

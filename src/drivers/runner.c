@@ -12,8 +12,8 @@
 #include "drivers/runner.h"
 
 #include "core/thread.h"
-#include "log.h"
-#include "trust.h"
+#include "util/log.h"
+#include "util/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,9 +6,9 @@
 #include "inuse.h"
 #include "journal.h"
 #include "kernel.h"
-#include "log.h"
 #include "report.h"
 #include "runner.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -2,7 +2,7 @@
 /* nfd-format.c - node labels as an NFD feature file (nfd-format.h). */
 #include "nfd-format.h"
 
-#include "replace.h"
+#include "util/replace.h"
 
 #include <errno.h>
 #include <stdio.h>

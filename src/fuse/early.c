@@ -5,9 +5,9 @@
 
 #include "core/thread.h"
 #include "inode.h"
-#include "log.h"
 #include "passthrough.h"
-#include "readall.h"
+#include "util/log.h"
+#include "util/readall.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,8 +13,8 @@
 #include "early.h"
 #include "handover.h"
 #include "io.h"
-#include "log.h"
 #include "uring.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <inttypes.h>

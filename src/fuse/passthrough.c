@@ -2,7 +2,7 @@
 /* passthrough.c - FUSE passthrough of sysfs attributes (see passthrough.h). */
 #include "passthrough.h"
 
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <linux/fuse.h>

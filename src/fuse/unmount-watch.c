@@ -39,10 +39,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "core/thread.h"
 #include "handover.h"
 #include "unmount-watch.h"
+#include "util/log.h"
 
 /* How long a mount left to a successor waits for one (handover.h) */
 #define HANDOVER_WAIT_MS 30000

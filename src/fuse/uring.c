@@ -16,7 +16,7 @@
 #include "uring.h"
 
 #include "core/thread.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>

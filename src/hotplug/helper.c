@@ -4,8 +4,8 @@
 #include "core/thread.h"
 #include "drivers/hookenv.h"
 #include "drivers/runner.h"
-#include "log.h"
-#include "trust.h"
+#include "util/log.h"
+#include "util/trust.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "monitor.h"
 
-#include "core/thread.h"
-#include "helper.h"
 #include "buses/sources.h"
 #include "buses/udev.h"
+#include "core/thread.h"
 #include "drivers/hookenv.h"
 #include "drivers/persist.h"
-#include "log.h"
+#include "helper.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <libudev.h>

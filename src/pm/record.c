@@ -5,9 +5,9 @@
 
 #include "core/hashmap.h"
 #include "core/model.h"
-#include "log.h"
-#include "replace.h"
-#include "trust.h"
+#include "util/log.h"
+#include "util/replace.h"
+#include "util/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>

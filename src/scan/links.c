@@ -9,7 +9,7 @@
 #include "scan.h"
 
 #include "core/array.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 
 #include "core/array.h"
 #include "drivers/kernel.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <dirent.h>
 #include <errno.h>

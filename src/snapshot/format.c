@@ -3,8 +3,8 @@
  * driverfsctl. */
 #include "format.h"
 
-#include "replace.h"
-#include "utf8.h"
+#include "util/replace.h"
+#include "util/utf8.h"
 
 #include "base64.h"
 

@@ -7,8 +7,8 @@
 #include "files.h"
 #include "format.h"
 #include "json-stream.h"
-#include "readall.h"
 #include "scan/scan.h"
+#include "util/readall.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,8 +12,8 @@
 #include "fuzz-util.h"
 
 #include "buses/sysfs-pm.h"
-#include "log.h"
 #include "pm/pm.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <limits.h>

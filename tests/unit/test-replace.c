@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "replace.h"
+#include "util/replace.h"
 
 static char dir[64];
 

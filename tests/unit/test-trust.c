@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "trust.h"
 #include "tree-util.h"
+#include "util/trust.h"
 
 static char dir[64];
 

@@ -19,7 +19,7 @@
  * not_regular() is the one rule, for dm_replace_file() and the writers
  * that append to a file of their own (dm_open_regular()).
  */
-#include "replace.h"
+#include "util/replace.h"
 
 #include <errno.h>
 #include <fcntl.h>

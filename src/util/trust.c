@@ -2,7 +2,7 @@
 /*
  * trust.c - ownership and mode checks of the files the daemon trusts.
  */
-#include "trust.h"
+#include "util/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,8 +8,8 @@
  * blank, "[Section]" or "Key=Value", leading whitespace and comments
  * removed. inih's handler then hands the caller each key.
  */
-#include "conffile.h"
-#include "trust.h"
+#include "util/conffile.h"
+#include "util/trust.h"
 
 #include <ini.h>
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* readall.c - reading a descriptor to its end into one buffer. */
-#include "readall.h"
+#include "util/readall.h"
 
 #include <errno.h>
 #include <fcntl.h>

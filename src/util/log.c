@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "log.h"
+#include "util/log.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
