@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 from harness import CTL, Daemon, own
+from hotplug_util import drop_driver
 from test_security import as_nobody
 
 HERE = os.path.dirname(__file__)
@@ -281,11 +282,19 @@ def test_a_group_a_binding_adds_shows_after_the_bind_event(d):
     assert read(os.path.join(top, "driver_group", "mode")) == b"fast\n"
     os.unlink(os.path.join(group, "mode"))
     os.rmdir(group)
+    # the kernel's unbind, as it comes: the driver link and DRIVER= gone first
+    # (an unbind uevent means no driver, whatever sysfs said: §9.1)
+    rebind = drop_driver(d.testbed, "/" + SYS_XHCI[len("sys/"):])
     d.testbed.uevent("/" + SYS_XHCI, "unbind")
     d.wait_status(lambda line: line.startswith(f"STATUS=hotplug unbind /devices/{XHCI} "))
     assert "driver_group" not in os.listdir(top)
     with pytest.raises(FileNotFoundError):
         os.stat(os.path.join(top, "driver_group"))
+    # and bound again, as the tests after this one find it
+    rebind()
+    d.testbed.uevent("/" + SYS_XHCI, "bind")
+    d.wait_status(lambda line: line.startswith(f"STATUS=hotplug bind /devices/{XHCI} "))
+    assert read(os.path.join(top, "kernel_driver")) == b"xhci_hcd\n"
 
 
 def device_files(top):
