@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from harness import CTL, DAEMON, Daemon, umockdev_env, has_devpath, own
-from hotplug_util import KBD, STICK, TESTBED, blocks, devpath, under, wait_event, without
+from hotplug_util import KBD, STICK, TESTBED, blocks, devpath, drop_driver, under, wait_event, without
 from volatile import is_volatile
 
 
@@ -81,12 +81,7 @@ def test_after_hotplug_the_diff_names_what_happened(d, tmp_path):
     # the stick's interface unbound from usb-storage
     # (the kernel's way: the driver link and DRIVER= go from sysfs)
     iface = STICK + "/" + os.path.basename(STICK) + ":1.0"
-    sysdir = d.testbed.get_root_dir() + "/sys" + iface
-    with open(sysdir + "/uevent") as f:
-        uevent = f.read()
-    os.unlink(sysdir + "/driver")
-    d.testbed.set_attribute("/sys" + iface, "uevent", "".join(
-        line for line in uevent.splitlines(True) if not line.startswith("DRIVER=")))
+    drop_driver(d.testbed, iface)
     d.testbed.uevent("/sys" + iface, "unbind")
     wait_event(d, "unbind", iface)
 
