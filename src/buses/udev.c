@@ -223,6 +223,32 @@ static void uevent_from_event(struct udev_device *d, bool devt_ok, char *buf, si
 }
 
 /*
+ * The uevent value of @d into @buf: its sysfs text @uevent (NULL when it
+ * has no such file) trimmed; when that text is @tainted (it failed the
+ * checks), what its netlink event said (@netlink) or nothing; without a
+ * text, its properties. @dev: its sysfs "dev" (devt_is_consistent()).
+ */
+static void uevent_value(struct udev_device *d, bool netlink, const char *uevent, bool tainted,
+			 const char *dev, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (uevent && !tainted) {
+		dm_uevent_trim(buf, size, uevent);
+	} else if (tainted) {
+		if (netlink)
+			uevent_from_event(d, devt_is_consistent(d, dev), buf, size);
+	} else {
+		size_t len = 0;
+		struct udev_list_entry *e;
+		udev_list_entry_foreach(e, udev_device_get_properties_list_entry(d)) {
+			if (!dm_uevent_append(buf, size, &len, udev_list_entry_get_name(e),
+					      udev_list_entry_get_value(e)))
+				break;
+		}
+	}
+}
+
+/*
  * @netlink: @d came from the hotplug monitor, its properties from the
  * kernel's event (clean); otherwise libudev made it from its syspath and
  * parses its sysfs uevent text for properties, devtype and devnode. That
@@ -290,32 +316,12 @@ static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 		rec->name = name;
 	}
 
-	if (uevent && !tainted) {
-		/* an empty text is left to the sysfs file, passed through
-		 * (sysfs-attrs.h), which shows it as it is: no line at all */
-		char buf[DM_ATTR_MAX];
-		dm_uevent_trim(buf, sizeof(buf), uevent);
-		if (*buf)
-			r |= dm_record_set(rec, "uevent", buf);
-	} else if (tainted) {
-		char buf[DM_ATTR_MAX];
-		if (netlink)
-			uevent_from_event(d, devt_is_consistent(d, dev), buf, sizeof(buf));
-		else
-			buf[0] = '\0';
-		r |= dm_record_set(rec, "uevent", buf);
-	} else {
-		char buf[DM_ATTR_MAX];
-		size_t len = 0;
-		struct udev_list_entry *e;
-		buf[0] = '\0';
-		udev_list_entry_foreach(e, udev_device_get_properties_list_entry(d)) {
-			if (!dm_uevent_append(buf, sizeof(buf), &len, udev_list_entry_get_name(e),
-					      udev_list_entry_get_value(e)))
-				break;
-		}
-		r |= dm_record_set(rec, "uevent", buf);
-	}
+	char text[DM_ATTR_MAX];
+	uevent_value(d, netlink, uevent, tainted, dev, text, sizeof(text));
+	/* an empty text of sysfs's is left to the sysfs file, passed through
+	 * (sysfs-attrs.h), which shows it as it is: no line at all */
+	if (*text || !uevent || tainted)
+		r |= dm_record_set(rec, "uevent", text);
 	/* modalias and dev as sysfs has them, byte for byte (sysfs-value.h);
 	 * the properties' where sysfs has no such file */
 	const char *syspath = udev_device_get_syspath(d);
@@ -346,6 +352,27 @@ static int record_device(struct dm_scan *s, struct udev_device *d, bool netlink)
 		return -ENOMEM;
 
 	return parent ? record_device(s, parent, false) : 0;
+}
+
+int dm_udev_refresh_uevent(struct dm_device *dev, struct udev_device *d)
+{
+	const char *uevent = udev_device_get_sysattr_value(d, "uevent");
+	if (!uevent)
+		return 0; /* gone from sysfs meanwhile: its remove event follows */
+	const char *devt = udev_device_get_sysattr_value(d, "dev");
+	bool tainted = dm_uevent_check(uevent) < 0 || dm_uevent_check_devt(uevent, devt) < 0;
+	if (tainted)
+		log_warn("udev: %s: its uevent text is not what the kernel writes (a device string "
+			 "with a newline?): ignored, the event's properties kept",
+			 udev_device_get_devpath(d));
+	char text[DM_ATTR_MAX], old[DM_ATTR_MAX];
+	uevent_value(d, true, uevent, tainted, devt, text, sizeof(text));
+	if (!*text && !tainted)
+		return 0; /* an empty text: sysfs's file shows it */
+	if (dm_device_get_value(dev, "uevent", old, sizeof(old)) >= 0 && strcmp(old, text) == 0)
+		return 0;
+	int r = dm_device_set_value(dev, "uevent", text);
+	return r < 0 ? r : 1;
 }
 
 static int udev_scan(struct dm_scan *s)

@@ -21,4 +21,13 @@ struct udev_device;
 int dm_udev_scan_devices(struct dm_model *m, struct udev_device *const *ds, size_t n,
 			 const struct dm_scan_sources *src, struct dm_source_cache *cache);
 
+/*
+ * Hotplug's bind and unbind: @dev's uevent value recorded again from the
+ * sysfs text of @d, its event's device (the kernel's text gains or loses
+ * DRIVER=), with the checks of a recording; kept when the device left
+ * sysfs meanwhile or its text is empty. 1 when it changed, 0 when not,
+ * -errno. Call without the model lock.
+ */
+int dm_udev_refresh_uevent(struct dm_device *dev, struct udev_device *d);
+
 #endif

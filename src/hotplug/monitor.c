@@ -147,6 +147,10 @@ static void apply_binding(struct dm_monitor *mon, struct udev_device *d, const c
 	int r = dm_scan_set_kernel_driver(dev, unbind ? NULL : udev_device_get_driver(d));
 	if (r < 0)
 		log_warn("%s: kernel driver: %s", devpath, strerror(-r));
+	/* the kernel's uevent text gained or lost DRIVER= */
+	r = dm_udev_refresh_uevent(dev, d);
+	if (r < 0)
+		log_warn("%s: uevent: %s", devpath, strerror(-r));
 	if (unbind) {
 		if (dm_device_claim_is_stale(dev))
 			log_debug("%s: the kernel unbound its driver: its user driver's claim is "

@@ -151,6 +151,25 @@ def test_unbind_and_bind_move_the_kernel_driver_file(d):
     assert os.readlink(d.path("root", place, "driver")).endswith("bus/usb/drivers/usb-storage")
 
 
+def test_bind_and_unbind_record_the_uevent_file_again(d):
+    # the kernel's uevent file has DRIVER= while a driver is bound: the
+    # mount's follows each bind and unbind, as sysfs's does
+    iface = STICK + "/1-1.2.3:1.0"
+    place = ROOT_HUB2 + "/1-1.2.3/1-1.2.3:1.0"
+    sysfs = d.testbed.get_root_dir() + "/sys" + iface + "/uevent"
+    assert "DRIVER=usb-storage\n" in read(d, "root", place, "uevent")
+    bind = kernel_unbinds(d, iface)
+    with open(sysfs) as f:
+        unbound = f.read()
+    assert "DRIVER=" not in unbound
+    assert read(d, "root", place, "uevent") == unbound
+    bind()
+    with open(sysfs) as f:
+        bound = f.read()
+    assert "DRIVER=usb-storage\n" in bound
+    assert read(d, "root", place, "uevent") == bound
+
+
 def lookups(d):
     """The daemon's count of FUSE lookups, from its metrics file."""
     text = read(d, "metrics")
@@ -279,17 +298,15 @@ def test_unplug_and_replug_a_hub_with_devices_behind_it(full):
     assert set(after_unplug) == {p for p in before if not (p == HUB2 or p.startswith(HUB2 + "/"))}
     assert "1-1.2" not in os.listdir(d.path("bus", "usb", "devices"))
     # plug it back (the testbed kept its sysfs entries; only the uevents
-    # come again, each bound device's add then its bind, as the kernel's
-    # probe binds after device_add(); its sysfs bound already when the
-    # add is read, as when the daemon reads it after the probe: a bind
-    # does not record the device's uevent file again, which would then
-    # lack DRIVER=): the same tree, in the same places, as at start
+    # come again): each bound device's add, unbound in sysfs, then its
+    # driver link, DRIVER= and bind, as the kernel's probe binds after
+    # device_add(); the bind records its uevent file again: the same
+    # tree, in the same places, with the same values, as at start
     for b in hub:
+        event(d, "add", devpath(b))
         rebind = rebinds.get(devpath(b))
         if rebind:
             rebind()
-        event(d, "add", devpath(b))
-        if rebind:
             event(d, "bind", devpath(b))
     assert devpaths_in_mount(d) == before
     assert os.path.realpath(d.path("bus", "usb", "devices", "1-1.2.3")) == \
