@@ -70,43 +70,82 @@ def event(d, action, path):
 
 def drop_driver(testbed, path):
     """Plays the kernel releasing the driver of the device at @path: the
-    driver link and DRIVER= go from its sysfs (the unbind event is the
-    caller's to send). Returns what binds it again as it was (the link and
-    DRIVER= back), or None when no driver was bound."""
+    driver link, the driver's link to the device and DRIVER= go from its
+    sysfs (the unbind event is the caller's to send). Returns what binds
+    it again as it was (the links and DRIVER= back), or None when no
+    driver was bound."""
     sysdir = testbed.get_root_dir() + "/sys" + path
     try:
         target = os.readlink(sysdir + "/driver")
     except OSError:
         return None
+    back = os.path.join(sysdir, target, os.path.basename(path))
+    try:
+        back_target = os.readlink(back)
+    except OSError:
+        back_target = None
     with open(sysdir + "/uevent") as f:
         uevent = f.read()
     os.unlink(sysdir + "/driver")
+    if back_target:
+        os.unlink(back)
     testbed.set_attribute("/sys" + path, "uevent", "".join(
         line for line in uevent.splitlines(True) if not line.startswith("DRIVER=")))
 
     def rebind():
         os.symlink(target, sysdir + "/driver")
+        if back_target:
+            os.symlink(back_target, back)
         testbed.set_attribute("/sys" + path, "uevent", uevent)
     return rebind
 
 
-def unplug_events(d, paths):
+def unplug_order(paths, has_driver):
     """The uevents of a hot-unplug of the devices at @paths (children
-    first), as the kernel sends them: a device a driver is bound to is
-    unbound first (its driver's remove() took its class devices away
+    first), as the kernel sends them, (action, path) each: a device a
+    driver is bound to (@has_driver(path), asked just before its events)
+    is unbound first (its driver's remove() took its class devices away
     before: they come earlier in @paths), "unbind", then "remove" (a PCI
     function is released in pci_stop_bus_device() before device_del(),
     which releases a USB interface's or device's itself, in both cases
     just before the remove uevent; the vm tier's guest showed it:
-    tests/vm/guest/test_hotplug.sh). Returns {path: what binds it again}
-    for the devices that had a driver, for a replug from the kept sysfs."""
-    rebinds = {}
+    tests/vm/guest/test_hotplug.sh)."""
     for p in paths:
-        rebind = drop_driver(d.testbed, p)
-        if rebind:
+        if has_driver(p):
+            yield "unbind", p
+        yield "remove", p
+
+
+def plug_order(paths, has_driver):
+    """The uevents of a hotplug of the devices at @paths (parents first),
+    as the kernel sends them: each device's "add" (device_add()), then,
+    when a driver took it (@has_driver(path)), "bind" (the probe runs
+    after the add uevent, bus_probe_device())."""
+    for p in paths:
+        yield "add", p
+        if has_driver(p):
+            yield "bind", p
+
+
+def unplug_sequence(testbed, paths, rebinds=None):
+    """unplug_order() played on @testbed: each bound device's driver
+    dropped from its sysfs (drop_driver()) just before its "unbind" is
+    yielded; @rebinds (a dict) gets {path: what binds it again}, for a
+    replug from the kept sysfs. For a test that sends the events itself."""
+    def has_driver(p):
+        rebind = drop_driver(testbed, p)
+        if rebind and rebinds is not None:
             rebinds[p] = rebind
-            event(d, "unbind", p)
-        event(d, "remove", p)
+        return rebind is not None
+    return unplug_order(paths, has_driver)
+
+
+def unplug_events(d, paths):
+    """unplug_sequence()'s events sent, each waited for. Returns {path:
+    what binds it again} for the devices that had a driver."""
+    rebinds = {}
+    for action, p in unplug_sequence(d.testbed, paths, rebinds):
+        event(d, action, p)
     return rebinds
 
 
@@ -291,6 +330,34 @@ class Sender:
                 raise AssertionError("the daemon takes no event for 60 s:\n" + self.d.output())
             if readable:
                 self._take_reports()
+
+    def driver(self, path):
+        """The name of the driver the testbed shows bound to @path, or None."""
+        try:
+            return os.path.basename(os.readlink(
+                os.path.join(self.root, "sys", path.lstrip("/"), "driver")))
+        except OSError:
+            return None
+
+    def unplug(self, paths, subsystems, drivers):
+        """Sends the events of a hot-unplug of @paths (children first) as
+        the kernel does (unplug_order()): a device @drivers names is
+        unbound just before its remove. The testbed's sysfs is left as it
+        is. Returns the last event: (action, path, seqnum)."""
+        last = None
+        for action, p in unplug_order(paths, lambda p: drivers.get(p)):
+            last = (action, p, self.send(action, p, subsystems[p]))
+        return last
+
+    def plug(self, paths, subsystems, drivers):
+        """The events of a hotplug of @paths (parents first), as the
+        kernel sends them (plug_order()): a device @drivers names is bound
+        (DRIVER= in the event) after its add. Returns the last event."""
+        last = None
+        for action, p in plug_order(paths, lambda p: drivers.get(p)):
+            more = [f"DRIVER={drivers[p]}"] if action == "bind" else ()
+            last = (action, p, self.send(action, p, subsystems[p], more=more))
+        return last
 
     def send(self, action, path, subsystem=None, seqnum=None, more=()):
         """Sends the event; returns its seqnum. @subsystem: read from the

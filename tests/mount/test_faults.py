@@ -20,6 +20,7 @@ import time
 import pytest
 
 from harness import Daemon, auto_unmount_helpers, in_background, pci_pmcsr, unmount_watcher, own
+from hotplug_util import unplug_sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED = os.path.join(HERE, "..", "testbeds", "server-2dom.umockdev")
@@ -238,15 +239,19 @@ def test_device_removed_in_the_middle_of_a_suspend_walk(slow_env):
     os.mkfifo(started)
     t, result = in_background(env.power, None, "suspend")
     wait_started(started)  # the NIC's hook runs; its ancestors wait on it
-    # the NIC's parent goes, children first, with the walk holding them
-    for place in (NIC, NIC1, NIC_PARENT):
-        env.d.testbed.uevent("/sys/devices/" + place, "remove")
+    # the NIC's parent goes, children first, each bound one unbound just
+    # before its remove, with the walk holding them
+    events = list(unplug_sequence(env.d.testbed,
+                                  ["/devices/" + p for p in (NIC, NIC1, NIC_PARENT)]))
+    assert [a for a, _ in events] == ["unbind", "remove"] * 3
+    for action, path in events:
+        env.d.testbed.uevent("/sys" + path, action)
     with open(gate, "w") as f:
         f.write("go\n")
     t.join(60)
     assert not t.is_alive(), "the suspend never returned"
-    for place in (NIC, NIC1, NIC_PARENT):
-        wait_hotplug(env, "remove", place)
+    for action, path in events:
+        wait_hotplug(env, action, path[len("/devices/"):])
     assert result.get("errno") == 0, result
     assert not os.path.exists(env.d.path("root", NIC_PARENT))
     power = env.all_power()

@@ -69,8 +69,9 @@ def test_a_seqnum_gap_rescans(d):
     assert os.path.realpath(d.path("root", PLACE, "1-1.2.1", "1-1.2.1:1.0", "driver")) == \
         d.path("bus", "usb", "drivers", "usbhid")
     # events apply as before afterwards
-    intf = KBD + "/1-1.2.1:1.0"
-    wait_sent(d, "remove", intf, sender.send("remove", intf))
+    intf = KBD + "/1-1.2.1:1.0"  # bound to usbhid: unbound, then removed
+    wait_sent(d, *sender.unplug([intf], {intf: sender.subsystem(intf)},
+                                {intf: sender.driver(intf)}))
     assert not os.path.exists(d.path("root", PLACE, "1-1.2.1", "1-1.2.1:1.0"))
 
 
@@ -97,14 +98,16 @@ def test_the_socket_overruns_in_a_flood(d):
     kernel drops them on an overrun: the gap they leave brings a rescan, and
     the tree ends as the testbed is."""
     hub = [devpath(b) for b in blocks(TESTBED) if under(b, HUB2) and not under(b, KBD)]
-    subsystems = {p: Sender(d).subsystem(p) for p in hub}
+    look = Sender(d)
+    subsystems = {p: look.subsystem(p) for p in hub}
+    drivers = {p: look.driver(p) for p in hub if look.driver(p)}
+    look.close()
+    assert drivers, "the hub's devices have drivers"
     sender = Sender(d, blocking=False)
     sender.send("change", USB1)
     for _ in range(30):
-        for p in reversed(hub):
-            sender.send("remove", p, subsystems[p])
-        for p in hub:
-            sender.send("add", p, subsystems[p])
+        sender.unplug(list(reversed(hub)), subsystems, drivers)
+        sender.plug(hub, subsystems, drivers)
     assert sender.dropped, "the flood overran the socket"
     # the last events may be the lost ones: a later one shows the gap
     blocking = Sender(d, first_seqnum=sender.seqnum)

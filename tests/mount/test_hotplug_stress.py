@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Readers walk the mount (every directory, file and link) while thousands
-of remove and add events for the second hub's subtree arrive: no reader
+of unplug and replug events for the second hub's subtree arrive (each bound
+device's unbind before its remove, its bind after its add): no reader
 sees an error other than ENOENT or ENODEV (a device removed under it), the
 daemon does not crash, and the tree ends as the testbed is.
 
@@ -24,6 +25,8 @@ def test_readers_during_thousands_of_events(full, tmp_path):
     hub = [devpath(b) for b in blocks(TESTBED) if under(b, HUB2)]  # parents first
     sender = Sender(d)  # blocking: every event reaches the daemon
     subsystems = {p: sender.subsystem(p) for p in hub}
+    drivers = {p: sender.driver(p) for p in hub if sender.driver(p)}
+    assert drivers, "the hub's devices have drivers"
     before = devpaths_in_mount(d)
     stop = tmp_path / "stop"
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # the mount only
@@ -34,11 +37,12 @@ def test_readers_during_thousands_of_events(full, tmp_path):
         sent = 0
         last = None
         while sent < EVENTS:
-            for p in reversed(hub):  # unplug: children first
-                last = ("remove", p, sender.send("remove", p, subsystems[p]))
-            for p in hub:  # replug: parents first
-                last = ("add", p, sender.send("add", p, subsystems[p]))
-            sent += 2 * len(hub)
+            # unplug, children first, each bound device unbound just
+            # before its remove; replug, parents first, each add followed
+            # by its bind, as the kernel sends them
+            sender.unplug(list(reversed(hub)), subsystems, drivers)
+            last = sender.plug(hub, subsystems, drivers)
+            sent += 2 * (len(hub) + len(drivers))
         action, path, seqnum = last
         d.wait_status(lambda l: l == f"STATUS=hotplug {action} {path} {seqnum}", timeout=120)
     finally:

@@ -21,7 +21,7 @@ import os
 import subprocess
 
 from harness import Daemon
-from hotplug_util import KBD, blocks, devpath, under
+from hotplug_util import KBD, blocks, devpath, under, unplug_events
 from hotplug_util import TESTBED as USB_TESTBED
 from test_binding import IDS, NIC, NIC_PLACE, TESTBED, Kernel, add_drivers, request, state
 from test_binding_journal import wait_file
@@ -120,8 +120,7 @@ def test_a_persisted_binding_survives_a_restart_and_a_replug(tmp_path):
         assert bindings(d) == f"pci {NIC} vfio-pci in-force\n"
 
         # unplugged, and plugged back: bound to e1000e by the kernel at add
-        testbed.uevent("/" + SYS_NIC, "remove")
-        wait_event(d, "remove")
+        unplug_events(d, ["/devices/" + NIC_PLACE])  # unbind, remove
         assert bindings(d) == f"pci {NIC} vfio-pci absent\n"
         native(testbed)
         testbed.uevent("/" + SYS_NIC, "add")
@@ -213,8 +212,7 @@ def write_state(tmp_path, text):
 def replug_nic(d, testbed, subsystem_device=None):
     """The NIC unplugged, and a NIC plugged at its slot, bound to e1000e by
     the kernel; with @subsystem_device, another model of it."""
-    testbed.uevent("/" + SYS_NIC, "remove")
-    wait_event(d, "remove")
+    unplug_events(d, ["/devices/" + NIC_PLACE])  # unbind, remove
     native(testbed)
     if subsystem_device:
         with open(os.path.join(testbed.get_root_dir(), SYS_NIC, "subsystem_device"), "w") as f:
@@ -314,19 +312,20 @@ def test_hotplug_goes_on_while_a_persisted_binding_is_applied(tmp_path):
         wait_event(d, "unbind")
         wait_event(d, "bind")
         testbed = d.testbed
-        testbed.uevent("/" + SYS_NIC, "remove")
-        wait_event(d, "remove")
+        unplug_events(d, ["/devices/" + NIC_PLACE])  # unbind, remove
         native(testbed)
         outcomes = d.output().count(f"persisted binding of {NIC} to vfio-pci")
         k.refuse([("drivers/e1000e/unbind", -3)])
         testbed.uevent("/" + SYS_NIC, "add")
         wait_file(held, d)
         # the NIC's binding is held in the kernel: the NVMe's events go on
-        nvme_event(d, testbed, "remove")
+        unplug_events(d, ["/devices/" + NVME_PLACE])  # unbound ("none"): remove
         native_nvme(testbed)
         nvme_event(d, testbed, "add")
         assert os.path.isdir(d.path("root", NVME_PLACE))
-        nvme_event(d, testbed, "remove")
+        # bound to nvme: unbind, remove; the testbed keeps its sysfs,
+        # bound again (a worker acting on the device would unbind it there)
+        unplug_events(d, ["/devices/" + NVME_PLACE])["/devices/" + NVME_PLACE]()
         assert not os.path.exists(d.path("root", NVME_PLACE))
         wait_event(d, "add")
         # ... while the binding was still under way
@@ -337,6 +336,9 @@ def test_hotplug_goes_on_while_a_persisted_binding_is_applied(tmp_path):
         wait_event(d, "unbind")
         wait_event(d, "bind")
         assert state(d)[:2] == ("vfio-pci", "vfio-pci\n")
+        # its transaction over (the unplug's unbind below would otherwise
+        # fall in its verify step and be rolled back)
+        wait_output(d, f"persisted binding of {NIC} to vfio-pci applied", count=2)
         # one more turn of the worker, after the NVMe's: it was skipped
         replug_nic(d, testbed)
         wait_event(d, "unbind")
@@ -369,9 +371,7 @@ def set_serial(root, serial):
 def replug_keyboard(d, testbed, serial):
     """The keyboard unplugged, and a keyboard of @serial plugged at its port."""
     kbd = [devpath(b) for b in blocks(USB_TESTBED) if under(b, KBD)]
-    for p in sorted(kbd, key=lambda p: -p.count("/")):
-        testbed.uevent("/sys" + p, "remove")
-        d.wait_status(lambda line, p=p: line.startswith(f"STATUS=hotplug remove {p} "))
+    unplug_events(d, sorted(kbd, key=lambda p: -p.count("/")))
     usb.native(testbed)
     set_serial(testbed.get_root_dir(), serial)
     for p in sorted(kbd, key=lambda p: p.count("/")):
