@@ -14,6 +14,10 @@
  * only for the duration of one guarded call on the calling thread.
  */
 static __thread jmp_buf *pci_jump;
+/* dm_pci_guarded_quiet(): libpci's messages at debug level, its error kept
+ * here for the caller */
+static __thread char *pci_quiet;
+static __thread size_t pci_quiet_size;
 
 static void __attribute__((noreturn, format(printf, 1, 2))) error_hook(char *msg, ...)
 {
@@ -22,7 +26,12 @@ static void __attribute__((noreturn, format(printf, 1, 2))) error_hook(char *msg
 	va_start(ap, msg);
 	vsnprintf(line, sizeof(line), msg, ap);
 	va_end(ap);
-	log_err("libpci: %s", line);
+	if (pci_quiet) {
+		log_debug("libpci: %s", line);
+		snprintf(pci_quiet, pci_quiet_size, "%s", line);
+	} else {
+		log_err("libpci: %s", line);
+	}
 	if (pci_jump)
 		longjmp(*pci_jump, 1);
 	abort(); /* unreachable: every call is guarded */
@@ -35,7 +44,10 @@ static void __attribute__((format(printf, 1, 2))) warning_hook(char *msg, ...)
 	va_start(ap, msg);
 	vsnprintf(line, sizeof(line), msg, ap);
 	va_end(ap);
-	log_warn("libpci: %s", line);
+	if (pci_quiet)
+		log_debug("libpci: %s", line);
+	else
+		log_warn("libpci: %s", line);
 }
 
 static void debug_hook(char *msg, ...)
@@ -54,6 +66,20 @@ int dm_pci_guarded(struct pci_access *pa, int (*fn)(struct pci_access *, void *)
 	pci_jump = &jump;
 	int r = fn(pa, data);
 	pci_jump = outer;
+	return r;
+}
+
+int dm_pci_guarded_quiet(struct pci_access *pa, int (*fn)(struct pci_access *, void *),
+			 void *data, char *err, size_t size)
+{
+	char *outer = pci_quiet;
+	size_t outer_size = pci_quiet_size;
+	err[0] = '\0';
+	pci_quiet = err;
+	pci_quiet_size = size;
+	int r = dm_pci_guarded(pa, fn, data);
+	pci_quiet = outer;
+	pci_quiet_size = outer_size;
 	return r;
 }
 

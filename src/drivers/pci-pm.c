@@ -168,16 +168,34 @@ static int restore_fn(struct pci_access *pa, void *data)
 	return 0;
 }
 
-static int run(struct pci_pm *p, int (*fn)(struct pci_access *, void *), struct op *op)
+/* Runs @fn on the function of @op; with @err, libpci's messages are
+ * quiet and its error goes there (dm_pci_guarded_quiet()). */
+static int run_on(struct pci_pm *p, int (*fn)(struct pci_access *, void *), struct op *op,
+		  char *err, size_t size)
 {
 	pthread_mutex_lock(&p->lock);
 	op->pdev = NULL;
-	int r = dm_pci_guarded(p->pa, fn, op);
+	int r = err ? dm_pci_guarded_quiet(p->pa, fn, op, err, size) : dm_pci_guarded(p->pa, fn, op);
 	if (op->pdev)
 		pci_free_dev(op->pdev);
 	op->pdev = NULL;
 	pthread_mutex_unlock(&p->lock);
 	return r;
+}
+
+static int run(struct pci_pm *p, int (*fn)(struct pci_access *, void *), struct op *op)
+{
+	return run_on(p, fn, op, NULL, 0);
+}
+
+/* Whether the function's sysfs directory is there now. */
+static bool in_sysfs(struct pci_pm *p, struct dm_device *dev)
+{
+	char path[4096];
+	struct stat st;
+	int n = snprintf(path, sizeof(path), "%s/devices/%s", p->sysfs_path,
+			 dm_device_get_name(dev));
+	return n >= 0 && (size_t)n < sizeof(path) && stat(path, &st) == 0;
 }
 
 /* Whether sysfs shows a kernel driver bound to the function now: the model
@@ -212,7 +230,18 @@ static int pci_pm_probe(struct dm_device *dev, void *data)
 	if (dm_device_get_kernel_driver(dev) || kernel_owns(data, dev))
 		return -ENODEV;
 	struct op op = { .dev = dev };
-	return run(data, probe_fn, &op);
+	char err[512];
+	int r = run_on(data, probe_fn, &op, err, sizeof(err));
+	if (r == -EIO && !in_sysfs(data, dev)) {
+		/* gone from sysfs (its remove event follows): a VF being
+		 * disabled, which the kernel unbinds just before it removes
+		 * it, is offered again on its way out */
+		log_debug("%s: pci-pm: gone from sysfs: declined", dm_device_get_name(dev));
+		return -ENODEV;
+	}
+	if (r == -EIO)
+		log_err("libpci: %s", err);
+	return r;
 }
 
 /*

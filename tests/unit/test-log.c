@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "tree-util.h"
 
 static void test_escape_control_characters(void **state)
 {
@@ -46,27 +47,15 @@ static void test_escape_cuts_between_escapes(void **state)
 	assert_string_equal(buf, "");
 }
 
+static void log_one(void *msg)
+{
+	log_warn("device name: %s", (const char *)msg);
+}
+
 /* What dm_log() writes to stderr for @msg, as one string. */
 static char *logged(const char *msg)
 {
-	char path[] = "/tmp/driverfs-log-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	unlink(path);
-	fflush(stderr);
-	int saved = dup(STDERR_FILENO);
-	dup2(fd, STDERR_FILENO);
-	dm_log_setup(LOG_DEBUG, 0);
-	log_warn("device name: %s", msg);
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	off_t len = lseek(fd, 0, SEEK_END);
-	char *text = calloc(1, (size_t)len + 1);
-	assert_non_null(text);
-	assert_int_equal(pread(fd, text, (size_t)len, 0), len);
-	close(fd);
-	return text;
+	return test_logged(log_one, (void *)msg);
 }
 
 static void test_a_logged_newline_adds_no_line(void **state)

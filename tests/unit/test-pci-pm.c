@@ -3,7 +3,8 @@
  * method on a directory the test writes): the recovery wait after D3hot ->
  * D0 comes before the header is restored, and a function that is not the
  * one suspended gets nothing written, in this run's resume and in the one
- * a restart runs from the transition record. */
+ * a restart runs from the transition record; a function gone from sysfs
+ * when offered is declined without an error in the log. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -305,6 +306,48 @@ static void test_suspend_leaves_a_function_sysfs_shows_bound(void **state)
 	teardown(&s);
 }
 
+static void add_device(void *data)
+{
+	assert_int_equal(dm_device_add(data, NULL), 0);
+}
+
+/* A function whose sysfs directory is gone when it is offered: an SR-IOV
+ * VF being disabled, which the kernel unbinds just before its remove (the
+ * vm tier's guest: libpci logged "Cannot open .../vendor" as an error).
+ * pci-pm declines it quietly: no driver, nothing logged above debug. */
+static void test_probe_declines_a_function_gone_from_sysfs(void **state)
+{
+	(void)state;
+	struct config_space cs;
+	config_space_new(&cs);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/devices/" SLOT "'", cs.dir);
+	assert_int_equal(system(cmd), 0);
+	struct dm_model *m;
+	struct dm_driver *drv;
+	struct dm_device *dev;
+	struct dm_bus *bus;
+	assert_int_equal(dm_model_new(&m), 0);
+	struct dm_pci_pm_env env = { .sysfs_path = cs.dir, .sleep_ms = fake_sleep };
+	assert_int_equal(dm_pci_pm_register_env(m, &env, &drv), 0);
+	assert_int_equal(dm_bus_get(m, "pci", NULL, &bus), 0);
+	assert_int_equal(dm_device_new(m, SLOT, &dev), 0);
+	dm_device_set_bus(dev, bus);
+	assert_int_equal(dm_device_set_devpath(dev, DEVPATH), 0);
+	char *text = test_logged(add_device, dev);
+	dm_model_read_lock(m);
+	assert_null(dm_device_get_driver_locked(dev));
+	dm_model_unlock(m);
+	if (strstr(text, ": error: ") || strstr(text, ": warning: "))
+		fail_msg("a function gone from sysfs is declined quietly; logged:\n%s", text);
+	free(text);
+	dm_device_unref(dev);
+	dm_driver_unregister(drv);
+	dm_driver_unref(drv);
+	dm_model_free(m);
+	config_space_free(&cs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -312,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_resume_leaves_another_function_alone),
 		cmocka_unit_test(test_recovery_checks_and_waits_too),
 		cmocka_unit_test(test_suspend_leaves_a_function_sysfs_shows_bound),
+		cmocka_unit_test(test_probe_declines_a_function_gone_from_sysfs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "util/log.h"
 
 static unsigned rnd(unsigned *s)
 {
@@ -149,4 +152,27 @@ void test_write_file(const char *dir, const char *name, const char *content)
 		fprintf(stderr, "cannot write %s\n", path);
 		abort();
 	}
+}
+
+char *test_logged(void (*fn)(void *), void *data)
+{
+	char path[] = "/tmp/driverfs-log-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		abort();
+	unlink(path);
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO);
+	dup2(fd, STDERR_FILENO);
+	dm_log_setup(LOG_DEBUG, 0);
+	fn(data);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	off_t len = lseek(fd, 0, SEEK_END);
+	char *text = calloc(1, (size_t)len + 1);
+	if (!text || pread(fd, text, (size_t)len, 0) != len)
+		abort();
+	close(fd);
+	return text;
 }

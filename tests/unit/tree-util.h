@@ -35,6 +35,10 @@ void test_write_file(const char *dir, const char *name, const char *content);
  * true, or false when it cannot be opened (@buf ""). */
 bool test_read_file(const char *path, char *buf, size_t size);
 
+/* What dm_log() wrote to stderr while @fn(@data) ran, at debug level, as
+ * one string (free it); aborts the test program when it cannot. */
+char *test_logged(void (*fn)(void *), void *data);
+
 /* True when @a is an ancestor of @b (strictly). */
 int test_tree_is_ancestor(const struct test_tree *t, int a, int b);
 
