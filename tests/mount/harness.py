@@ -332,3 +332,16 @@ def unmount_watcher(daemon_pid, wait=30):
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.05)
+
+
+# the correctable errors' names of aer_dev_correctable, in the kernel's
+# order (Linux 6.1's, as the vm tier's tests/vm/guest/test_aer.sh reads them)
+AER_CORRECTABLE = ("RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr",
+                   "CorrIntErr", "HeaderOF")
+
+
+def aer_correctable(**counts):
+    """The text of an aer_dev_correctable file with @counts (by name, the
+    others 0) and their total."""
+    return "".join(f"{n} {counts.get(n, 0)}\n" for n in AER_CORRECTABLE) + \
+        f"TOTAL_ERR_COR {sum(counts.values())}\n"

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The live smoke test: driverfsd on this machine's own /sys, compared with
-what lspci reports (docs/design.md §13)."""
+what lspci reports (docs/design.md §13); in a guest whose devices are known,
+with lsusb too: the vm tier's tests/vm/guest/test_tree.sh."""
 import os
 import re
 import shutil

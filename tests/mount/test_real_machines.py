@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The tree of real machines that are not this VM (issue 29, item 5).
+"""The tree of real machines that are not this VM (issue 29, item 5);
+against a running kernel's sysfs: the vm tier's tests/vm/guest/test_tree.sh.
 
 tests/testbeds/machines/ holds testbeds made from public recordings of real
 machines: sysfs copies (a 2008 ThinkPad, a 2013 Dell server) and udev

@@ -5,7 +5,11 @@ its directory in the tree with the same bytes, unless driverfsd has a file of
 that name or leaves it out (docs/design.md §6.7); values are read at each open;
 a root write reaches the sysfs file and the kernel's refusal (played by
 tests/helpers/failwrite.c) comes back unchanged; other users cannot write;
-an attribute the kernel adds shows after the device's change event."""
+an attribute the kernel adds shows after the device's change event.
+sriov_numvfs written through the mount and the kernel's refusals of it
+(EINVAL, ERANGE, ENOENT, EBUSY) are covered against Linux by the vm tier's
+tests/vm/guest/test_sriov.sh (vm-sriov), whose ENOENT the failwrite case
+here plays."""
 import errno
 import json
 import os

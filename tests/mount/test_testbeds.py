@@ -4,7 +4,9 @@ placement (each device once, under its sysfs parent, named by the clash
 rule), bus and class membership and links, interfaces and device nodes,
 attribute values, and names and ids against lspci and lsusb run on the same
 testbed. The testbeds are the generated machines in tests/testbeds/ and the
-real recordings in tests/testbeds/real/."""
+real recordings in tests/testbeds/real/. The vm tier's
+tests/vm/guest/test_tree.sh (vm-tree) checks the same against a running
+kernel's own sysfs, with lspci and lsusb run in its guest."""
 import glob
 import os
 import re
