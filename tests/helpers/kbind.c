@@ -8,15 +8,23 @@
  *
  *   .../driver_override      the value (one trailing newline stripped), or
  *                            "(null)" when empty; binds nothing
- *   bus/B/drivers/D/bind     DEV: -ENODEV unless DEV is on bus B, has no
- *                            driver, is not deauthorized (USB's authorized
- *                            0) and D matches it (its driver_override
- *                            names D; without one, D's ids take DEV)
+ *   bus/B/drivers/D/bind     DEV: -ENODEV unless DEV is on bus B and D
+ *                            matches it (its driver_override names D;
+ *                            without one, D's ids take DEV); then -EBUSY
+ *                            when it has a driver, -ENODEV when it is
+ *                            deauthorized (USB's authorized 0)
  *   bus/B/drivers/D/unbind   DEV: -ENODEV unless DEV is bound to D; its
  *                            consumers over managed device links are
  *                            unbound first
  *   bus/B/drivers_probe      DEV: binds DEV to the driver its override
  *                            names, else to the first whose ids take it
+ *                            and whose probe does (a refusal of D's bind
+ *                            file is D's probe refusing: the device stays
+ *                            unbound and the write succeeds)
+ *
+ * Checked against Linux 6.1 in the vm tier's guest
+ * (tests/vm/guest/test_binding.sh; tests/mount/test_binding.py's
+ * test_direct_binding_writes_get_the_kernels_answers).
  *
  * A bind makes the device's driver link and the driver's link to the
  * device and adds DRIVER= to the device's uevent file; an unbind takes
@@ -239,19 +247,22 @@ static int do_bind(const char *sys, const char *bus, const char *drv, const char
 	struct stat st;
 	if (stat(drvdir, &st) < 0)
 		return -ENODEV;
-	bound_driver(devdir, cur, sizeof(cur));
-	if (cur[0])
-		return -ENODEV;
 	char path[PATH_MAX];
-	/* USB: a deauthorized device or interface is not probed */
-	snprintf(path, sizeof(path), "%s/authorized", devdir);
-	if (read_file(path, ovr, sizeof(ovr)) > 0 && ovr[0] == '0')
-		return -ENODEV;
+	/* bind_store(): a driver that does not match the device, ENODEV */
 	snprintf(path, sizeof(path), "%s/driver_override", devdir);
 	bool has_ovr = read_file(path, ovr, sizeof(ovr)) >= 0;
 	if (has_ovr && ovr[0] && ovr[strlen(ovr) - 1] == '\n')
 		ovr[strlen(ovr) - 1] = '\0';
 	if (has_ovr && strcmp(ovr, "(null)") != 0 ? strcmp(ovr, drv) != 0 : !ids_take(drv, dev))
+		return -ENODEV;
+	/* then __driver_probe_device(): a device bound already, EBUSY (Linux
+	 * >= 5.13; the vm tier's guest, 6.1: tests/vm/guest/test_binding.sh) */
+	bound_driver(devdir, cur, sizeof(cur));
+	if (cur[0])
+		return -EBUSY;
+	/* USB: a deauthorized device or interface is not probed */
+	snprintf(path, sizeof(path), "%s/authorized", devdir);
+	if (read_file(path, ovr, sizeof(ovr)) > 0 && ovr[0] == '0')
 		return -ENODEV;
 	/* the links, as sysfs makes them: relative */
 	char target[PATH_MAX * 2];
@@ -335,7 +346,26 @@ static int do_unbind(const char *sys, const char *bus, const char *drv, const ch
 	return 0;
 }
 
-/* drivers_probe: the override's driver, else the first whose ids take it. */
+static int chosen(const char *path, const char *value);
+
+/* A probe of @dev by @drv inside drivers_probe: what a write of @dev to
+ * @drv's bind file would do, its refusal (the test's line for that file)
+ * the probe's own: the device is left unbound and the write to
+ * drivers_probe still succeeds, as the kernel ignores a probe's error
+ * there (__device_attach_driver()) and bind_store() returns it. 0 when
+ * it bound. */
+static int probe_with(const char *sys, const char *bus, const char *drv, const char *dev)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/bus/%s/drivers/%s/bind", sys, bus, drv);
+	int refusal = chosen(path, dev);
+	if (refusal <= 0)
+		return refusal < 0 ? refusal : -ENODEV;
+	return do_bind(sys, bus, drv, dev);
+}
+
+/* drivers_probe: the override's driver, else the first whose ids take it
+ * and whose probe takes it. */
 static int do_probe(const char *sys, const char *bus, const char *dev)
 {
 	char rel[PATH_MAX], devdir[PATH_MAX], cur[256], ovr[256], path[PATH_MAX];
@@ -350,7 +380,7 @@ static int do_probe(const char *sys, const char *bus, const char *dev)
 	if (read_file(path, ovr, sizeof(ovr)) > 0) {
 		ovr[strcspn(ovr, "\n")] = '\0';
 		if (strcmp(ovr, "(null)") != 0) {
-			(void)do_bind(sys, bus, ovr, dev);
+			(void)probe_with(sys, bus, ovr, dev);
 			return 0;
 		}
 	}
@@ -361,7 +391,7 @@ static int do_probe(const char *sys, const char *bus, const char *dev)
 			break;
 		char drv[256];
 		snprintf(drv, sizeof(drv), "%.*s", (int)(eq - p), p);
-		if (ids_take(drv, dev) && do_bind(sys, bus, drv, dev) == 0)
+		if (ids_take(drv, dev) && probe_with(sys, bus, drv, dev) == 0)
 			return 0;
 		p = end ? end + 1 : NULL;
 	}

@@ -6,7 +6,13 @@ through check, driver_override, unbind, probe and verify; a failure at any
 step leaves the device exactly as it began (driver link, driver_override,
 uevent), with the step and errno in the report the binding file shows; a step the kernel does
 not answer in time is reported pending; a dry run writes nothing; while
-the transaction runs no user driver is offered the device."""
+the transaction runs no user driver is offered the device.
+
+The vm tier covers these against Linux itself: tests/vm/guest/test_binding.sh
+(vm-binding) moves a NIC to vfio-pci and back on the real driver core, has a
+probe refused (vfio-pci's EINVAL for a bridge) rolled back, recovers a
+transaction a killed daemon left, and checks the kernel's answer to each
+binding write that kbind plays (test_direct_binding_writes_get_the_kernels_answers)."""
 import errno
 import os
 import re
@@ -16,7 +22,7 @@ import threading
 
 import pytest
 
-from harness import Daemon
+from harness import Daemon, umockdev_env
 
 HERE = os.path.dirname(__file__)
 TESTBED = os.path.join(HERE, "..", "testbeds", "small-pci.umockdev")
@@ -490,3 +496,62 @@ def test_a_driver_loaded_or_unloaded_later_follows_its_uevent(env):
     assert request(d, "igb dry-run") == errno.EINVAL
     # the other drivers stay
     assert os.path.isdir(d.path("bus", "pci", "drivers", "e1000e"))
+
+
+KERNEL_WRITE = """import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+try:
+    os.write(fd, sys.argv[2].encode())
+    print(0)
+except OSError as e:
+    print(e.errno)
+"""
+
+
+def kernel_write(d, k, path, text):
+    """@text written to /sys/@path in one write(2) by a process of its own
+    under kbind, behind the daemon's back (an admin's echo): 0 or the
+    errno kbind, playing the kernel, answered."""
+    import sys
+    r = subprocess.run([sys.executable, "-c", KERNEL_WRITE, "/sys/" + path, text],
+                       env=umockdev_env(d.testbed, k.env(IDS)), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout)
+
+
+def test_direct_binding_writes_get_the_kernels_answers(env):
+    """What kbind answers to each binding write is what Linux 6.1 answered
+    in the vm tier's guest (tests/vm/guest/test_binding.sh, which covers
+    this against the real driver core): a bind of a device bound already
+    is EBUSY (kbind said ENODEV), of a driver that does not match it or of
+    no such device ENODEV; an unbind by another driver ENODEV;
+    drivers_probe of a bound device does nothing and succeeds, and one
+    whose probe the driver refuses succeeds too, the device left unbound,
+    where a bind write returns the probe's errno."""
+    d, k = env
+    begin = state(d)
+    assert begin == ("e1000e", "(null)\n", ["e1000e"], ["DRIVER=e1000e"])
+    drivers = "bus/pci/drivers/"
+    assert kernel_write(d, k, drivers + "e1000e/bind", NIC) == errno.EBUSY
+    assert kernel_write(d, k, drivers + "vfio-pci/bind", NIC) == errno.ENODEV
+    assert kernel_write(d, k, drivers + "vfio-pci/unbind", NIC) == errno.ENODEV
+    assert kernel_write(d, k, drivers + "e1000e/bind", "0000:ff:1f.7") == errno.ENODEV
+    assert kernel_write(d, k, "bus/pci/drivers_probe", NIC) == 0
+    assert state(d) == begin
+    k.refuse([("drivers/vfio-pci/bind", errno.EINVAL)])
+    try:
+        assert kernel_write(d, k, SYS_NIC[4:] + "/driver_override", "vfio-pci\n") == 0
+        assert kernel_write(d, k, drivers + "e1000e/unbind", NIC) == 0
+        wait_event(d, "unbind")
+        assert kernel_write(d, k, "bus/pci/drivers_probe", NIC) == 0
+        assert state(d)[0] is None
+        assert kernel_write(d, k, drivers + "vfio-pci/bind", NIC) == errno.EINVAL
+        assert state(d)[0] is None
+    finally:
+        k.refuse([])
+    # as it began: the override cleared (a lone newline), e1000e probed
+    assert kernel_write(d, k, SYS_NIC[4:] + "/driver_override", "\n") == 0
+    assert kernel_write(d, k, "bus/pci/drivers_probe", NIC) == 0
+    wait_event(d, "bind")
+    assert state(d) == begin
+    assert kernel_driver(d) == "e1000e"

@@ -6,7 +6,10 @@ same testbed and journal leaves the device exactly as it was before the
 request (driver, driver_override, the drivers' links, the uevent's DRIVER=),
 or, killed past the verify step, exactly as requested; never in between; and
 the device's binding file says what it did. A journal anyone but root could
-change is refused and not acted on."""
+change is refused and not acted on. Against the real driver core: the vm
+tier's tests/vm/guest/test_binding.sh leaves a NIC half-moved, as a daemon
+killed at its probe step does, with its journal, and a new daemon rolls it
+back."""
 import os
 import threading
 import time

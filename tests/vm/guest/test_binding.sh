@@ -43,6 +43,34 @@ ok $? "/dev/vfio/$group went with vfio-pci"
 until_ok mnt_driver_is "$NIC" e1000e
 ok $? "the tree follows: kernel_driver e1000e"
 
+# the kernel's answer to each binding write, which tests/helpers/kbind.c
+# plays for the mount tests (tests/mount/test_binding.py's
+# test_direct_binding_writes_get_the_kernels_answers): "ok" or the error
+# (busybox's printf says nothing of a failed write; its dd does)
+answer() {
+	if out=$(printf '%s\n' "$2" | dd of="$1" conv=notrunc 2>&1); then
+		echo ok
+	else
+		echo "$out" | sed -n 's/^dd: .*: //p'
+	fi
+}
+D=/sys/bus/pci/drivers
+a=$(answer $D/e1000e/bind "$NIC")
+[ "$a" = "Device or resource busy" ]
+ok $? "bind of a device bound already, to its own driver: EBUSY ($a)"
+a=$(answer $D/vfio-pci/bind "$NIC")
+[ "$a" = "No such device" ]
+ok $? "bind to a driver that does not match it (driver_override e1000e): ENODEV ($a)"
+a=$(answer $D/vfio-pci/unbind "$NIC")
+[ "$a" = "No such device" ]
+ok $? "unbind by a driver it is not bound to: ENODEV ($a)"
+a=$(answer $D/e1000e/bind 0000:ff:1f.7)
+[ "$a" = "No such device" ]
+ok $? "bind of no such device: ENODEV ($a)"
+a=$(answer /sys/bus/pci/drivers_probe "$NIC")
+[ "$a" = ok ] && [ "$(sys_driver "$NIC")" = e1000e ]
+ok $? "drivers_probe of a bound device succeeds and changes nothing ($a, $(sys_driver "$NIC"))"
+
 # a refusal: vfio-pci's probe answers EINVAL for a bridge; the empty
 # root port (the last one, the hot-pluggable slot left free)
 RP=
@@ -76,6 +104,24 @@ grep -q '^failed: probe: Invalid argument (EINVAL)$' /tmp/out &&
 ok $? "the report names the step, the kernel's errno and the rollback"
 grep -q '^failed: probe: Invalid argument (EINVAL)$' "$M/$RP/binding"
 ok $? "and so does its binding file"
+
+# a probe refused under drivers_probe: the write succeeds, the device is
+# left unbound (a bind write returns the probe's errno)
+answer "$S/$RP/driver_override" vfio-pci > /dev/null && answer $D/pcieport/unbind "$RP" > /dev/null
+a=$(answer /sys/bus/pci/drivers_probe "$RP")
+[ "$a" = ok ] && [ -z "$(sys_driver "$RP")" ]
+ok $? "drivers_probe of the root port, vfio-pci's probe refusing it: succeeds, unbound ($a, '$(sys_driver "$RP")')"
+a=$(answer $D/vfio-pci/bind "$RP")
+[ "$a" = "Invalid argument" ]
+ok $? "bind to vfio-pci: the probe's EINVAL ($a)"
+a=$(answer "$S/$RP/driver_override" "")
+[ "$a" = ok ] && [ "$(cat "$S/$RP/driver_override")" = "(null)" ]
+ok $? "a lone newline clears driver_override ($a, $(cat "$S/$RP/driver_override"))"
+answer /sys/bus/pci/drivers_probe "$RP" > /dev/null
+[ "$(sys_driver "$RP")" = pcieport ]
+ok $? "drivers_probe binds pcieport again ($(sys_driver "$RP"))"
+until_ok mnt_driver_is "$RP" pcieport
+ok $? "the tree follows"
 
 # a transaction a killed daemon left (issue 33 item 1): the NIC half-moved
 # as a daemon killed at its probe step leaves it (driver_override
