@@ -134,6 +134,22 @@ def in_background(fn, *args):
     return t, result
 
 
+def wait_started(path, timeout=60, what=None):
+    """Waits until a hook writes "started" into the FIFO @path: a bound
+    wait (a hook that never runs fails the test, @what saying what ran
+    instead) where an open() of the FIFO would block for ever."""
+    import select
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        assert poller.poll(timeout * 1000), \
+            f"no hook started within {timeout} s" + (f" ({what()})" if what else "")
+        assert os.read(fd, 64).strip() == b"started"
+    finally:
+        os.close(fd)
+
+
 class Daemon:
     """driverfsd serving a testbed at a fresh mount point."""
 

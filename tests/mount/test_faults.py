@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from harness import Daemon, auto_unmount_helpers, in_background, pci_pmcsr, unmount_watcher, own
+from harness import (Daemon, auto_unmount_helpers, in_background, pci_pmcsr, unmount_watcher, own,
+                     wait_started)
 from hotplug_util import unplug_sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,18 +54,6 @@ if [ -p "$1/gate.$2.$dev" ]; then
 fi
 exit 0
 """
-
-
-def wait_started(path, timeout=60):
-    """Waits until a hook writes "started" into the FIFO @path."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        assert poller.poll(timeout * 1000), f"no hook started within {timeout} s"
-        assert os.read(fd, 64).strip() == b"started"
-    finally:
-        os.close(fd)
 
 
 class Env:
