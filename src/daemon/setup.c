@@ -14,7 +14,6 @@
 #include "core/model.h"
 #include "drivers/binding.h"
 #include "drivers/exec.h"
-#include "drivers/inuse.h"
 #include "drivers/journal.h"
 #include "drivers/modules.h"
 #include "drivers/needs.h"
@@ -189,8 +188,8 @@ static int load_snapshot(struct daemon *d)
  * bind and unbind files, and the bindings persisted, applied now. */
 static int set_up_binding(struct daemon *d)
 {
-	if (d->o->proc_root)
-		dm_inuse_set_proc_root(d->o->proc_root);
+	if (d->o->proc_root && dm_binder_set_proc_root(d->binder, d->o->proc_root) < 0)
+		return daemon_fail(-ENOMEM);
 	if (d->o->modules_dir)
 		dm_modules_set_dir(d->o->modules_dir);
 	int r;

@@ -58,6 +58,7 @@ enum { RES_OK, RES_REFUSED, RES_PENDING, RES_INVALID, RES_FAILED, N_RES };
 
 struct dm_binder {
 	char *sysfs; /* "/sys", or a test's directory */
+	char *proc; /* "/proc", --proc-root, or a test's directory */
 	struct dm_journal *journal; /* the binding journal (journal.h) */
 	struct dm_binder_kernel kernel;
 	pthread_mutex_t observer_lock;
@@ -83,8 +84,10 @@ int dm_binder_new(const char *sysfs_root, const char *journal, struct dm_binder 
 	if (!b)
 		return -ENOMEM;
 	b->sysfs = strdup(sysfs_root ? sysfs_root : "/sys");
-	if (!b->sysfs || dm_journal_new(journal, &b->journal) < 0) {
+	b->proc = strdup("/proc");
+	if (!b->sysfs || !b->proc || dm_journal_new(journal, &b->journal) < 0) {
 		free(b->sysfs);
+		free(b->proc);
 		free(b);
 		return -ENOMEM;
 	}
@@ -107,6 +110,7 @@ void dm_binder_free(struct dm_binder *b)
 	free(b->protected_names);
 	dm_journal_free(b->journal);
 	free(b->sysfs);
+	free(b->proc);
 	free(b);
 }
 
@@ -138,6 +142,30 @@ void dm_binder_get_observer(struct dm_binder *b, struct dm_binder_observer *ret)
 const char *dm_binder_sysfs(const struct dm_binder *b)
 {
 	return b->sysfs;
+}
+
+int dm_binder_set_proc_root(struct dm_binder *b, const char *dir)
+{
+	char *p = strdup(dir ? dir : "/proc");
+	if (!p)
+		return -ENOMEM;
+	free(b->proc);
+	b->proc = p;
+	return 0;
+}
+
+const char *dm_binder_proc(const struct dm_binder *b)
+{
+	return b->proc;
+}
+
+int dm_binder_inuse_check(struct dm_binder *b, struct dm_device *dev, char *buf, size_t size,
+			  char *pub, size_t pub_size)
+{
+	/* no binder (a model binding does not serve): the machine's */
+	const struct dm_inuse_roots roots = { .sysfs = b ? b->sysfs : NULL,
+					      .proc = b ? b->proc : NULL };
+	return dm_inuse_check(&roots, dev, buf, size, pub, pub_size);
 }
 
 int dm_binder_write(struct dm_binder *b, const char *label, const char *path, const char *value,
@@ -447,7 +475,7 @@ static int vetoes(struct txn *t)
 		n++;
 	}
 	n += link_vetoes(t);
-	int r = dm_inuse_check(t->dev, reasons, sizeof(reasons), pub, sizeof(pub));
+	int r = dm_binder_inuse_check(t->b, t->dev, reasons, sizeof(reasons), pub, sizeof(pub));
 	if (r < 0) {
 		say(t, "in use: cannot tell (%s)\n", strerror(-r));
 		return -EBUSY;

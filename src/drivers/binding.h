@@ -72,6 +72,16 @@ void dm_binder_set_observer(struct dm_binder *b, const struct dm_binder_observer
 void dm_binder_get_observer(struct dm_binder *b, struct dm_binder_observer *ret);
 /* @b's sysfs root, "/sys" or a test's. */
 const char *dm_binder_sysfs(const struct dm_binder *b);
+/* Where @b's in-use checks read mounts, swaps, routes and processes
+ * (NULL: "/proc"; --proc-root, a test's directory). Copied; before any
+ * request. 0 or -ENOMEM. */
+int dm_binder_set_proc_root(struct dm_binder *b, const char *dir);
+/* @b's proc root, "/proc" or another. */
+const char *dm_binder_proc(const struct dm_binder *b);
+/* What uses @dev's subtree (inuse.h's dm_inuse_check()), read under @b's
+ * sysfs and proc roots. */
+int dm_binder_inuse_check(struct dm_binder *b, struct dm_device *dev, char *buf, size_t size,
+			  char *pub, size_t pub_size);
 /* One sysfs write through @b's kernel (the runner's, or a test's), as
  * dm_run_write(): the SR-IOV transactions' (sriov.h) too. */
 int dm_binder_write(struct dm_binder *b, const char *label, const char *path, const char *value,

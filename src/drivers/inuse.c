@@ -16,13 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *proc_root = "/proc";
-
-void dm_inuse_set_proc_root(const char *dir)
-{
-	proc_root = dir;
-}
-
 /* ---- what the subtree has ---- */
 
 #define NAME_LEN 64
@@ -83,10 +76,11 @@ static int collect(struct dm_device *dev, void *data)
 }
 
 /* Adds the holders of block device @name (dm, md ...), transitively. */
-static void add_holders(struct things *blocks, const char *name, const char *via)
+static void add_holders(const struct dm_inuse_roots *r, struct things *blocks, const char *name,
+			const char *via)
 {
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "/sys/class/block/%s/holders", name);
+	snprintf(dir, sizeof(dir), "%s/class/block/%s/holders", r->sysfs, name);
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
@@ -99,13 +93,13 @@ static void add_holders(struct things *blocks, const char *name, const char *via
 			continue;
 		char path[PATH_MAX + 64];
 		snprintf(h->via, sizeof(h->via), "%s", via);
-		snprintf(path, sizeof(path), "/sys/class/block/%s/dev", e->d_name);
+		snprintf(path, sizeof(path), "%s/class/block/%s/dev", r->sysfs, e->d_name);
 		if (dm_run_read(path, h->devt, sizeof(h->devt)) < 0)
 			h->devt[0] = '\0';
 		snprintf(h->node, sizeof(h->node), "/dev/%s", e->d_name);
 		char holder[NAME_LEN];
 		snprintf(holder, sizeof(holder), "%s", e->d_name);
-		add_holders(blocks, holder, via);
+		add_holders(r, blocks, holder, via);
 	}
 	closedir(d);
 }
@@ -162,19 +156,22 @@ static void add_namespace(struct things *blocks, const char *dir, const char *na
  * subtree (@ctrls) whose every controller is in the subtree loses its
  * namespaces with it: they, and their partitions, are the subtree's.
  */
-static void add_nvme_namespaces(struct things *blocks, const struct things *ctrls)
+static void add_nvme_namespaces(const struct dm_inuse_roots *r, struct things *blocks,
+				const struct things *ctrls)
 {
 	if (ctrls->n == 0)
 		return;
-	DIR *d = opendir("/sys/class/nvme-subsystem");
+	char top[PATH_MAX];
+	snprintf(top, sizeof(top), "%s/class/nvme-subsystem", r->sysfs);
+	DIR *d = opendir(top);
 	if (!d)
 		return;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.' || strlen(e->d_name) >= NAME_LEN)
 			continue;
-		char dir[PATH_MAX];
-		snprintf(dir, sizeof(dir), "/sys/class/nvme-subsystem/%s", e->d_name);
+		char dir[PATH_MAX + NAME_LEN];
+		snprintf(dir, sizeof(dir), "%s/%s", top, e->d_name);
 		DIR *s = opendir(dir);
 		if (!s)
 			continue;
@@ -261,7 +258,8 @@ static void reason_as(struct out *o, const char *pub, const char *fmt, ...)
 #define reason(o, ...) reason_as(o, NULL, __VA_ARGS__)
 
 /* What a holder holds, for a reason's words. */
-static void describe(const struct thing *b, char *buf, size_t size)
+static void describe(const struct dm_inuse_roots *r, const struct thing *b, char *buf,
+		     size_t size)
 {
 	char path[PATH_MAX], dm[NAME_LEN];
 	if (!b->via[0]) {
@@ -272,7 +270,7 @@ static void describe(const struct thing *b, char *buf, size_t size)
 		snprintf(buf, size, "%s (a multipath namespace of %s)", b->name, b->via);
 		return;
 	}
-	snprintf(path, sizeof(path), "/sys/class/block/%s/dm/name", b->name);
+	snprintf(path, sizeof(path), "%s/class/block/%s/dm/name", r->sysfs, b->name);
 	if (dm_run_read(path, dm, sizeof(dm)) >= 0) {
 		/* a volume's name is its creator's, newlines allowed: never
 		 * a line of the report of its own (escaped by driverfsctl) */
@@ -285,10 +283,11 @@ static void describe(const struct thing *b, char *buf, size_t size)
 		snprintf(buf, size, "%s (holding %s)", b->name, b->via);
 }
 
-static void check_mounts(struct out *o, const struct things *blocks)
+static void check_mounts(const struct dm_inuse_roots *r, struct out *o,
+			 const struct things *blocks)
 {
 	char path[PATH_MAX], line[PATH_MAX * 2];
-	snprintf(path, sizeof(path), "%s/self/mountinfo", proc_root);
+	snprintf(path, sizeof(path), "%s/self/mountinfo", r->proc);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return;
@@ -300,7 +299,7 @@ static void check_mounts(struct out *o, const struct things *blocks)
 			if (!blocks->v[i].devt[0] || strcmp(blocks->v[i].devt, devt) != 0)
 				continue;
 			char what[3 * NAME_LEN + 32], pub[4 * NAME_LEN + 64];
-			describe(&blocks->v[i], what, sizeof(what));
+			describe(r, &blocks->v[i], what, sizeof(what));
 			/* the daemon's mount points (its namespace's, /proc's
 			 * own for others may differ): root's alone */
 			snprintf(pub, sizeof(pub), "%s is mounted (where: details for root only)",
@@ -311,10 +310,11 @@ static void check_mounts(struct out *o, const struct things *blocks)
 	fclose(f);
 }
 
-static void check_swaps(struct out *o, const struct things *blocks)
+static void check_swaps(const struct dm_inuse_roots *r, struct out *o,
+			 const struct things *blocks)
 {
 	char path[PATH_MAX], line[PATH_MAX + 128];
-	snprintf(path, sizeof(path), "%s/swaps", proc_root);
+	snprintf(path, sizeof(path), "%s/swaps", r->proc);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return;
@@ -328,21 +328,22 @@ static void check_swaps(struct out *o, const struct things *blocks)
 			if (strcmp(base, b->name) != 0 && strcmp(file, b->node) != 0)
 				continue;
 			char what[3 * NAME_LEN + 32];
-			describe(b, what, sizeof(what));
+			describe(r, b, what, sizeof(what));
 			reason(o, "%s is used as swap", what);
 		}
 	}
 	fclose(f);
 }
 
-static void check_holders(struct out *o, const struct things *blocks)
+static void check_holders(const struct dm_inuse_roots *r, struct out *o,
+			 const struct things *blocks)
 {
 	for (size_t i = 0; i < blocks->n; i++) {
 		const struct thing *b = &blocks->v[i];
 		if (!b->via[0] || b->namespace)
 			continue; /* the subtree's own: in use only when used */
 		char what[3 * NAME_LEN + 32];
-		describe(b, what, sizeof(what));
+		describe(r, b, what, sizeof(what));
 		reason(o, "%s", what);
 	}
 }
@@ -359,10 +360,10 @@ static void route4(const char *hex, const char *mask, char *buf, size_t size)
 			 (d >> 16) & 0xff, (d >> 24) & 0xff, bits);
 }
 
-static void check_routes(struct out *o, const struct things *nets)
+static void check_routes(const struct dm_inuse_roots *r, struct out *o, const struct things *nets)
 {
 	char path[PATH_MAX], line[512];
-	snprintf(path, sizeof(path), "%s/net/route", proc_root);
+	snprintf(path, sizeof(path), "%s/net/route", r->proc);
 	FILE *f = fopen(path, "re");
 	if (f) {
 		while (fgets(line, sizeof(line), f)) {
@@ -380,7 +381,7 @@ static void check_routes(struct out *o, const struct things *nets)
 		}
 		fclose(f);
 	}
-	snprintf(path, sizeof(path), "%s/net/ipv6_route", proc_root);
+	snprintf(path, sizeof(path), "%s/net/ipv6_route", r->proc);
 	f = fopen(path, "re");
 	if (!f)
 		return;
@@ -402,12 +403,13 @@ static void check_routes(struct out *o, const struct things *nets)
 	fclose(f);
 }
 
-static void check_open_nodes(struct out *o, const struct things *nodes)
+static void check_open_nodes(const struct dm_inuse_roots *r, struct out *o,
+			     const struct things *nodes)
 {
-	DIR *procs = opendir(proc_root);
+	DIR *procs = opendir(r->proc);
 	if (!procs)
 		return;
-	bool real = strcmp(proc_root, "/proc") == 0;
+	bool real = strcmp(r->proc, "/proc") == 0;
 	struct dirent *p;
 	while ((p = readdir(procs))) {
 		char *end;
@@ -415,7 +417,7 @@ static void check_open_nodes(struct out *o, const struct things *nodes)
 		if (*end || pid <= 0 || (real && pid == getpid()))
 			continue;
 		char dir[PATH_MAX];
-		snprintf(dir, sizeof(dir), "%s/%ld/fd", proc_root, pid);
+		snprintf(dir, sizeof(dir), "%s/%ld/fd", r->proc, pid);
 		DIR *fds = opendir(dir);
 		if (!fds)
 			continue;
@@ -434,7 +436,7 @@ static void check_open_nodes(struct out *o, const struct things *nodes)
 		}
 		closedir(fds);
 		char comm[64] = "?", path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/%ld/comm", proc_root, pid);
+		snprintf(path, sizeof(path), "%s/%ld/comm", r->proc, pid);
 		if (dm_run_read(path, comm, sizeof(comm)) < 0)
 			snprintf(comm, sizeof(comm), "?");
 		/* a process names itself, newlines included: quoted as it is
@@ -505,10 +507,11 @@ static void add_vfio_node(struct things *nodes, const char *node, const char *dr
  * now) is held by whoever has its VFIO nodes open: its IOMMU group's
  * /dev/vfio/G (a VM, DPDK; /dev/vfio/noiommu-G in the kernel's no-IOMMU
  * mode) and its iommufd cdev /dev/vfio/devices/vfioN. */
-static void add_vfio_nodes(struct things *nodes, const char *devpath, const char *name)
+static void add_vfio_nodes(const struct dm_inuse_roots *r, struct things *nodes,
+			   const char *devpath, const char *name)
 {
 	char devdir[PATH_MAX], drv[NAME_LEN], group[NAME_LEN], node[NAME_LEN];
-	if (!devpath || (size_t)snprintf(devdir, sizeof(devdir), "/sys%s", devpath) >= sizeof(devdir))
+	if (!devpath || (size_t)snprintf(devdir, sizeof(devdir), "%s%s", r->sysfs, devpath) >= sizeof(devdir))
 		return;
 	link_name(devdir, "driver", drv, sizeof(drv));
 	if (!dm_inuse_is_vfio_driver(drv))
@@ -534,8 +537,14 @@ static void add_vfio_nodes(struct things *nodes, const char *devpath, const char
 		closedir(d);
 }
 
-int dm_inuse_check(struct dm_device *dev, char *buf, size_t size, char *pub, size_t pub_size)
+int dm_inuse_check(const struct dm_inuse_roots *roots, struct dm_device *dev, char *buf,
+		   size_t size, char *pub, size_t pub_size)
 {
+	struct dm_inuse_roots rr = {
+		.sysfs = roots && roots->sysfs ? roots->sysfs : "/sys",
+		.proc = roots && roots->proc ? roots->proc : "/proc",
+	};
+	const struct dm_inuse_roots *r = &rr;
 	struct dm_model *m = dm_device_get_model(dev);
 	struct subtree s = { 0 };
 	dm_model_read_lock(m);
@@ -561,18 +570,18 @@ int dm_inuse_check(struct dm_device *dev, char *buf, size_t size, char *pub, siz
 		}
 		if (node[0] && (x = add(&nodes, name)))
 			snprintf(x->node, sizeof(x->node), "%s", node);
-		add_vfio_nodes(&nodes, dm_device_get_devpath(dev_i), name);
+		add_vfio_nodes(r, &nodes, dm_device_get_devpath(dev_i), name);
 		dm_device_unref(dev_i);
 	}
 	bool failed = s.failed;
 	free(s.v);
-	add_nvme_namespaces(&blocks, &ctrls);
+	add_nvme_namespaces(r, &blocks, &ctrls);
 	free(ctrls.v);
 	size_t n_own = blocks.n;
 	for (size_t i = 0; i < n_own; i++) {
 		char name[NAME_LEN];
 		snprintf(name, sizeof(name), "%s", blocks.v[i].name);
-		add_holders(&blocks, name, name);
+		add_holders(r, &blocks, name, name);
 	}
 	/* a holder's node (and a namespace's) counts as the subtree's */
 	for (size_t i = 0; i < blocks.n; i++) {
@@ -588,11 +597,11 @@ int dm_inuse_check(struct dm_device *dev, char *buf, size_t size, char *pub, siz
 		.pub = { .buf = pub, .size = pub_size, .len = pub ? strlen(pub) : 0 },
 	};
 	if (!failed) {
-		check_mounts(&o, &blocks);
-		check_swaps(&o, &blocks);
-		check_holders(&o, &blocks);
-		check_routes(&o, &nets);
-		check_open_nodes(&o, &nodes);
+		check_mounts(r, &o, &blocks);
+		check_swaps(r, &o, &blocks);
+		check_holders(r, &o, &blocks);
+		check_routes(r, &o, &nets);
+		check_open_nodes(r, &o, &nodes);
 	}
 	free(blocks.v);
 	free(nets.v);

@@ -14,9 +14,10 @@
  *     process holds open (a VM, DPDK): its IOMMU group's /dev/vfio/G (or
  *     /dev/vfio/noiommu-G) and its cdev /dev/vfio/devices/vfioN.
  *
- * Mounts, swaps, routes and processes are read under the proc root
- * (dm_inuse_set_proc_root(), "/proc" unless a test points it elsewhere);
- * holders and dm names under /sys. Each reason is one line.
+ * Mounts, swaps, routes and processes are read under the caller's proc
+ * root, holders, dm names, NVMe subsystems and VFIO bindings under its
+ * sysfs root (struct dm_inuse_roots: the binder's, binding.h). Each reason
+ * is one line.
  */
 #ifndef DM_INUSE_H
 #define DM_INUSE_H
@@ -26,9 +27,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Where mounts, swaps, routes and /proc/PID/fd are read ("/proc"). Before
- * any check; the string is kept. */
-void dm_inuse_set_proc_root(const char *dir);
+/* Where a check reads: @sysfs ("/sys", or a test's directory laid out as
+ * sysfs) and @proc (mounts, swaps, routes and PID/fd; "/proc", or
+ * --proc-root). NULL members (or no roots): those. */
+struct dm_inuse_roots {
+	const char *sysfs;
+	const char *proc;
+};
 
 /*
  * Appends to @buf (of @size bytes, holding a NUL-terminated text) one line
@@ -38,9 +43,10 @@ void dm_inuse_set_proc_root(const char *dir);
  * node (pid and command, which /proc hides from other users) left out,
  * "(where: details for root only)", one line for a node however many hold
  * it. Returns the number of reasons, or -errno when the subtree cannot be
- * read. Call without the model lock.
+ * read. Under @roots. Call without the model lock.
  */
-int dm_inuse_check(struct dm_device *dev, char *buf, size_t size, char *pub, size_t pub_size);
+int dm_inuse_check(const struct dm_inuse_roots *roots, struct dm_device *dev, char *buf,
+		   size_t size, char *pub, size_t pub_size);
 
 /* vfio-pci, or one of its variants (mlx5_vfio_pci, hisi_acc_vfio_pci ...):
  * a name ending in vfio-pci or vfio_pci. */

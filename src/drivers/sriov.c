@@ -334,7 +334,7 @@ static int vetoes(struct txn *t, bool count_changes)
 		if (!dev)
 			continue; /* not in the tree: nothing the daemon knows of uses it */
 		char *reasons = calloc(1, REPORT_MAX), *pub = calloc(1, REPORT_MAX);
-		int r = reasons && pub ? dm_inuse_check(dev, reasons, REPORT_MAX, pub, REPORT_MAX)
+		int r = reasons && pub ? dm_binder_inuse_check(b, dev, reasons, REPORT_MAX, pub, REPORT_MAX)
 				       : -ENOMEM;
 		dm_device_unref(dev);
 		if (r < 0) {

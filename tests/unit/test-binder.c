@@ -325,10 +325,9 @@ static int setup(void **state)
 	set_driver(&f->k, "nvme");
 	dev_set_driver(&f->k, PFNAME, PF_DRIVER);
 
-	/* nothing of the live machine: no /proc to scan (the string is
-	 * kept: the fixture's), no module index */
+	/* nothing of the live machine: no /proc to scan (the binder's proc
+	 * root, below), no module index */
 	snprintf(f->proc, sizeof(f->proc), "%s/proc", r);
-	dm_inuse_set_proc_root(f->proc);
 	char dir[PATH_MAX + 16];
 	snprintf(dir, sizeof(dir), "%s/modules", r);
 	dm_modules_set_dir(dir);
@@ -356,6 +355,7 @@ static int setup(void **state)
 	assert_int_equal(dm_device_add(f->pf, NULL), 0);
 
 	assert_int_equal(dm_binder_new(r, f->journal, &f->b), 0);
+	assert_int_equal(dm_binder_set_proc_root(f->b, f->proc), 0);
 	const struct dm_binder_kernel k = { .write = kernel_write, .data = &f->k };
 	dm_binder_set_kernel(f->b, &k);
 	dm_model_set_bind_request(f->m, dm_binding_request, f->b);
