@@ -25,6 +25,14 @@
  * record at start to the device it names alone; an SR-IOV transaction
  * through the same binder and kernel makes and binds VFs, and a bind that
  * fails is rolled back (VFs gone, count and autoprobe as they were).
+ * The in-use checks against the fake sysfs and a fake proc root (the
+ * binder's, dm_binder_set_proc_root()): a disk of the subtree mounted (a
+ * mountinfo line), a dm holder above it (holders/), an interface with a
+ * route (net/route), a /dev node held open (a PID/fd link), the IOMMU
+ * group's VFIO node held while bound to vfio-pci, an NVMe multipath
+ * namespace of the subtree's controller mounted: each refuses an unbind
+ * with EBUSY and its reason (root's words and others'), force proceeds; a
+ * namespace another controller still reaches is no reason.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -765,6 +773,200 @@ static void test_sriov(void **state)
 	assert_non_null(strstr(rep, "after rollback: 0 VFs\n"));
 }
 
+/* ---- in use: the checks against the fake sysfs and a fake proc root ---- */
+
+/* A device @name of class @cls below @parent in the model, its "dev"
+ * (@devt) and "devnode" (@node) when given. */
+static void add_child(struct fixture *f, struct dm_device *parent, const char *name,
+		      const char *cls, const char *devt, const char *node)
+{
+	struct dm_device *d;
+	struct dm_class *c;
+	assert_int_equal(dm_device_new(f->m, name, &d), 0);
+	assert_int_equal(dm_class_get(f->m, cls, &c), 0);
+	dm_device_set_class(d, c, NULL);
+	if (devt)
+		assert_int_equal(dm_device_set_value(d, "dev", devt), 0);
+	if (node)
+		assert_int_equal(dm_device_set_value(d, "devnode", node), 0);
+	assert_int_equal(dm_device_add(d, parent), 0);
+	dm_device_unref(d);
+}
+
+/* The drive's subtree: its controller nvme0, a disk sda (8:0) and an
+ * interface eth0 below it. */
+static void add_subtree(struct fixture *f)
+{
+	add_child(f, f->dev, "nvme0", "nvme", NULL, NULL);
+	add_child(f, f->dev, "sda", "block", "8:0", "/dev/sda");
+	add_child(f, f->dev, "eth0", "net", NULL, NULL);
+	mkdirs(f->k.root, "class/block/sda/holders");
+	test_write_file(f->k.root, "class/block/sda/dev", "8:0\n");
+}
+
+/* The file @dir/@name of the fake proc root, holding @text. */
+static void proc_write(struct fixture *f, const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX + 64];
+	mkdirs(f->proc, dir);
+	snprintf(path, sizeof(path), "%s/%s", f->proc, dir);
+	test_write_file(path, name, text);
+}
+
+/* A process @pid of the fake proc root, named @comm, holding @target open
+ * as its fd 3. */
+static void proc_holds(struct fixture *f, const char *pid, const char *comm, const char *target)
+{
+	char rel[64], link[PATH_MAX + 64];
+	snprintf(rel, sizeof(rel), "%s/fd", pid);
+	mkdirs(f->proc, rel);
+	snprintf(rel, sizeof(rel), "%s/comm", pid);
+	test_write_file(f->proc, rel, comm);
+	snprintf(link, sizeof(link), "%s/%s/fd/3", f->proc, pid);
+	assert_int_equal(symlink(target, link), 0);
+}
+
+/* An unbind is refused with EBUSY naming @reason (root's report; others
+ * read @pub_reason, NULL: the same), nothing written; with force it
+ * proceeds. */
+static void assert_in_use(struct fixture *f, const char *reason, const char *pub_reason)
+{
+	struct dm_bind_request req = { .action = DM_BIND_NONE };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), -EBUSY);
+	assert_string_equal(f->k.log, "");
+	char rep[REPORT_SIZE];
+	report_of(f, rep, sizeof(rep));
+	if (!strstr(rep, reason))
+		fail_msg("no \"%s\" in the report:\n%s", reason, rep);
+	assert_non_null(strstr(rep, "refused: in use (force proceeds)\n"));
+	unsigned long seq;
+	dm_binding_status(f->b, f->dev, false, rep, sizeof(rep), &seq);
+	if (!strstr(rep, pub_reason ? pub_reason : reason))
+		fail_msg("no \"%s\" in others' report:\n%s", pub_reason ? pub_reason : reason,
+			 rep);
+
+	req.force = true;
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "forced: proceeding although in use\n"));
+	assert_non_null(strstr(rep, reason));
+	char now[64];
+	get_driver(&f->k, now, sizeof(now));
+	assert_string_equal(now, "");
+}
+
+/* Nothing in use: the unbind proceeds without force (what each case
+ * below adds is what refuses it). */
+static void test_inuse_none(void **state)
+{
+	struct fixture *f = *state;
+	add_subtree(f);
+	proc_write(f, "self", "mountinfo",
+			"25 1 8:1 / / rw - ext4 /dev/sdb1 rw\n");
+	struct dm_bind_request req = { .action = DM_BIND_NONE };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+}
+
+static void test_inuse_mounted(void **state)
+{
+	struct fixture *f = *state;
+	add_subtree(f);
+	proc_write(f, "self", "mountinfo",
+			"25 1 8:1 / / rw - ext4 /dev/sdb1 rw\n"
+			"36 25 8:0 / /mnt/data rw,relatime - ext4 /dev/sda rw\n");
+	assert_in_use(f, "in use: sda is mounted at /mnt/data\n",
+		      "in use: sda is mounted (where: details for root only)\n");
+}
+
+static void test_inuse_holder(void **state)
+{
+	struct fixture *f = *state;
+	add_subtree(f);
+	mkdirs(f->k.root, "class/block/sda/holders/dm-0");
+	mkdirs(f->k.root, "class/block/dm-0/dm");
+	test_write_file(f->k.root, "class/block/dm-0/dev", "253:0\n");
+	test_write_file(f->k.root, "class/block/dm-0/dm/name", "vg-data\n");
+	assert_in_use(f, "in use: dm-0 (vg-data, holding sda)\n", NULL);
+}
+
+static void test_inuse_route(void **state)
+{
+	struct fixture *f = *state;
+	add_subtree(f);
+	proc_write(f, "net", "route",
+			"Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask"
+			"\t\tMTU\tWindow\tIRTT\n"
+			"eth0\t0001A8C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n");
+	assert_in_use(f, "in use: interface eth0 carries a route to 192.168.1.0/24\n", NULL);
+}
+
+static void test_inuse_open_node(void **state)
+{
+	struct fixture *f = *state;
+	add_subtree(f);
+	proc_holds(f, "4242", "fsck\n", "/dev/sda");
+	assert_in_use(f, "in use: /dev/sda is open in process 4242 (fsck)\n",
+		      "in use: /dev/sda is open in a process (which: details for root "
+		      "only)\n");
+}
+
+/* The drive bound to vfio-pci: its IOMMU group's node (group 7, the
+ * fixture's) held by a VM. */
+static void test_inuse_vfio(void **state)
+{
+	struct fixture *f = *state;
+	set_driver(&f->k, "vfio-pci");
+	proc_holds(f, "77", "qemu-system-x86\n", "/dev/vfio/7");
+	assert_in_use(f,
+		      "in use: /dev/vfio/7 (VFIO, " DEVNAME " on vfio-pci) is open in process 77 "
+		      "(qemu-system-x86)\n",
+		      "in use: /dev/vfio/7 (VFIO, " DEVNAME " on vfio-pci) is open in a process "
+		      "(which: details for root only)\n");
+}
+
+/* The subtree, and subsystem nvme-subsys0 of the controller nvme0 (and,
+ * with @other, of nvme1, not the subtree's) with its namespace nvme0n1
+ * (259:0), mounted at /srv. */
+static void nvme_subsystem(struct fixture *f, bool other)
+{
+	add_subtree(f);
+	const char *dir = "class/nvme-subsystem/nvme-subsys0";
+	char rel[128];
+	snprintf(rel, sizeof(rel), "%s/nvme0n1", dir);
+	mkdirs(f->k.root, rel);
+	snprintf(rel, sizeof(rel), "%s/nvme0n1/dev", dir);
+	test_write_file(f->k.root, rel, "259:0\n");
+	snprintf(rel, sizeof(rel), "%s/nvme0", dir);
+	mkdirs(f->k.root, rel);
+	if (other) {
+		snprintf(rel, sizeof(rel), "%s/nvme1", dir);
+		mkdirs(f->k.root, rel);
+	}
+	proc_write(f, "self", "mountinfo", "40 25 259:0 / /srv rw - xfs /dev/nvme0n1 rw\n");
+}
+
+/* NVMe multipath: the namespace is in the subsystem, not below the
+ * controller; the subsystem's one controller is the subtree's, so its
+ * namespace is, and it is mounted. */
+static void test_inuse_nvme_namespace(void **state)
+{
+	struct fixture *f = *state;
+	nvme_subsystem(f, false);
+	assert_in_use(f, "in use: nvme0n1 (a multipath namespace of nvme0) is mounted at /srv\n",
+		      "in use: nvme0n1 (a multipath namespace of nvme0) is mounted (where: details "
+		      "for root only)\n");
+}
+
+/* A subsystem another controller (not the subtree's) still reaches keeps
+ * its namespace: no reason. */
+static void test_inuse_nvme_other_path(void **state)
+{
+	struct fixture *f = *state;
+	nvme_subsystem(f, true);
+	struct dm_bind_request req = { .action = DM_BIND_NONE };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -776,6 +978,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_recover_rolls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_persistence_on_top, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sriov, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inuse_none, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inuse_mounted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inuse_holder, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inuse_route, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inuse_open_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inuse_vfio, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inuse_nvme_namespace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inuse_nvme_other_path, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
