@@ -115,7 +115,7 @@ void daemon_register_metrics(struct daemon *d)
 		{ daemon_metrics, d },
 		{ d->pm ? dm_pm_metrics : NULL, d->pm },
 		{ d->binder ? dm_binding_metrics : NULL, d->binder },
-		{ d->o->snapshot ? NULL : dm_sriov_metrics, NULL },
+		{ d->o->snapshot || !d->binder ? NULL : dm_sriov_metrics, d->binder },
 		{ d->monitor ? dm_monitor_metrics : NULL, d->monitor },
 		{ d->helper ? dm_helper_metrics : NULL, d->helper },
 		{ d->fs ? dm_fs_metrics : NULL, d->fs },

@@ -11,6 +11,7 @@
 #include "modules.h"
 #include "report.h"
 #include "runner.h"
+#include "sriov.h"
 #include "util/log.h"
 
 #include <dirent.h>
@@ -59,6 +60,7 @@ enum { RES_OK, RES_REFUSED, RES_PENDING, RES_INVALID, RES_FAILED, N_RES };
 struct dm_binder {
 	char *sysfs; /* "/sys", or a test's directory */
 	char *proc; /* "/proc", --proc-root, or a test's directory */
+	struct dm_sriov_state *sriov; /* sriov.c's reports and counts */
 	struct dm_journal *journal; /* the binding journal (journal.h) */
 	struct dm_binder_kernel kernel;
 	pthread_mutex_t observer_lock;
@@ -85,7 +87,9 @@ int dm_binder_new(const char *sysfs_root, const char *journal, struct dm_binder 
 		return -ENOMEM;
 	b->sysfs = strdup(sysfs_root ? sysfs_root : "/sys");
 	b->proc = strdup("/proc");
-	if (!b->sysfs || !b->proc || dm_journal_new(journal, &b->journal) < 0) {
+	if (!b->sysfs || !b->proc || dm_sriov_state_new(&b->sriov) < 0 ||
+	    dm_journal_new(journal, &b->journal) < 0) {
+		dm_sriov_state_free(b->sriov);
 		free(b->sysfs);
 		free(b->proc);
 		free(b);
@@ -111,6 +115,7 @@ void dm_binder_free(struct dm_binder *b)
 	dm_journal_free(b->journal);
 	free(b->sysfs);
 	free(b->proc);
+	dm_sriov_state_free(b->sriov);
 	free(b);
 }
 
@@ -142,6 +147,11 @@ void dm_binder_get_observer(struct dm_binder *b, struct dm_binder_observer *ret)
 const char *dm_binder_sysfs(const struct dm_binder *b)
 {
 	return b->sysfs;
+}
+
+struct dm_sriov_state *dm_binder_sriov(struct dm_binder *b)
+{
+	return b->sriov;
 }
 
 int dm_binder_set_proc_root(struct dm_binder *b, const char *dir)

@@ -30,6 +30,7 @@
 /* ---- the binder ---- */
 struct dm_binder;
 struct dm_journal; /* journal.h */
+struct dm_sriov_state; /* sriov.h */
 
 /* The kernel's side of a transaction: @write makes one sysfs write (as
  * dm_run_write(): 0 or -errno, -ETIMEDOUT past @timeout_ms). The daemon's
@@ -72,6 +73,9 @@ void dm_binder_set_observer(struct dm_binder *b, const struct dm_binder_observer
 void dm_binder_get_observer(struct dm_binder *b, struct dm_binder_observer *ret);
 /* @b's sysfs root, "/sys" or a test's. */
 const char *dm_binder_sysfs(const struct dm_binder *b);
+/* @b's SR-IOV state (sriov.h): each PF's last report, the requests'
+ * counts. */
+struct dm_sriov_state *dm_binder_sriov(struct dm_binder *b);
 /* Where @b's in-use checks read mounts, swaps, routes and processes
  * (NULL: "/proc"; --proc-root, a test's directory). Copied; before any
  * request. 0 or -ENOMEM. */

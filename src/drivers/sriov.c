@@ -33,7 +33,34 @@ struct report {
 	char text[REPORT_MAX], pub[REPORT_MAX];
 };
 
-static struct dm_report_table reports = DM_REPORT_TABLE_INIT(struct report);
+/* the metrics */
+enum { RES_OK, RES_REFUSED, RES_PENDING, RES_INVALID, RES_FAILED, N_RES };
+
+/* SR-IOV's state, its binder's (dm_binder_sriov()): one binder, one set
+ * of reports and counts. */
+struct dm_sriov_state {
+	struct dm_report_table reports; /* struct report, by devpath */
+	atomic_uint_fast64_t results[N_RES], vfs_bound;
+};
+
+int dm_sriov_state_new(struct dm_sriov_state **ret)
+{
+	struct dm_sriov_state *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->reports = (struct dm_report_table)DM_REPORT_TABLE_INIT(struct report);
+	*ret = s;
+	return 0;
+}
+
+void dm_sriov_state_free(struct dm_sriov_state *s)
+{
+	if (!s)
+		return;
+	dm_report_table_clear(&s->reports);
+	pthread_mutex_destroy(&s->reports.lock);
+	free(s);
+}
 
 /* ---- the transaction ---- */
 
@@ -531,17 +558,13 @@ static int run(struct txn *t)
 	return 0;
 }
 
-/* the metrics */
-enum { RES_OK, RES_REFUSED, RES_PENDING, RES_INVALID, RES_FAILED, N_RES };
 static const char *const result_names[N_RES] = {
 	[RES_OK] = "ok",	     [RES_REFUSED] = "refused", [RES_PENDING] = "pending",
 	[RES_INVALID] = "invalid", [RES_FAILED] = "failed",
 };
-static atomic_uint_fast64_t results[N_RES], vfs_bound;
-
 void dm_sriov_metrics(struct dm_metrics *w, void *data)
 {
-	(void)data;
+	struct dm_sriov_state *s = dm_binder_sriov(data);
 	dm_metrics_family(w, "driverfsd_sriov_requests_total", "counter",
 			  "SR-IOV requests (dry runs aside), by result: refused (a VF in use, "
 			  "EBUSY), pending (EINPROGRESS), invalid (no SR-IOV PF, a count above "
@@ -549,20 +572,22 @@ void dm_sriov_metrics(struct dm_metrics *w, void *data)
 			  "back).");
 	for (size_t i = 0; i < N_RES; i++)
 		dm_metrics_sample(w, "driverfsd_sriov_requests_total",
-				  (double)atomic_load_explicit(&results[i], memory_order_relaxed),
+				  (double)atomic_load_explicit(&s->results[i], memory_order_relaxed),
 				  "result", result_names[i], NULL);
 	dm_metrics_family(w, "driverfsd_sriov_vfs_bound_total", "counter",
 			  "VFs SR-IOV requests bound to the driver they named (those of a "
 			  "request rolled back too).");
 	dm_metrics_sample(w, "driverfsd_sriov_vfs_bound_total",
-			  (double)atomic_load_explicit(&vfs_bound, memory_order_relaxed), NULL);
+			  (double)atomic_load_explicit(&s->vfs_bound, memory_order_relaxed), NULL);
 }
 
-static void count_result(const struct dm_sriov_request *req, int r, bool invalid)
+/* Counted as @b's (NULL: nowhere). */
+static void count_result(struct dm_binder *b, const struct dm_sriov_request *req, int r,
+			 bool invalid)
 {
-	if (req->dry_run)
+	if (req->dry_run || !b)
 		return;
-	atomic_fetch_add_explicit(&results[r == 0		  ? RES_OK
+	atomic_fetch_add_explicit(&dm_binder_sriov(b)->results[r == 0		  ? RES_OK
 					   : invalid		  ? RES_INVALID
 					   : r == -EBUSY	  ? RES_REFUSED
 					   : r == -EINPROGRESS ? RES_PENDING
@@ -579,18 +604,18 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 	struct dm_bus *bus = dm_device_get_bus_locked(pf);
 	bool pci = bus && strcmp(dm_bus_get_name(bus), "pci") == 0;
 	dm_model_unlock(m);
+	/* the binder's journal records it, its state counts it (binding.h) */
+	struct dm_binder *b = dm_binder_of(pf);
 	if (!devpath || !name || !pci) {
-		count_result(req, -EOPNOTSUPP, true);
+		count_result(b, req, -EOPNOTSUPP, true);
 		return -EOPNOTSUPP;
 	}
 	if (req->driver && !is_driver_name(req->driver)) {
-		count_result(req, -EINVAL, true);
+		count_result(b, req, -EINVAL, true);
 		return -EINVAL;
 	}
-	/* the binder's journal records it (binding.h) */
-	struct dm_binder *b = dm_binder_of(pf);
 	if (!b) {
-		count_result(req, -EOPNOTSUPP, true);
+		count_result(b, req, -EOPNOTSUPP, true);
 		return -EOPNOTSUPP;
 	}
 	struct txn *t = txn_new();
@@ -618,7 +643,7 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 	}
 	if (invalid) {
 		free(t);
-		count_result(req, invalid, true);
+		count_result(b, req, invalid, true);
 		return invalid;
 	}
 	t->old = calloc((size_t)t->old_count + 1, sizeof(*t->old));
@@ -631,16 +656,17 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 		found++;
 	t->old_count = found; /* (the links the kernel has) */
 
-	pthread_mutex_lock(&reports.lock);
-	struct report *rep = dm_report_table_get_locked(&reports, devpath);
+	struct dm_report_table *reports = &dm_binder_sriov(b)->reports;
+	pthread_mutex_lock(&reports->lock);
+	struct report *rep = dm_report_table_get_locked(reports, devpath);
 	bool busy = rep && rep->running;
 	if (rep && !busy)
 		rep->running = true;
-	pthread_mutex_unlock(&reports.lock);
+	pthread_mutex_unlock(&reports->lock);
 	if (!rep || busy) {
 		free(t->old);
 		free(t);
-		count_result(req, -EINPROGRESS, false);
+		count_result(b, req, -EINPROGRESS, false);
 		return rep ? -EINPROGRESS : -ENOMEM;
 	}
 
@@ -661,7 +687,7 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 	if (!req->dry_run)
 		dm_device_set_binding(pf, false);
 	if (!req->dry_run)
-		atomic_fetch_add_explicit(&vfs_bound, (uint_fast64_t)t->bound, memory_order_relaxed);
+		atomic_fetch_add_explicit(&dm_binder_sriov(b)->vfs_bound, (uint_fast64_t)t->bound, memory_order_relaxed);
 	if (r == 0 && req->persist && !req->dry_run) {
 		char why[128];
 		int p = dm_binder_persist_sriov(dm_binder_of(pf), pf, name, (int)req->numvfs, req->driver, why,
@@ -684,13 +710,13 @@ int dm_sriov_request(struct dm_device *pf, const struct dm_sriov_request *req)
 	else if (!req->dry_run)
 		log_info("sriov %s: %u VFs%s%s", name, req->numvfs, req->driver ? " on " : "",
 			 req->driver ? req->driver : "");
-	count_result(req, r, false);
-	pthread_mutex_lock(&reports.lock);
+	count_result(b, req, r, false);
+	pthread_mutex_lock(&reports->lock);
 	memcpy(rep->text, t->text, t->rt.len + 1);
 	memcpy(rep->pub, t->pub, t->rt.pub_len + 1);
 	rep->seq++;
 	rep->running = false;
-	pthread_mutex_unlock(&reports.lock);
+	pthread_mutex_unlock(&reports->lock);
 	free(t->old);
 	free(t);
 	return r;
@@ -712,17 +738,19 @@ static bool as_requested(struct txn *t, const struct dm_journal_sriov *j)
 	return true;
 }
 
-/* The report of a recovery kept as @devpath's last request's. */
+/* The report of a recovery kept as @devpath's last request's (its
+ * binder's). */
 static void keep_report(const char *devpath, const struct txn *t)
 {
-	pthread_mutex_lock(&reports.lock);
-	struct report *rep = dm_report_table_get_locked(&reports, devpath);
+	struct dm_report_table *reports = &dm_binder_sriov(t->b)->reports;
+	pthread_mutex_lock(&reports->lock);
+	struct report *rep = dm_report_table_get_locked(reports, devpath);
 	if (rep) {
 		memcpy(rep->text, t->text, t->rt.len + 1);
 		memcpy(rep->pub, t->pub, t->rt.pub_len + 1);
 		rep->seq++;
 	}
-	pthread_mutex_unlock(&reports.lock);
+	pthread_mutex_unlock(&reports->lock);
 }
 
 /* One SR-IOV transaction a killed daemon left: completed when it had
@@ -892,15 +920,16 @@ int dm_sriov_status(struct dm_device *pf, bool details, char *buf, size_t size)
 	say_state(t, "numvfs");
 	dm_report_append(buf, size, &len, t->text);
 	free(t);
-	pthread_mutex_lock(&reports.lock);
-	struct report *r = dm_report_table_find_locked(&reports, devpath);
+	struct dm_report_table *reports = &dm_binder_sriov(b)->reports;
+	pthread_mutex_lock(&reports->lock);
+	struct report *r = dm_report_table_find_locked(reports, devpath);
 	if (r && r->seq) {
 		char head[64];
 		snprintf(head, sizeof(head), "last request (#%lu):\n", r->seq);
 		dm_report_append(buf, size, &len, head);
 		dm_report_append(buf, size, &len, details ? r->text : r->pub);
 	}
-	pthread_mutex_unlock(&reports.lock);
+	pthread_mutex_unlock(&reports->lock);
 	return (int)len;
 }
 

@@ -70,8 +70,15 @@ int dm_sriov_recover(struct dm_binder *b, struct dm_model *m);
  * its length. @details: root's view (the in-use reasons whole). */
 int dm_sriov_status(struct dm_device *pf, bool details, char *buf, size_t size);
 
-/* the metrics file's source: requests (dry runs aside) by result ok,
- * refused, pending, invalid, failed; and VFs bound by them. */
+/* SR-IOV's state, a binder's (binding.h, dm_binder_sriov()): each PF's
+ * last report and the requests' counts. 0 or -ENOMEM; NULL is nothing to
+ * free. */
+struct dm_sriov_state;
+int dm_sriov_state_new(struct dm_sriov_state **ret);
+void dm_sriov_state_free(struct dm_sriov_state *s);
+
+/* the metrics file's source (@data the binder): requests (dry runs aside)
+ * by result ok, refused, pending, invalid, failed; and VFs bound by them. */
 void dm_sriov_metrics(struct dm_metrics *w, void *data);
 
 /* The device file sriov (0644) on each SR-IOV PF (sriov_totalvfs in its

@@ -773,6 +773,32 @@ static void test_sriov(void **state)
 	assert_non_null(strstr(rep, "after rollback: 0 VFs\n"));
 }
 
+/* SR-IOV's reports are its binder's: another binder on the same tree
+ * (another daemon's) has none of the first's, and its own once it made a
+ * request. */
+static void test_sriov_state_per_binder(void **state)
+{
+	struct fixture *f = *state;
+	struct dm_sriov_request req = { .numvfs = 0 };
+	assert_int_equal(dm_sriov_request(f->pf, &req), 0);
+	char rep[REPORT_SIZE];
+	sriov_report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "last request (#1):\n"));
+
+	struct dm_binder *b2;
+	assert_int_equal(dm_binder_new(f->k.root, f->journal, &b2), 0);
+	const struct dm_binder_kernel k = { .write = kernel_write, .data = &f->k };
+	dm_binder_set_kernel(b2, &k);
+	dm_model_set_bind_request(f->m, dm_binding_request, b2);
+	sriov_report_of(f, rep, sizeof(rep));
+	assert_null(strstr(rep, "last request"));
+	assert_int_equal(dm_sriov_request(f->pf, &req), 0);
+	sriov_report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "last request (#1):\n"));
+	dm_model_set_bind_request(f->m, dm_binding_request, f->b);
+	dm_binder_free(b2);
+}
+
 /* ---- in use: the checks against the fake sysfs and a fake proc root ---- */
 
 /* A device @name of class @cls below @parent in the model, its "dev"
@@ -978,6 +1004,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_recover_rolls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_persistence_on_top, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sriov, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sriov_state_per_binder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inuse_none, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inuse_mounted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inuse_holder, setup, teardown),
