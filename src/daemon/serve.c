@@ -10,6 +10,7 @@
 
 #include "background.h"
 #include "core/model.h"
+#include "drivers/binding.h"
 #include "drivers/modules.h"
 #include "drivers/needs.h"
 #include "fuse/fs.h"
@@ -232,8 +233,7 @@ int daemon_serve(struct daemon *d)
 	char stats[1024];
 	if (dm_fs_format_stats(d->fs, stats, sizeof(stats)) >= 0)
 		log_info("%s; kernel modules looked up %" PRIu64 " times", stats,
-			 dm_modules_count_lookups());
-	dm_modules_forget();
+			 dm_modules_count_lookups(d->binder ? dm_binder_modules(d->binder) : NULL));
 	dm_logind_stop(d->logind);
 	if (r < 0)
 		log_err("session ended: %s", strerror(-r));

@@ -15,7 +15,6 @@
 #include "drivers/binding.h"
 #include "drivers/exec.h"
 #include "drivers/journal.h"
-#include "drivers/modules.h"
 #include "drivers/needs.h"
 #include "drivers/pci-pm.h"
 #include "drivers/persist.h"
@@ -190,8 +189,8 @@ static int set_up_binding(struct daemon *d)
 {
 	if (d->o->proc_root && dm_binder_set_proc_root(d->binder, d->o->proc_root) < 0)
 		return daemon_fail(-ENOMEM);
-	if (d->o->modules_dir)
-		dm_modules_set_dir(d->o->modules_dir);
+	if (d->o->modules_dir && dm_binder_set_modules_dir(d->binder, d->o->modules_dir) < 0)
+		return daemon_fail(-ENOMEM);
 	int r;
 	if (dm_binder_set_protected(d->binder, d->cfg.protect) < 0)
 		return daemon_fail(-ENOMEM);

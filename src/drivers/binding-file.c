@@ -12,11 +12,9 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static int bind_store(struct dm_device *dev, const struct dm_attribute *attr, const char *buf,
 		      size_t len)
@@ -75,7 +73,7 @@ static int why(struct dm_binder *b, struct dm_device *dev, char *buf, size_t siz
 	if (n >= 0 && (size_t)n < size && dm_run_read(path, alias, sizeof(alias)) > 0) {
 		/* kept for the model's generation, a while (modules.h) */
 		int c = dm_modules_candidates_kept(
-			alias, dm_model_generation(dm_device_get_model(dev)), modules,
+			dm_binder_modules(b), alias, dm_model_generation(dm_device_get_model(dev)), modules,
 			sizeof(modules));
 		if (c >= 0)
 			n += snprintf(buf + n, size - (size_t)n, "candidate modules: %s\n",
@@ -134,39 +132,6 @@ static const struct dm_attribute binding_attr = {
 };
 static const struct dm_attribute *const binding_attrs[] = { &binding_attr, NULL };
 
-/* Whether the kernel has drivers on bus @name (<sysfs>/bus/<name>/drivers/),
- * asked of sysfs once per bus: the buses are few and stay (and the
- * daemon's one binder has one sysfs root). */
-static bool bus_has_drivers(const char *sysfs, const char *name)
-{
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static struct {
-		char name[64];
-		bool has;
-	} known[32];
-	static size_t n_known;
-	bool has = false, found = false;
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < n_known && !found; i++)
-		if (strcmp(known[i].name, name) == 0) {
-			found = true;
-			has = known[i].has;
-		}
-	if (!found) {
-		char path[PATH_MAX];
-		struct stat st;
-		has = (size_t)snprintf(path, sizeof(path), "%s/bus/%s/drivers", sysfs, name) <
-			      sizeof(path) &&
-		      stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-		if (n_known < sizeof(known) / sizeof(known[0]) && strlen(name) < sizeof(known[0].name)) {
-			snprintf(known[n_known].name, sizeof(known[0].name), "%s", name);
-			known[n_known++].has = has;
-		}
-	}
-	pthread_mutex_unlock(&lock);
-	return has;
-}
-
 /* On the devices of a bus the kernel has drivers for (the lock is held:
  * one stat of sysfs per bus, the first time, as the group contract allows). */
 static bool binding_visible(struct dm_device *dev, const struct dm_attribute *attr)
@@ -175,7 +140,7 @@ static bool binding_visible(struct dm_device *dev, const struct dm_attribute *at
 	struct dm_bus *bus = dm_device_get_bus_locked(dev);
 	struct dm_binder *b = dm_binder_of_locked(dev);
 	return b && dm_device_get_devpath(dev) && bus &&
-	       bus_has_drivers(dm_binder_sysfs(b), dm_bus_get_name(bus));
+	       dm_binder_bus_has_drivers(b, dm_bus_get_name(bus));
 }
 
 const struct dm_attribute_group dm_binding_group = {

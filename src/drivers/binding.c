@@ -61,6 +61,15 @@ struct dm_binder {
 	char *sysfs; /* "/sys", or a test's directory */
 	char *proc; /* "/proc", --proc-root, or a test's directory */
 	struct dm_sriov_state *sriov; /* sriov.c's reports and counts */
+	struct dm_modules *modules; /* libkmod's lookups (modules.h) */
+	/* whether the kernel has drivers on a bus, asked of sysfs once per
+	 * bus (dm_binder_bus_has_drivers()) */
+	pthread_mutex_t buses_lock;
+	struct {
+		char name[64];
+		bool has;
+	} buses[32];
+	size_t n_buses;
 	struct dm_journal *journal; /* the binding journal (journal.h) */
 	struct dm_binder_kernel kernel;
 	pthread_mutex_t observer_lock;
@@ -88,8 +97,9 @@ int dm_binder_new(const char *sysfs_root, const char *journal, struct dm_binder 
 	b->sysfs = strdup(sysfs_root ? sysfs_root : "/sys");
 	b->proc = strdup("/proc");
 	if (!b->sysfs || !b->proc || dm_sriov_state_new(&b->sriov) < 0 ||
-	    dm_journal_new(journal, &b->journal) < 0) {
+	    dm_modules_new(NULL, &b->modules) < 0 || dm_journal_new(journal, &b->journal) < 0) {
 		dm_sriov_state_free(b->sriov);
+		dm_modules_free(b->modules);
 		free(b->sysfs);
 		free(b->proc);
 		free(b);
@@ -98,6 +108,7 @@ int dm_binder_new(const char *sysfs_root, const char *journal, struct dm_binder 
 	b->kernel = (struct dm_binder_kernel){ .write = runner_write };
 	pthread_mutex_init(&b->observer_lock, NULL);
 	pthread_mutex_init(&b->protected_lock, NULL);
+	pthread_mutex_init(&b->buses_lock, NULL);
 	b->reports = (struct dm_report_table)DM_REPORT_TABLE_INIT(struct report);
 	*ret = b;
 	return 0;
@@ -116,6 +127,8 @@ void dm_binder_free(struct dm_binder *b)
 	free(b->sysfs);
 	free(b->proc);
 	dm_sriov_state_free(b->sriov);
+	dm_modules_free(b->modules);
+	pthread_mutex_destroy(&b->buses_lock);
 	free(b);
 }
 
@@ -152,6 +165,47 @@ const char *dm_binder_sysfs(const struct dm_binder *b)
 struct dm_sriov_state *dm_binder_sriov(struct dm_binder *b)
 {
 	return b->sriov;
+}
+
+int dm_binder_set_modules_dir(struct dm_binder *b, const char *dir)
+{
+	struct dm_modules *mo;
+	int r = dm_modules_new(dir, &mo);
+	if (r < 0)
+		return r;
+	dm_modules_free(b->modules);
+	b->modules = mo;
+	return 0;
+}
+
+struct dm_modules *dm_binder_modules(struct dm_binder *b)
+{
+	return b->modules;
+}
+
+bool dm_binder_bus_has_drivers(struct dm_binder *b, const char *name)
+{
+	bool has = false, found = false;
+	pthread_mutex_lock(&b->buses_lock);
+	for (size_t i = 0; i < b->n_buses && !found; i++)
+		if (strcmp(b->buses[i].name, name) == 0) {
+			found = true;
+			has = b->buses[i].has;
+		}
+	if (!found) {
+		char path[PATH_MAX];
+		struct stat st;
+		has = (size_t)snprintf(path, sizeof(path), "%s/bus/%s/drivers", b->sysfs, name) <
+			      sizeof(path) &&
+		      stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+		size_t cap = sizeof(b->buses) / sizeof(b->buses[0]);
+		if (b->n_buses < cap && strlen(name) < sizeof(b->buses[0].name)) {
+			snprintf(b->buses[b->n_buses].name, sizeof(b->buses[0].name), "%s", name);
+			b->buses[b->n_buses++].has = has;
+		}
+	}
+	pthread_mutex_unlock(&b->buses_lock);
+	return has;
 }
 
 int dm_binder_set_proc_root(struct dm_binder *b, const char *dir)
@@ -578,7 +632,7 @@ static void module_hint(struct txn *t, const char *driver)
 {
 	char module[128];
 	enum dm_module_state state;
-	int r = dm_modules_of_driver(driver, module, sizeof(module), &state);
+	int r = dm_modules_of_driver(t->b->modules, driver, module, sizeof(module), &state);
 	if (r == 0)
 		say(t, "no kernel module of that name or alias (libkmod)\n");
 	else if (r > 0 && state == DM_MODULE_NOT_LOADED)

@@ -31,6 +31,7 @@
 struct dm_binder;
 struct dm_journal; /* journal.h */
 struct dm_sriov_state; /* sriov.h */
+struct dm_modules; /* modules.h */
 
 /* The kernel's side of a transaction: @write makes one sysfs write (as
  * dm_run_write(): 0 or -errno, -ETIMEDOUT past @timeout_ms). The daemon's
@@ -76,6 +77,16 @@ const char *dm_binder_sysfs(const struct dm_binder *b);
 /* @b's SR-IOV state (sriov.h): each PF's last report, the requests'
  * counts. */
 struct dm_sriov_state *dm_binder_sriov(struct dm_binder *b);
+/* @b's lookups of kernel modules (modules.h) made in @dir (NULL:
+ * /lib/modules/<release>; --modules-dir, a test's), the answers kept so
+ * far dropped. Before any request. 0 or -ENOMEM. */
+int dm_binder_set_modules_dir(struct dm_binder *b, const char *dir);
+/* @b's lookups of kernel modules: its libkmod context and answers kept. */
+struct dm_modules *dm_binder_modules(struct dm_binder *b);
+/* Whether the kernel has drivers on the bus @name (<sysfs>/bus/@name/drivers
+ * under @b's root), asked of sysfs once per bus (the buses are few and
+ * stay). Any lock may be held. */
+bool dm_binder_bus_has_drivers(struct dm_binder *b, const char *name);
 /* Where @b's in-use checks read mounts, swaps, routes and processes
  * (NULL: "/proc"; --proc-root, a test's directory). Copied; before any
  * request. 0 or -ENOMEM. */

@@ -18,19 +18,46 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A libkmod context is not thread-safe: one, used under the lock. */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct kmod_ctx *ctx;
-static bool tried;
-static char *dir;
-static _Atomic uint64_t lookups; /* libkmod's, for the stats */
+struct dm_modules {
+	/* A libkmod context is not thread-safe: one, used under the lock. */
+	pthread_mutex_t lock;
+	struct kmod_ctx *ctx;
+	bool tried;
+	char *dir; /* NULL: libkmod's, /lib/modules/<release> */
+	_Atomic uint64_t lookups; /* libkmod's, for the stats */
+	/* the answers kept (dm_modules_candidates_kept()), by modalias */
+	pthread_mutex_t kept_lock;
+	struct dm_hashmap kept_map;
+};
 
-void dm_modules_set_dir(const char *d)
+int dm_modules_new(const char *dir, struct dm_modules **ret)
 {
-	pthread_mutex_lock(&lock);
-	free(dir);
-	dir = d ? strdup(d) : NULL;
-	pthread_mutex_unlock(&lock);
+	struct dm_modules *mo = calloc(1, sizeof(*mo));
+	if (!mo)
+		return -ENOMEM;
+	if (dir && !(mo->dir = strdup(dir))) {
+		free(mo);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&mo->lock, NULL);
+	pthread_mutex_init(&mo->kept_lock, NULL);
+	dm_hashmap_init(&mo->kept_map, dm_hash_string, dm_cmp_string);
+	*ret = mo;
+	return 0;
+}
+
+void dm_modules_free(struct dm_modules *mo)
+{
+	if (!mo)
+		return;
+	dm_modules_forget(mo);
+	dm_hashmap_done(&mo->kept_map);
+	if (mo->ctx)
+		kmod_unref(mo->ctx);
+	pthread_mutex_destroy(&mo->lock);
+	pthread_mutex_destroy(&mo->kept_lock);
+	free(mo->dir);
+	free(mo);
 }
 
 /* kmod logs through syslog by default: into ours, at debug level. */
@@ -48,15 +75,16 @@ static void kmod_log(void *data, int priority, const char *file, int line, const
 
 /* The context, made the first time (lock held); NULL when the modules
  * directory has no indexes. */
-static struct kmod_ctx *context_locked(void)
+static struct kmod_ctx *context_locked(struct dm_modules *mo)
 {
-	if (tried)
-		return ctx;
-	tried = true;
+	if (mo->tried)
+		return mo->ctx;
+	mo->tried = true;
+	struct kmod_ctx *ctx;
 	const char *null_config = NULL;
 	/* no modprobe.d: aliases a local configuration adds are policy, not
 	 * what the modules say they drive */
-	ctx = kmod_new(dir, &null_config);
+	ctx = kmod_new(mo->dir, &null_config);
 	if (!ctx)
 		return NULL;
 	kmod_set_log_fn(ctx, kmod_log, NULL);
@@ -67,7 +95,6 @@ static struct kmod_ctx *context_locked(void)
 		log_info("no kernel module indexes in %s: bindings name no candidate modules",
 			 kmod_get_dirname(ctx));
 		kmod_unref(ctx);
-		ctx = NULL;
 		return NULL;
 	}
 	/* the indexes mapped once; where one cannot be (an empty
@@ -75,6 +102,7 @@ static struct kmod_ctx *context_locked(void)
 	if (kmod_load_resources(ctx) < 0)
 		log_debug("libkmod: the indexes in %s are read at each lookup",
 			  kmod_get_dirname(ctx));
+	mo->ctx = ctx;
 	return ctx;
 }
 
@@ -111,12 +139,13 @@ static const char *state_name(int state)
  * libkmod makes dashes underscores), each module given to @fn, in libkmod's
  * order, until it returns false: 0, -ENOENT when the modules directory has
  * no index to look in, or libkmod's -errno. Under the one lock. */
-static int lookup(const char *key, bool (*fn)(struct kmod_module *mod, void *data), void *data)
+static int lookup(struct dm_modules *mo, const char *key,
+		  bool (*fn)(struct kmod_module *mod, void *data), void *data)
 {
-	pthread_mutex_lock(&lock);
-	struct kmod_ctx *c = context_locked();
+	pthread_mutex_lock(&mo->lock);
+	struct kmod_ctx *c = context_locked(mo);
 	if (!c) {
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&mo->lock);
 		return -ENOENT;
 	}
 	struct kmod_list *list = NULL, *l;
@@ -131,8 +160,8 @@ static int lookup(const char *key, bool (*fn)(struct kmod_module *mod, void *dat
 		}
 		kmod_module_unref_list(list);
 	}
-	pthread_mutex_unlock(&lock);
-	atomic_fetch_add_explicit(&lookups, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&mo->lock);
+	atomic_fetch_add_explicit(&mo->lookups, 1, memory_order_relaxed);
 	return r < 0 ? r : 0;
 }
 
@@ -157,14 +186,14 @@ static bool list_one(struct kmod_module *mod, void *data)
 	return true;
 }
 
-int dm_modules_candidates(const char *modalias, char *buf, size_t size)
+int dm_modules_candidates(struct dm_modules *mo, const char *modalias, char *buf, size_t size)
 {
 	if (size)
 		buf[0] = '\0';
 	if (!is_modalias(modalias))
 		return -EINVAL;
 	struct listing s = { .buf = buf, .size = size };
-	int r = size ? lookup(modalias, list_one, &s) : 0;
+	int r = size ? lookup(mo, modalias, list_one, &s) : 0;
 	return r < 0 ? r : s.n;
 }
 
@@ -203,7 +232,7 @@ static bool first_one(struct kmod_module *mod, void *data)
 	return false;
 }
 
-int dm_modules_of_driver(const char *driver, char *buf, size_t size,
+int dm_modules_of_driver(struct dm_modules *mo, const char *driver, char *buf, size_t size,
 			 enum dm_module_state *ret_state)
 {
 	if (size)
@@ -212,7 +241,7 @@ int dm_modules_of_driver(const char *driver, char *buf, size_t size,
 	if (!is_driver_name(driver) || size == 0)
 		return -EINVAL;
 	struct first f = { .buf = buf, .size = size };
-	int r = lookup(driver, first_one, &f);
+	int r = lookup(mo, driver, first_one, &f);
 	*ret_state = f.state;
 	return r < 0 ? r : f.found;
 }
@@ -226,9 +255,6 @@ struct kept {
 	time_t at; /* CLOCK_MONOTONIC seconds */
 	char text[512];
 };
-
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dm_hashmap kept_map = { .hash = dm_hash_string, .cmp = dm_cmp_string };
 
 static time_t now_sec(void)
 {
@@ -246,44 +272,48 @@ static int free_kept(void *value, void *data)
 	return 0;
 }
 
-void dm_modules_forget(void)
+/* Every answer kept dropped (@mo's kept_lock held). */
+static void drop_kept_locked(struct dm_modules *mo)
 {
-	pthread_mutex_lock(&kept_lock);
-	dm_hashmap_for_each(&kept_map, free_kept, NULL);
-	dm_hashmap_done(&kept_map);
-	dm_hashmap_init(&kept_map, dm_hash_string, dm_cmp_string);
-	pthread_mutex_unlock(&kept_lock);
+	dm_hashmap_for_each(&mo->kept_map, free_kept, NULL);
+	dm_hashmap_done(&mo->kept_map);
+	dm_hashmap_init(&mo->kept_map, dm_hash_string, dm_cmp_string);
 }
 
-int dm_modules_candidates_kept(const char *modalias, uint64_t gen, char *buf, size_t size)
+void dm_modules_forget(struct dm_modules *mo)
+{
+	pthread_mutex_lock(&mo->kept_lock);
+	drop_kept_locked(mo);
+	pthread_mutex_unlock(&mo->kept_lock);
+}
+
+int dm_modules_candidates_kept(struct dm_modules *mo, const char *modalias, uint64_t gen,
+			       char *buf, size_t size)
 {
 	time_t t = now_sec();
-	pthread_mutex_lock(&kept_lock);
-	struct kept *k = dm_hashmap_get(&kept_map, modalias);
+	pthread_mutex_lock(&mo->kept_lock);
+	struct kept *k = dm_hashmap_get(&mo->kept_map, modalias);
 	if (k && k->gen == gen && t - k->at < DM_MODULES_KEEP_SEC) {
 		int r = k->r;
 		snprintf(buf, size, "%s", k->text);
-		pthread_mutex_unlock(&kept_lock);
+		pthread_mutex_unlock(&mo->kept_lock);
 		return r;
 	}
-	pthread_mutex_unlock(&kept_lock);
+	pthread_mutex_unlock(&mo->kept_lock);
 	/* looked up without the map's lock: two readers may both look */
 	char text[sizeof(k->text)];
-	int r = dm_modules_candidates(modalias, text, sizeof(text));
+	int r = dm_modules_candidates(mo, modalias, text, sizeof(text));
 	snprintf(buf, size, "%s", text);
 	if (r == -ENOMEM || r == -EINVAL)
 		return r;
-	pthread_mutex_lock(&kept_lock);
-	k = dm_hashmap_get(&kept_map, modalias);
+	pthread_mutex_lock(&mo->kept_lock);
+	k = dm_hashmap_get(&mo->kept_map, modalias);
 	if (!k) {
-		if (dm_hashmap_size(&kept_map) >= DM_MODULES_KEPT) {
-			dm_hashmap_for_each(&kept_map, free_kept, NULL);
-			dm_hashmap_done(&kept_map);
-			dm_hashmap_init(&kept_map, dm_hash_string, dm_cmp_string);
-		}
+		if (dm_hashmap_size(&mo->kept_map) >= DM_MODULES_KEPT)
+			drop_kept_locked(mo);
 		k = calloc(1, sizeof(*k));
 		if (k && (!(k->alias = strdup(modalias)) ||
-			  dm_hashmap_put(&kept_map, k->alias, k) < 0)) {
+			  dm_hashmap_put(&mo->kept_map, k->alias, k) < 0)) {
 			free(k->alias);
 			free(k);
 			k = NULL;
@@ -295,11 +325,11 @@ int dm_modules_candidates_kept(const char *modalias, uint64_t gen, char *buf, si
 		k->at = t;
 		memcpy(k->text, text, sizeof(text));
 	}
-	pthread_mutex_unlock(&kept_lock);
+	pthread_mutex_unlock(&mo->kept_lock);
 	return r;
 }
 
-uint64_t dm_modules_count_lookups(void)
+uint64_t dm_modules_count_lookups(struct dm_modules *mo)
 {
-	return atomic_load_explicit(&lookups, memory_order_relaxed);
+	return mo ? atomic_load_explicit(&mo->lookups, memory_order_relaxed) : 0;
 }

@@ -3,7 +3,9 @@
  * modules.h - the kernel modules that could drive a device, for the why of
  * its binding (docs/design.md §7.5): its modalias looked up with libkmod in
  * the modules directory's indexes (what modprobe would load for it), each
- * with whether it is loaded, built in, or not loaded.
+ * with whether it is loaded, built in, or not loaded. The libkmod context,
+ * its directory and the answers kept are one object's (struct dm_modules),
+ * its binder's (binding.h, dm_binder_modules()).
  */
 #ifndef DM_MODULES_H
 #define DM_MODULES_H
@@ -11,10 +13,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The modules directory (/lib/modules/<release> unless a test points it
- * elsewhere: driverfsd --modules-dir). Copied; call before the first
- * lookup. */
-void dm_modules_set_dir(const char *dir);
+struct dm_modules;
+
+/* Lookups in the modules directory @dir (NULL: /lib/modules/<release>;
+ * driverfsd --modules-dir, a test's; copied), the context made at the
+ * first. 0 or -ENOMEM. */
+int dm_modules_new(const char *dir, struct dm_modules **ret);
+/* Frees @mo, its context and the answers kept (no lookup may run). NULL is
+ * nothing. */
+void dm_modules_free(struct dm_modules *mo);
 
 /*
  * The candidate modules of @modalias, as "NAME (loaded), NAME (not
@@ -22,7 +29,7 @@ void dm_modules_set_dir(const char *dir);
  * modules directory has no index to look in, -EINVAL for a modalias that is
  * not one (a device's text: checked before libkmod sees it), -ENOMEM.
  */
-int dm_modules_candidates(const char *modalias, char *buf, size_t size);
+int dm_modules_candidates(struct dm_modules *mo, const char *modalias, char *buf, size_t size);
 
 /* What libkmod knows of a module for a kernel driver's name @driver. */
 enum dm_module_state {
@@ -40,7 +47,7 @@ enum dm_module_state {
  * a name that is not a driver's (plain: letters, digits, - _ .), -ENOMEM.
  * The first of several (an alias some modules share).
  */
-int dm_modules_of_driver(const char *driver, char *buf, size_t size,
+int dm_modules_of_driver(struct dm_modules *mo, const char *driver, char *buf, size_t size,
 			 enum dm_module_state *ret_state);
 
 /*
@@ -53,10 +60,11 @@ int dm_modules_of_driver(const char *driver, char *buf, size_t size,
  */
 #define DM_MODULES_KEEP_SEC 2
 #define DM_MODULES_KEPT 1024
-int dm_modules_candidates_kept(const char *modalias, uint64_t gen, char *buf, size_t size);
-/* How many lookups libkmod made, for the daemon's stats. */
-uint64_t dm_modules_count_lookups(void);
-/* Drops every answer kept (at exit). */
-void dm_modules_forget(void);
+int dm_modules_candidates_kept(struct dm_modules *mo, const char *modalias, uint64_t gen,
+			       char *buf, size_t size);
+/* How many lookups @mo's libkmod made, for the daemon's stats (NULL: 0). */
+uint64_t dm_modules_count_lookups(struct dm_modules *mo);
+/* Drops every answer @mo kept. */
+void dm_modules_forget(struct dm_modules *mo);
 
 #endif

@@ -338,7 +338,6 @@ static int setup(void **state)
 	snprintf(f->proc, sizeof(f->proc), "%s/proc", r);
 	char dir[PATH_MAX + 16];
 	snprintf(dir, sizeof(dir), "%s/modules", r);
-	dm_modules_set_dir(dir);
 	snprintf(f->journal, sizeof(f->journal), "%s/journal", r);
 	f->k.journal = f->journal;
 
@@ -364,6 +363,7 @@ static int setup(void **state)
 
 	assert_int_equal(dm_binder_new(r, f->journal, &f->b), 0);
 	assert_int_equal(dm_binder_set_proc_root(f->b, f->proc), 0);
+	assert_int_equal(dm_binder_set_modules_dir(f->b, dir), 0);
 	const struct dm_binder_kernel k = { .write = kernel_write, .data = &f->k };
 	dm_binder_set_kernel(f->b, &k);
 	dm_model_set_bind_request(f->m, dm_binding_request, f->b);
@@ -799,6 +799,26 @@ static void test_sriov_state_per_binder(void **state)
 	dm_binder_free(b2);
 }
 
+/* Whether a bus has drivers is asked of the binder's own sysfs root: a
+ * binder whose root has no bus/pci/drivers says pci has none, whatever
+ * another binder found. */
+static void test_bus_drivers_per_binder(void **state)
+{
+	struct fixture *f = *state;
+	assert_true(dm_binder_bus_has_drivers(f->b, "pci"));
+	assert_false(dm_binder_bus_has_drivers(f->b, "usb"));
+	char root[PATH_MAX];
+	snprintf(root, sizeof(root), "%s/other", f->k.root);
+	mkdirs(f->k.root, "other/bus/pci/devices");
+	mkdirs(f->k.root, "other/bus/usb/drivers");
+	struct dm_binder *b2;
+	assert_int_equal(dm_binder_new(root, f->journal, &b2), 0);
+	assert_false(dm_binder_bus_has_drivers(b2, "pci"));
+	assert_true(dm_binder_bus_has_drivers(b2, "usb"));
+	assert_true(dm_binder_bus_has_drivers(f->b, "pci"));
+	dm_binder_free(b2);
+}
+
 /* ---- in use: the checks against the fake sysfs and a fake proc root ---- */
 
 /* A device @name of class @cls below @parent in the model, its "dev"
@@ -1005,6 +1025,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_persistence_on_top, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sriov, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sriov_state_per_binder, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bus_drivers_per_binder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inuse_none, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inuse_mounted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inuse_holder, setup, teardown),
