@@ -773,9 +773,9 @@ static void test_sriov(void **state)
 	assert_non_null(strstr(rep, "after rollback: 0 VFs\n"));
 }
 
-/* SR-IOV's reports are its binder's: another binder on the same tree
- * (another daemon's) has none of the first's, and its own once it made a
- * request. */
+/* SR-IOV's reports and counts are its binder's: another binder on the
+ * same tree (another daemon's) has none of the first's, and its own once
+ * it made a request, counted once in its metrics. */
 static void test_sriov_state_per_binder(void **state)
 {
 	struct fixture *f = *state;
@@ -796,6 +796,14 @@ static void test_sriov_state_per_binder(void **state)
 	sriov_report_of(f, rep, sizeof(rep));
 	assert_non_null(strstr(rep, "last request (#1):\n"));
 	dm_model_set_bind_request(f->m, dm_binding_request, f->b);
+
+	/* the counts too: the metrics of each binder count its own request */
+	assert_int_equal(dm_model_add_metrics(f->m, dm_sriov_metrics, b2), 0);
+	char *text;
+	size_t len;
+	assert_int_equal(dm_model_show_metrics(f->m, &text, &len), 0);
+	assert_non_null(strstr(text, "driverfsd_sriov_requests_total{result=\"ok\"} 1\n"));
+	free(text);
 	dm_binder_free(b2);
 }
 
