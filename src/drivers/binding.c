@@ -819,6 +819,19 @@ static int run(struct txn *t)
 		return failed(t, DM_STEP_PROBE, r);
 	if (target && strcmp(t->old_driver, target) != 0) {
 		r = write_driver_file(t, target, "bind");
+		/* EBUSY: the device has a driver already. Someone probed it
+		 * between the unbind and this write (a udev rule's
+		 * drivers_probe, another tool): when that driver is the
+		 * target, through the override set above, it is where it
+		 * was asked to go, and the verify step says so */
+		if (r == -EBUSY) {
+			char now[256];
+			current_driver(t, now, sizeof(now));
+			if (strcmp(now, target) == 0) {
+				say(t, "bind: %s had it already\n", target);
+				r = 0;
+			}
+		}
 		if (r < 0)
 			return failed(t, DM_STEP_PROBE, r);
 	} else if (req->action == DM_BIND_DEFAULT) {

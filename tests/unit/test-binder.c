@@ -69,6 +69,7 @@ struct kernel {
 	char log[4096]; /* every write: "FILE=VALUE\n", FILE relative to the root */
 	const char *fail_suffix; /* the write whose path ends so fails */
 	int fail_errno;
+	bool probe_after_unbind; /* someone probes the device as soon as it is unbound */
 	const char *journal; /* the binding journal's file */
 	int journaled; /* the writes made while it named the device */
 };
@@ -250,6 +251,9 @@ static int kernel_write(void *data, const char *label, const char *path, const c
 			if (strcmp(now, drv) != 0)
 				return -ENODEV;
 			dev_set_driver(k, value, NULL);
+			/* (a udev rule's drivers_probe, another tool) */
+			if (k->probe_after_unbind && strcmp(ovr, "(null)") != 0)
+				dev_set_driver(k, value, ovr);
 			return 0;
 		}
 		if (strcmp(file, "bind") == 0) {
@@ -447,6 +451,24 @@ static void test_bind_done(void **state)
 	assert_string_equal(f->k.log, "devices/pci0000:00/" DEVNAME "/driver_override=(clear)\n"
 				      "bus/pci/drivers/vfio-pci/unbind=" DEVNAME "\n"
 				      "bus/pci/drivers_probe=" DEVNAME "\n");
+}
+
+/* The device probed by someone else between the unbind and the bind, onto
+ * the override the transaction set: the kernel answers the bind EBUSY, and
+ * the device is where it was asked to go. Done, not rolled back. */
+static void test_bound_meanwhile_to_the_target(void **state)
+{
+	struct fixture *f = *state;
+	f->k.probe_after_unbind = true;
+	struct dm_bind_request req = { .action = DM_BIND_TO, .driver = "vfio-pci" };
+	assert_int_equal(dm_bind_device(f->b, f->dev, &req), 0);
+	assert_state(f, "vfio-pci", "vfio-pci");
+	char rep[REPORT_SIZE];
+	report_of(f, rep, sizeof(rep));
+	assert_non_null(strstr(rep, "bind: vfio-pci had it already\n"));
+	assert_non_null(strstr(rep, "done: vfio-pci\n"));
+	assert_null(strstr(rep, "rollback"));
+	assert_journal_empty(f);
 }
 
 /* A step that fails, and what the rollback writes and says: everything
@@ -1025,6 +1047,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_bind_done, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bound_meanwhile_to_the_target, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_step_fails_rolled_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run_every_reason, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_protect_refusal, setup, teardown),
