@@ -142,11 +142,19 @@ static bool holds_devices(const char *path)
  * of its attribute directories, at @path, is an attribute directory: a real
  * directory that is neither a device, nor glue holding devices, nor the
  * device's power/ (which the tree shows as pm/). */
+/* A name sysfs shows: a valid one that is not a dot file. Listings leave
+ * dot files out (the kernel makes none; a testbed or a tool may), so a
+ * look-up finds none either: what is not listed is not there. */
+static bool shown_name(const char *name)
+{
+	return dm_name_is_valid(name) && name[0] != '.';
+}
+
 static bool is_attr_dir(const char *path, const char *name, bool top)
 {
 	struct stat st;
 	char uevent[PATH_MAX];
-	if ((top && strcmp(name, "power") == 0) || !dm_name_is_valid(name) ||
+	if ((top && strcmp(name, "power") == 0) || !shown_name(name) ||
 	    lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
 		return false;
 	if ((size_t)snprintf(uevent, sizeof(uevent), "%s/uevent", path) >= sizeof(uevent) ||
@@ -281,7 +289,7 @@ static const struct dm_attribute *sysfs_find(struct dm_device *dev, const char *
 					     const char *name)
 {
 	char rel[PATH_MAX], path[PATH_MAX];
-	if (!dm_name_is_valid(name) || (dir && !sysfs_has_dir(dev, dir)) ||
+	if (!shown_name(name) || (dir && !sysfs_has_dir(dev, dir)) ||
 	    join(dir, name, rel, sizeof(rel)) < 0 || sysfs_path(dev, rel, path, sizeof(path)) < 0)
 		return NULL;
 	return attr_of(path, rel, name);
@@ -294,7 +302,7 @@ static bool sysfs_has(struct dm_device *dev, const char *name)
 {
 	char path[PATH_MAX];
 	struct stat st;
-	if (!dm_name_is_valid(name) || sysfs_path(dev, name, path, sizeof(path)) < 0 ||
+	if (!shown_name(name) || sysfs_path(dev, name, path, sizeof(path)) < 0 ||
 	    lstat(path, &st) < 0)
 		return false;
 	if (S_ISDIR(st.st_mode))

@@ -357,7 +357,8 @@ static void test_lookups_keep_to_the_device(void **state)
 		{ "escape_dir", "secret" }, { "escape_dir/sub", "x" },	{ "..", "dev" },
 		{ "../outside", "secret" }, { "power", "control" },	{ "child", "uevent" },
 		{ "net/eth0", "uevent" },   { "net", "eth0" },		{ "queue", "escape" },
-		{ "vendor", "x" },
+		{ "vendor", "x" },	    { NULL, ".hidden" },	{ "queue", ".hidden_dir" },
+		{ ".cache", "x" },	    { "queue/.hidden_dir", "x" },
 	};
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
 		if (s->g->find(s->dev, none[i].dir, none[i].name))
@@ -379,6 +380,7 @@ static void test_lookups_keep_to_the_device(void **state)
 		"queue/",    "queue//iosched", "queue/..", "queue/./iosched", "queue/../queue",
 		"../dev",    "escape_dir",	"queue/escape", "escape_dir/sub", "power",
 		"child",     "net",		"net/eth0", "vendor",	"queue/scheduler",
+		".cache",    "queue/.hidden_dir",
 	};
 	for (size_t i = 0; i < sizeof(no_dirs) / sizeof(no_dirs[0]); i++)
 		if (s->g->has_dir(s->dev, no_dirs[i]))
@@ -394,7 +396,7 @@ static void test_lookups_keep_to_the_device(void **state)
 	static const char *const has_not[] = { "escape", "escape_abs", "escape_dir", "subsystem",
 					       "fifo",	 "rom",	       "bind",	     "power",
 					       "child",	 "net",	       "..",	     ".",
-					       "",	 "queue/scheduler" };
+					       "",	 "queue/scheduler", ".hidden", ".cache" };
 	for (size_t i = 0; i < sizeof(has_not) / sizeof(has_not[0]); i++)
 		if (s->g->has(s->dev, has_not[i]))
 			fail_msg("'%s' is shown", has_not[i]);
