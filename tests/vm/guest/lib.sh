@@ -89,3 +89,20 @@ qmp() {
 	*) return 1 ;;
 	esac
 }
+
+# The kernel's runtime-PM calls on the device named $1 from now on, by task
+# (tracefs' rpm events): rpm_trace_start DEV, then rpm_trace_stop prints the
+# last 40 calls when $1 is not 0 (a wait that ran out: who held it awake).
+RPM_T=/sys/kernel/tracing
+rpm_trace_start() {
+	[ -d $RPM_T/events ] || mount -t tracefs nodev $RPM_T 2>/dev/null
+	[ -e $RPM_T/events/rpm/enable ] || return 0
+	echo "name == \"$1\"" > $RPM_T/events/rpm/filter
+	echo > $RPM_T/trace
+	echo 1 > $RPM_T/events/rpm/enable
+}
+rpm_trace_stop() {
+	[ -e $RPM_T/events/rpm/enable ] || return 0
+	echo 0 > $RPM_T/events/rpm/enable
+	[ "$1" -eq 0 ] || grep -v '^#' $RPM_T/trace | tail -n 40 | diag
+}
