@@ -151,6 +151,7 @@ void dm_model_get_bind_request(struct dm_model *m, dm_bind_request_fn *ret_fn, v
 void dm_model_get_bind_request_locked(struct dm_model *m, dm_bind_request_fn *ret_fn,
 				      void **ret_data)
 {
+	dm_model_assert_held(m);
 	*ret_fn = m->bind_request;
 	*ret_data = m->bind_request_data;
 }
