@@ -15,6 +15,7 @@
 #include "drivers/pci-access.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +141,23 @@ static int scan_fn(struct pci_access *pa, void *data)
 	return 0;
 }
 
+/* Whether libpci's error @err names a file of a function whose sysfs
+ * directory is gone now. */
+static bool function_gone(const char *err)
+{
+	static const char devices[] = "/sys/bus/pci/devices/";
+	const char *p = strstr(err, devices);
+	if (!p)
+		return false;
+	p += sizeof(devices) - 1;
+	size_t len = strcspn(p, "/: ");
+	char dir[PATH_MAX];
+	if (len == 0 || len > 64)
+		return false;
+	snprintf(dir, sizeof(dir), "%s%.*s", devices, (int)len, p);
+	return access(dir, F_OK) < 0 && errno == ENOENT;
+}
+
 static int pci_scan(struct dm_scan *s)
 {
 	/* a machine without PCI (an ARM board): nothing for libpci, and no
@@ -148,11 +166,25 @@ static int pci_scan(struct dm_scan *s)
 		log_debug("pci: no /sys/bus/pci: a machine without PCI");
 		return 0;
 	}
-	struct pci_access *pa = dm_pci_access_new();
-	if (!pa)
-		return -EIO;
-	int r = dm_pci_guarded(pa, scan_fn, s);
-	pci_cleanup(pa);
+	/* A function can go between libpci's listing of the bus and its
+	 * reads of the function's files (a VF being disabled, a hot-unplug):
+	 * libpci then fails on a file of a directory that is gone. That is
+	 * no error: the bus is scanned again without it (its remove comes as
+	 * an event); any other failure is logged as libpci said it. */
+	char err[512];
+	int r = -EIO;
+	for (int tries = 0; tries < 3; tries++) {
+		struct pci_access *pa = dm_pci_access_new();
+		if (!pa)
+			return -EIO;
+		r = dm_pci_guarded_quiet(pa, scan_fn, s, err, sizeof(err));
+		pci_cleanup(pa);
+		if (r != -EIO || !function_gone(err))
+			break;
+		log_debug("pci: a function went while it was read (%s): the bus scanned again", err);
+	}
+	if (r == -EIO && err[0])
+		log_err("libpci: %s", err);
 	return r;
 }
 
