@@ -353,17 +353,7 @@ static void dry_refusal(struct txn *t, int r, const char *what)
  * none). */
 static void driver_of(const char *devdir, char *buf, size_t size)
 {
-	char link[PATH_MAX + 8], target[PATH_MAX];
-	snprintf(link, sizeof(link), "%s/driver", devdir);
-	ssize_t n = readlink(link, target, sizeof(target) - 1);
-	buf[0] = '\0';
-	if (n > 0) {
-		target[n] = '\0';
-		const char *slash = strrchr(target, '/');
-		const char *base = slash ? slash + 1 : target;
-		if (strlen(base) < size)
-			memcpy(buf, base, strlen(base) + 1);
-	}
+	dm_run_read_link_base(devdir, "driver", buf, size);
 }
 
 static void current_driver(const struct txn *t, char *buf, size_t size)

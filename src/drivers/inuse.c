@@ -473,21 +473,6 @@ bool dm_inuse_is_vfio_driver(const char *drv)
 	       (l > 8 && (strcmp(drv + l - 8, "vfio-pci") == 0 || strcmp(drv + l - 8, "vfio_pci") == 0));
 }
 
-/* The base name of the link @devdir/@name into @buf ("" none). */
-static void link_name(const char *devdir, const char *name, char *buf, size_t size)
-{
-	char link[PATH_MAX + 32], target[PATH_MAX];
-	snprintf(link, sizeof(link), "%s/%s", devdir, name);
-	ssize_t n = readlink(link, target, sizeof(target) - 1);
-	buf[0] = '\0';
-	if (n <= 0)
-		return;
-	target[n] = '\0';
-	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
-	if (strlen(base) < size)
-		memcpy(buf, base, strlen(base) + 1);
-}
-
 /* The VFIO node /dev/vfio/@node of @name (bound to @drv) in @nodes. */
 static void add_vfio_node(struct things *nodes, const char *node, const char *drv,
 			  const char *name)
@@ -513,10 +498,10 @@ static void add_vfio_nodes(const struct dm_inuse_roots *r, struct things *nodes,
 	char devdir[PATH_MAX], drv[NAME_LEN], group[NAME_LEN], node[NAME_LEN];
 	if (!devpath || (size_t)snprintf(devdir, sizeof(devdir), "%s%s", r->sysfs, devpath) >= sizeof(devdir))
 		return;
-	link_name(devdir, "driver", drv, sizeof(drv));
+	dm_run_read_link_base(devdir, "driver", drv, sizeof(drv));
 	if (!dm_inuse_is_vfio_driver(drv))
 		return;
-	link_name(devdir, "iommu_group", group, sizeof(group));
+	dm_run_read_link_base(devdir, "iommu_group", group, sizeof(group));
 	if (group[0] && dm_name_is_plain(group, strlen(group))) {
 		add_vfio_node(nodes, group, drv, name);
 		snprintf(node, sizeof(node), "noiommu-%.40s", group);

@@ -621,3 +621,18 @@ out_close:
 	buf[len] = '\0';
 	return (int)len;
 }
+
+void dm_run_read_link_base(const char *dir, const char *name, char *buf, size_t size)
+{
+	char link[PATH_MAX + 64], target[PATH_MAX];
+	snprintf(link, sizeof(link), "%s/%s", dir, name);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	buf[0] = '\0';
+	if (n <= 0)
+		return;
+	target[n] = '\0';
+	const char *slash = strrchr(target, '/');
+	const char *base = slash ? slash + 1 : target;
+	if (strlen(base) < size)
+		memcpy(buf, base, strlen(base) + 1);
+}

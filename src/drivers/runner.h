@@ -70,5 +70,9 @@ int dm_run_write(const char *label, const char *path, const char *value, int tim
  * in @size - 1 bytes, -EINVAL when @path is not a regular file (so it never
  * blocks on a FIFO or device), or another -errno. Not logged. */
 int dm_run_read(const char *path, char *buf, size_t size);
+/* The last component of the link @dir/@name's target into @buf ("" when
+ * there is no such link, or the name does not fit): a device's driver or
+ * IOMMU group as sysfs links them. */
+void dm_run_read_link_base(const char *dir, const char *name, char *buf, size_t size);
 
 #endif

@@ -125,22 +125,6 @@ static long read_number(const char *dir, const char *file)
 	return end == buf || (*end && *end != '\n') || errno || v < 0 ? -1 : v;
 }
 
-/* The last component of the link @dir/@name, into @buf ("" none). */
-static void link_base(const char *dir, const char *name, char *buf, size_t size)
-{
-	char link[PATH_MAX + 64], target[PATH_MAX];
-	snprintf(link, sizeof(link), "%s/%s", dir, name);
-	ssize_t n = readlink(link, target, sizeof(target) - 1);
-	buf[0] = '\0';
-	if (n > 0) {
-		target[n] = '\0';
-		const char *slash = strrchr(target, '/');
-		const char *base = slash ? slash + 1 : target;
-		if (strlen(base) < size)
-			memcpy(buf, base, strlen(base) + 1);
-	}
-}
-
 /* The sysfs directory of VF @name (<sysfs>/bus/pci/devices/NAME). */
 static void vf_dir(const struct txn *t, const char *name, char *buf, size_t size)
 {
@@ -153,11 +137,11 @@ static bool vf_at(const struct txn *t, long i, struct vf *v)
 	char link[32], dir[PATH_MAX], path[PATH_MAX + 32];
 	*v = (struct vf){ 0 };
 	snprintf(link, sizeof(link), "virtfn%ld", i);
-	link_base(t->devdir, link, v->name, sizeof(v->name));
+	dm_run_read_link_base(t->devdir, link, v->name, sizeof(v->name));
 	if (!v->name[0] || !dm_name_is_plain(v->name, strlen(v->name)))
 		return false;
 	vf_dir(t, v->name, dir, sizeof(dir));
-	link_base(dir, "driver", v->driver, sizeof(v->driver));
+	dm_run_read_link_base(dir, "driver", v->driver, sizeof(v->driver));
 	snprintf(path, sizeof(path), "%s/driver_override", dir);
 	if (dm_run_read(path, v->override, sizeof(v->override)) < 0 ||
 	    strcmp(v->override, "(null)") == 0)
@@ -213,19 +197,19 @@ static int vf_bind(struct txn *t, const char *name, const char *driver)
 	vf_dir(t, name, dir, sizeof(dir));
 	int r = vf_write(t, name, "driver_override", driver);
 	const char *step = "driver_override";
-	link_base(dir, "driver", now, sizeof(now));
+	dm_run_read_link_base(dir, "driver", now, sizeof(now));
 	if (r == 0 && now[0] && strcmp(now, driver) != 0) {
 		snprintf(file, sizeof(file), "%s/unbind", now);
 		step = "unbind";
 		r = vf_write(t, name, file, name);
 	}
-	link_base(dir, "driver", now, sizeof(now));
+	dm_run_read_link_base(dir, "driver", now, sizeof(now));
 	if (r == 0 && strcmp(now, driver) != 0) {
 		snprintf(file, sizeof(file), "%s/bind", driver);
 		step = "bind";
 		r = vf_write(t, name, file, name);
 	}
-	link_base(dir, "driver", now, sizeof(now));
+	dm_run_read_link_base(dir, "driver", now, sizeof(now));
 	if (r == 0 && strcmp(now, driver) != 0) {
 		step = "verify";
 		r = -ENODEV;
@@ -244,19 +228,19 @@ static void vf_put_back(struct txn *t, const struct vf *v)
 	char dir[PATH_MAX], now[NAME_MAX_], file[NAME_MAX_ + 16];
 	vf_dir(t, v->name, dir, sizeof(dir));
 	int r = vf_write(t, v->name, "driver_override", v->override[0] ? v->override : "\n");
-	link_base(dir, "driver", now, sizeof(now));
+	dm_run_read_link_base(dir, "driver", now, sizeof(now));
 	if (now[0] && strcmp(now, v->driver) != 0) {
 		snprintf(file, sizeof(file), "%s/unbind", now);
 		int u = vf_write(t, v->name, file, v->name);
 		r = r < 0 ? r : u;
 	}
-	link_base(dir, "driver", now, sizeof(now));
+	dm_run_read_link_base(dir, "driver", now, sizeof(now));
 	if (v->driver[0] && strcmp(now, v->driver) != 0) {
 		snprintf(file, sizeof(file), "%s/bind", v->driver);
 		int b = vf_write(t, v->name, file, v->name);
 		r = r < 0 ? r : b;
 	}
-	link_base(dir, "driver", now, sizeof(now));
+	dm_run_read_link_base(dir, "driver", now, sizeof(now));
 	say(t, "rollback: VF %s back to %s (driver_override %s): %s\n", v->name,
 	    v->driver[0] ? v->driver : "no driver", v->override[0] ? v->override : "(none)",
 	    r < 0 ? strerror(-r) : strcmp(now, v->driver) == 0 ? "ok" : "not bound as it was");
@@ -436,7 +420,7 @@ static int run(struct txn *t)
 	const struct dm_sriov_request *req = t->req;
 	long n = (long)req->numvfs;
 	char drv[NAME_MAX_];
-	link_base(t->devdir, "driver", drv, sizeof(drv));
+	dm_run_read_link_base(t->devdir, "driver", drv, sizeof(drv));
 	say(t, "device %s, bound to %s, %ld of %ld VFs, sriov_drivers_autoprobe %s\n", t->name,
 	    drv[0] ? drv : "no driver", t->old_count, t->total,
 	    t->autoprobe < 0 ? "(none)" : t->autoprobe ? "1" : "0");
